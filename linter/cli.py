@@ -1,0 +1,176 @@
+"""`sapo-lint`: lint recipes; `rules`, `rule CODE`, `schema build`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+class DefaultToCheck(click.Group):
+    """`sapo-lint PATH...` means `sapo-lint check PATH...` unless the first word is a subcommand."""
+
+    def parse_args(self, ctx, args):
+        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+            args = ["check", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=DefaultToCheck, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="sapo-lint")
+def cli():
+    """Check verl SAPO training recipes before they reach a cluster.
+
+    `sapo-lint [PATH]...` lints recipes (YAML with a top-level `recipe:` key) under the given files and
+    directories (default: the current directory)."""
+
+
+@cli.command("check")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]), default="text", show_default=True)
+@click.option("--select", multiple=True, help="Only these rule codes or prefixes (repeatable, or comma-separated).")
+@click.option("--ignore", multiple=True, help="Skip these rule codes or prefixes (repeatable, or comma-separated).")
+@click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="A Hydra override applied on top of every recipe (repeatable).")
+@click.option("--verl-version", help="Check against this verl schema snapshot instead of the recipe's.")
+@click.option("--fix", is_flag=True, help="Apply mechanical fixes (tau path, `+` prefix) in place.")
+@click.option("--warnings-as-errors", is_flag=True, help="Exit 1 on warnings too.")
+def check(paths, fmt, select, ignore, overrides, verl_version, fix, warnings_as_errors):
+    """Lint recipes under PATHS."""
+    from .lint import lint_paths
+    from .reporters import RENDER
+    from .settings import SettingsError, load_settings
+
+    try:
+        settings, _ = load_settings(Path.cwd())
+    except SettingsError as exc:
+        raise click.UsageError(str(exc)) from None
+    settings.select = _codes(select) or settings.select
+    settings.ignore = [*settings.ignore, *_codes(ignore)]
+    settings.warnings_as_errors = warnings_as_errors or settings.warnings_as_errors
+    _check_codes(settings.select + settings.ignore)
+    targets = list(paths) or [Path(".")]
+    result = lint_paths(targets, settings, list(overrides), verl_version)
+    if fix:
+        from .fix import apply_fixes
+
+        applied = apply_fixes(result.diagnostics)
+        if applied:
+            click.echo(f"Fixed {applied} override(s).", err=True)
+            result = lint_paths(targets, settings, list(overrides), verl_version)
+    render = RENDER[fmt]
+    output = render(result.diagnostics, result.files, color=sys.stdout.isatty()) if fmt == "text" else render(result.diagnostics, result.files)
+    if output:
+        click.echo(output)
+    severities = {d.severity.value for d in result.diagnostics}
+    if result.unreadable:
+        sys.exit(EXIT_USAGE)
+    if "error" in severities or (settings.warnings_as_errors and "warning" in severities):
+        sys.exit(EXIT_FINDINGS)
+    sys.exit(EXIT_OK)
+
+
+def _codes(values) -> list[str]:
+    return [c.strip().upper() for v in values for c in v.split(",") if c.strip()]
+
+
+def _check_codes(codes: list[str]) -> None:
+    from .rules import RULES
+
+    unknown = [c for c in codes if not any(code.startswith(c) for code in RULES)]
+    if unknown:
+        raise click.UsageError(f"unknown rule code or prefix: {', '.join(unknown)} (see `sapo-lint rules`)")
+
+
+@cli.command("rules")
+def list_rules():
+    """List every rule: code, name, severity, summary."""
+    from .rules import RULES
+
+    for code in sorted(RULES):
+        r = RULES[code]
+        click.echo(f"{r.code:<7} {r.severity.value:<8} {r.name:<28} {r.summary}")
+
+
+@cli.command("rule")
+@click.argument("code")
+def show_rule(code):
+    """Explain one rule, with a bad and a good example."""
+    from .rules import RULES
+
+    r = RULES.get(code.upper())
+    if r is None:
+        raise click.UsageError(f"no rule {code!r} (see `sapo-lint rules`)")
+    click.echo(f"{r.code} {r.name} ({r.severity.value})\n\n{r.summary}\n\n{r.explanation}\n")
+    click.echo("Bad:\n" + _indent(r.bad) + "\n\nGood:\n" + _indent(r.good))
+    click.echo(f"\nDefined in {r.module.replace('.', '/')}.py")
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+@cli.group("schema")
+def schema():
+    """Schema snapshots generated from verl, megatron-core and mbridge distributions."""
+
+
+@schema.command("build")
+@click.option("--wheel", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="A verl wheel (pip download --no-deps verl==X).")
+@click.option("--verl-root", type=click.Path(exists=True, file_okay=False, path_type=Path), help="A verl source checkout.")
+@click.option("--consumer-wheel", "consumer_wheels", multiple=True, type=click.Path(exists=True, path_type=Path),
+              help="A megatron-core or mbridge wheel to snapshot too (repeatable).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Schema directory to write into (default: the installed sapo-lint's schemas/).")
+def schema_build(wheel, verl_root, consumer_wheels, out):
+    """Build schema snapshots, without importing verl, torch or megatron.
+
+    With neither --wheel nor --verl-root, the installed verl distribution is read from disk."""
+    from schemas import build
+
+    from .schema import SCHEMA_DIR
+
+    if wheel and verl_root:
+        raise click.UsageError("give --wheel or --verl-root, not both")
+    out = out or SCHEMA_DIR
+    try:
+        package_dir, version, source = build.locate_verl(wheel=wheel, verl_root=verl_root)
+        for name, snapshot in build.build_verl_snapshots(package_dir, version, source).items():
+            target = out / "verl" / version / f"{name}.json"
+            build.write_snapshot(snapshot, target)
+            click.echo(f"wrote {target}")
+        for consumer in consumer_wheels:
+            snapshot = build.build_consumer_snapshot(consumer)
+            target = out / "consumers" / f"{snapshot['package']}-{snapshot['version']}.json"
+            build.write_snapshot(snapshot, target)
+            click.echo(f"wrote {target}")
+    except build.SchemaBuildError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def main() -> None:
+    """Console entry point: click's own errors exit 2; anything unexpected is one line, never a traceback."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(EXIT_USAGE)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(EXIT_USAGE)
+    except (KeyboardInterrupt, BrokenPipeError):
+        sys.exit(EXIT_USAGE)
+    except Exception as exc:  # noqa: BLE001 - the contract: one clear line and exit 2
+        click.echo(f"sapo-lint: internal error: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+
+
+if __name__ == "__main__":
+    main()

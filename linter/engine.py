@@ -1,0 +1,242 @@
+"""Resolve one trainer command (config + ordered overrides) against a schema snapshot and run the rules.
+
+Overrides are applied in order, the way Hydra applies them at compose time, so that a `+key` followed by
+`key=...` or a `~key` followed by `+key` is judged against the config as it stands at that point.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .diagnostics import Diagnostic, Location
+from .overrides import MISSING, ParsedOverride
+from .schema import Consumer, Snapshot, Tree, load_consumer
+
+_INTERPOLATION = re.compile(r"^\$\{(?:oc\.select:)?(\.*[A-Za-z0-9_.]+)(?:,(.*))?\}$")
+
+
+@dataclass(frozen=True)
+class LocatedOverride:
+    """One override as a source read it: the parsed form (None on a syntax error) and where it was written."""
+
+    location: Location
+    key_text: str  # the key as written, prefix included: what a fix replaces
+    parsed: ParsedOverride | None
+    syntax_error: str | None = None
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Versions of the libraries that receive verl's pass-through dicts."""
+
+    megatron_core: str
+    mbridge: str
+
+
+@dataclass(frozen=True)
+class Command:
+    """One trainer invocation to check: one variant of a recipe or script."""
+
+    config_name: str
+    overrides: tuple[LocatedOverride, ...]
+    stack: Stack
+    variant: str | None = None
+
+
+@dataclass(frozen=True)
+class ResolvedOverride:
+    override: LocatedOverride
+    parsed: ParsedOverride
+    entry: dict | None  # the schema entry of the key (declared_only fields included)
+    existed: bool  # the key was in the config when this override was applied
+    current: Any  # its value then (None when absent)
+    anchor: str  # deepest existing ancestor of the key ('' = root)
+    group: dict | None = None  # the config-group spec when the key selects a group
+
+    @property
+    def path(self) -> str:
+        return self.parsed.key
+
+    @property
+    def location(self) -> Location:
+        return self.override.location
+
+    @property
+    def assigns(self) -> bool:
+        return self.parsed.op != "delete"
+
+
+class ConfigView:
+    """The composed config after overrides: schema defaults plus what the overrides set, added or deleted."""
+
+    def __init__(self, tree: Tree) -> None:
+        self.tree = tree
+        self._set: dict[str, Any] = {}
+        self._deleted: set[str] = set()
+
+    def _is_deleted(self, path: str) -> bool:
+        parts = path.split(".")
+        return any(".".join(parts[:i]) in self._deleted for i in range(1, len(parts) + 1))
+
+    def _lookup(self, path: str) -> tuple[bool, Any]:
+        if self._is_deleted(path):
+            return False, None
+        if path in self._set:
+            return True, self._set[path]
+        parts = path.split(".")
+        for i in range(len(parts) - 1, 0, -1):  # a value set on an ancestor mapping
+            prefix = ".".join(parts[:i])
+            if prefix in self._set:
+                value = self._set[prefix]
+                for part in parts[i:]:
+                    if not isinstance(value, dict) or part not in value:
+                        return False, None
+                    value = value[part]
+                return True, value
+        entry = self.tree.get(path)
+        if entry is None or entry.get("declared_only"):
+            return False, None
+        return True, entry.get("default") if entry["kind"] in ("value", "list") else {}
+
+    def exists(self, path: str) -> bool:
+        return self._lookup(path)[0]
+
+    def raw(self, path: str) -> Any:
+        return self._lookup(path)[1]
+
+    def value(self, path: str, _depth: int = 0) -> Any:
+        """The value with `${path}`/`${oc.select:path,default}` interpolations followed (None if unresolvable)."""
+        found, value = self._lookup(path)
+        if not found:
+            entry = self.tree.get(path)
+            return entry.get("default") if entry else None
+        if isinstance(value, str) and _depth < 16:
+            m = _INTERPOLATION.match(value)
+            if m:
+                target, default = _absolute(path, m.group(1)), m.group(2)
+                if self.exists(target):
+                    return self.value(target, _depth + 1)
+                return _scalar(default) if default is not None else None
+        return value
+
+    def apply(self, parsed: ParsedOverride) -> None:
+        if parsed.op == "delete":
+            self._deleted.add(parsed.key)
+            self._set = {k: v for k, v in self._set.items() if k != parsed.key and not k.startswith(parsed.key + ".")}
+        else:
+            self._deleted.discard(parsed.key)
+            self._set[parsed.key] = parsed.value
+
+    def anchor(self, path: str) -> str:
+        parts = path.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            prefix = ".".join(parts[:i])
+            if self.exists(prefix):
+                return prefix
+        return ""
+
+
+def _absolute(path: str, target: str) -> str:
+    """OmegaConf relative interpolation: `.x` is a sibling of `path`, `..x` a sibling of its parent."""
+    dots = len(target) - len(target.lstrip("."))
+    if not dots:
+        return target
+    base = path.split(".")[:-dots]
+    return ".".join([*base, target[dots:]])
+
+
+def _scalar(text: str) -> Any:
+    lowered = text.strip().lower()
+    if lowered in ("null", "none"):
+        return None
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text.strip()
+
+
+@dataclass
+class LintContext:
+    """What rules see: the resolved overrides of one command and the config they produce."""
+
+    snapshot: Snapshot
+    tree: Tree
+    model_engine: str
+    overrides: list[ResolvedOverride]
+    config: ConfigView
+    stack: Stack
+    unparsed: list[LocatedOverride] = field(default_factory=list)  # overrides that are not valid Hydra syntax
+    _explicit: dict[str, ResolvedOverride] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for ro in self.overrides:
+            if ro.assigns and ro.group is None:
+                self._explicit[ro.path] = ro
+
+    def explicit(self, path: str) -> ResolvedOverride | None:
+        """The last override that set `path`, if any."""
+        return self._explicit.get(path)
+
+    def consumer(self, spec: str) -> tuple[Consumer, str]:
+        """`megatron-core:OptimizerConfig` -> (the consumer snapshot for this command's stack, 'OptimizerConfig')."""
+        package, _, cls = spec.partition(":")
+        version = self.stack.megatron_core if package == "megatron-core" else self.stack.mbridge
+        return load_consumer(package, version), cls
+
+    def consumer_dict(self, path: str) -> tuple[str, dict] | None:
+        """The nearest ancestor of `path` that is an open dict with a known consumer."""
+        parts = path.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            prefix = ".".join(parts[:i])
+            entry = self.tree.get(prefix)
+            if entry is not None and entry.get("consumer"):
+                return prefix, entry
+        return None
+
+
+def resolve(command: Command, snapshot: Snapshot) -> LintContext:
+    """Apply the command's overrides in order, as Hydra does at compose time."""
+    groups = snapshot.groups
+    engine_spec = groups["model_engine"]
+    model_engine = engine_spec["default"]
+    for lo in command.overrides:
+        p = lo.parsed
+        if p is not None and p.key == "model_engine" and p.op == "set" and p.value in engine_spec["options"]:
+            model_engine = p.value
+    tree = snapshot.tree(model_engine)
+    view = ConfigView(tree)
+    resolved: list[ResolvedOverride] = []
+    broken: list[LocatedOverride] = []
+    for lo in command.overrides:
+        p = lo.parsed
+        if p is None:
+            broken.append(lo)
+            continue
+        group = groups.get(p.key)
+        if group is not None:
+            resolved.append(ResolvedOverride(lo, p, None, True, group["default"], "", group))
+            continue
+        existed = view.exists(p.key)
+        resolved.append(
+            ResolvedOverride(lo, p, tree.get(p.key), existed, view.raw(p.key), view.anchor(p.key))
+        )
+        if p.op == "delete" or (existed or p.op != "set"):
+            view.apply(p)
+    return LintContext(snapshot, tree, model_engine, resolved, view, command.stack, broken)
+
+
+def lint_command(command: Command, snapshot: Snapshot, rules: Iterable) -> list[Diagnostic]:
+    ctx = resolve(command, snapshot)
+    out: list[Diagnostic] = []
+    for rule in rules:
+        out.extend(rule.run(ctx))
+    return [d.with_variant(command.variant) for d in out]
+
+
+__all__ = ["Command", "ConfigView", "LintContext", "LocatedOverride", "ResolvedOverride", "Stack", "lint_command", "resolve", "MISSING"]

@@ -1,0 +1,57 @@
+"""`--fix`: rewrite override keys in place where a rule offers a mechanical fix."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+from .diagnostics import Diagnostic
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace the file's content in one step, keeping its mode: a crash leaves the old file or the new one."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _replace_key(line: str, column: int, old: str, new: str) -> str | None:
+    start = column - 1
+    if line[start : start + len(old)] == old:
+        return line[:start] + new + line[start + len(old) :]
+    if line[start : start + 1] in ("'", '"') and line[start + 1 : start + 1 + len(old)] == old:  # quoted YAML key
+        return line[: start + 1] + new + line[start + 1 + len(old) :]
+    return None
+
+
+def apply_fixes(diagnostics: list[Diagnostic]) -> int:
+    """Apply every fix whose key text is still where the diagnostic says; returns how many were applied."""
+    by_file: dict[str, dict[tuple[int, int], Diagnostic]] = defaultdict(dict)
+    for d in diagnostics:
+        if d.fix is not None and d.replaces is not None and Path(d.location.path).is_file():
+            by_file[d.location.path].setdefault((d.location.line, d.location.column), d)
+    applied = 0
+    for name, fixes in by_file.items():
+        path = Path(name)
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        changed = 0
+        for (line_no, column), d in sorted(fixes.items(), reverse=True):  # right to left keeps columns valid
+            if not 0 < line_no <= len(lines):
+                continue
+            new_line = _replace_key(lines[line_no - 1], column, d.replaces, d.fix)
+            if new_line is not None:
+                lines[line_no - 1] = new_line
+                changed += 1
+        if changed:
+            write_atomically(path, "".join(lines))
+            applied += changed
+    return applied

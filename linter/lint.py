@@ -1,0 +1,147 @@
+"""Lint files: discover, read through the sources, run the rules, filter, and collapse variants."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import rules as _rules  # registers every rule
+from .diagnostics import Diagnostic, Location
+from .engine import LocatedOverride, Stack, lint_command
+from .overrides import OverrideSyntaxError, parse_override
+from .rules.rf_recipe import UNKNOWN_VERSION, UNREADABLE_FILE
+from .schema import (
+    DEFAULT_MBRIDGE, DEFAULT_MEGATRON_CORE, DEFAULT_VERL_VERSION, SnapshotNotFound, installed_verl_version,
+    load_snapshot,
+)
+from .settings import Settings
+from .sources.files import UnreadableFile, read_text
+from .sources.recipe import Recipe, looks_like_recipe, read_recipe
+
+SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", "build", "dist"}
+RECIPE_SUFFIXES = (".yaml", ".yml")
+_NOQA = re.compile(r"#\s*sapo-lint:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*)*))?", re.I)
+
+
+@dataclass
+class LintResult:
+    diagnostics: list[Diagnostic]
+    files: int
+    unreadable: int
+    recipes: list[Recipe] = field(default_factory=list)
+
+
+def discover(paths: list[Path], exclude: list[str]) -> list[Path]:
+    """Recipe candidates under the given paths (explicit files are always candidates), sorted, de-duplicated."""
+    found: dict[Path, None] = {}
+
+    def excluded(p: Path) -> bool:
+        text = p.as_posix()
+        return any(fnmatch.fnmatch(text, pat) or fnmatch.fnmatch(p.name, pat) for pat in exclude)
+
+    for root in paths:
+        if root.is_file():
+            if not excluded(root):
+                found[root] = None
+            continue
+        for p in sorted(root.rglob("*")):
+            if any(part in SKIP_DIRS for part in p.relative_to(root).parts[:-1]) or excluded(p):
+                continue
+            if p.suffix in RECIPE_SUFFIXES and p.is_file():
+                found[p] = None
+    return list(found)
+
+
+def command_line_overrides(texts: list[str]) -> tuple[LocatedOverride, ...]:
+    out = []
+    for i, text in enumerate(texts, 1):
+        location = Location("--override", i, 1)
+        key_text = text.split("=", 1)[0]
+        try:
+            out.append(LocatedOverride(location, key_text, parse_override(text)))
+        except OverrideSyntaxError as exc:
+            out.append(LocatedOverride(location, key_text, None, f"`{text}`: {exc.message}"))
+    return tuple(out)
+
+
+def lint_paths(paths: list[Path], settings: Settings, cli_overrides: list[str] = (), cli_verl: str | None = None) -> LintResult:
+    default_verl = settings.verl_version or installed_verl_version() or DEFAULT_VERL_VERSION
+    stack = Stack(settings.megatron_core or DEFAULT_MEGATRON_CORE, settings.mbridge or DEFAULT_MBRIDGE)
+    extra = command_line_overrides(list(cli_overrides))
+    active = [r for code, r in _rules.RULES.items() if settings.enabled(code)]
+    diagnostics: list[Diagnostic] = []
+    result = LintResult(diagnostics, 0, 0)
+    for path in discover(paths, settings.exclude):
+        try:
+            source = read_text(path)
+        except UnreadableFile as exc:
+            result.files += 1
+            result.unreadable += 1
+            diagnostics.append(UNREADABLE_FILE.diagnostic(Location(str(path)), str(exc)))
+            continue
+        if not looks_like_recipe(source.text):
+            continue
+        result.files += 1
+        read = read_recipe(source, default_verl, stack, cli_verl, extra)
+        found = list(read.diagnostics)
+        recipe = read.recipe
+        if recipe is not None:
+            result.recipes.append(recipe)
+            try:
+                snapshot = load_snapshot(recipe.verl_version, recipe.config_name)
+            except SnapshotNotFound as exc:
+                found.append(UNKNOWN_VERSION.diagnostic(_verl_key_location(source.path, source.text), str(exc)))
+            else:
+                per_variant = [lint_command(c, snapshot, active) for c in recipe.commands]
+                found.extend(_collapse_variants(per_variant, [c.variant for c in recipe.commands]))
+        diagnostics.extend(_without_noqa(source, found))
+    result.diagnostics = sorted(
+        {(d.sort_key(), d.message): d for d in diagnostics if settings.enabled(d.code)}.values(),
+        key=Diagnostic.sort_key,
+    )
+    return result
+
+
+def _verl_key_location(path: str, text: str) -> Location:
+    m = re.search(r"^verl\s*:", text, re.M)
+    return Location(path, text.count("\n", 0, m.start()) + 1, 1) if m else Location(path)
+
+
+def _collapse_variants(per_variant: list[list[Diagnostic]], variants: list[str | None]) -> list[Diagnostic]:
+    """One diagnostic per finding: variant null when every variant has it, `AXIS=value` when exactly the
+    variants with that value have it, else one per variant."""
+    groups: dict[Diagnostic, list[str | None]] = defaultdict(list)
+    for found in per_variant:
+        for d in found:
+            groups[d.with_variant(None)].append(d.variant)
+    all_variants = set(variants)
+    tokens = sorted({t for v in variants if v for t in v.split(",")})
+    out = []
+    for diag, where in groups.items():
+        have = set(where)
+        if have == all_variants:
+            out.append(diag)
+            continue
+        token = next((t for t in tokens if {v for v in variants if v and t in v.split(",")} == have), None)
+        if token is not None:
+            out.append(diag.with_variant(token))
+        else:
+            out.extend(diag.with_variant(v) for v in sorted(have, key=str))
+    return out
+
+
+def _without_noqa(source, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """Drop diagnostics whose line carries `# sapo-lint: noqa` (all codes) or `# sapo-lint: noqa: CODE,...`."""
+    lines = source.text.splitlines()
+    kept = []
+    for d in diagnostics:
+        in_file = d.location.path == source.path and 0 < d.location.line <= len(lines)
+        line = lines[d.location.line - 1] if in_file else ""
+        m = _NOQA.search(line)
+        if m and (m.group("codes") is None or d.code in {c.strip().upper() for c in m.group("codes").split(",")}):
+            continue
+        kept.append(d)
+    return kept

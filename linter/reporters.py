@@ -1,0 +1,107 @@
+"""Output formats: text, json (SPEC §7), github workflow annotations, SARIF 2.1.0."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from .diagnostics import Diagnostic, Severity
+
+FORMATS = ("text", "json", "github", "sarif")
+
+
+def summary(diagnostics: list[Diagnostic], files: int) -> dict:
+    counts = Counter(d.severity.value for d in diagnostics)
+    return {"files": files, "error": counts["error"], "warning": counts["warning"], "info": counts["info"]}
+
+
+def as_dict(d: Diagnostic) -> dict:
+    return {
+        "path": d.location.path, "line": d.location.line, "column": d.location.column, "code": d.code,
+        "name": d.name, "severity": d.severity.value, "message": d.message, "variant": d.variant, "fix": d.fix,
+    }
+
+
+def render_json(diagnostics: list[Diagnostic], files: int) -> str:
+    return json.dumps({"version": 1, "diagnostics": [as_dict(d) for d in diagnostics],
+                       "summary": summary(diagnostics, files)}, indent=2)
+
+
+def render_text(diagnostics: list[Diagnostic], files: int, color: bool = False) -> str:
+    import click
+
+    colors = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
+    lines = []
+    for d in diagnostics:
+        code = click.style(d.code, fg=colors[d.severity], bold=True) if color else d.code
+        variant = f" [{d.variant}]" if d.variant else ""
+        fix = f" (fix: {d.fix})" if d.fix else ""
+        lines.append(f"{d.location.path}:{d.location.line}:{d.location.column}: {code} {d.message}{variant}{fix}")
+    s = summary(diagnostics, files)
+    noun = "file" if files == 1 else "files"
+    if diagnostics:
+        lines.append(f"Found {s['error']} error(s), {s['warning']} warning(s), {s['info']} info(s) in {files} {noun}.")
+    else:
+        lines.append(f"All checks passed ({files} {noun}).")
+    return "\n".join(lines)
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def render_github(diagnostics: list[Diagnostic], files: int) -> str:
+    level = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+    lines = []
+    for d in diagnostics:
+        title = f"{d.code} {d.name}" + (f" [{d.variant}]" if d.variant else "")
+        props = (f"file={_escape_property(d.location.path)},line={d.location.line},col={d.location.column},"
+                 f"title={_escape_property(title)}")
+        lines.append(f"::{level[d.severity]} {props}::{_escape_data(d.message)}")
+    return "\n".join(lines)
+
+
+def render_sarif(diagnostics: list[Diagnostic], files: int) -> str:
+    from . import __version__
+    from .rules import RULES
+
+    level = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+    codes = sorted(RULES)
+    index = {c: i for i, c in enumerate(codes)}
+    rules = [
+        {
+            "id": r.code, "name": r.name,
+            "shortDescription": {"text": r.summary},
+            "fullDescription": {"text": r.explanation},
+            "defaultConfiguration": {"level": level[r.severity]},
+            "help": {"text": f"{r.explanation}\n\nBad:\n{r.bad}\n\nGood:\n{r.good}"},
+        }
+        for r in (RULES[c] for c in codes)
+    ]
+    results = []
+    for d in diagnostics:
+        result = {
+            "ruleId": d.code, "ruleIndex": index[d.code], "level": level[d.severity],
+            "message": {"text": d.message},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": {"uri": d.location.path},
+                "region": {"startLine": max(d.location.line, 1), "startColumn": max(d.location.column, 1)},
+            }}],
+        }
+        if d.variant or d.fix:
+            result["properties"] = {k: v for k, v in (("variant", d.variant), ("fix", d.fix)) if v}
+        results.append(result)
+    doc = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{"tool": {"driver": {"name": "sapo-lint", "version": __version__, "rules": rules}},
+                  "results": results}],
+    }
+    return json.dumps(doc, indent=2)
+
+
+RENDER = {"text": render_text, "json": render_json, "github": render_github, "sarif": render_sarif}

@@ -1,0 +1,41 @@
+"""Small helpers shared by the override rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..engine import LintContext, ResolvedOverride
+
+
+def is_interpolation(value: Any) -> bool:
+    return isinstance(value, str) and "${" in value
+
+
+def short_class(target: str | None) -> str:
+    return (target or "").rpartition(".")[2]
+
+
+def where(ctx: LintContext) -> str:
+    """How to name the config a key was checked against, in messages."""
+    return f"verl {ctx.snapshot.verl_version} `{ctx.snapshot.config_name}` (model_engine={ctx.model_engine})"
+
+
+def first_missing(ro: ResolvedOverride) -> str:
+    """The first segment of the key below its deepest existing ancestor."""
+    rest = ro.path[len(ro.anchor) + 1 :] if ro.anchor else ro.path
+    return rest.split(".")[0]
+
+
+def did_you_mean(ctx: LintContext, path: str) -> tuple[str, str | None]:
+    """(' Did you mean `x`?' or '', the suggestion when it is unambiguous)."""
+    suggestion, sure = ctx.tree.suggest(path)
+    if suggestion is None:
+        return "", None
+    # A real key is set plainly; a dataclass field missing from the YAML needs `+`.
+    written = suggestion if ctx.config.exists(suggestion) else "+" + suggestion
+    return f" Did you mean `{written}`?", written if sure else None
+
+
+def plain_key(ro: ResolvedOverride) -> str:
+    """The override's key without its +/++/~ prefix, with its @package if any."""
+    return ro.override.key_text.lstrip("+~")

@@ -1,0 +1,73 @@
+"""The rule registry: each rule lives in one module named after its code, with its docs and examples."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from ..diagnostics import Diagnostic, Location, Severity
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a rule found: where (an override or a bare location), why, and the mechanical fix if any."""
+
+    at: object  # ResolvedOverride | LocatedOverride | Location
+    message: str
+    fix: str | None = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    severity: Severity
+    summary: str
+    explanation: str
+    bad: str
+    good: str
+    check: Callable[..., Iterable[Finding]] | None  # None: reported by a source (RF, SH), not over overrides
+    module: str
+
+    def diagnostic(self, location: Location, message: str, fix: str | None = None, replaces: str | None = None) -> Diagnostic:
+        return Diagnostic(location, self.code, self.name, self.severity, message, fix=fix, replaces=replaces)
+
+    def run(self, ctx) -> list[Diagnostic]:
+        if self.check is None:
+            return []
+        out = []
+        for f in self.check(ctx):
+            at = f.at
+            location = at if isinstance(at, Location) else at.location
+            replaces = getattr(getattr(at, "override", at), "key_text", None) if f.fix else None
+            out.append(self.diagnostic(location, f.message, f.fix, replaces))
+        return out
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(code: str, name: str, severity: Severity, *, summary: str, bad: str, good: str):
+    """Register a check function; its docstring is the rule's explanation (`sapo-lint rule CODE`)."""
+
+    def register(check: Callable[..., Iterable[Finding]]) -> Callable[..., Iterable[Finding]]:
+        _add(Rule(code, name, severity, summary, inspect.cleandoc(check.__doc__ or ""),
+                  inspect.cleandoc(bad), inspect.cleandoc(good), check, check.__module__))
+        return check
+
+    return register
+
+
+def source_rule(code: str, name: str, severity: Severity, *, summary: str, explanation: str, bad: str, good: str, module: str) -> Rule:
+    """Register a rule whose findings a source reports (file-level problems, not overrides)."""
+    registered = Rule(code, name, severity, summary, inspect.cleandoc(explanation),
+                      inspect.cleandoc(bad), inspect.cleandoc(good), None, module)
+    _add(registered)
+    return registered
+
+
+def _add(registered: Rule) -> None:
+    if registered.code in RULES:
+        raise RuntimeError(f"rule code {registered.code} registered twice")
+    RULES[registered.code] = registered

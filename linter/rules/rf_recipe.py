@@ -1,0 +1,76 @@
+"""Recipe-file rules (RF): reported by the recipe source while reading a file, before any override is checked."""
+
+from ..diagnostics import Severity
+from .registry import source_rule
+
+RECIPE_SCHEMA = source_rule(
+    "RF001", "recipe-schema", Severity.ERROR,
+    summary="recipe file violates schemas/recipe.schema.json",
+    explanation="""A recipe is checked against `schemas/recipe.schema.json` (JSON Schema 2020-12, validated with
+    jsonschema) before its overrides are: a misspelt top-level key (`overides:`), a variant without
+    `overrides`/`env`, or a gate without a threshold would otherwise be ignored by the launcher. The
+    diagnostic points at the YAML line of the offending value.""",
+    bad="""
+    recipe: sapo-recipe/v1
+    name: demo
+    overides:
+      trainer.nnodes: 2
+    """,
+    good="""
+    recipe: sapo-recipe/v1
+    name: demo
+    overrides:
+      trainer.nnodes: 2
+    """,
+    module=__name__,
+)
+
+INVALID_YAML = source_rule(
+    "RF002", "invalid-yaml", Severity.ERROR,
+    summary="recipe is not valid YAML, or its aliases expand beyond a safe size",
+    explanation="""The file could be read but not parsed as YAML (the message carries the parser's line and
+    column), or its anchors and aliases expand to more than a safe number of nodes (an alias bomb). The other
+    files are still linted.""",
+    bad="""
+    recipe: sapo-recipe/v1
+    overrides: {trainer.nnodes: 2
+    """,
+    good="""
+    recipe: sapo-recipe/v1
+    overrides: {trainer.nnodes: 2}
+    """,
+    module=__name__,
+)
+
+UNREADABLE_FILE = source_rule(
+    "RF003", "unreadable-file", Severity.ERROR,
+    summary="file could not be read: I/O error, binary, not UTF-8, or too large",
+    explanation="""sapo-lint reads recipes and scripts as UTF-8 text of a bounded size. A file it cannot read
+    is reported here and makes the run exit with status 2; the other files are still linted.""",
+    bad="""
+    (a recipe saved as UTF-16, or a binary file named *.yaml)
+    """,
+    good="""
+    (the same recipe saved as UTF-8)
+    """,
+    module=__name__,
+)
+
+UNKNOWN_VERSION = source_rule(
+    "RF004", "unknown-schema-version", Severity.ERROR,
+    summary="no schema snapshot for the verl version or config the recipe names",
+    explanation="""Overrides are checked against a schema snapshot of the named verl version and trainer
+    config. When none is committed (or built with `sapo-lint schema build`), nothing can be checked, which is
+    an error rather than a silent pass. The message lists the versions that have snapshots.""",
+    bad="""
+    recipe: sapo-recipe/v1
+    name: demo
+    verl: "0.3.0"
+    """,
+    good="""
+    recipe: sapo-recipe/v1
+    name: demo
+    verl: "0.9.1"
+    """,
+    module=__name__,
+)

@@ -1,0 +1,38 @@
+from ..diagnostics import Severity
+from .common import did_you_mean, where
+from .registry import Finding, rule
+
+
+@rule(
+    "SL001", "unknown-key", Severity.ERROR,
+    summary="override of a key the config does not have",
+    bad="""
+    overrides:
+      actor_rollout_ref.actor.megatron.tensor_parallel_size: 4
+    """,
+    good="""
+    overrides:
+      actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 4
+    """,
+)
+def check(ctx):
+    """Hydra composes verl's config in struct mode: `key=value` for a key that is not in the composed config
+    fails with `Could not override 'key'`, even inside open dicts such as `override_transformer_config`.
+    When that happens depends on the run: a script fails at start-up after its environment is set up, a typo
+    in a variant only on the cluster that selects it. The message names the nearest real path, searched both
+    at the same level and by leaf name across the tree. A dataclass field that verl's YAML does not list
+    (for example `actor_rollout_ref.rollout.repetition_penalty`) is legal only with `+`; the fix says so."""
+    for ro in ctx.overrides:
+        if ro.parsed.op != "set" or ro.group is not None or ro.existed:
+            continue
+        anchor = ctx.tree.get(ro.anchor) if ro.anchor else None
+        if ro.entry is not None and ro.entry.get("declared_only"):
+            yield Finding(ro, f"`{ro.path}` is a dataclass field that {where(ctx)} does not list; Hydra refuses "
+                              "to override a key that is not in the config: add it with `+`", fix="+" + ro.override.key_text)
+        elif anchor is not None and anchor["kind"] == "dict":
+            yield Finding(ro, f"`{ro.path}` is not in the open dict `{ro.anchor}`; Hydra refuses to override a "
+                              "missing key even there: add it with `+`", fix="+" + ro.override.key_text)
+        else:
+            hint, fix = did_you_mean(ctx, ro.path)
+            yield Finding(ro, f"unknown key `{ro.path}`: not in {where(ctx)}, so Hydra refuses it at compose.{hint}",
+                          fix=fix)

@@ -1,0 +1,49 @@
+from ..diagnostics import Severity
+from .common import did_you_mean, first_missing, short_class
+from .registry import Finding, rule
+from .sp001_sapo_tau_nested import is_nested_tau
+
+
+@rule(
+    "SL003", "unread-key", Severity.ERROR,
+    summary="`+key` adds a key that nothing reads",
+    bad="""
+    overrides:
+      +actor_rollout_ref.rollout.sampling_temperature: 0.7
+      +trainer.checkpoint_every: 50
+    """,
+    good="""
+    overrides:
+      actor_rollout_ref.rollout.temperature: 0.7
+      trainer.save_freq: 50
+    """,
+)
+def check(ctx):
+    """`+` bypasses Hydra's struct check, so an added key always composes. What happens next depends on the
+    node it lands in. Under a node with a `_target_` that verl instantiates (the actor, ref, rollout, critic
+    and their typed children), a key that is not a field of the dataclass makes `hydra.utils.instantiate`
+    raise `TypeError: __init__() got an unexpected keyword argument` at start-up. Under a plain node
+    (`data`, `trainer`, `ray_kwargs`, ...) or a `_target_` node that `main_ppo` never instantiates
+    (`algorithm`, `reward`, `global_profiler`), verl accepts anything: the key is reported when no code in
+    verl reads a key of that name (the read-set collected from verl's source), because then the setting is
+    silently ignored. Keys under open pass-through dicts are checked by SL007. Nested SAPO taus are SP001."""
+    for ro in ctx.overrides:
+        if ro.parsed.op not in ("add", "force_add") or ro.existed or ro.group is not None:
+            continue
+        if ro.entry is not None or is_nested_tau(ro.path):  # a declared dataclass field, or SP001's case
+            continue
+        anchor = ctx.tree.get(ro.anchor) if ro.anchor else None
+        if anchor is None or anchor["kind"] != "node":
+            continue
+        name = first_missing(ro)
+        hint, fix = did_you_mean(ctx, ro.path)
+        if anchor.get("target") and anchor.get("instantiated"):
+            yield Finding(ro, f"`{ro.path}`: verl builds {short_class(anchor['target'])} from `{ro.anchor}`, which has "
+                              f"no field `{name}`; the `+` gets past Hydra, then instantiation fails at start-up with "
+                              f"TypeError (unexpected keyword argument '{name}').{hint}", fix=fix)
+        elif name not in ctx.snapshot.read_set:
+            kind = (f"{short_class(anchor['target'])}, which main_ppo never instantiates (read as a plain dict)"
+                    if anchor.get("target") else "a plain config node without a dataclass")
+            yield Finding(ro, f"`{ro.path}`: `{ro.anchor}` is {kind}, so verl accepts the key, but nothing in "
+                              f"verl {ctx.snapshot.verl_version} reads a key named `{name}`: the setting is silently "
+                              f"ignored.{hint}", fix=fix)

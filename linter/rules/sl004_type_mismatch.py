@@ -1,0 +1,53 @@
+from ..diagnostics import Severity
+from .common import is_interpolation
+from .registry import Finding, rule
+
+_ACCEPTS = {
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "bool": lambda v: isinstance(v, bool),
+    # OmegaConf turns scalars into strings for str fields; a bool or a container is a mistake.
+    "str": lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool),
+    "list": lambda v: isinstance(v, list),
+    "dict": lambda v: isinstance(v, dict),
+}
+
+
+def type_error(value, entry: dict) -> str | None:
+    """Why `value` cannot be this entry's type, or None when it can."""
+    expected = entry.get("type", "any")
+    if expected not in _ACCEPTS or is_interpolation(value):
+        return None
+    if value is None:
+        return None if entry.get("nullable") else f"expects {expected}, not null"
+    if _ACCEPTS[expected](value):
+        return None
+    return f"expects {expected}{' or null' if entry.get('nullable') else ''}, got {value!r} ({type(value).__name__})"
+
+
+@rule(
+    "SL004", "type-mismatch", Severity.ERROR,
+    summary="value cannot be the field's type",
+    bad="""
+    overrides:
+      actor_rollout_ref.actor.megatron.tensor_model_parallel_size: four
+    """,
+    good="""
+    overrides:
+      actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 4
+    """,
+)
+def check(ctx):
+    """verl turns its config nodes into dataclasses with `hydra.utils.instantiate`, which does not check types:
+    `tensor_model_parallel_size=abc` or `2.5` passes start-up and fails (or silently misbehaves) wherever the
+    value is first used. The expected type is the dataclass annotation where the node has one, otherwise the
+    type of verl's default. Integers are accepted for floats and scalars for strings, as OmegaConf does;
+    interpolations are not checked."""
+    for ro in ctx.overrides:
+        if not ro.assigns or ro.entry is None or ro.group is not None or ro.parsed.is_sweep:
+            continue
+        if ro.entry["kind"] not in ("value", "list"):
+            continue
+        problem = type_error(ro.parsed.value, ro.entry)
+        if problem:
+            yield Finding(ro, f"`{ro.path}` {problem}")

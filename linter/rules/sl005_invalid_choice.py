@@ -1,0 +1,46 @@
+import difflib
+
+from ..diagnostics import Severity
+from .common import is_interpolation
+from .registry import Finding, rule
+
+
+def _hint(value, choices) -> str:
+    near = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" Did you mean `{near[0]}`?" if near else ""
+
+
+@rule(
+    "SL005", "invalid-choice", Severity.ERROR,
+    summary="value outside the allowed set",
+    bad="""
+    overrides:
+      actor_rollout_ref.actor.policy_loss.loss_mode: sapo_v2
+    """,
+    good="""
+    overrides:
+      actor_rollout_ref.actor.policy_loss.loss_mode: sapo
+    """,
+)
+def check(ctx):
+    """Some keys take one of a closed set of values: `policy_loss.loss_mode` (the names registered with
+    `@register_policy_loss`), `algorithm.adv_estimator` (`@register_adv_est`), `rollout.name`, `loss_agg_mode`,
+    `Literal[...]` dataclass fields, and config-group selections such as `model_engine`. verl does not check
+    `loss_mode` or `adv_estimator` at start-up: an unknown loss mode raises `Unsupported loss mode` in the
+    first `update_actor`, after a complete rollout. A bad group option fails at compose
+    (`Could not find 'model_engine/foo'`). The allowed values come from verl's own source for the version."""
+    for ro in ctx.overrides:
+        if not ro.assigns or ro.parsed.is_sweep:
+            continue
+        value = ro.parsed.value
+        if ro.group is not None:
+            options = ro.group["options"]
+            if value not in options:
+                yield Finding(ro, f"no config `{ro.path}/{value}` in verl {ctx.snapshot.verl_version}: the options are "
+                                  f"{', '.join(options)}.{_hint(value, options)}")
+            continue
+        choices = (ro.entry or {}).get("choices")
+        if not choices or is_interpolation(value) or (value is None and ro.entry.get("nullable")):
+            continue
+        if value not in choices:
+            yield Finding(ro, f"`{ro.path}`={value!r} is not one of {', '.join(map(str, choices))}.{_hint(value, choices)}")

@@ -1,0 +1,158 @@
+"""Loading committed schema snapshots (plain JSON; linting never composes with Hydra)."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sys
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+DEFAULT_VERL_VERSION = "0.9.1"
+# Newest snapshots of the libraries that consume pass-through dicts: the default when a recipe names no stack.
+DEFAULT_MEGATRON_CORE = "0.16.1"
+DEFAULT_MBRIDGE = "0.15.1"  # what `pip install mbridge` gives (verl's Ascend images)
+
+
+class SnapshotNotFound(LookupError):
+    pass
+
+
+def _version_key(version: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else -1 for p in version.replace("-", ".").split("."))
+
+
+def available_verl_versions() -> list[str]:
+    root = SCHEMA_DIR / "verl"
+    return sorted((p.name for p in root.iterdir() if p.is_dir()), key=_version_key) if root.is_dir() else []
+
+
+def installed_verl_version() -> str | None:
+    """verl's version from its dist-info directory name, without importing verl or importlib.metadata."""
+    for entry in sys.path:
+        base = Path(entry or ".")
+        if not base.is_dir():
+            continue
+        for info in base.glob("verl-*.dist-info"):
+            return info.name[len("verl-") : -len(".dist-info")]
+    return None
+
+
+@dataclass
+class Tree:
+    """One composed key tree: dotted path -> entry (schemas/FORMAT.md)."""
+
+    entries: dict[str, dict]
+    _by_leaf: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    _children: dict[str, list[str]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        for path in self.entries:
+            parent, _, leaf = path.rpartition(".")
+            self._by_leaf.setdefault(leaf, []).append(path)
+            self._children.setdefault(parent, []).append(leaf)
+
+    def get(self, path: str) -> dict | None:
+        return self.entries.get(path)
+
+    def children(self, path: str) -> list[str]:
+        return self._children.get(path, [])
+
+    def deepest_existing(self, path: str) -> str:
+        """The longest existing prefix of a dotted path ('' for the root)."""
+        parts = path.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            prefix = ".".join(parts[:i])
+            if prefix in self.entries:
+                return prefix
+        return ""
+
+    def suggest(self, path: str) -> tuple[str | None, bool]:
+        """Nearest real path for an unknown one, and whether the match is unambiguous.
+
+        Searches other levels by exact leaf name first (`actor.policy_loss.tau_pos` -> `actor.tau_pos`),
+        preferring the candidate that shares the longest prefix, then near spellings at the same level,
+        then near leaf names anywhere.
+        """
+        parts = path.split(".")
+        leaf = parts[-1]
+        same_leaf = [p for p in self._by_leaf.get(leaf, []) if p != path]
+        if same_leaf:
+            def shared(candidate: str) -> int:
+                n = 0
+                for a, b in zip(candidate.split("."), parts):
+                    if a != b:
+                        break
+                    n += 1
+                return n
+
+            best = max(shared(c) for c in same_leaf)
+            top = sorted((c for c in same_leaf if shared(c) == best), key=len)
+            return top[0], len(top) == 1 and best > 0
+        anchor = self.deepest_existing(path)
+        depth = len(anchor.split(".")) if anchor else 0
+        if depth < len(parts):
+            near = difflib.get_close_matches(parts[depth], self.children(anchor), n=1, cutoff=0.6)
+            if near:
+                return ".".join([*parts[:depth], near[0], *parts[depth + 1 :]]), False
+        near_leaf = difflib.get_close_matches(leaf, list(self._by_leaf), n=1, cutoff=0.8)
+        if near_leaf:
+            return sorted(self._by_leaf[near_leaf[0]], key=len)[0], False
+        return None, False
+
+
+@dataclass
+class Snapshot:
+    verl_version: str
+    config_name: str
+    groups: dict[str, dict]
+    trees: dict[str, dict]
+    read_set: frozenset[str]
+    _built: dict[str, Tree] = field(default_factory=dict, repr=False)
+
+    def tree(self, model_engine: str) -> Tree:
+        if model_engine not in self._built:
+            self._built[model_engine] = Tree(self.trees[model_engine])
+        return self._built[model_engine]
+
+
+@cache
+def load_snapshot(verl_version: str, config_name: str) -> Snapshot:
+    path = SCHEMA_DIR / "verl" / verl_version / f"{config_name}.json"
+    if not path.is_file():
+        known = ", ".join(available_verl_versions()) or "none"
+        raise SnapshotNotFound(
+            f"no schema snapshot for verl {verl_version} config '{config_name}' (snapshots: {known}); "
+            "build one with `sapo-lint schema build`"
+        )
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return Snapshot(data["verl_version"], data["config_name"], data["groups"], data["trees"], frozenset(data["read_set"]))
+
+
+@dataclass(frozen=True)
+class Consumer:
+    package: str
+    version: str  # the snapshot actually used
+    classes: dict[str, dict]
+
+    def accepts(self, cls: str) -> frozenset[str]:
+        return frozenset(self.classes.get(cls, {}).get("fields", {}))
+
+
+@cache
+def load_consumer(package: str, version: str) -> Consumer:
+    """The snapshot of `package` at `version`, or the newest one not newer than it (named in messages)."""
+    root = SCHEMA_DIR / "consumers"
+    versions = sorted(
+        (p.stem[len(package) + 1 :] for p in root.glob(f"{package}-*.json")), key=_version_key
+    )
+    if not versions:
+        raise SnapshotNotFound(f"no consumer snapshot for {package}")
+    chosen = version if version in versions else None
+    if chosen is None:
+        older = [v for v in versions if v[0].isdigit() and _version_key(v) <= _version_key(version)]
+        chosen = older[-1] if older else versions[0]
+    data = json.loads((root / f"{package}-{chosen}.json").read_text(encoding="utf-8"))
+    return Consumer(package, chosen, data["classes"])

@@ -1,0 +1,149 @@
+"""Recipe YAML (`sapo-recipe/v1`) -> located overrides, one command per variant combination."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import yaml
+
+from ..diagnostics import Diagnostic, Location
+from ..engine import Command, LocatedOverride, Stack
+from ..overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse_override
+from ..rules.rf_recipe import INVALID_YAML, RECIPE_SCHEMA
+from ..schema import SCHEMA_DIR
+from . import yaml_nodes
+from .files import TextFile
+
+RECIPE_MARKER = re.compile(r"^recipe\s*:", re.M)
+DEFAULT_CONFIG_NAME = "ppo_trainer"
+
+
+def looks_like_recipe(text: str) -> bool:
+    """Recipes are YAML files with a top-level `recipe:` key; other YAML (CI files, Hydra configs) is skipped."""
+    return RECIPE_MARKER.search(text) is not None
+
+
+@dataclass
+class Recipe:
+    path: str
+    data: dict
+    commands: list[Command] = field(default_factory=list)
+    verl_version: str | None = None  # as the recipe names it
+    config_name: str = DEFAULT_CONFIG_NAME
+
+
+@dataclass
+class RecipeRead:
+    recipe: Recipe | None
+    diagnostics: list[Diagnostic]
+
+
+@cache
+def recipe_schema() -> dict:
+    return json.loads((SCHEMA_DIR / "recipe.schema.json").read_text(encoding="utf-8"))
+
+
+def _location(path: str, node: yaml.Node | None) -> Location:
+    if node is None:
+        return Location(path, 1, 1)
+    return Location(path, node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _schema_errors(source: TextFile, root: yaml.Node, data: Any) -> list[Diagnostic]:
+    import jsonschema  # ~90 ms to import: only loaded when a recipe is read
+
+    validator = jsonschema.Draft202012Validator(recipe_schema())
+    out = []
+    for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
+        node = root
+        for part in error.absolute_path:
+            node = yaml_nodes.child(node, part)
+        where = ".".join(map(str, error.absolute_path)) or "top level"
+        message = error.message
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            extra = [k for k in error.instance if k not in error.schema.get("properties", {})]
+            node = yaml_nodes.key_node(node, extra[0]) or node
+            message = f"unknown key `{extra[0]}`; allowed: {', '.join(error.schema.get('properties', {}))}"
+        elif error.validator == "propertyNames":
+            node = yaml_nodes.key_node(node, error.instance) or node
+        out.append(RECIPE_SCHEMA.diagnostic(_location(source.path, node), f"{where}: {message}"))
+    return out
+
+
+def _overrides(path: str, loader, mapping: yaml.Node | None) -> list[LocatedOverride]:
+    """Each `key: value` of an overrides mapping, in file order, duplicates kept (SL008 reports them)."""
+    out = []
+    for key_node, value_node in yaml_nodes.mapping_pairs(mapping):
+        key_text = str(key_node.value)
+        location = _location(path, key_node)
+        value = yaml_nodes.construct(loader, value_node)
+        try:
+            # The key goes through Hydra's grammar; the value is the YAML value, already typed.
+            head = parse_override(key_text if key_text.startswith("~") else key_text + "=0")
+        except OverrideSyntaxError as exc:
+            out.append(LocatedOverride(location, key_text, None, f"`{key_text}` is not a valid Hydra key: {exc.message}"))
+            continue
+        if head.op == "delete":
+            value = MISSING if value is None else value
+        parsed = ParsedOverride(head.op, head.key, head.package, value)
+        out.append(LocatedOverride(location, key_text, parsed))
+    return out
+
+
+def _merge(base: list[LocatedOverride], extra: list[LocatedOverride]) -> tuple[LocatedOverride, ...]:
+    """A variant's override of a base key replaces it; new keys are appended."""
+    def ident(lo: LocatedOverride):
+        return (lo.parsed.key, lo.parsed.package) if lo.parsed else lo.key_text
+
+    replaced = {ident(lo) for lo in extra}
+    return tuple([lo for lo in base if ident(lo) not in replaced] + extra)
+
+
+def read_recipe(source: TextFile, default_verl: str, stack_defaults: Stack, cli_verl: str | None = None,
+                cli_overrides: tuple[LocatedOverride, ...] = ()) -> RecipeRead:
+    try:
+        root, loader = yaml_nodes.compose(source.text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        loc = Location(source.path, mark.line + 1, mark.column + 1) if mark else Location(source.path)
+        problem = " ".join(str(p) for p in (exc.context, exc.problem) if p)
+        return RecipeRead(None, [INVALID_YAML.diagnostic(loc, f"invalid YAML: {problem}")])
+    except (yaml.YAMLError, yaml_nodes.AliasBomb, RecursionError) as exc:
+        return RecipeRead(None, [INVALID_YAML.diagnostic(Location(source.path), f"invalid YAML: {exc}")])
+    data = yaml_nodes.construct(loader, root) if root is not None else None
+    if not isinstance(data, dict):
+        return RecipeRead(None, [RECIPE_SCHEMA.diagnostic(Location(source.path), "a recipe is a YAML mapping")])
+    diagnostics = _schema_errors(source, root, data)
+    if diagnostics and not isinstance(data.get("overrides"), (dict, type(None))):
+        return RecipeRead(None, diagnostics)
+
+    stack_data = data.get("stack") if isinstance(data.get("stack"), dict) else {}
+    stack = Stack(
+        megatron_core=str(stack_data.get("megatron_core", stack_defaults.megatron_core)),
+        mbridge=str(stack_data.get("mbridge", stack_defaults.mbridge)),
+    )
+    config_name = data.get("config_name") if data.get("config_name") in ("ppo_trainer", "ppo_megatron_trainer") else DEFAULT_CONFIG_NAME
+    recipe = Recipe(source.path, data, verl_version=cli_verl or data.get("verl") or default_verl, config_name=config_name)
+
+    base = _overrides(source.path, loader, yaml_nodes.child(root, "overrides"))
+    axes = []
+    variants_node = yaml_nodes.child(root, "variants")
+    for axis_key, axis_node in yaml_nodes.mapping_pairs(variants_node):
+        choices = []
+        for name_node, body in yaml_nodes.mapping_pairs(axis_node):
+            label = f"{str(axis_key.value).upper()}={name_node.value}"
+            choices.append((label, _overrides(source.path, loader, yaml_nodes.child(body, "overrides"))))
+        if choices:
+            axes.append(choices)
+    for combo in itertools.product(*axes) if axes else [()]:
+        overrides = list(base)
+        for _, extra in combo:
+            overrides = list(_merge(overrides, extra))
+        label = ",".join(name for name, _ in combo) or None
+        recipe.commands.append(Command(config_name, _merge(overrides, list(cli_overrides)), stack, label))
+    return RecipeRead(recipe, diagnostics)

@@ -1,0 +1,109 @@
+"""YAML with node positions, OmegaConf's scalar typing, and a guard against alias bombs."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_EXPANDED_NODES = 50_000  # a large real recipe has a few thousand
+
+
+class RecipeLoader(_Loader):  # type: ignore[misc,valid-type]
+    """SafeLoader typed like OmegaConf's loader, which is how Hydra reads verl's config: `1e-6` is a float
+    (YAML 1.1 says string) and timestamps stay strings."""
+
+
+RecipeLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in _Loader.yaml_implicit_resolvers.items()
+}
+RecipeLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"""^(?:
+         [-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+        |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+        |\.[0-9_]+(?:[eE][-+][0-9]+)?
+        |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+        |[-+]?\.(?:inf|Inf|INF)
+        |\.(?:nan|NaN|NAN))$""",
+        re.X,
+    ),
+    list("-+0123456789."),
+)
+
+
+class AliasBomb(ValueError):
+    pass
+
+
+def compose(text: str) -> tuple[yaml.Node | None, RecipeLoader]:
+    """Parse to a node graph (raises yaml.YAMLError); rejects graphs whose aliases expand too far."""
+    loader = RecipeLoader(text)
+    try:
+        node = loader.get_single_node()
+    finally:
+        loader.dispose()
+    if node is not None:
+        _check_expansion(node)
+    return node, loader
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    # Size of the tree the graph expands to, memoised per node so a bomb is measured in linear time.
+    sizes: dict[int, int] = {}
+    order: list[yaml.Node] = []
+    stack = [root]
+    seen: set[int] = set()
+    while stack:  # post-order without recursion (deep YAML must not overflow the stack)
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        order.append(node)
+        stack.extend(_children(node))
+    for node in reversed(order):
+        total = 1 + sum(sizes.get(id(c), 1) for c in _children(node))
+        if total > MAX_EXPANDED_NODES:
+            raise AliasBomb(f"anchors and aliases expand to more than {MAX_EXPANDED_NODES:,} nodes")
+        sizes[id(node)] = total
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def construct(loader: RecipeLoader, node: yaml.Node) -> Any:
+    return loader.construct_object(node, deep=True)
+
+
+def mapping_pairs(node: yaml.Node | None) -> list[tuple[yaml.Node, yaml.Node]]:
+    return list(node.value) if isinstance(node, yaml.MappingNode) else []
+
+
+def child(node: yaml.Node | None, key: Any) -> yaml.Node | None:
+    """The value node at `key` of a mapping (the last one, as YAML loading keeps) or index of a sequence."""
+    if isinstance(node, yaml.MappingNode):
+        found = None
+        for k, v in node.value:
+            if k.value == key or (isinstance(key, str) and str(k.value) == key):
+                found = v
+        return found
+    if isinstance(node, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(node.value):
+        return node.value[key]
+    return None
+
+
+def key_node(node: yaml.Node | None, key: Any) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode):
+        for k, _ in node.value:
+            if str(k.value) == str(key):
+                return k
+    return None
