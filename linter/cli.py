@@ -121,13 +121,14 @@ def schema():
 
 
 @schema.command("build")
-@click.option("--wheel", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="A verl wheel (pip download --no-deps verl==X).")
+@click.option("--wheel", "wheels", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A verl wheel, as `pip download --no-deps verl==X` gives (repeatable).")
 @click.option("--verl-root", type=click.Path(exists=True, file_okay=False, path_type=Path), help="A verl source checkout.")
 @click.option("--consumer-wheel", "consumer_wheels", multiple=True, type=click.Path(exists=True, path_type=Path),
               help="A megatron-core or mbridge wheel to snapshot too (repeatable).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Schema directory to write into (default: the installed sapo-lint's schemas/).")
-def schema_build(wheel, verl_root, consumer_wheels, out):
+def schema_build(wheels, verl_root, consumer_wheels, out):
     """Build schema snapshots, without importing verl, torch or megatron.
 
     With neither --wheel nor --verl-root, the installed verl distribution is read from disk."""
@@ -135,20 +136,11 @@ def schema_build(wheel, verl_root, consumer_wheels, out):
 
     from .schema import SCHEMA_DIR
 
-    if wheel and verl_root:
-        raise click.UsageError("give --wheel or --verl-root, not both")
-    out = out or SCHEMA_DIR
     try:
-        package_dir, version, source = build.locate_verl(wheel=wheel, verl_root=verl_root)
-        for name, snapshot in build.build_verl_snapshots(package_dir, version, source).items():
-            target = out / "verl" / version / f"{name}.json"
-            build.write_snapshot(snapshot, target)
-            click.echo(f"wrote {target}")
-        for consumer in consumer_wheels:
-            snapshot = build.build_consumer_snapshot(consumer)
-            target = out / "consumers" / f"{snapshot['package']}-{snapshot['version']}.json"
-            build.write_snapshot(snapshot, target)
-            click.echo(f"wrote {target}")
+        sources = [{"wheel": w} for w in wheels] + ([{"verl_root": verl_root}] if verl_root else [])
+        located = [build.locate_verl(**src) for src in sources or [{}]]
+        for path in build.build_all(out or SCHEMA_DIR, located, list(consumer_wheels)):
+            click.echo(f"wrote {path}")
     except build.SchemaBuildError as exc:
         raise click.ClickException(str(exc)) from None
 

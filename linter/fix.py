@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 
 from .diagnostics import Diagnostic
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Replace the file's content in one step, keeping its mode: a crash leaves the old file or the new one."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+from .sources.files import write_atomically
 
 
 def _replace_key(line: str, column: int, old: str, new: str) -> str | None:

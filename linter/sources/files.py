@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,3 +35,24 @@ def read_text(path: Path) -> TextFile:
     except UnicodeDecodeError as exc:
         raise UnreadableFile(f"not UTF-8 text (invalid byte at offset {exc.start})") from None
     return TextFile(str(path), text)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace the file's content in one step: a crash leaves the old file or the new one, never half of it.
+    An existing file keeps its mode; a new one gets the usual mode for the umask."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        if path.exists():
+            mode = path.stat().st_mode & 0o7777
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,91 @@
+"""Cold-start speed of `sapo-lint` on generated recipes (run by hand; figures go into notes, not tests).
+
+    python bench/lint_speed.py [--files 300] [--runs 7]
+
+Generates realistic recipes (the shipped ones, re-parameterised, a few with typical mistakes) in a
+temporary directory, then times fresh `sapo-lint` processes: over ~100 files, over all files, and on one file.
+Targets: <= 1 s for ~100 files, <= 150 ms for one file, on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+MISTAKES = [
+    ("+actor_rollout_ref.actor.policy_loss.tau_pos", 1.2),
+    ("actor_rollout_ref.actor.megatron.tensor_parallel_size", 4),
+    ("+actor_rollout_ref.actor.optim.override_optimizer_config.decoupled_weight_decay", True),
+    ("trainer.nnodez", 2),
+]
+
+
+def generate(out: Path, count: int, seed: int = 0) -> list[Path]:
+    rng = random.Random(seed)
+    bases = [yaml.safe_load(p.read_text()) for p in sorted((REPO / "recipes").glob("*.yaml"))]
+    paths = []
+    for i in range(count):
+        doc = dict(rng.choice(bases))
+        overrides = dict(doc.get("overrides") or {})
+        overrides["trainer.experiment_name"] = f"run-{i}"
+        overrides["data.train_batch_size"] = rng.choice([32, 64, 128, 256])
+        overrides["actor_rollout_ref.rollout.n"] = rng.choice([4, 8, 16])
+        overrides["actor_rollout_ref.actor.tau_neg"] = rng.choice([1.05, 1.1, 1.2])
+        if rng.random() < 0.2:
+            key, value = rng.choice(MISTAKES)
+            overrides[key] = value
+        doc["overrides"] = overrides
+        doc["name"] = f"bench-{i}"
+        path = out / f"recipe_{i:04d}.yaml"
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        paths.append(path)
+    return paths
+
+
+def timed(cmd: list[str], runs: int) -> float:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=300)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    exe = shutil.which("sapo-lint")
+    base = [exe] if exe else [sys.executable, "-m", "linter"]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        hundred, rest = root / "hundred", root / "all"
+        hundred.mkdir()
+        rest.mkdir()
+        paths = generate(rest, args.files)
+        for p in paths[:100]:
+            shutil.copy(p, hundred / p.name)
+        results = {
+            "python -c pass (floor)": timed([sys.executable, "-c", "pass"], args.runs),
+            "1 file": timed([*base, str(paths[0])], args.runs),
+            "100 files": timed([*base, str(hundred)], args.runs),
+            f"{args.files} files": timed([*base, str(rest)], args.runs),
+        }
+    print(f"sapo-lint cold runs, median of {args.runs} ({' '.join(base)}):")
+    for name, seconds in results.items():
+        print(f"  {name:<24} {seconds * 1000:8.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,305 @@
+"""The committed schema snapshots are exactly what schemas/build.py makes from the real wheels.
+
+The wheels come from the package registry (`pip download --no-deps`) into a cache directory
+(`$SAPO_LINT_WHEEL_CACHE`, default `~/.cache/sapo-lint/wheels`); when the registry cannot be reached the
+rebuild tests are skipped with a message.  verl, torch and megatron are never imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from schemas import build
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMAS = ROOT / "schemas"
+
+# The committed megatron-core snapshots were built from the cp311 manylinux x86_64 wheels.
+MCORE_PLATFORM = ["--only-binary=:all:", "--implementation", "cp", "--python-version", "3.11", "--abi", "cp311",
+                  "--platform", "manylinux_2_28_x86_64"]
+
+_NETWORK_MARKERS = (
+    "NewConnectionError", "ConnectionError", "ConnectTimeout", "ReadTimeout", "Connection refused",
+    "Temporary failure in name resolution", "Name or service not known", "Max retries exceeded", "ProxyError",
+    "Network is unreachable", "No route to host", "SSLError", "timed out", "Could not fetch URL",
+)
+
+
+def _cache_dir() -> Path:
+    env = os.environ.get("SAPO_LINT_WHEEL_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "sapo-lint" / "wheels"
+
+
+def _wheel(requirement: str, pattern: str, extra: list[str] | None = None) -> Path:
+    cache = _cache_dir()
+    found = sorted(cache.glob(pattern))
+    if found:
+        return found[0]
+    cache.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "--no-input",
+           "--timeout", "30", "--retries", "1", requirement, "-d", str(cache), *(extra or [])]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired:
+        pytest.skip(f"package registry unreachable: `pip download {requirement}` timed out")
+    found = sorted(cache.glob(pattern))
+    if proc.returncode == 0 and found:
+        return found[0]
+    output = proc.stdout + proc.stderr
+    hits = [ln.strip() for ln in output.splitlines() if any(m in ln for m in _NETWORK_MARKERS)]
+    if hits:
+        pytest.skip(f"package registry unreachable, cannot download {requirement} into {cache} "
+                    f"(or put the wheel there): {hits[-1][:200]}")
+    pytest.fail(f"`{' '.join(cmd)}` failed (rc={proc.returncode}):\n{output[-3000:]}")
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
+def verl_091_wheel() -> Path:
+    return _wheel("verl==0.9.1", "verl-0.9.1-*.whl")
+
+
+@pytest.fixture(scope="session")
+def mcore_0121_wheel() -> Path:
+    return _wheel("megatron-core==0.12.1", "megatron_core-0.12.1-*.whl", MCORE_PLATFORM)
+
+
+@pytest.fixture(scope="session")
+def verl_091(verl_091_wheel) -> dict[str, dict]:
+    pkg, version, source = build.locate_verl(wheel=verl_091_wheel)
+    assert version == "0.9.1"
+    assert source == verl_091_wheel.name
+    return build.build_verl_snapshots(pkg, version, source)
+
+
+@pytest.fixture(scope="session")
+def mcore_0121(mcore_0121_wheel) -> dict:
+    return build.build_consumer_snapshot(mcore_0121_wheel)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Rebuild == committed
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _first_differences(built: dict, committed: dict, limit: int = 10) -> list[str]:
+    out = []
+    for opt in sorted(set(built.get("trees", {})) | set(committed.get("trees", {}))):
+        a, b = built.get("trees", {}).get(opt, {}), committed.get("trees", {}).get(opt, {})
+        for k in sorted(set(a) | set(b)):
+            if a.get(k) != b.get(k):
+                out.append(f"trees[{opt}][{k}]: built={a.get(k)} committed={b.get(k)}")
+                if len(out) >= limit:
+                    return out
+    for k in sorted(set(built) | set(committed)):
+        if k != "trees" and built.get(k) != committed.get(k):
+            out.append(f"{k} differs")
+    return out
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("config_name", build.CONFIG_NAMES)
+def test_verl_091_snapshot_matches_committed(verl_091, config_name):
+    path = build.verl_snapshot_path(SCHEMAS, "0.9.1", config_name)
+    built = verl_091[config_name]
+    text = build.snapshot_text(built)
+    committed_text = path.read_text(encoding="utf-8")
+    if text != committed_text:
+        diffs = _first_differences(json.loads(text), json.loads(committed_text))
+        pytest.fail(f"{path.relative_to(ROOT)} is stale; regenerate with `python -m schemas.build`:\n"
+                    + "\n".join(diffs))
+
+
+@pytest.mark.network
+def test_megatron_core_0121_snapshot_matches_committed(mcore_0121, mcore_0121_wheel):
+    committed = _load(build.consumer_snapshot_path(SCHEMAS, "megatron-core", "0.12.1"))
+    built = json.loads(build.snapshot_text(mcore_0121))
+    assert built["source"] == mcore_0121_wheel.name
+    assert committed["source"].startswith("megatron_core-0.12.1-")
+    strip = lambda d: {k: v for k, v in d.items() if k != "source"}  # noqa: E731 - platform tag of the wheel only
+    assert strip(built) == strip(committed)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Behaviour of the built snapshot
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def meg(verl_091) -> dict[str, dict]:
+    return verl_091["ppo_megatron_trainer"]["trees"]["megatron"]
+
+
+@pytest.mark.network
+def test_groups(verl_091):
+    assert verl_091["ppo_trainer"]["groups"]["model_engine"] == {
+        "default": "dp", "options": ["dp", "megatron", "torchtitan", "veomni"]}
+    assert verl_091["ppo_megatron_trainer"]["groups"]["model_engine"]["default"] == "megatron"
+    assert verl_091["ppo_megatron_trainer"]["trees"] == verl_091["ppo_trainer"]["trees"]
+
+
+@pytest.mark.network
+def test_tau_lives_on_the_actor(meg):
+    assert meg["actor_rollout_ref.actor.tau_pos"] == {"kind": "value", "type": "float", "default": 1.0}
+    assert meg["actor_rollout_ref.actor.tau_neg"]["type"] == "float"
+    pl = meg["actor_rollout_ref.actor.policy_loss"]
+    assert pl["target"] == "verl.workers.config.PolicyLossConfig"
+    assert pl["instantiated"] is True
+    assert pl["kind"] == "node"
+    assert "loss_mode" in pl["fields"] and "tau_pos" not in pl["fields"] and "tau_neg" not in pl["fields"]
+    assert "actor_rollout_ref.actor.policy_loss.tau_pos" not in meg
+
+
+@pytest.mark.network
+def test_registry_choices(meg):
+    loss_modes = meg["actor_rollout_ref.actor.policy_loss.loss_mode"]["choices"]
+    assert "sapo" in loss_modes and "vanilla" in loss_modes and "clip_cov" in loss_modes
+    assert len(loss_modes) == 12  # verl.md §2.11
+    adv = meg["algorithm.adv_estimator"]["choices"]
+    assert {"gae", "grpo", "rloo", "tir_optimal_token_baseline"} <= set(adv) and len(adv) == 14
+    assert set(meg["actor_rollout_ref.rollout.name"]["choices"]) == {"vllm", "sglang", "trtllm"}
+    agg = meg["actor_rollout_ref.actor.loss_agg_mode"]["choices"]
+    assert "seq-mean-token-mean" in agg and "token-mean" in agg and len(agg) == 5
+    assert meg["critic.loss_agg_mode"]["choices"] == agg
+    assert meg["model_engine"]["choices"] == ["dp", "megatron", "torchtitan", "veomni"]
+
+
+@pytest.mark.network
+def test_ref_inherits_actor_transformer_overrides(meg):
+    ref = meg["actor_rollout_ref.ref.megatron.override_transformer_config"]
+    assert ref["interpolation"] == "${oc.select:actor_rollout_ref.actor.megatron.override_transformer_config,{}}"
+    assert ref["kind"] == "dict"
+    assert ref["consumer"] == "megatron-core:TransformerConfig"
+    actor = meg["actor_rollout_ref.actor.megatron.override_transformer_config"]
+    assert actor["kind"] == "dict" and actor["consumer"] == "megatron-core:TransformerConfig"
+    # keys already in the open dict are ordinary value entries
+    rg = meg["actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity"]
+    assert rg["kind"] == "value" and rg["default"] is None and rg["nullable"] is True
+
+
+@pytest.mark.network
+def test_consumers(meg, verl_091):
+    assert meg["actor_rollout_ref.actor.optim.override_optimizer_config"]["consumer"] == \
+        "megatron-core:OptimizerConfig"
+    assert meg["critic.megatron.override_ddp_config"]["consumer"] == "megatron-core:DistributedDataParallelConfig"
+    for role in ("actor_rollout_ref.actor", "critic"):
+        assert meg[f"{role}.checkpoint.mbridge_config"]["consumer"] == "mbridge:save_weights"
+    dp = verl_091["ppo_trainer"]["trees"]["dp"]
+    assert not [k for k, e in dp.items() if "consumer" in e]  # FSDP optimizer overrides are not megatron's
+
+
+@pytest.mark.network
+def test_instantiation(meg):
+    assert meg["algorithm"]["target"] == "verl.trainer.config.AlgoConfig"
+    assert meg["algorithm"]["instantiated"] is False
+    assert meg["reward"]["instantiated"] is False
+    assert meg["global_profiler"]["instantiated"] is False
+    assert meg["actor_rollout_ref.actor"]["instantiated"] is True
+    assert meg["actor_rollout_ref.rollout"]["instantiated"] is True
+    assert meg["reward.reward_model.rollout"]["instantiated"] is True  # verl.md §1.6: RolloutReplica
+
+
+@pytest.mark.network
+def test_declared_only_fields(meg):
+    # verl.md §1.9
+    expected = {
+        "actor_rollout_ref.rollout": ["repetition_penalty", "standalone_gpu_memory_utilization", "server",
+                                      "enable_sleep_mode", "limit_images"],
+        "actor_rollout_ref.actor": ["ppo_infer_micro_batch_size_per_gpu", "use_rollout_log_probs", "profile"],
+        "actor_rollout_ref.actor.optim": ["grad_clip", "use_layer_wise_param_layout"],
+        "actor_rollout_ref.actor.megatron": ["strategy", "use_dynamic_bsz", "full_determinism"],
+        "actor_rollout_ref.actor.policy_loss": ["rollout_correction"],
+        "actor_rollout_ref.actor.checkpoint": ["save_lora_only"],
+        "actor_rollout_ref.rollout.agent": ["agent_loop_manager_class"],
+        "algorithm": ["gdpo_reward_keys", "gdpo_reward_weights"],
+        "critic.checkpoint": ["strict", "save_lora_only"],
+    }
+    for node, names in expected.items():
+        for n in names:
+            assert meg[f"{node}.{n}"].get("declared_only") is True, f"{node}.{n}"
+    assert meg["actor_rollout_ref.rollout.repetition_penalty"] == {"declared_only": True, "kind": "value",
+                                                                   "type": "float"}
+    assert "declared_only" not in meg["actor_rollout_ref.actor.tau_pos"]
+
+
+@pytest.mark.network
+def test_grad_offload_is_version_specific(meg):
+    assert "actor_rollout_ref.actor.megatron.grad_offload" not in meg
+    old = _load(build.verl_snapshot_path(SCHEMAS, "0.8.0", "ppo_megatron_trainer"))
+    e = old["trees"]["megatron"]["actor_rollout_ref.actor.megatron.grad_offload"]
+    assert e["kind"] == "value" and e["type"] == "bool"
+
+
+@pytest.mark.network
+def test_read_set(verl_091):
+    rs = verl_091["ppo_trainer"]["read_set"]
+    assert rs == sorted(set(rs))
+    assert {"tau_pos", "tau_neg", "loss_mode", "override_transformer_config", "mbridge_config"} <= set(rs)
+
+
+@pytest.mark.network
+def test_optimizer_config_versions(mcore_0121):
+    old = mcore_0121["classes"]["OptimizerConfig"]["fields"]
+    assert "decoupled_weight_decay" not in old
+    assert old["clip_grad"] == {"type": "float", "default": "1.0"}
+    new = _load(build.consumer_snapshot_path(SCHEMAS, "megatron-core", "0.15.3"))["classes"]["OptimizerConfig"]
+    assert new["fields"]["decoupled_weight_decay"]["type"] == "bool"
+    tc = mcore_0121["classes"]["TransformerConfig"]["fields"]
+    assert "tensor_model_parallel_size" in tc  # inherited from ModelParallelConfig
+    assert set(tc) < set(mcore_0121["classes"]["MLATransformerConfig"]["fields"])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Offline checks
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_mbridge_snapshots():
+    assert build.mbridge_git_main_snapshot() == _load(build.consumer_snapshot_path(SCHEMAS, "mbridge", "git-main"))
+    main = _load(build.consumer_snapshot_path(SCHEMAS, "mbridge", "git-main"))["classes"]["save_weights"]["fields"]
+    pypi = _load(build.consumer_snapshot_path(SCHEMAS, "mbridge", "0.15.1"))["classes"]["save_weights"]["fields"]
+    assert sorted(pypi) == ["memory_efficient", "models", "weights_path"]
+    assert {"distributed_filesystem", "strict"} <= set(main) and "self" not in main
+
+
+def test_write_snapshot_is_atomic_and_deterministic(tmp_path):
+    snap = {"format": 1, "trees": {"dp": {"b": {"kind": "value", "default": 1}, "a": {"kind": "node"}}},
+            "read_set": ["x"]}
+    p = tmp_path / "sub" / "s.json"
+    build.write_snapshot(snap, p)
+    first = p.read_bytes()
+    build.write_snapshot(json.loads(first), p)
+    assert p.read_bytes() == first
+    assert json.loads(first) == snap
+    assert [f.name for f in p.parent.iterdir()] == ["s.json"]
+    assert '\n"a":{"kind":"node"},\n' in first.decode()  # one line per entry, sorted
+
+
+def test_locate_installed_verl_without_importing_it():
+    from importlib import metadata
+
+    try:
+        metadata.distribution("verl")
+    except metadata.PackageNotFoundError:
+        with pytest.raises(build.SchemaBuildError, match="not installed"):
+            build.locate_verl()
+    else:
+        pkg, version, source = build.locate_verl()
+        assert (pkg / "trainer" / "config" / "ppo_trainer.yaml").is_file() and version in source
+    assert "verl" not in sys.modules
+
+
+def test_locate_verl_errors(tmp_path):
+    with pytest.raises(build.SchemaBuildError):
+        build.locate_verl(wheel=tmp_path / "missing.whl")
+    with pytest.raises(build.SchemaBuildError):
+        build.locate_verl(verl_root=tmp_path)
