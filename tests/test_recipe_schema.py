@@ -1,0 +1,81 @@
+"""The generated recipe validator is fresh and agrees with jsonschema (the reference) on every document."""
+
+import hashlib
+import json
+import re
+
+import jsonschema
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schemas.recipe_validator import validate as fast_validate
+
+from .conftest import REPO
+
+SCHEMA_TEXT = (REPO / "schemas" / "recipe.schema.json").read_text(encoding="utf-8")
+REFERENCE = jsonschema.Draft202012Validator(json.loads(SCHEMA_TEXT))
+SHIPPED = [yaml.safe_load(p.read_text()) for p in sorted((REPO / "recipes").glob("*.yaml"))]
+
+
+def test_generated_validator_matches_the_schema_file():
+    header = (REPO / "schemas" / "recipe_validator.py").read_text(encoding="utf-8").splitlines()[0]
+    recorded = re.search(r"sha256 ([0-9a-f]{64})", header).group(1)
+    assert recorded == hashlib.sha256(SCHEMA_TEXT.encode()).hexdigest(), "run `sapo-lint schema build` to regenerate"
+
+
+def fast_accepts(doc) -> bool:
+    from fastjsonschema import JsonSchemaException
+
+    try:
+        fast_validate(doc)
+        return True
+    except JsonSchemaException:
+        return False
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
+names = st.sampled_from(
+    ["recipe", "name", "verl", "stack", "entrypoint", "config_name", "model", "hardware", "overrides",
+     "variants", "env", "gates", "metric", "min", "trend", "after_step", "overides", "device", "npu",
+     "megatron_core", "path", "+a.b", "a b", "~x", "HCCL_X", "1bad"]
+) | st.text(max_size=6)
+
+
+@st.composite
+def mutated_recipes(draw):
+    doc = json.loads(json.dumps(draw(st.sampled_from(SHIPPED))))
+    for _ in range(draw(st.integers(1, 3))):
+        node = doc
+        while isinstance(node, dict) and node and draw(st.booleans()):
+            child = node[draw(st.sampled_from(sorted(node)))]
+            if not isinstance(child, (dict, list)):
+                break
+            node = child if isinstance(child, dict) else (child[0] if child and isinstance(child[0], dict) else node)
+            if node is child and not isinstance(child, dict):
+                break
+        if not isinstance(node, dict):
+            continue
+        action = draw(st.sampled_from(["set", "delete", "add"]))
+        if action == "delete" and node:
+            del node[draw(st.sampled_from(sorted(node)))]
+        elif action == "set" and node:
+            node[draw(st.sampled_from(sorted(node)))] = draw(json_values)
+        else:
+            node[draw(names)] = draw(json_values)
+    return doc
+
+
+def test_shipped_recipes_are_valid_for_both():
+    for doc in SHIPPED:
+        assert fast_accepts(doc) and REFERENCE.is_valid(doc)
+
+
+@settings(max_examples=400, deadline=None)
+@given(mutated_recipes())
+def test_fast_validator_agrees_with_jsonschema(doc):
+    assert fast_accepts(doc) == REFERENCE.is_valid(doc)
