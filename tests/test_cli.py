@@ -14,10 +14,10 @@ from .conftest import REPO, recipe
 TAU_BUG = "overrides:\n  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n  +actor_rollout_ref.actor.policy_loss.tau_pos: 1.2\n"
 
 
-def sapo_lint(*args, cwd=None):
+def sapo_lint(*args, cwd=None, env=None):
     exe = shutil.which("sapo-lint") or [sys.executable, "-m", "linter"]
     cmd = [exe, *args] if isinstance(exe, str) else [*exe, *args]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env={**os.environ, "NO_COLOR": "1"})
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env={**os.environ, "NO_COLOR": "1", **(env or {})})
 
 
 def write(path: Path, body: str) -> Path:
@@ -163,3 +163,13 @@ def test_rules_and_rule_docs():
     proc = sapo_lint("rule", "sp001")
     assert proc.returncode == 0 and "Bad:" in proc.stdout and "Good:" in proc.stdout
     assert sapo_lint("rule", "XX001").returncode == 2
+
+
+def test_installed_verl_version_is_the_default(tmp_path):
+    """A verl found by its dist-info (never imported) picks the snapshot when the recipe names no version."""
+    site = tmp_path / "site"
+    (site / "verl-0.8.0.dist-info").mkdir(parents=True)
+    path = write(tmp_path / "r.yaml", "overrides:\n  actor_rollout_ref.actor.megatron.grad_offload: true\n")
+    with_08 = sapo_lint(str(path), env={"PYTHONPATH": str(site)})
+    assert with_08.returncode == 0, with_08.stdout  # grad_offload exists in verl 0.8.0
+    assert sapo_lint(str(path)).returncode == 1  # default 0.9.1 has no grad_offload
