@@ -52,7 +52,7 @@ class ResolvedOverride:
     entry: dict | None  # the schema entry of the key (declared_only fields included)
     existed: bool  # the key was in the config when this override was applied
     current: Any  # its value then (None when absent)
-    anchor: str  # deepest existing ancestor of the key ('' = root)
+    anchor: str  # for an absent key, its deepest existing ancestor ('' = root)
     group: dict | None = None  # the config-group spec when the key selects a group
 
     @property
@@ -77,38 +77,42 @@ class ConfigView:
         self._deleted: set[str] = set()
 
     def _is_deleted(self, path: str) -> bool:
+        if not self._deleted:
+            return False
         parts = path.split(".")
         return any(".".join(parts[:i]) in self._deleted for i in range(1, len(parts) + 1))
 
-    def _lookup(self, path: str) -> tuple[bool, Any]:
+    def lookup(self, path: str) -> tuple[bool, Any]:
+        """(whether the key is in the config, its raw value)."""
         if self._is_deleted(path):
             return False, None
         if path in self._set:
             return True, self._set[path]
-        parts = path.split(".")
-        for i in range(len(parts) - 1, 0, -1):  # a value set on an ancestor mapping
-            prefix = ".".join(parts[:i])
-            if prefix in self._set:
-                value = self._set[prefix]
-                for part in parts[i:]:
-                    if not isinstance(value, dict) or part not in value:
-                        return False, None
-                    value = value[part]
-                return True, value
+        if any(isinstance(v, dict) for v in self._set.values()):  # a mapping set on an ancestor
+            parts = path.split(".")
+            for i in range(len(parts) - 1, 0, -1):
+                prefix = ".".join(parts[:i])
+                if prefix in self._set:
+                    value = self._set[prefix]
+                    for part in parts[i:]:
+                        if not isinstance(value, dict) or part not in value:
+                            return False, None
+                        value = value[part]
+                    return True, value
         entry = self.tree.get(path)
         if entry is None or entry.get("declared_only"):
             return False, None
         return True, entry.get("default") if entry["kind"] in ("value", "list") else {}
 
     def exists(self, path: str) -> bool:
-        return self._lookup(path)[0]
+        return self.lookup(path)[0]
 
     def raw(self, path: str) -> Any:
-        return self._lookup(path)[1]
+        return self.lookup(path)[1]
 
     def value(self, path: str, _depth: int = 0) -> Any:
         """The value with `${path}`/`${oc.select:path,default}` interpolations followed (None if unresolvable)."""
-        found, value = self._lookup(path)
+        found, value = self.lookup(path)
         if not found:
             entry = self.tree.get(path)
             return entry.get("default") if entry else None
@@ -222,10 +226,9 @@ def resolve(command: Command, snapshot: Snapshot) -> LintContext:
         if group is not None:
             resolved.append(ResolvedOverride(lo, p, None, True, group["default"], "", group))
             continue
-        existed = view.exists(p.key)
-        resolved.append(
-            ResolvedOverride(lo, p, tree.get(p.key), existed, view.raw(p.key), view.anchor(p.key))
-        )
+        existed, current = view.lookup(p.key)
+        anchor = "" if existed else view.anchor(p.key)
+        resolved.append(ResolvedOverride(lo, p, tree.get(p.key), existed, current, anchor))
         if p.op == "delete" or (existed or p.op != "set"):
             view.apply(p)
     return LintContext(snapshot, tree, model_engine, resolved, view, command.stack, broken)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import sys
 from dataclasses import dataclass, field
@@ -76,6 +75,8 @@ class Tree:
         preferring the candidate that shares the longest prefix, then near spellings at the same level,
         then near leaf names anywhere.
         """
+        import difflib  # only when something is unknown
+
         parts = path.split(".")
         leaf = parts[-1]
         same_leaf = [p for p in self._by_leaf.get(leaf, []) if p != path]

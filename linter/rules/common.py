@@ -39,3 +39,11 @@ def did_you_mean(ctx: LintContext, path: str) -> tuple[str, str | None]:
 def plain_key(ro: ResolvedOverride) -> str:
     """The override's key without its +/++/~ prefix, with its @package if any."""
     return ro.override.key_text.lstrip("+~")
+
+
+def nearest(word: str, candidates) -> str:
+    """' Did you mean `x`?' for the closest candidate, or ''."""
+    import difflib  # only when something is wrong
+
+    near = difflib.get_close_matches(str(word), [str(c) for c in candidates], n=1, cutoff=0.6)
+    return f" Did you mean `{near[0]}`?" if near else ""

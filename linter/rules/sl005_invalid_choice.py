@@ -1,13 +1,6 @@
-import difflib
-
 from ..diagnostics import Severity
-from .common import is_interpolation
+from .common import is_interpolation, nearest
 from .registry import Finding, rule
-
-
-def _hint(value, choices) -> str:
-    near = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1, cutoff=0.6)
-    return f" Did you mean `{near[0]}`?" if near else ""
 
 
 @rule(
@@ -37,10 +30,10 @@ def check(ctx):
             options = ro.group["options"]
             if value not in options:
                 yield Finding(ro, f"no config `{ro.path}/{value}` in verl {ctx.snapshot.verl_version}: the options are "
-                                  f"{', '.join(options)}.{_hint(value, options)}")
+                                  f"{', '.join(options)}.{nearest(value, options)}")
             continue
         choices = (ro.entry or {}).get("choices")
         if not choices or is_interpolation(value) or (value is None and ro.entry.get("nullable")):
             continue
         if value not in choices:
-            yield Finding(ro, f"`{ro.path}`={value!r} is not one of {', '.join(map(str, choices))}.{_hint(value, choices)}")
+            yield Finding(ro, f"`{ro.path}`={value!r} is not one of {', '.join(map(str, choices))}.{nearest(value, choices)}")

@@ -1,6 +1,5 @@
-import difflib
-
 from ..diagnostics import Severity
+from .common import nearest
 from .registry import Finding, rule
 
 # What happens to an unknown key, per consumer of a pass-through dict.
@@ -51,8 +50,7 @@ def check(ctx):
             accepted |= consumer.accepts("MLATransformerConfig")
         if name in accepted:
             continue
-        near = difflib.get_close_matches(name, sorted(accepted), n=1, cutoff=0.7)
-        hint = f" Did you mean `{near[0]}`?" if near else ""
+        hint = nearest(name, sorted(accepted))
         what = f"{consumer.package} {consumer.version} `{cls}`"
         yield Finding(ro, f"`{name}` is not accepted by {what}: "
                           f"{_CONSEQUENCE[entry['consumer']].format(dict=dict_path)}.{hint}")

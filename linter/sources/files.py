@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +39,8 @@ def read_text(path: Path) -> TextFile:
 def write_atomically(path: Path, text: str) -> None:
     """Replace the file's content in one step: a crash leaves the old file or the new one, never half of it.
     An existing file keeps its mode; a new one gets the usual mode for the umask."""
+    import tempfile  # only --fix and schema builds write files
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
