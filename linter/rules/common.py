@@ -11,6 +11,10 @@ def is_interpolation(value: Any) -> bool:
     return isinstance(value, str) and "${" in value
 
 
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def short_class(target: str | None) -> str:
     return (target or "").rpartition(".")[2]
 

@@ -1,10 +1,10 @@
 from ..diagnostics import Severity
-from .common import is_interpolation
+from .common import is_interpolation, is_number
 from .registry import Finding, rule
 
 _ACCEPTS = {
     "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "float": is_number,
     "bool": lambda v: isinstance(v, bool),
     # OmegaConf turns scalars into strings for str fields; a bool or a container is a mistake.
     "str": lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool),

@@ -1,5 +1,5 @@
 from ..diagnostics import Severity
-from .common import is_interpolation
+from .common import is_number
 from .registry import Finding, rule
 from .sapo import TAU_NEG, TAU_POS
 
@@ -25,5 +25,5 @@ def check(ctx):
         if ro is None:
             continue
         value = ro.parsed.value
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and not is_interpolation(value) and value <= 0:
+        if is_number(value) and value <= 0:
             yield Finding(ro, f"`{path}`={value} must be > 0: SAPO's gate (4/tau)*sigmoid(tau*(r-1)) needs a positive tau")

@@ -1,10 +1,7 @@
 from ..diagnostics import Severity
+from .common import is_number
 from .registry import Finding, rule
 from .sapo import TAU_NEG, TAU_POS
-
-
-def _number(value):
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 @rule(
@@ -28,8 +25,8 @@ def check(ctx):
     pos_ro, neg_ro = ctx.explicit(TAU_POS), ctx.explicit(TAU_NEG)
     if pos_ro is None and neg_ro is None:
         return
-    pos, neg = _number(ctx.config.value(TAU_POS)), _number(ctx.config.value(TAU_NEG))
-    if pos is None or neg is None or neg >= pos:
+    pos, neg = ctx.config.value(TAU_POS), ctx.config.value(TAU_NEG)
+    if not (is_number(pos) and is_number(neg)) or neg >= pos:
         return
     at = max((r for r in (pos_ro, neg_ro) if r is not None), key=lambda r: (r.location.line, r.location.column))
     yield Finding(at, f"tau_neg={neg} < tau_pos={pos}: SAPO recommends tau_neg > tau_pos (paper and verl defaults: 1.05 > 1.0)")
