@@ -21,7 +21,8 @@ Fast path (anything else goes to Hydra, including every error):
   double-quoted string (Hydra's escaping of backslashes before the quote
   character is reproduced) that does not contain ``${``, or a flat list
   ``[...]`` of such scalars with optional spaces / tabs around ``[``, ``,`` and
-  ``]``.
+  ``]`` (except after an element ending in ``:``, whose COLON token keeps the
+  blanks: ``[a: ]`` is ``["a: "]``).
 
 The equivalence of the fast path and Hydra's parser is checked by a property
 test (``tests/test_overrides.py``).
@@ -49,9 +50,9 @@ __all__ = [
 class _MissingType:
     """Type of :data:`MISSING` (a singleton that survives copy and pickle)."""
 
-    _instance: "_MissingType | None" = None
+    _instance: _MissingType | None = None
 
-    def __new__(cls) -> "_MissingType":
+    def __new__(cls) -> _MissingType:  # noqa: PYI034 (a singleton)
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance
@@ -70,7 +71,12 @@ MISSING: Any = _MissingType()
 OPS = ("set", "add", "force_add", "delete")
 _PREFIX = {"set": "", "add": "+", "force_add": "++", "delete": "~"}
 _OP_BY_PREFIX = {None: "set", "+": "add", "++": "force_add", "~": "delete"}
-_OP_BY_HYDRA_TYPE = {"CHANGE": "set", "ADD": "add", "FORCE_ADD": "force_add", "DEL": "delete"}
+_OP_BY_HYDRA_TYPE = {
+    "CHANGE": "set",
+    "ADD": "add",
+    "FORCE_ADD": "force_add",
+    "DEL": "delete",
+}
 
 
 # --------------------------------------------------------------------------- #
@@ -86,8 +92,8 @@ def _same(a: Any, b: Any) -> bool:
     if type(a) is not type(b):
         return False
     if isinstance(a, float):
-        if a != a:
-            return b != b
+        if math.isnan(a):
+            return math.isnan(b)
         return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
     if isinstance(a, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
@@ -110,7 +116,9 @@ def _same(a: Any, b: Any) -> bool:
 def _freeze(v: Any) -> Any:
     """Hashable image of a value, consistent with :func:`_same`."""
     if isinstance(v, float):
-        return ("float", "nan") if v != v else ("float", v, math.copysign(1.0, v))
+        return (
+            ("float", "nan") if math.isnan(v) else ("float", v, math.copysign(1.0, v))
+        )
     if isinstance(v, list):
         return ("list", tuple(_freeze(x) for x in v))
     if isinstance(v, dict):
@@ -152,7 +160,9 @@ class ParsedOverride:
         )
 
     def __hash__(self) -> int:
-        return hash((self.op, self.key, self.package, self.is_sweep, _freeze(self.value)))
+        return hash(
+            (self.op, self.key, self.package, self.is_sweep, _freeze(self.value))
+        )
 
 
 class OverrideSyntaxError(ValueError):
@@ -183,15 +193,15 @@ _ID = r"[A-Za-z_][A-Za-z0-9_\-]*"  # ID
 _KEY_SPECIAL = r"[A-Za-z_$][A-Za-z0-9_\-$]*"  # KEY_SPECIAL (a superset of ID)
 _INT_UNSIGNED = r"(?:0|[1-9](?:_?[0-9])*)"
 _SEGMENT = rf"(?:{_KEY_SPECIAL}|{_INT_UNSIGNED})"
-_PACKAGE = rf"(?:{_SEGMENT}(?:\.{_SEGMENT})+|{_KEY_SPECIAL})"  # DOT_PATH | KEY_SPECIAL | ID
+_PACKAGE = (
+    rf"(?:{_SEGMENT}(?:\.{_SEGMENT})+|{_KEY_SPECIAL})"  # DOT_PATH | KEY_SPECIAL | ID
+)
 _GROUP = rf"{_ID}(?:/{_ID})+"  # ID (SLASH ID)+
 _KEY = rf"(?:{_GROUP}|{_PACKAGE})"
 
 _OVERRIDE_RE = re.compile(
     rf"(\+\+?|~)?({_KEY})(?:@({_PACKAGE}))?(?:(=)[ \t]*(.*))?", re.DOTALL
 )
-_KEY_RE = re.compile(_KEY)
-_PACKAGE_RE = re.compile(_PACKAGE)
 
 # Tokens that make up an unquoted primitive when there is no whitespace and no
 # backslash: ID, INT, FLOAT, BOOL, NULL, UNQUOTED_CHAR ([/\-+.$%*@?|]), COLON.
@@ -200,7 +210,9 @@ _DIGITS = r"[0-9](?:_?[0-9])*"
 _POINT_FLOAT = rf"(?:{_INT_UNSIGNED}\.|(?:{_INT_UNSIGNED})?\.{_DIGITS})"
 _EXPONENT_FLOAT = rf"(?:{_INT_UNSIGNED}|{_POINT_FLOAT})[eE][+-]?{_DIGITS}"
 _INT_RE = re.compile(rf"[+-]?{_INT_UNSIGNED}")
-_FLOAT_RE = re.compile(rf"[+-]?(?:{_EXPONENT_FLOAT}|{_POINT_FLOAT}|[Ii][Nn][Ff]|[Nn][Aa][Nn])")
+_FLOAT_RE = re.compile(
+    rf"[+-]?(?:{_EXPONENT_FLOAT}|{_POINT_FLOAT}|[Ii][Nn][Ff]|[Nn][Aa][Nn])"
+)
 
 # hydra._internal.grammar.utils._ESC_QUOTED_STR: backslashes before a quote.
 _ESC_QUOTED = {"'": re.compile(r"\\+'"), '"': re.compile(r'\\+"')}
@@ -399,7 +411,7 @@ def _error_column(text: str) -> int | None:
     class _Recorder(ErrorListener):  # type: ignore[misc]
         position: tuple[int, int] | None = None
 
-        def syntaxError(self, recognizer, offending, line, column, msg, e):  # noqa: N802
+        def syntaxError(self, recognizer, offending, line, column, msg, e):
             self.position = (line, column)
             raise _Stop
 
@@ -414,7 +426,7 @@ def _error_column(text: str) -> int | None:
         parser.override()
     except _Stop:
         pass
-    except Exception:  # best effort only
+    except Exception:  # noqa: BLE001 (best effort only)
         return None
     if recorder.position is None:
         return None
@@ -437,7 +449,7 @@ def parse_with_hydra(text: str) -> ParsedOverride:
     parser = _get_hydra_parser()
     try:
         o = parser.parse_override(text)
-    except Exception as e:  # HydraException, or e.g. ValueError from int()
+    except Exception as e:  # noqa: BLE001 (HydraException, or e.g. ValueError from int())
         message = str(e) or type(e).__name__
         column = _error_column(text)
         if column is None:
@@ -472,11 +484,9 @@ def parse_override(text: str) -> ParsedOverride:
 
 # Strings that are safe unquoted (a run of ID / INT / FLOAT / UNQUOTED_CHAR /
 # COLON tokens), with and without unquoted interpolations ``${...}``.
-_PLAIN_RE = re.compile(r"[A-Za-z0-9_\-/.+%*@?|:$]+")
 _PLAIN_INTERP_RE = re.compile(r"(?:[A-Za-z0-9_\-/.+%*@?|:$]|\$\{[^}]+\})+")
 # Characters allowed in an unquoted dict key once Hydra's special characters
 # (hydra._internal.grammar.utils._ESC) are backslash-escaped.
-_KEY_ESC = "\\()[]{}:=, \t"
 _KEY_ESC_RE = re.compile(r"[\\()\[\]{}:=, \t]")
 _KEY_CHARS_RE = re.compile(r"[A-Za-z0-9_\-/.+%*@?|$\\()\[\]{}:=, \t]+")
 # An interpolation opener with the backslashes right before it (OmegaConf).
@@ -507,14 +517,14 @@ def _quote(s: str) -> str:
 def _format_str(s: str, allow_interpolation: bool) -> str:
     if "${" in s and not allow_interpolation:
         return _quote(_oc_escape(s))
-    plain = _PLAIN_INTERP_RE if allow_interpolation else _PLAIN_RE
+    plain = _PLAIN_INTERP_RE if allow_interpolation else _UNQUOTED_RE
     if plain.fullmatch(s) and type(_unquoted_scalar(s)) is str:
         return s
     return _quote(s)
 
 
 def _format_float(v: float) -> str:
-    if v != v:
+    if math.isnan(v):
         return "nan"
     if v in (math.inf, -math.inf):
         return "inf" if v > 0 else "-inf"
@@ -558,10 +568,14 @@ def _format(v: Any, allow_interpolation: bool) -> str:
     if isinstance(v, list):
         return "[" + ",".join(_format(x, allow_interpolation) for x in v) + "]"
     if isinstance(v, dict):
-        items = (f"{_format_key(k)}:{_format(x, allow_interpolation)}" for k, x in v.items())
+        items = (
+            f"{_format_key(k)}:{_format(x, allow_interpolation)}" for k, x in v.items()
+        )
         return "{" + ",".join(items) + "}"
     if v is MISSING:
-        raise ValueError("MISSING has no value syntax; use format_override('delete', key, MISSING)")
+        raise ValueError(
+            "MISSING has no value syntax; use format_override('delete', key, MISSING)"
+        )
     return _format_scalar(v)
 
 
@@ -614,10 +628,13 @@ def format_override(
     """
     if op not in _PREFIX:
         raise ValueError(f"unknown op {op!r}; expected one of {', '.join(OPS)}")
-    if not _KEY_RE.fullmatch(key):
+    m = _OVERRIDE_RE.fullmatch(key)
+    if m is None or m.group(2) != key:
         raise ValueError(f"invalid override key {key!r}")
-    if package is not None and package != "" and not _PACKAGE_RE.fullmatch(package):
-        raise ValueError(f"invalid package {package!r}")
+    if package:
+        m = _OVERRIDE_RE.fullmatch("k@" + package)
+        if m is None or m.group(3) != package:
+            raise ValueError(f"invalid package {package!r}")
     head = _PREFIX[op] + key + ("" if package is None else "@" + package)
     if value is MISSING:
         if op != "delete":
