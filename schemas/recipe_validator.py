@@ -3,7 +3,17 @@
 VERSION = "2.22.3"
 from decimal import Decimal
 import re
-from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException
+
+class JsonSchemaValueException(ValueError):
+    """The recipe violates the schema (the first violation found)."""
+
+    def __init__(self, message, value=None, name=None, definition=None, rule=None):
+        super().__init__(message)
+        self.message, self.value, self.name, self.definition, self.rule = message, value, name, definition, rule
+
+
+class JsonSchemaValuesException(JsonSchemaValueException):
+    pass
 
 
 REGEX_PATTERNS = {
