@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .diagnostics import Diagnostic, Location
+from .model import Accelerator, ModelShape
 from .overrides import MISSING, ParsedOverride
 from .schema import Consumer, Snapshot, Tree, load_consumer
 
+_NOT_FOUND = object()
 _INTERPOLATION = re.compile(r"^\$\{(?:oc\.select:)?(\.*[A-Za-z0-9_.]+)(?:,(.*))?\}$")
 
 
@@ -43,6 +45,9 @@ class Command:
     overrides: tuple[LocatedOverride, ...]
     stack: Stack
     variant: str | None = None
+    origin: Location | None = None  # where findings not tied to one override are reported
+    model: ModelShape | None = None  # None: unknown architecture (model-aware rules are skipped)
+    accelerator: Accelerator | None = None
 
 
 @dataclass(frozen=True)
@@ -102,7 +107,7 @@ class ConfigView:
         entry = self.tree.get(path)
         if entry is None or entry.get("declared_only"):
             return False, None
-        return True, entry.get("default") if entry["kind"] in ("value", "list") else {}
+        return True, entry.get("default") if entry["kind"] in ("value", "list") or "interpolation" in entry else {}
 
     def exists(self, path: str) -> bool:
         return self.lookup(path)[0]
@@ -114,6 +119,9 @@ class ConfigView:
         """The value with `${path}`/`${oc.select:path,default}` interpolations followed (None if unresolvable)."""
         found, value = self.lookup(path)
         if not found:
+            inherited = self._through_interpolated_ancestor(path, _depth)
+            if inherited is not _NOT_FOUND:
+                return inherited
             entry = self.tree.get(path)
             return entry.get("default") if entry else None
         if isinstance(value, str) and _depth < 16:
@@ -124,6 +132,22 @@ class ConfigView:
                     return self.value(target, _depth + 1)
                 return _scalar(default) if default is not None else None
         return value
+
+    def _through_interpolated_ancestor(self, path: str, depth: int) -> Any:
+        """`ref.megatron.override_transformer_config.x` when that node is `${...actor...override_transformer_config}`:
+        the value of `x` under the node it points to."""
+        parts = path.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            ancestor = ".".join(parts[:i])
+            found, raw = self.lookup(ancestor)
+            if not found:
+                continue
+            m = _INTERPOLATION.match(raw) if isinstance(raw, str) and depth < 16 else None
+            if m is None:
+                return _NOT_FOUND
+            target = _absolute(ancestor, m.group(1))
+            return self.value(".".join([target, *parts[i:]]), depth + 1)
+        return _NOT_FOUND
 
     def apply(self, parsed: ParsedOverride) -> None:
         if parsed.op == "delete":
@@ -176,6 +200,7 @@ class LintContext:
     config: ConfigView
     stack: Stack
     unparsed: list[LocatedOverride] = field(default_factory=list)  # overrides that are not valid Hydra syntax
+    command: Command | None = None
     _explicit: dict[str, ResolvedOverride] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -186,6 +211,27 @@ class LintContext:
     def explicit(self, path: str) -> ResolvedOverride | None:
         """The last override that set `path`, if any."""
         return self._explicit.get(path)
+
+    @property
+    def model(self) -> ModelShape | None:
+        return self.command.model if self.command else None
+
+    @property
+    def accelerator(self) -> Accelerator | None:
+        return self.command.accelerator if self.command else None
+
+    def blame(self, *paths: str) -> Location | ResolvedOverride:
+        """Where to report a finding about these keys: the last override that set one of them, else the
+        command's origin (the recipe's `overrides:` line)."""
+        set_here = [ro for ro in (self.explicit(p) for p in paths) if ro is not None]
+        if set_here:
+            return max(set_here, key=lambda ro: (ro.location.line, ro.location.column))
+        return (self.command.origin if self.command and self.command.origin else None) or Location("<config>")
+
+    def number(self, path: str):
+        """The effective value of `path` if it is a number (bool excluded), else None."""
+        value = self.config.value(path)
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
     def consumer(self, spec: str) -> tuple[Consumer, str]:
         """`megatron-core:OptimizerConfig` -> (the consumer snapshot for this command's stack, 'OptimizerConfig')."""
@@ -231,7 +277,7 @@ def resolve(command: Command, snapshot: Snapshot) -> LintContext:
         resolved.append(ResolvedOverride(lo, p, tree.get(p.key), existed, current, anchor))
         if p.op == "delete" or (existed or p.op != "set"):
             view.apply(p)
-    return LintContext(snapshot, tree, model_engine, resolved, view, command.stack, broken)
+    return LintContext(snapshot, tree, model_engine, resolved, view, command.stack, broken, command)
 
 
 def lint_command(command: Command, snapshot: Snapshot, rules: Iterable) -> list[Diagnostic]:

@@ -11,7 +11,7 @@ from linter.lint import lint_paths
 from linter.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
-HEADER = "recipe: sapo-recipe/v1\nname: example\nconfig_name: ppo_megatron_trainer\n"
+HEADER = "recipe: sapo-recipe/v1\nname: example\nconfig_name: ppo_megatron_trainer\nmodel: {path: Qwen/Qwen3-8B}\n"
 
 
 def wheel_cache() -> Path:

@@ -37,7 +37,7 @@ def test_tau_bug_reported_on_its_line_then_fixed(tmp_path):
     assert proc.returncode == 1
     report = json.loads(proc.stdout)
     tau = [d for d in report["diagnostics"] if d["code"] in ("SL003", "SP001")]
-    assert tau and tau[0]["line"] == 6 and tau[0]["fix"] == "actor_rollout_ref.actor.tau_pos"
+    assert tau and tau[0]["line"] == 7 and tau[0]["fix"] == "actor_rollout_ref.actor.tau_pos"
 
     proc = sapo_lint(str(path), "--fix")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -56,7 +56,7 @@ def test_json_output_follows_the_contract(tmp_path):
     assert report["summary"] == {"files": 2, "error": 1, "warning": 0, "info": 0}
     (d,) = report["diagnostics"]
     assert set(d) == {"path", "line", "column", "code", "name", "severity", "message", "variant", "fix"}
-    assert (d["code"], d["name"], d["severity"], d["line"], d["column"]) == ("SL001", "unknown-key", "error", 5, 3)
+    assert (d["code"], d["name"], d["severity"], d["line"], d["column"]) == ("SL001", "unknown-key", "error", 6, 3)
     assert d["variant"] is None and d["fix"] is None  # a near spelling is a hint, not a mechanical fix
     assert "Did you mean `trainer.nnodes`?" in d["message"]
 
@@ -90,7 +90,7 @@ def sarif_schema() -> dict:
 def test_github_annotations(tmp_path):
     write(tmp_path / "a.yaml", "overrides:\n  trainer.nnodez: 2\n")
     proc = sapo_lint(str(tmp_path), "--format", "github")
-    assert proc.stdout.startswith(f"::error file={tmp_path / 'a.yaml'},line=5,col=3,title=SL001 unknown-key::")
+    assert proc.stdout.startswith(f"::error file={tmp_path / 'a.yaml'},line=6,col=3,title=SL001 unknown-key::")
 
 
 def test_exit_codes_and_warnings_as_errors(tmp_path):
@@ -120,12 +120,12 @@ def test_bad_input_is_reported_and_other_files_still_linted(tmp_path):
 
 def test_recipe_schema_error_points_at_the_yaml_line(tmp_path):
     path = tmp_path / "r.yaml"
-    path.write_text("recipe: sapo-recipe/v1\nname: r\noverrides: {}\ngates:\n  - {metric: x, minimum: 3}\n")
+    path.write_text("recipe: sapo-recipe/v1\nname: r\nmodel: {card: qwen3-8b}\noverrides: {}\ngates:\n  - {metric: x, minimum: 3}\n")
     proc = sapo_lint(str(path), "--format", "json")
     found = {(d["code"], d["line"], d["message"]) for d in json.loads(proc.stdout)["diagnostics"]}
     assert found == {
-        ("RF001", 5, "gates.0: needs at least one of min, max, trend"),
-        ("RF001", 5, "gates.0: unknown key `minimum`; allowed: metric, min, max, trend, after_step"),
+        ("RF001", 6, "gates.0: needs at least one of min, max, trend"),
+        ("RF001", 6, "gates.0: unknown key `minimum`; allowed: metric, min, max, trend, after_step"),
     }
 
 

@@ -50,7 +50,7 @@ def test_hook_fails_on_bad_recipe_and_passes_on_good(tmp_path):
     if bad.returncode != 0 and "SP001" not in output and ("pip" in output or "Could not" in output):
         pytest.skip(f"pre-commit could not build the hook environment (registry unreachable?): {output[-400:]}")
     assert bad.returncode != 0, output
-    assert "recipe.yaml:5:3: SP001" in output, output
+    assert "recipe.yaml:6:3: SP001" in output, output
 
     (work / "recipe.yaml").write_text(recipe("overrides:\n  actor_rollout_ref.actor.tau_pos: 1.2\n  actor_rollout_ref.actor.tau_neg: 1.3\n"
                                              "  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n"))

@@ -67,9 +67,9 @@ def test_sl004_float_for_int_and_bool_for_str(lint_text):
         "  actor_rollout_ref.actor.tau_pos: 1\n  trainer.project_name: true\n"
     )
     lines = [d.location.line for d in only(found, "SL004")]
-    assert 5 in lines  # 2.5 for an int
-    assert 6 not in lines  # an int is a valid float
-    assert 7 in lines  # a bool for a str field
+    assert 6 in lines  # 2.5 for an int
+    assert 7 not in lines  # an int is a valid float
+    assert 8 in lines  # a bool for a str field
 
 
 def test_sl004_interpolations_are_not_type_checked(lint_text):
@@ -80,7 +80,7 @@ def test_sl004_interpolations_are_not_type_checked(lint_text):
 # SL005
 def test_sl005_loss_mode_registry_and_group_options(lint_text):
     found = lint_text("overrides:\n  actor_rollout_ref.actor.policy_loss.loss_mode: clip-cov\n  model_engine: fsdp9\n")
-    assert [d.location.line for d in only(found, "SL005")] == [5, 6]
+    assert [d.location.line for d in only(found, "SL005")] == [6, 7]
     assert "clip_cov" in only(found, "SL005")[0].message
 
 
@@ -138,7 +138,7 @@ def test_sp001_in_every_variant_reported_once_without_variant(lint_text):
         "    npu: {overrides: {trainer.device: npu}}\n    gpu: {overrides: {trainer.device: cuda}}\n"
     )
     found = only(lint_text(body), "SP001")
-    assert len(found) == 1 and found[0].variant is None and found[0].location.line == 5
+    assert len(found) == 1 and found[0].variant is None and found[0].location.line == 6
 
 
 def test_sp002_to_sp004_judge_effective_values(lint_text):

@@ -1,26 +1,19 @@
 """All rules, one module per code: `linter/rules/<code>_<name>.py` holds the check, its docs and examples.
 
-Importing this package registers every rule in `RULES` (code -> Rule).
+Importing this package imports every such module, which registers its rule in `RULES` (code -> Rule).
+Recipe-level rules that a source reports (RF) live in `rf_recipe.py`.
 """
 
-from . import (  # noqa: F401  (imported for registration)
-    sl001_unknown_key,
-    sl002_append_existing,
-    sl003_unread_key,
-    sl004_type_mismatch,
-    sl005_invalid_choice,
-    sl006_delete_missing,
-    sl007_passthrough_unknown_field,
-    sl008_duplicate_override,
-    sl009_override_syntax,
-    sl010_breaks_inherited_node,
-    sp001_sapo_tau_nested,
-    sp002_sapo_tau_range,
-    sp003_sapo_tau_order,
-    sp004_sapo_tau_ignored,
-    rf_recipe,
-    sp005_sapo_clip_ignored,
-)
+import pkgutil
+import re
+from importlib import import_module
+
 from .registry import RULES, Finding, Rule
+
+_RULE_MODULE = re.compile(r"^([a-z]{2,3}\d{3}_\w+|rf_recipe)$")
+
+for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+    if _RULE_MODULE.match(_module):
+        import_module(f"{__name__}.{_module}")
 
 __all__ = ["RULES", "Finding", "Rule"]

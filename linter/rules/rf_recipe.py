@@ -74,3 +74,38 @@ UNKNOWN_VERSION = source_rule(
     """,
     module=__name__,
 )
+
+UNKNOWN_MODEL = source_rule(
+    "RF005", "unknown-model", Severity.INFO,
+    summary="the model's architecture is unknown, so model-aware rules are skipped",
+    explanation="""Topology rules need the model's shape (layers, heads, query groups, experts, FFN sizes). It
+    comes from `model.card` (a shipped card in `schemas/models/`), else from `config.json` when the model path
+    (`model.path` or `actor_rollout_ref.model.path`) is a local directory, else from the shipped card whose
+    Hugging Face id matches the path. When none applies, this note says which rules were skipped and how to
+    supply the shape; it is never a silent skip.""",
+    bad="""
+    model: {path: my-org/private-model}
+    overrides: {}
+    """,
+    good="""
+    model: {path: my-org/private-model, card: qwen3-8b}
+    overrides: {}
+    """,
+    module=__name__,
+)
+
+UNKNOWN_ACCELERATOR = source_rule(
+    "RF006", "unknown-accelerator", Severity.ERROR,
+    summary="`hardware.accelerator` is not in schemas/devices.json",
+    explanation="""The accelerator decides the memory per device and devices per node that the hardware-aware
+    rules use. A name that is not in the table (usually a typo) is an error that lists the known names.""",
+    bad="""
+    hardware: {accelerator: ascend-910b}
+    overrides: {}
+    """,
+    good="""
+    hardware: {accelerator: ascend-910b3}
+    overrides: {}
+    """,
+    module=__name__,
+)

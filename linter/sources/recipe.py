@@ -7,6 +7,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -14,7 +15,8 @@ import yaml
 from ..diagnostics import Diagnostic, Location
 from ..engine import Command, LocatedOverride, Stack
 from ..overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse_override
-from ..rules.rf_recipe import INVALID_YAML, RECIPE_SCHEMA
+from ..model import ModelNotFound, accelerators, find_model
+from ..rules.rf_recipe import INVALID_YAML, RECIPE_SCHEMA, UNKNOWN_ACCELERATOR, UNKNOWN_MODEL
 from ..schema import SCHEMA_DIR
 from . import yaml_nodes
 from .files import TextFile
@@ -113,6 +115,41 @@ def _merge(base: list[LocatedOverride], extra: list[LocatedOverride]) -> tuple[L
     return tuple([lo for lo in base if ident(lo) not in replaced] + extra)
 
 
+MODEL_RULES = "topology rules that need the model's shape (TP003 and up)"
+
+
+def _model(source: TextFile, root, data: dict, base: list[LocatedOverride], diagnostics: list[Diagnostic]):
+    model = data.get("model") if isinstance(data.get("model"), dict) else {}
+    path = model.get("path")
+    for lo in base:
+        if lo.parsed and lo.parsed.key == "actor_rollout_ref.model.path" and isinstance(lo.parsed.value, str):
+            path = path or lo.parsed.value
+    try:
+        return find_model(path, model.get("card"), Path(source.path).parent)
+    except ModelNotFound as exc:
+        where = yaml_nodes.key_node(root, "model") or yaml_nodes.key_node(root, "overrides")
+        diagnostics.append(UNKNOWN_MODEL.diagnostic(
+            _location(source.path, where),
+            f"{exc}; skipped the {MODEL_RULES}. Name a shipped card with `model.card` or point `model.path` at a "
+            "directory holding config.json",
+        ))
+        return None
+
+
+def _accelerator(source: TextFile, root, data: dict, diagnostics: list[Diagnostic]):
+    hardware = data.get("hardware") if isinstance(data.get("hardware"), dict) else {}
+    name = hardware.get("accelerator")
+    if name is None:
+        return None
+    known = accelerators()
+    if name not in known:
+        node = yaml_nodes.child(yaml_nodes.child(root, "hardware"), "accelerator")
+        diagnostics.append(UNKNOWN_ACCELERATOR.diagnostic(
+            _location(source.path, node), f"unknown accelerator `{name}`; known: {', '.join(known)}"))
+        return None
+    return known[name]
+
+
 def read_recipe(source: TextFile, default_verl: str, stack_defaults: Stack, cli_verl: str | None = None,
                 cli_overrides: tuple[LocatedOverride, ...] = ()) -> RecipeRead:
     try:
@@ -140,6 +177,8 @@ def read_recipe(source: TextFile, default_verl: str, stack_defaults: Stack, cli_
     recipe = Recipe(source.path, data, verl_version=cli_verl or data.get("verl") or default_verl, config_name=config_name)
 
     base = _overrides(source.path, loader, yaml_nodes.child(root, "overrides"))
+    origin = _location(source.path, yaml_nodes.key_node(root, "overrides"))
+    model, accelerator = _model(source, root, data, base, diagnostics), _accelerator(source, root, data, diagnostics)
     axes = []
     variants_node = yaml_nodes.child(root, "variants")
     for axis_key, axis_node in yaml_nodes.mapping_pairs(variants_node):
@@ -154,5 +193,7 @@ def read_recipe(source: TextFile, default_verl: str, stack_defaults: Stack, cli_
         for _, extra in combo:
             overrides = list(_merge(overrides, extra))
         label = ",".join(name for name, _ in combo) or None
-        recipe.commands.append(Command(config_name, _merge(overrides, list(cli_overrides)), stack, label))
+        recipe.commands.append(
+            Command(config_name, _merge(overrides, list(cli_overrides)), stack, label, origin, model, accelerator)
+        )
     return RecipeRead(recipe, diagnostics)

@@ -1,0 +1,71 @@
+"""Per-role Megatron parallel settings, resolved from the config (the ref inherits the actor's by interpolation)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..engine import LintContext
+
+ROLE_PREFIX = {
+    "actor": "actor_rollout_ref.actor.megatron",
+    "ref": "actor_rollout_ref.ref.megatron",
+    "critic": "critic.megatron",
+}
+ROLLOUT = "actor_rollout_ref.rollout"
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    role: str
+    prefix: str
+    tp: int
+    pp: int
+    vpp: int | None
+    cp: int
+    ep: int
+    etp: int  # expert TP; Megatron defaults it to TP
+    sp: bool
+
+    def path(self, name: str) -> str:
+        return f"{self.prefix}.{name}"
+
+    def transformer(self, name: str) -> str:
+        return f"{self.prefix}.override_transformer_config.{name}"
+
+
+def world_size(ctx: LintContext) -> int | None:
+    """Devices of the colocated actor/rollout worker group: trainer.nnodes x trainer.n_gpus_per_node."""
+    nodes, per_node = ctx.number("trainer.nnodes"), ctx.number("trainer.n_gpus_per_node")
+    return int(nodes * per_node) if nodes and per_node else None
+
+
+def active_roles(ctx: LintContext) -> list[str]:
+    """Roles that run: the actor always; the ref when a KL term needs it; the critic as verl's need_critic decides."""
+    roles = ["actor"]
+    if ctx.config.value("actor_rollout_ref.actor.use_kl_loss") or ctx.config.value("algorithm.use_kl_in_reward"):
+        roles.append("ref")
+    enable = ctx.config.value("critic.enable")
+    if enable or (enable is None and ctx.config.value("algorithm.adv_estimator") == "gae"):
+        roles.append("critic")
+    return roles
+
+
+def parallelism(ctx: LintContext, role: str) -> Parallelism | None:
+    """The role's sizes, or None when it does not run on the Megatron engine or a size is not a number."""
+    prefix = ROLE_PREFIX[role]
+    if ctx.model_engine != "megatron" or ctx.tree.get(prefix) is None:
+        return None
+
+    def size(name: str, default: int | None) -> int | None:
+        value = ctx.config.value(f"{prefix}.{name}")
+        if value is None:
+            return default
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    tp, pp, cp, ep = (size(n, 1) for n in ("tensor_model_parallel_size", "pipeline_model_parallel_size",
+                                           "context_parallel_size", "expert_model_parallel_size"))
+    vpp, etp = size("virtual_pipeline_model_parallel_size", None), size("expert_tensor_parallel_size", None)
+    if None in (tp, pp, cp, ep):
+        return None
+    sp = ctx.config.value(f"{prefix}.sequence_parallel")
+    return Parallelism(role, prefix, tp, pp, vpp, cp, ep, etp or tp, bool(sp))
