@@ -19,13 +19,13 @@ class SnapshotNotFound(LookupError):
     pass
 
 
-def _version_key(version: str) -> tuple:
+def version_key(version: str) -> tuple:
     return tuple(int(p) if p.isdigit() else -1 for p in version.replace("-", ".").split("."))
 
 
 def available_verl_versions() -> list[str]:
     root = SCHEMA_DIR / "verl"
-    return sorted((p.name for p in root.iterdir() if p.is_dir()), key=_version_key) if root.is_dir() else []
+    return sorted((p.name for p in root.iterdir() if p.is_dir()), key=version_key) if root.is_dir() else []
 
 
 def installed_verl_version() -> str | None:
@@ -147,13 +147,13 @@ def load_consumer(package: str, version: str) -> Consumer:
     """The snapshot of `package` at `version`, or the newest one not newer than it (named in messages)."""
     root = SCHEMA_DIR / "consumers"
     versions = sorted(
-        (p.stem[len(package) + 1 :] for p in root.glob(f"{package}-*.json")), key=_version_key
+        (p.stem[len(package) + 1 :] for p in root.glob(f"{package}-*.json")), key=version_key
     )
     if not versions:
         raise SnapshotNotFound(f"no consumer snapshot for {package}")
     chosen = version if version in versions else None
     if chosen is None:
-        older = [v for v in versions if v[0].isdigit() and _version_key(v) <= _version_key(version)]
+        older = [v for v in versions if v[0].isdigit() and version_key(v) <= version_key(version)]
         chosen = older[-1] if older else versions[0]
     data = json.loads((root / f"{package}-{chosen}.json").read_text(encoding="utf-8"))
     return Consumer(package, chosen, data["classes"])
