@@ -69,3 +69,29 @@ def parallelism(ctx: LintContext, role: str) -> Parallelism | None:
         return None
     sp = ctx.config.value(f"{prefix}.sequence_parallel")
     return Parallelism(role, prefix, tp, pp, vpp, cp, ep, etp or tp, bool(sp))
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def nearest_divisors(value: int, n: int) -> str:
+    """The divisors of n closest to value, for "nearest valid setting" hints."""
+    below = [d for d in divisors(n) if d < value]
+    above = [d for d in divisors(n) if d > value]
+    near = ([below[-1]] if below else []) + ([above[0]] if above else [])
+    return " or ".join(str(d) for d in near) or "1"
+
+
+def megatron_roles(ctx: LintContext):
+    """(role, Parallelism) for every active role on the Megatron engine."""
+    for role in active_roles(ctx):
+        par = parallelism(ctx, role)
+        if par is not None:
+            yield role, par
+
+
+def own_setting(ctx: LintContext, par: Parallelism, *names: str) -> bool:
+    """Whether the role sets any of these sizes itself; the ref inherits the actor's by interpolation, and a
+    finding about inherited values is reported once, for the actor."""
+    return par.role != "ref" or any(ctx.explicit(par.path(n)) is not None for n in names)

@@ -16,6 +16,7 @@ class Finding:
     at: object  # ResolvedOverride | LocatedOverride | Location
     message: str
     fix: str | None = None
+    severity: Severity | None = None  # only for rules whose severity depends on a library version
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,9 @@ class Rule:
     check: Callable[..., Iterable[Finding]] | None  # None: reported by a source (RF, SH), not over overrides
     module: str
 
-    def diagnostic(self, location: Location, message: str, fix: str | None = None, replaces: str | None = None) -> Diagnostic:
-        return Diagnostic(location, self.code, self.name, self.severity, message, fix=fix, replaces=replaces)
+    def diagnostic(self, location: Location, message: str, fix: str | None = None, replaces: str | None = None,
+                   severity: Severity | None = None) -> Diagnostic:
+        return Diagnostic(location, self.code, self.name, severity or self.severity, message, fix=fix, replaces=replaces)
 
     def run(self, ctx) -> list[Diagnostic]:
         if self.check is None:
@@ -41,7 +43,7 @@ class Rule:
             at = f.at
             location = at if isinstance(at, Location) else at.location
             replaces = getattr(getattr(at, "override", at), "key_text", None) if f.fix else None
-            out.append(self.diagnostic(location, f.message, f.fix, replaces))
+            out.append(self.diagnostic(location, f.message, f.fix, replaces, f.severity))
         return out
 
 

@@ -1,0 +1,40 @@
+from ..diagnostics import Severity
+from .parallel import megatron_roles, nearest_divisors, own_setting, world_size
+from .registry import Finding, rule
+
+SIZES = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")
+
+
+@rule(
+    "TP001", "world-not-divisible-by-tp-pp-cp", Severity.ERROR,
+    summary="world size not divisible by TP x PP x CP",
+    bad="""
+    overrides:
+      trainer.nnodes: 1
+      trainer.n_gpus_per_node: 8
+      actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 3
+    """,
+    good="""
+    overrides:
+      trainer.nnodes: 1
+      trainer.n_gpus_per_node: 8
+      actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 4
+    """,
+)
+def check(ctx):
+    """Megatron's `initialize_model_parallel` needs `world_size % (TP * PP * CP) == 0` and derives the data-parallel
+    size `dp = world / (TP * PP * CP)`; verl's `validate_config` checks the same for the actor before Ray starts,
+    and the ref and critic hit it in their workers. The world is `trainer.nnodes * trainer.n_gpus_per_node`
+    (the colocated actor/rollout group). The message shows the product and the nearest TP that divides."""
+    world = world_size(ctx)
+    if not world:
+        return
+    for role, par in megatron_roles(ctx):
+        product = par.tp * par.pp * par.cp
+        if world % product and own_setting(ctx, par, *SIZES):
+            yield Finding(
+                ctx.blame(*(par.path(s) for s in SIZES), "trainer.nnodes", "trainer.n_gpus_per_node"),
+                f"{role}: world size {world} is not divisible by TP*PP*CP = {par.tp}*{par.pp}*{par.cp} = {product} "
+                f"(Megatron: world_size must be divisible by tensor x pipeline x context parallel size); "
+                f"TP {nearest_divisors(par.tp, world // (par.pp * par.cp) or 1)} would give an integer dp",
+            )

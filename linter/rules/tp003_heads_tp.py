@@ -1,0 +1,33 @@
+from ..diagnostics import Severity
+from .parallel import megatron_roles, nearest_divisors, own_setting
+from .registry import Finding, rule
+
+
+@rule(
+    "TP003", "heads-not-divisible-by-tp", Severity.ERROR,
+    summary="attention heads not divisible by TP",
+    bad="""
+    model: {path: Qwen/Qwen2.5-7B}
+    overrides:
+      actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 8
+    """,
+    good="""
+    model: {path: Qwen/Qwen2.5-7B}
+    overrides:
+      actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 4
+    """,
+)
+def check(ctx):
+    """`TransformerConfig.__post_init__` raises `num_attention_heads (H) must be a multiple of
+    tensor_model_parallel_size (TP).` when the model is built in each worker, minutes into the job."""
+    model = ctx.model
+    if model is None:
+        return
+    for role, par in megatron_roles(ctx):
+        if model.num_attention_heads % par.tp and own_setting(ctx, par, "tensor_model_parallel_size"):
+            yield Finding(
+                ctx.blame(par.path("tensor_model_parallel_size")),
+                f"{role}: {model.name} has {model.num_attention_heads} attention heads; Megatron: "
+                f"\"num_attention_heads ({model.num_attention_heads}) must be a multiple of tensor_model_parallel_size "
+                f"({par.tp}).\" Nearest valid TP: {nearest_divisors(par.tp, model.num_attention_heads)}",
+            )

@@ -1,0 +1,32 @@
+from ..diagnostics import Severity
+from .parallel import megatron_roles, nearest_divisors, own_setting
+from .registry import Finding, rule
+
+
+@rule(
+    "TP005", "experts-not-divisible-by-ep", Severity.ERROR,
+    summary="routed experts not divisible by EP",
+    bad="""
+    model: {path: Qwen/Qwen3-30B-A3B}
+    overrides:
+      actor_rollout_ref.actor.megatron.expert_model_parallel_size: 3
+    """,
+    good="""
+    model: {path: Qwen/Qwen3-30B-A3B}
+    overrides:
+      actor_rollout_ref.actor.megatron.expert_model_parallel_size: 4
+    """,
+)
+def check(ctx):
+    """Each expert-parallel rank holds `num_moe_experts / EP` experts; Megatron's MoE layer asserts the division
+    when it builds the local experts, in every worker at model init."""
+    model = ctx.model
+    if model is None or not model.is_moe:
+        return
+    for role, par in megatron_roles(ctx):
+        if model.num_experts % par.ep and own_setting(ctx, par, "expert_model_parallel_size"):
+            yield Finding(
+                ctx.blame(par.path("expert_model_parallel_size")),
+                f"{role}: {model.name} has {model.num_experts} routed experts, not divisible by EP {par.ep}; "
+                f"nearest valid EP: {nearest_divisors(par.ep, model.num_experts)}",
+            )

@@ -1,0 +1,30 @@
+from ..diagnostics import Severity
+from .parallel import megatron_roles, own_setting
+from .registry import Finding, rule
+
+
+@rule(
+    "TP006", "expert-parallel-on-dense-model", Severity.ERROR,
+    summary="EP > 1 on a model without experts",
+    bad="""
+    overrides:
+      actor_rollout_ref.actor.megatron.expert_model_parallel_size: 2
+    """,
+    good="""
+    overrides:
+      actor_rollout_ref.actor.megatron.expert_model_parallel_size: 1
+    """,
+)
+def check(ctx):
+    """Megatron: `num_moe_experts must be non None to use expert-parallel.` (TransformerConfig, at model init).
+    Usually a MoE recipe reused for a dense model."""
+    model = ctx.model
+    if model is None or model.is_moe:
+        return
+    for role, par in megatron_roles(ctx):
+        if par.ep > 1 and own_setting(ctx, par, "expert_model_parallel_size"):
+            yield Finding(
+                ctx.blame(par.path("expert_model_parallel_size")),
+                f"{role}: EP {par.ep} but {model.name} is a dense model; Megatron: \"num_moe_experts must be non None "
+                "to use expert-parallel.\" Set EP to 1",
+            )
