@@ -49,6 +49,17 @@ class Command:
     model: ModelShape | None = None  # None: unknown architecture (model-aware rules are skipped)
     accelerator: Accelerator | None = None
 
+    def hydra_overrides(self) -> list[str]:
+        """The command's overrides as Hydra command-line arguments that Hydra reads back as exactly these values.
+        Strings holding `${...}` stay interpolations, as they would in a Hydra YAML file."""
+        from .overrides import format_override
+
+        return [
+            format_override(lo.parsed.op, lo.parsed.key, lo.parsed.value, lo.parsed.package, allow_interpolation=True)
+            for lo in self.overrides
+            if lo.parsed is not None
+        ]
+
 
 @dataclass(frozen=True)
 class ResolvedOverride:
