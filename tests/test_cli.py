@@ -173,3 +173,13 @@ def test_installed_verl_version_is_the_default(tmp_path):
     with_08 = sapo_lint(str(path), env={"PYTHONPATH": str(site)})
     assert with_08.returncode == 0, with_08.stdout  # grad_offload exists in verl 0.8.0
     assert sapo_lint(str(path)).returncode == 1  # default 0.9.1 has no grad_offload
+
+
+def test_docs_rules_table_is_generated_from_the_registry():
+    proc = sapo_lint("rules", "--markdown")
+    assert proc.returncode == 0
+    assert (REPO / "docs" / "rules.md").read_text() == proc.stdout, "regenerate: sapo-lint rules --markdown > docs/rules.md"
+    from linter.rules import RULES
+
+    for code in RULES:
+        assert f"| {code} |" in proc.stdout
