@@ -38,9 +38,10 @@ def cli():
 @click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE",
               help="A Hydra override applied on top of every recipe (repeatable).")
 @click.option("--verl-version", help="Check against this verl schema snapshot instead of the recipe's.")
+@click.option("--accelerator", help="Accelerator from schemas/devices.json, instead of the recipe's `hardware.accelerator`.")
 @click.option("--fix", is_flag=True, help="Apply mechanical fixes (tau path, `+` prefix) in place.")
 @click.option("--warnings-as-errors", is_flag=True, help="Exit 1 on warnings too.")
-def check(paths, fmt, select, ignore, overrides, verl_version, fix, warnings_as_errors):
+def check(paths, fmt, select, ignore, overrides, verl_version, accelerator, fix, warnings_as_errors):
     """Lint recipes under PATHS."""
     from .lint import lint_paths
     from .reporters import RENDER
@@ -55,14 +56,14 @@ def check(paths, fmt, select, ignore, overrides, verl_version, fix, warnings_as_
     settings.warnings_as_errors = warnings_as_errors or settings.warnings_as_errors
     _check_codes(settings.select + settings.ignore)
     targets = list(paths) or [Path(".")]
-    result = lint_paths(targets, settings, list(overrides), verl_version)
+    result = lint_paths(targets, settings, list(overrides), verl_version, accelerator)
     if fix:
         from .fix import apply_fixes
 
         applied = apply_fixes(result.diagnostics)
         if applied:
             click.echo(f"Fixed {applied} override(s).", err=True)
-            result = lint_paths(targets, settings, list(overrides), verl_version)
+            result = lint_paths(targets, settings, list(overrides), verl_version, accelerator)
     render = RENDER[fmt]
     output = render(result.diagnostics, result.files, color=sys.stdout.isatty()) if fmt == "text" else render(result.diagnostics, result.files)
     if output:

@@ -67,7 +67,8 @@ def command_line_overrides(texts: list[str]) -> tuple[LocatedOverride, ...]:
     return tuple(out)
 
 
-def lint_paths(paths: list[Path], settings: Settings, cli_overrides: list[str] = (), cli_verl: str | None = None) -> LintResult:
+def lint_paths(paths: list[Path], settings: Settings, cli_overrides: list[str] = (), cli_verl: str | None = None,
+               cli_accelerator: str | None = None) -> LintResult:
     default_verl = settings.verl_version or installed_verl_version() or DEFAULT_VERL_VERSION
     stack = Stack(settings.megatron_core or DEFAULT_MEGATRON_CORE, settings.mbridge or DEFAULT_MBRIDGE)
     extra = command_line_overrides(list(cli_overrides))
@@ -85,7 +86,7 @@ def lint_paths(paths: list[Path], settings: Settings, cli_overrides: list[str] =
         if not looks_like_recipe(source.text):
             continue
         result.files += 1
-        read = read_recipe(source, default_verl, stack, cli_verl, extra)
+        read = read_recipe(source, default_verl, stack, cli_verl, extra, cli_accelerator)
         found = list(read.diagnostics)
         recipe = read.recipe
         if recipe is not None:

@@ -136,9 +136,9 @@ def _model(source: TextFile, root, data: dict, base: list[LocatedOverride], diag
         return None
 
 
-def _accelerator(source: TextFile, root, data: dict, diagnostics: list[Diagnostic]):
+def _accelerator(source: TextFile, root, data: dict, diagnostics: list[Diagnostic], cli_name: str | None):
     hardware = data.get("hardware") if isinstance(data.get("hardware"), dict) else {}
-    name = hardware.get("accelerator")
+    name = cli_name or hardware.get("accelerator")
     if name is None:
         return None
     known = accelerators()
@@ -151,7 +151,7 @@ def _accelerator(source: TextFile, root, data: dict, diagnostics: list[Diagnosti
 
 
 def read_recipe(source: TextFile, default_verl: str, stack_defaults: Stack, cli_verl: str | None = None,
-                cli_overrides: tuple[LocatedOverride, ...] = ()) -> RecipeRead:
+                cli_overrides: tuple[LocatedOverride, ...] = (), cli_accelerator: str | None = None) -> RecipeRead:
     try:
         root, loader = yaml_nodes.compose(source.text)
     except yaml.MarkedYAMLError as exc:
@@ -178,7 +178,7 @@ def read_recipe(source: TextFile, default_verl: str, stack_defaults: Stack, cli_
 
     base = _overrides(source.path, loader, yaml_nodes.child(root, "overrides"))
     origin = _location(source.path, yaml_nodes.key_node(root, "overrides"))
-    model, accelerator = _model(source, root, data, base, diagnostics), _accelerator(source, root, data, diagnostics)
+    model, accelerator = _model(source, root, data, base, diagnostics), _accelerator(source, root, data, diagnostics, cli_accelerator)
     axes = []
     variants_node = yaml_nodes.child(root, "variants")
     for axis_key, axis_node in yaml_nodes.mapping_pairs(variants_node):

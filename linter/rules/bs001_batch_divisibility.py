@@ -1,0 +1,67 @@
+import math
+
+from ..diagnostics import Severity
+from .parallel import parallelism, world_size
+from .registry import Finding, rule
+
+ACTOR = "actor_rollout_ref.actor"
+
+
+@rule(
+    "BS001", "batch-divisibility", Severity.ERROR,
+    summary="train_batch_size x rollout.n is not a multiple of dp x ppo_micro_batch_size_per_gpu",
+    bad="""
+    overrides:
+      data.train_batch_size: 100
+      actor_rollout_ref.actor.ppo_mini_batch_size: 50
+      actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 3
+    """,
+    good="""
+    overrides:
+      data.train_batch_size: 96
+      actor_rollout_ref.actor.ppo_mini_batch_size: 48
+      actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 3
+    """,
+)
+def check(ctx):
+    """verl's driver-side `validate_config` (verl 0.9.1 `verl/utils/config.py:100-121`, run by `main_ppo`
+    before Ray starts) requires, when the actor's batch size is static (`use_dynamic_bsz=False`), that
+    `data.train_batch_size * rollout.n` be a multiple of the smallest batch one step can hold: on the Megatron
+    strategy `megatron_dp * ppo_micro_batch_size_per_gpu` with `megatron_dp = n_gpus // (TP * PP * CP)` of the
+    actor, otherwise `n_gpus`. It fails with `real_train_batch_size (...) must be divisible by minimal possible
+    batch size (...)`. World sizes that TP*PP*CP does not divide are left to the topology rules, and a missing
+    `ppo_micro_batch_size_per_gpu` to BS003."""
+    if ctx.config.value(f"{ACTOR}.use_dynamic_bsz") is not False:
+        return
+    n_gpus = world_size(ctx)
+    train, n = ctx.number("data.train_batch_size"), ctx.number("actor_rollout_ref.rollout.n")
+    if not n_gpus or not isinstance(train, int) or not isinstance(n, int):
+        return
+    if ctx.config.value(f"{ACTOR}.strategy") == "megatron":
+        par = parallelism(ctx, "actor")
+        micro = ctx.number(f"{ACTOR}.ppo_micro_batch_size_per_gpu")
+        if par is None or not isinstance(micro, int) or micro <= 0:
+            return
+        mp = par.tp * par.pp * par.cp
+        if n_gpus % mp:
+            return  # topology rules report it
+        dp = n_gpus // mp
+        minimal = dp * micro
+        how = f"megatron_dp {dp} (= {n_gpus} devices / TP {par.tp} x PP {par.pp} x CP {par.cp}) x ppo_micro_batch_size_per_gpu {micro}"
+        paths = ("data.train_batch_size", "actor_rollout_ref.rollout.n", f"{ACTOR}.ppo_micro_batch_size_per_gpu",
+                 f"{par.prefix}.tensor_model_parallel_size", f"{par.prefix}.pipeline_model_parallel_size",
+                 f"{par.prefix}.context_parallel_size", "trainer.nnodes", "trainer.n_gpus_per_node")
+    else:
+        minimal, how = n_gpus, f"n_gpus {n_gpus}"
+        paths = ("data.train_batch_size", "actor_rollout_ref.rollout.n", "trainer.nnodes", "trainer.n_gpus_per_node")
+    real = train * n
+    if real % minimal == 0:
+        return
+    # the nearest train_batch_size that works with this n
+    step = minimal // math.gcd(minimal, n)
+    lower, upper = (train // step) * step, (train // step + 1) * step
+    options = " or ".join(str(v) for v in (lower, upper) if v > 0)
+    yield Finding(ctx.blame(*paths),
+                  f"verl's validate_config fails: real_train_batch_size ({real}) must be divisible by minimal possible "
+                  f"batch size ({minimal}); real_train_batch_size = data.train_batch_size {train} x rollout.n {n}, "
+                  f"minimal = {how}. Nearest data.train_batch_size that fits: {options}")

@@ -1,0 +1,33 @@
+from ..diagnostics import Severity
+from .rc001_recompute_granularity_value import GRANULARITY, METHOD, blame, recompute_roles, rejects
+from .registry import Finding, rule
+
+
+@rule(
+    "RC003", "recompute-full-needs-method", Severity.ERROR,
+    summary="recompute_granularity=full without a recompute_method",
+    bad="""
+    overrides:
+      actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity: full
+      actor_rollout_ref.actor.megatron.override_transformer_config.recompute_num_layers: 1
+    """,
+    good="""
+    overrides:
+      actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity: full
+      actor_rollout_ref.actor.megatron.override_transformer_config.recompute_method: uniform
+      actor_rollout_ref.actor.megatron.override_transformer_config.recompute_num_layers: 1
+    """,
+)
+def check(ctx):
+    """Full recompute needs a method: `uniform` (checkpoint every `recompute_num_layers` layers) or `block`
+    (checkpoint the first `recompute_num_layers` layers of each pipeline stage). verl's default method is null,
+    so setting only `recompute_granularity=full` makes megatron-core's `TransformerConfig.__post_init__`
+    (0.12.1, 0.15.3, 0.16.1) raise `ValueError: Using recompute_granularity: full so recompute_method must be
+    "block" or "uniform"` at model init. The usual full triplet is `full` / `uniform` / `1`."""
+    for par, v in recompute_roles(ctx, GRANULARITY, METHOD):
+        if v[GRANULARITY] != "full" or v[METHOD] is not None:
+            continue
+        quoted = 'Using recompute_granularity: full so recompute_method must be "block" or "uniform"'
+        yield Finding(blame(ctx, par, GRANULARITY, METHOD),
+                      f"{par.role}: recompute_granularity=full with recompute_method=null: {rejects(ctx, quoted)} "
+                      f"Set {par.transformer(METHOD)}=uniform (or block).")

@@ -1,0 +1,33 @@
+from ..diagnostics import Severity
+from .rc001_recompute_granularity_value import GRANULARITY, NUM_LAYERS, blame, recompute_roles, rejects
+from .registry import Finding, rule
+
+
+@rule(
+    "RC005", "recompute-selective-num-layers", Severity.ERROR,
+    summary="recompute_granularity=selective with recompute_num_layers still set",
+    bad="""
+    overrides:
+      actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity: selective
+      actor_rollout_ref.actor.megatron.override_transformer_config.recompute_num_layers: 1
+    """,
+    good="""
+    overrides:
+      actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity: selective
+      actor_rollout_ref.actor.megatron.override_transformer_config.recompute_modules: [core_attn]
+    """,
+)
+def check(ctx):
+    """Selective recompute checkpoints the submodules named in `recompute_modules` in every layer; it takes no
+    layer count. megatron-core's `TransformerConfig.__post_init__` (0.12.1, 0.15.3, 0.16.1) raises
+    `ValueError: When using recompute_granularity: selective recompute_num_layers must be None.` at model
+    init, minutes after launch. This is what happens when a script switches `recompute_granularity` to
+    selective but keeps the rest of a hard-coded "full" triplet (method + num_layers). A leftover
+    `recompute_method` alone is accepted by megatron-core."""
+    for par, v in recompute_roles(ctx, GRANULARITY, NUM_LAYERS):
+        if v[GRANULARITY] != "selective" or v[NUM_LAYERS] is None:
+            continue
+        quoted = "When using recompute_granularity: selective recompute_num_layers must be None."
+        yield Finding(blame(ctx, par, GRANULARITY, NUM_LAYERS),
+                      f"{par.role}: recompute_granularity=selective with recompute_num_layers={v[NUM_LAYERS]!r}: "
+                      f"{rejects(ctx, quoted)} Drop the override or set {par.transformer(NUM_LAYERS)}=null.")

@@ -1,0 +1,72 @@
+from ..diagnostics import Severity
+from ..schema import version_key
+from .rc001_recompute_granularity_value import GRANULARITY, MODULES, blame, mcore, recompute_roles
+from .registry import Finding, rule
+
+# `allowed_modules` in `TransformerConfig.__post_init__`, by megatron-core version.
+# 0.12.1 (transformer_config.py:728) and, per the reference, 0.13.1: six names; 0.15.3 (:948-956) and 0.16.1
+# (:1198-1206) add "shared_experts". 0.19 adds "gdn_norm_out" (reference, not in the local sources): for
+# 0.17-0.18 it is unknown, so it is not flagged there. `recompute_modules` itself arrived in 0.12.
+_BASE = frozenset({"core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe"})
+_UNSURE = frozenset({"gdn_norm_out"})
+
+
+def allowed_modules(version: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    """(allowed names, names not flagged because the version is not verified), or None before 0.12."""
+    key = version_key(version)
+    if key < (0, 12):
+        return None
+    if key < (0, 15):
+        return _BASE, frozenset()
+    allowed = _BASE | {"shared_experts"}
+    if key >= (0, 19):
+        return allowed | {"gdn_norm_out"}, frozenset()
+    if key >= (0, 17):
+        return allowed, _UNSURE
+    return allowed, frozenset()
+
+
+def _set(names) -> str:
+    return "{" + ", ".join(repr(n) for n in sorted(names, key=str)) + "}"
+
+
+@rule(
+    "RC006", "recompute-modules-invalid", Severity.ERROR,
+    summary="selective recompute names a module this megatron-core version does not know",
+    bad="""
+    stack: {megatron_core: "0.12.1"}
+    overrides:
+      actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity: selective
+      actor_rollout_ref.actor.megatron.override_transformer_config.recompute_modules: [core_attn, shared_experts]
+    """,
+    good="""
+    stack: {megatron_core: "0.15.3"}
+    overrides:
+      actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity: selective
+      actor_rollout_ref.actor.megatron.override_transformer_config.recompute_modules: [core_attn, shared_experts]
+    """,
+)
+def check(ctx):
+    """With `recompute_granularity: selective`, megatron-core's `TransformerConfig.__post_init__` asserts that
+    every name in `recompute_modules` is one it knows: `AssertionError: Invalid choices for recompute_modules:
+    {...}. Allowed modules are: {...}` at model init. The set depends on the version: 0.12.x/0.13.x allow
+    core_attn, moe_act, layernorm, mla_up_proj, mlp, moe; 0.15/0.16 add shared_experts (0.19 adds gdn_norm_out).
+    verl's own comment lists the 0.12 set. An empty list is not checked; the list is not looked at unless the
+    granularity is selective. The recipe's `stack: {megatron_core: ...}` picks the version."""
+    found = allowed_modules(ctx.stack.megatron_core)
+    if found is None:
+        return
+    allowed, unsure = found
+    for par, v in recompute_roles(ctx, GRANULARITY, MODULES):
+        modules = v[MODULES]
+        if v[GRANULARITY] != "selective" or not isinstance(modules, list) or not modules:
+            continue
+        invalid = {m for m in modules if isinstance(m, str) and "${" not in m} - allowed - unsure
+        invalid |= {m for m in modules if isinstance(m, (int, float, bool)) or m is None}
+        if not invalid:
+            continue
+        quoted = f"Invalid choices for recompute_modules: {_set(invalid)}. Allowed modules are: {_set(allowed)}"
+        yield Finding(blame(ctx, par, GRANULARITY, MODULES),
+                      f"{par.role}: recompute_modules={modules!r} with recompute_granularity=selective: "
+                      f"{mcore(ctx)} fails an assertion at model init (`TransformerConfig.__post_init__`): "
+                      f"\"{quoted}\"")

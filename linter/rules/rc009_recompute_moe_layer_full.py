@@ -1,0 +1,35 @@
+from ..diagnostics import Severity
+from .rc001_recompute_granularity_value import GRANULARITY, blame, recompute_roles, rejects
+from .registry import Finding, rule
+
+MOE_LAYER_RECOMPUTE = "moe_layer_recompute"
+
+
+@rule(
+    "RC009", "recompute-moe-layer-full", Severity.ERROR,
+    summary="deprecated moe_layer_recompute with full recompute granularity",
+    bad="""
+    overrides:
+      actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity: full
+      actor_rollout_ref.actor.megatron.override_transformer_config.recompute_method: uniform
+      actor_rollout_ref.actor.megatron.override_transformer_config.recompute_num_layers: 1
+      +actor_rollout_ref.actor.megatron.override_transformer_config.moe_layer_recompute: true
+    """,
+    good="""
+    overrides:
+      actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity: selective
+      actor_rollout_ref.actor.megatron.override_transformer_config.recompute_modules: [moe]
+    """,
+)
+def check(ctx):
+    """`moe_layer_recompute` is deprecated: megatron-core turns it into `recompute_granularity=selective` with
+    `moe` added to `recompute_modules`. Combined with full recompute, `TransformerConfig.__post_init__`
+    (0.12.1, 0.15.3, 0.16.1) raises `ValueError: Do not set --moe-layer-recompute with full recompute
+    granularity.` at model init. Use selective recompute with `recompute_modules: [moe]` instead."""
+    for par, v in recompute_roles(ctx, GRANULARITY, MOE_LAYER_RECOMPUTE):
+        if v[GRANULARITY] != "full" or v[MOE_LAYER_RECOMPUTE] is not True:
+            continue
+        quoted = "Do not set --moe-layer-recompute with full recompute granularity. "
+        yield Finding(blame(ctx, par, GRANULARITY, MOE_LAYER_RECOMPUTE),
+                      f"{par.role}: moe_layer_recompute=true with recompute_granularity=full: {rejects(ctx, quoted)} "
+                      "Use recompute_granularity=selective with recompute_modules containing moe.")
