@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, recipe
+from .conftest import REPO, RUNNABLE, recipe
 
 TAU_BUG = "overrides:\n  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n  +actor_rollout_ref.actor.policy_loss.tau_pos: 1.2\n"
+# The tau fixed by --fix is 1.2 > verl's default tau_neg 1.05 (SP003): a recipe raising tau_pos raises tau_neg too.
+TAU_NEG = "  actor_rollout_ref.actor.tau_neg: 1.3\n"
 
 
 def sapo_lint(*args, cwd=None, env=None):
@@ -21,7 +23,8 @@ def sapo_lint(*args, cwd=None, env=None):
 
 
 def write(path: Path, body: str) -> Path:
-    path.write_text(recipe(body), encoding="utf-8")
+    """A recipe whose overrides are `body`'s, then the ones verl's start-up checks need (RUNNABLE)."""
+    path.write_text(recipe(body + RUNNABLE), encoding="utf-8")
     return path
 
 
@@ -32,7 +35,7 @@ def test_shipped_recipes_lint_clean():
 
 
 def test_tau_bug_reported_on_its_line_then_fixed(tmp_path):
-    path = write(tmp_path / "r.yaml", TAU_BUG)
+    path = write(tmp_path / "r.yaml", TAU_BUG + TAU_NEG)
     proc = sapo_lint(str(path), "--format", "json")
     assert proc.returncode == 1
     report = json.loads(proc.stdout)
@@ -63,7 +66,7 @@ def test_json_output_follows_the_contract(tmp_path):
 
 def test_sarif_validates_against_the_sarif_2_1_0_schema(tmp_path):
     jsonschema = pytest.importorskip("jsonschema")
-    write(tmp_path / "a.yaml", TAU_BUG + "  trainer.nnodez: 2\n")
+    write(tmp_path / "a.yaml", TAU_BUG + TAU_NEG + "  trainer.nnodez: 2\n")
     proc = sapo_lint(str(tmp_path), "--format", "sarif")
     doc = json.loads(proc.stdout)
     jsonschema.validate(doc, sarif_schema())
@@ -94,7 +97,7 @@ def test_github_annotations(tmp_path):
 
 
 def test_exit_codes_and_warnings_as_errors(tmp_path):
-    path = write(tmp_path / "a.yaml", "overrides:\n  trainer.nnodes: 2\n  trainer.nnodes: 3\n")  # SL008 warning
+    path = write(tmp_path / "a.yaml", "overrides:\n  trainer.total_epochs: 2\n  trainer.total_epochs: 3\n")  # SL008 warning
     assert sapo_lint(str(path)).returncode == 0
     assert sapo_lint(str(path), "--warnings-as-errors").returncode == 1
     assert sapo_lint(str(tmp_path / "missing.yaml")).returncode == 2
@@ -120,23 +123,24 @@ def test_bad_input_is_reported_and_other_files_still_linted(tmp_path):
 
 def test_recipe_schema_error_points_at_the_yaml_line(tmp_path):
     path = tmp_path / "r.yaml"
-    path.write_text("recipe: sapo-recipe/v1\nname: r\nmodel: {card: qwen3-8b}\noverrides: {}\ngates:\n  - {metric: x, minimum: 3}\n")
+    path.write_text("recipe: sapo-recipe/v1\nname: r\nmodel: {card: qwen3-8b}\noverrides:\n" + RUNNABLE
+                    + "gates:\n  - {metric: x, minimum: 3}\n")
     proc = sapo_lint(str(path), "--format", "json")
     found = {(d["code"], d["line"], d["message"]) for d in json.loads(proc.stdout)["diagnostics"]}
     assert found == {
-        ("RF001", 6, "gates.0: needs at least one of min, max, trend"),
-        ("RF001", 6, "gates.0: unknown key `minimum`; allowed: metric, min, max, trend, after_step"),
+        ("RF001", 9, "gates.0: needs at least one of min, max, trend"),
+        ("RF001", 9, "gates.0: unknown key `minimum`; allowed: metric, min, max, trend, after_step"),
     }
 
 
 def test_unknown_verl_version_is_an_error_naming_the_snapshots(tmp_path):
-    path = write(tmp_path / "r.yaml", 'verl: "0.3.0"\noverrides: {}\n')
+    path = write(tmp_path / "r.yaml", 'verl: "0.3.0"\noverrides:\n')
     proc = sapo_lint(str(path))
     assert proc.returncode == 1 and "RF004" in proc.stdout and "0.9.1" in proc.stdout
 
 
 def test_cli_override_and_verl_version(tmp_path):
-    path = write(tmp_path / "r.yaml", "overrides: {}\n")
+    path = write(tmp_path / "r.yaml", "overrides:\n")
     proc = sapo_lint(str(path), "--override", "actor_rollout_ref.actor.megatron.grad_offload=true")
     assert proc.returncode == 1 and "--override:1:1: SL001" in proc.stdout
     assert sapo_lint(str(path), "--verl-version", "0.8.0", "--override",

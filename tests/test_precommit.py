@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, recipe
+from .conftest import REPO, RUNNABLE, recipe
 
 pytestmark = pytest.mark.network  # pre-commit pip-installs the hook's environment from the registry
 
@@ -53,7 +53,7 @@ def test_hook_fails_on_bad_recipe_and_passes_on_good(tmp_path):
     assert "recipe.yaml:6:3: SP001" in output, output
 
     (work / "recipe.yaml").write_text(recipe("overrides:\n  actor_rollout_ref.actor.tau_pos: 1.2\n  actor_rollout_ref.actor.tau_neg: 1.3\n"
-                                             "  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n"))
+                                             "  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n" + RUNNABLE))
     git("add", "-A", cwd=work)
     good = subprocess.run(["git", "commit", "-qm", "good"], cwd=work, env=env, capture_output=True, text=True)
     assert good.returncode == 0, good.stdout + good.stderr

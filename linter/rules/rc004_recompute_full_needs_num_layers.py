@@ -1,5 +1,11 @@
 from ..diagnostics import Severity
-from .rc001_recompute_granularity_value import GRANULARITY, NUM_LAYERS, blame, recompute_roles, rejects
+from .rc001_recompute_granularity_value import (
+    GRANULARITY,
+    NUM_LAYERS,
+    blame,
+    recompute_roles,
+    rejects,
+)
 from .registry import Finding, rule
 
 

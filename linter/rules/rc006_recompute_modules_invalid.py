@@ -1,6 +1,12 @@
 from ..diagnostics import Severity
 from ..schema import version_key
-from .rc001_recompute_granularity_value import GRANULARITY, MODULES, blame, mcore, recompute_roles
+from .rc001_recompute_granularity_value import (
+    GRANULARITY,
+    MODULES,
+    blame,
+    mcore,
+    recompute_roles,
+)
 from .registry import Finding, rule
 
 # `allowed_modules` in `TransformerConfig.__post_init__`, by megatron-core version.

@@ -1,5 +1,10 @@
 from ..diagnostics import Severity
-from .rc001_recompute_granularity_value import GRANULARITY, blame, recompute_roles, rejects
+from .rc001_recompute_granularity_value import (
+    GRANULARITY,
+    blame,
+    recompute_roles,
+    rejects,
+)
 from .registry import Finding, rule
 
 CPU_OFFLOADING = "cpu_offloading"

@@ -1,6 +1,13 @@
 from ..diagnostics import Severity
-from .rc001_recompute_granularity_value import (GRANULARITY, METHOD, NUM_LAYERS, at_or_after, blame, mcore,
-                                                recompute_roles)
+from .rc001_recompute_granularity_value import (
+    GRANULARITY,
+    METHOD,
+    NUM_LAYERS,
+    at_or_after,
+    blame,
+    mcore,
+    recompute_roles,
+)
 from .registry import Finding, rule
 
 OVERLAP = "overlap_moe_expert_parallel_comm"
