@@ -24,7 +24,7 @@ ACTOR = "actor_rollout_ref.actor"
     """,
 )
 def check(ctx):
-    """verl's driver-side `validate_config` (verl 0.9.1 `verl/utils/config.py:100-121`, run by `main_ppo`
+    """verl's driver-side `validate_config` (verl 0.9.1 `verl/utils/config.py:101-124`, run by `main_ppo`
     before Ray starts) requires, when the actor's batch size is static (`use_dynamic_bsz=False`), that
     `data.train_batch_size * rollout.n` be a multiple of the smallest batch one step can hold: on the Megatron
     strategy `megatron_dp * ppo_micro_batch_size_per_gpu` with `megatron_dp = n_gpus // (TP * PP * CP)` of the

@@ -26,7 +26,7 @@ def check(ctx):
     `mini_batch_size % self.engine.get_data_parallel_size() == 0` (`verl/workers/engine_workers.py:267`), with
     dp = world / (TP * PP * CP); with a static batch size it then cuts each rank's share into micro-batches and
     asserts "data size must be divisible by force_group_size * micro_batch_size_per_gpu"
-    (`verl/workers/engine/utils.py:123`). `validate_config` checks neither, so both fail in the first
+    (`verl/workers/engine/utils.py:125-127`). `validate_config` checks neither, so both fail in the first
     `update_actor` (or `update_critic`), after a complete rollout."""
     n_gpus, n = world_size(ctx), ctx.number(N)
     if not n_gpus or not isinstance(n, int):

@@ -1,0 +1,34 @@
+from ..diagnostics import Severity
+from .registry import Finding, rule
+
+ACTOR_KEY = "actor_rollout_ref.actor.use_dynamic_bsz"
+ROLLOUT_KEY = "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz"
+
+
+@rule(
+    "BS006", "dynamic-bsz-actor-rollout-mismatch", Severity.ERROR,
+    summary="actor.use_dynamic_bsz differs from rollout.log_prob_use_dynamic_bsz",
+    bad="""
+    overrides:
+      actor_rollout_ref.actor.use_dynamic_bsz: true
+      actor_rollout_ref.rollout.log_prob_use_dynamic_bsz: false
+    """,
+    good="""
+    overrides:
+      actor_rollout_ref.actor.use_dynamic_bsz: true
+      actor_rollout_ref.rollout.log_prob_use_dynamic_bsz: true
+    """,
+)
+def check(ctx):
+    """The actor's training forward and its old-log-prob recompute share one engine, so verl 0.9.1 asserts
+    `assert self.config.actor.use_dynamic_bsz == self.config.rollout.log_prob_use_dynamic_bsz`
+    (`verl/workers/engine_workers.py:616`) when it builds the actor, after Ray has started and the workers are
+    placed. `rollout.log_prob_use_dynamic_bsz` defaults to the actor's value by interpolation; this fires only
+    when one of them is set so that they differ."""
+    actor, rollout = ctx.config.value(ACTOR_KEY), ctx.config.value(ROLLOUT_KEY)
+    if not isinstance(actor, bool) or not isinstance(rollout, bool) or actor == rollout:
+        return
+    yield Finding(ctx.blame(ACTOR_KEY, ROLLOUT_KEY),
+                  f"actor.use_dynamic_bsz={actor} but rollout.log_prob_use_dynamic_bsz={rollout}: the actor worker's "
+                  f"`assert self.config.actor.use_dynamic_bsz == self.config.rollout.log_prob_use_dynamic_bsz` fails at "
+                  f"init. Set both to the same value (or drop the rollout override: it follows the actor's)")
