@@ -91,6 +91,8 @@ class ConfigView:
         self.tree = tree
         self._set: dict[str, Any] = {}
         self._deleted: set[str] = set()
+        self._mappings: set[str] = set()  # keys set to a mapping: their children exist too
+        self._values: dict[str, Any] = {}  # value() results; cleared whenever an override is applied
 
     def _is_deleted(self, path: str) -> bool:
         if not self._deleted:
@@ -104,7 +106,7 @@ class ConfigView:
             return False, None
         if path in self._set:
             return True, self._set[path]
-        if any(isinstance(v, dict) for v in self._set.values()):  # a mapping set on an ancestor
+        if self._mappings:  # a mapping set on an ancestor
             parts = path.split(".")
             for i in range(len(parts) - 1, 0, -1):
                 prefix = ".".join(parts[:i])
@@ -128,6 +130,11 @@ class ConfigView:
 
     def value(self, path: str, _depth: int = 0) -> Any:
         """The value with `${path}`/`${oc.select:path,default}` interpolations followed (None if unresolvable)."""
+        if path not in self._values:
+            self._values[path] = self._resolve_value(path, _depth)
+        return self._values[path]
+
+    def _resolve_value(self, path: str, _depth: int) -> Any:
         found, value = self.lookup(path)
         if not found:
             inherited = self._through_interpolated_ancestor(path, _depth)
@@ -161,12 +168,18 @@ class ConfigView:
         return _NOT_FOUND
 
     def apply(self, parsed: ParsedOverride) -> None:
+        self._values.clear()
         if parsed.op == "delete":
             self._deleted.add(parsed.key)
             self._set = {k: v for k, v in self._set.items() if k != parsed.key and not k.startswith(parsed.key + ".")}
+            self._mappings = {k for k in self._mappings if k in self._set}
         else:
             self._deleted.discard(parsed.key)
             self._set[parsed.key] = parsed.value
+            if isinstance(parsed.value, dict):
+                self._mappings.add(parsed.key)
+            else:
+                self._mappings.discard(parsed.key)
 
     def anchor(self, path: str) -> str:
         parts = path.split(".")
