@@ -225,6 +225,7 @@ class LintContext:
     stack: Stack
     unparsed: list[LocatedOverride] = field(default_factory=list)  # overrides that are not valid Hydra syntax
     command: Command | None = None
+    derived: dict = field(default_factory=dict)  # views several rules derive from the config (per-role sizes)
     _explicit: dict[str, ResolvedOverride] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -52,6 +52,13 @@ def active_roles(ctx: LintContext) -> list[str]:
 
 def parallelism(ctx: LintContext, role: str) -> Parallelism | None:
     """The role's sizes, or None when it does not run on the Megatron engine or a size is not a number."""
+    key = ("parallelism", role)
+    if key not in ctx.derived:
+        ctx.derived[key] = _parallelism(ctx, role)
+    return ctx.derived[key]
+
+
+def _parallelism(ctx: LintContext, role: str) -> Parallelism | None:
     prefix = ROLE_PREFIX[role]
     if ctx.model_engine != "megatron" or ctx.tree.get(prefix) is None:
         return None
