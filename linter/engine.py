@@ -38,6 +38,15 @@ class Stack:
 
 
 @dataclass(frozen=True)
+class EnvVar:
+    """An environment variable the run sets (recipe `env`, then the variant's), and where it was written."""
+
+    name: str
+    value: str
+    location: Location
+
+
+@dataclass(frozen=True)
 class Command:
     """One trainer invocation to check: one variant of a recipe or script."""
 
@@ -48,6 +57,7 @@ class Command:
     origin: Location | None = None  # where findings not tied to one override are reported
     model: ModelShape | None = None  # None: unknown architecture (model-aware rules are skipped)
     accelerator: Accelerator | None = None
+    env: tuple[EnvVar, ...] = ()
 
     def hydra_overrides(self) -> list[str]:
         """The command's overrides as Hydra command-line arguments that Hydra reads back as exactly these values.
@@ -313,4 +323,4 @@ def lint_command(command: Command, snapshot: Snapshot, rules: Iterable) -> list[
     return [d.with_variant(command.variant) for d in out]
 
 
-__all__ = ["Command", "ConfigView", "LintContext", "LocatedOverride", "ResolvedOverride", "Stack", "lint_command", "resolve", "MISSING"]
+__all__ = ["Command", "ConfigView", "EnvVar", "LintContext", "LocatedOverride", "ResolvedOverride", "Stack", "lint_command", "resolve", "MISSING"]

@@ -251,3 +251,18 @@ def test_pf003_reports_each_micro_batch_of_one(lint_text):
 def test_shipped_recipes_are_clean_of_bs_op_pf():
     found = lint_paths([REPO / "recipes"], Settings()).diagnostics
     assert not [d for d in found if d.code[:2] in ("BS", "OP", "PF")], found
+
+
+# PF004 (HCCL environment ranges; the env comes from the recipe and its variant)
+def test_pf004_variant_env_is_checked_and_names_its_variant(lint_text):
+    body = (
+        "overrides: {}\nenv: {HCCL_CONNECT_TIMEOUT: \"1800\"}\nvariants:\n  device:\n"
+        "    npu: {env: {HCCL_EXEC_TIMEOUT: \"3600\", HCCL_OP_EXPANSION_MODE: AIV}}\n    gpu: {}\n"
+    )
+    (found,) = [d for d in lint_text(body) if d.code == "PF004"]
+    assert found.variant == "DEVICE=npu" and "1091" in found.message
+
+
+def test_pf004_non_integer_and_in_range_values(lint_text):
+    found = [d for d in lint_text('overrides: {}\nenv: {HCCL_BUFFSIZE: "200MB", HCCL_RDMA_TIMEOUT: "20"}\n') if d.code == "PF004"]
+    assert [d.message for d in found] == ["HCCL_BUFFSIZE='200MB' is not an integer"]

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from ..diagnostics import Diagnostic, Location
-from ..engine import Command, LocatedOverride, Stack
+from ..engine import Command, EnvVar, LocatedOverride, Stack
 from ..overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse_override
 from ..model import ModelNotFound, accelerators, find_model
 from ..rules.rf_recipe import INVALID_YAML, RECIPE_SCHEMA, UNKNOWN_ACCELERATOR, UNKNOWN_MODEL
@@ -106,6 +106,14 @@ def _overrides(path: str, loader, mapping: yaml.Node | None) -> list[LocatedOver
     return out
 
 
+def _env(path: str, loader, mapping: yaml.Node | None) -> dict[str, EnvVar]:
+    out = {}
+    for key_node, value_node in yaml_nodes.mapping_pairs(mapping):
+        value = yaml_nodes.construct(loader, value_node)
+        out[str(key_node.value)] = EnvVar(str(key_node.value), str(value), _location(path, key_node))
+    return out
+
+
 def _merge(base: list[LocatedOverride], extra: list[LocatedOverride]) -> tuple[LocatedOverride, ...]:
     """A variant's override of a base key replaces it; new keys are appended."""
     def ident(lo: LocatedOverride):
@@ -185,15 +193,17 @@ def read_recipe(source: TextFile, default_verl: str, stack_defaults: Stack, cli_
         choices = []
         for name_node, body in yaml_nodes.mapping_pairs(axis_node):
             label = f"{str(axis_key.value).upper()}={name_node.value}"
-            choices.append((label, _overrides(source.path, loader, yaml_nodes.child(body, "overrides"))))
+            choices.append((label, _overrides(source.path, loader, yaml_nodes.child(body, "overrides")),
+                            _env(source.path, loader, yaml_nodes.child(body, "env"))))
         if choices:
             axes.append(choices)
+    base_env = _env(source.path, loader, yaml_nodes.child(root, "env"))
     for combo in itertools.product(*axes) if axes else [()]:
-        overrides = list(base)
-        for _, extra in combo:
+        overrides, env = list(base), dict(base_env)
+        for _, extra, extra_env in combo:
             overrides = list(_merge(overrides, extra))
-        label = ",".join(name for name, _ in combo) or None
-        recipe.commands.append(
-            Command(config_name, _merge(overrides, list(cli_overrides)), stack, label, origin, model, accelerator)
-        )
+            env.update(extra_env)
+        label = ",".join(name for name, _, _ in combo) or None
+        recipe.commands.append(Command(config_name, _merge(overrides, list(cli_overrides)), stack, label, origin,
+                                       model, accelerator, tuple(env.values())))
     return RecipeRead(recipe, diagnostics)
