@@ -13,10 +13,25 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
 class DefaultToCheck(click.Group):
-    """`sapo-lint PATH...` means `sapo-lint check PATH...` unless the first word is a subcommand."""
+    """`sapo-lint PATH...` means `sapo-lint check PATH...` unless the first word is a subcommand.
+    `explain` (rich, the estimator) is imported only when it is asked for, to keep linting fast."""
+
+    lazy = {"explain": ("linter.explain", "explain")}
+
+    def list_commands(self, ctx):
+        return sorted([*self.commands, *self.lazy])
+
+    def get_command(self, ctx, name):
+        if name in self.lazy and name not in self.commands:
+            from importlib import import_module
+
+            module, attribute = self.lazy[name]
+            self.add_command(getattr(import_module(module), attribute), name)
+        return super().get_command(ctx, name)
 
     def parse_args(self, ctx, args):
-        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+        known = (*self.commands, *self.lazy, "--help", "-h", "--version")
+        if not args or args[0] not in known:
             args = ["check", *args]
         return super().parse_args(ctx, args)
 

@@ -58,6 +58,9 @@ class Command:
     model: ModelShape | None = None  # None: unknown architecture (model-aware rules are skipped)
     accelerator: Accelerator | None = None
     env: tuple[EnvVar, ...] = ()
+    # Site limits verl's config has no place for (checkpoint write bandwidth, host RAM, disk budget; see
+    # sources.recipe.RESOURCE_KEYS); the estimator assumes documented defaults for the ones not given.
+    resources: dict = field(default_factory=dict, compare=False)
 
     def hydra_overrides(self) -> list[str]:
         """The command's overrides as Hydra command-line arguments that Hydra reads back as exactly these values.

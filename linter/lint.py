@@ -19,7 +19,7 @@ from .schema import (
 )
 from .settings import Settings
 from .sources.files import UnreadableFile, read_text
-from .sources.recipe import Recipe, looks_like_recipe, read_recipe
+from .sources.recipe import ReadOptions, Recipe, looks_like_recipe, read_recipe
 
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", "build", "dist"}
 RECIPE_SUFFIXES = (".yaml", ".yml")
@@ -67,11 +67,23 @@ def command_line_overrides(texts: list[str]) -> tuple[LocatedOverride, ...]:
     return tuple(out)
 
 
+def read_options(settings: Settings, cli_overrides=(), cli_verl: str | None = None,
+                 cli_accelerator: str | None = None) -> ReadOptions:
+    """Defaults for every recipe of a run: the command line first, then `[tool.sapo-lint]`, then the installed
+    verl, then the built-in defaults."""
+    return ReadOptions(
+        default_verl=settings.verl_version or installed_verl_version() or DEFAULT_VERL_VERSION,
+        stack=Stack(settings.megatron_core or DEFAULT_MEGATRON_CORE, settings.mbridge or DEFAULT_MBRIDGE),
+        cli_verl=cli_verl,
+        cli_overrides=command_line_overrides(list(cli_overrides)),
+        cli_accelerator=cli_accelerator,
+        resources=settings.resources(),
+    )
+
+
 def lint_paths(paths: list[Path], settings: Settings, cli_overrides: list[str] = (), cli_verl: str | None = None,
                cli_accelerator: str | None = None) -> LintResult:
-    default_verl = settings.verl_version or installed_verl_version() or DEFAULT_VERL_VERSION
-    stack = Stack(settings.megatron_core or DEFAULT_MEGATRON_CORE, settings.mbridge or DEFAULT_MBRIDGE)
-    extra = command_line_overrides(list(cli_overrides))
+    options = read_options(settings, cli_overrides, cli_verl, cli_accelerator)
     active = [r for code, r in _rules.RULES.items() if settings.enabled(code)]
     diagnostics: list[Diagnostic] = []
     result = LintResult(diagnostics, 0, 0)
@@ -86,7 +98,7 @@ def lint_paths(paths: list[Path], settings: Settings, cli_overrides: list[str] =
         if not looks_like_recipe(source.text):
             continue
         result.files += 1
-        read = read_recipe(source, default_verl, stack, cli_verl, extra, cli_accelerator)
+        read = read_recipe(source, options)
         found = list(read.diagnostics)
         recipe = read.recipe
         if recipe is not None:

@@ -25,6 +25,9 @@ KEYS = {
     "megatron-core-version": ("megatron_core", str, "megatron-core snapshot for pass-through dict checks"),
     "mbridge-version": ("mbridge", str, "mbridge snapshot (a release such as 0.15.1, or git-main)"),
     "warnings-as-errors": ("warnings_as_errors", bool, "exit 1 on warnings too"),
+    "checkpoint-write-gib-per-s": ("write_gib_per_s", float, "checkpoint write bandwidth per writing rank (CK001)"),
+    "host-ram-gib": ("host_ram_gib", float, "host RAM per node (MEM002)"),
+    "checkpoint-disk-budget-gib": ("disk_budget_gib", float, "disk budget for checkpoints (CK002)"),
 }
 
 
@@ -37,6 +40,13 @@ class Settings:
     megatron_core: str | None = None
     mbridge: str | None = None
     warnings_as_errors: bool = False
+    write_gib_per_s: float | None = None
+    host_ram_gib: float | None = None
+    disk_budget_gib: float | None = None
+
+    def resources(self) -> dict:
+        return {k: getattr(self, k) for k in ("write_gib_per_s", "host_ram_gib", "disk_budget_gib")
+                if getattr(self, k) is not None}
 
     def enabled(self, code: str) -> bool:
         selected = not self.select or any(code.startswith(p) for p in self.select)
@@ -67,8 +77,10 @@ def load_settings(start: Path) -> tuple[Settings, Path | None]:
         )
     for key, value in table.items():
         attribute, expected, _ = KEYS[key]
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
         if not isinstance(value, expected) or (expected is list and not all(isinstance(v, str) for v in value)):
-            kind = "a list of strings" if expected is list else expected.__name__
+            kind = {list: "a list of strings", float: "a number"}.get(expected, expected.__name__)
             raise SettingsError(f"{path}: [tool.sapo-lint] {key} must be {kind}")
         setattr(settings, attribute, value)
     return settings, path

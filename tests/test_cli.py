@@ -187,3 +187,17 @@ def test_docs_rules_table_is_generated_from_the_registry():
 
     for code in RULES:
         assert f"| {code} |" in proc.stdout
+
+
+def test_site_limits_from_pyproject_and_recipe(tmp_path):
+    """A disk budget stated in [tool.sapo-lint] or the recipe's `hardware` turns CK002 into an error against it."""
+    text = (REPO / "recipes" / "qwen3-30b-a3b-sapo.yaml").read_text()
+    (tmp_path / "r.yaml").write_text(text)
+    assert "CK002" not in sapo_lint("r.yaml", cwd=tmp_path).stdout  # default budget (1024 GiB) holds two checkpoints
+    (tmp_path / "pyproject.toml").write_text("[tool.sapo-lint]\ncheckpoint-disk-budget-gib = 100\n")
+    proc = sapo_lint("r.yaml", "--format", "json", cwd=tmp_path)
+    (ck,) = [d for d in json.loads(proc.stdout)["diagnostics"] if d["code"] == "CK002"]
+    assert ck["severity"] == "error" and "100" in ck["message"]
+    (tmp_path / "r.yaml").write_text(text.replace("hardware: {accelerator: ascend-910b3}",
+                                                  "hardware: {accelerator: ascend-910b3, disk_budget_gib: 500}"))
+    assert "CK002" not in sapo_lint("r.yaml", cwd=tmp_path).stdout  # the recipe's own budget wins

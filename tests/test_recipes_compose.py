@@ -8,7 +8,7 @@ import pytest
 from linter.engine import Stack
 from linter.schema import DEFAULT_MBRIDGE, DEFAULT_MEGATRON_CORE
 from linter.sources.files import read_text
-from linter.sources.recipe import read_recipe
+from linter.sources.recipe import ReadOptions, read_recipe
 
 from .conftest import REPO
 
@@ -16,7 +16,7 @@ RECIPES = sorted((REPO / "recipes").glob("*.yaml"))
 
 
 def commands(path: Path):
-    read = read_recipe(read_text(path), "0.9.1", Stack(DEFAULT_MEGATRON_CORE, DEFAULT_MBRIDGE))
+    read = read_recipe(read_text(path), ReadOptions("0.9.1", Stack(DEFAULT_MEGATRON_CORE, DEFAULT_MBRIDGE)))
     assert read.recipe is not None and not read.diagnostics, read.diagnostics
     return read.recipe.commands
 

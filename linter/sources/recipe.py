@@ -158,8 +158,22 @@ def _accelerator(source: TextFile, root, data: dict, diagnostics: list[Diagnosti
     return known[name]
 
 
-def read_recipe(source: TextFile, default_verl: str, stack_defaults: Stack, cli_verl: str | None = None,
-                cli_overrides: tuple[LocatedOverride, ...] = (), cli_accelerator: str | None = None) -> RecipeRead:
+RESOURCE_KEYS = ("write_gib_per_s", "host_ram_gib", "disk_budget_gib")
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What the command line and `[tool.sapo-lint]` add to every recipe read in one run."""
+
+    default_verl: str
+    stack: Stack
+    cli_verl: str | None = None
+    cli_overrides: tuple[LocatedOverride, ...] = ()
+    cli_accelerator: str | None = None
+    resources: dict = field(default_factory=dict)  # site limits (RESOURCE_KEYS) a recipe's `hardware` may refine
+
+
+def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
     try:
         root, loader = yaml_nodes.compose(source.text)
     except yaml.MarkedYAMLError as exc:
@@ -178,15 +192,15 @@ def read_recipe(source: TextFile, default_verl: str, stack_defaults: Stack, cli_
 
     stack_data = data.get("stack") if isinstance(data.get("stack"), dict) else {}
     stack = Stack(
-        megatron_core=str(stack_data.get("megatron_core", stack_defaults.megatron_core)),
-        mbridge=str(stack_data.get("mbridge", stack_defaults.mbridge)),
+        megatron_core=str(stack_data.get("megatron_core", options.stack.megatron_core)),
+        mbridge=str(stack_data.get("mbridge", options.stack.mbridge)),
     )
     config_name = data.get("config_name") if data.get("config_name") in ("ppo_trainer", "ppo_megatron_trainer") else DEFAULT_CONFIG_NAME
-    recipe = Recipe(source.path, data, verl_version=cli_verl or data.get("verl") or default_verl, config_name=config_name)
+    recipe = Recipe(source.path, data, verl_version=options.cli_verl or data.get("verl") or options.default_verl, config_name=config_name)
 
     base = _overrides(source.path, loader, yaml_nodes.child(root, "overrides"))
     origin = _location(source.path, yaml_nodes.key_node(root, "overrides"))
-    model, accelerator = _model(source, root, data, base, diagnostics), _accelerator(source, root, data, diagnostics, cli_accelerator)
+    model, accelerator = _model(source, root, data, base, diagnostics), _accelerator(source, root, data, diagnostics, options.cli_accelerator)
     axes = []
     variants_node = yaml_nodes.child(root, "variants")
     for axis_key, axis_node in yaml_nodes.mapping_pairs(variants_node):
@@ -198,12 +212,14 @@ def read_recipe(source: TextFile, default_verl: str, stack_defaults: Stack, cli_
         if choices:
             axes.append(choices)
     base_env = _env(source.path, loader, yaml_nodes.child(root, "env"))
+    hardware = data.get("hardware") if isinstance(data.get("hardware"), dict) else {}
+    resources = {**options.resources, **{k: hardware[k] for k in RESOURCE_KEYS if k in hardware}}
     for combo in itertools.product(*axes) if axes else [()]:
         overrides, env = list(base), dict(base_env)
         for _, extra, extra_env in combo:
             overrides = list(_merge(overrides, extra))
             env.update(extra_env)
         label = ",".join(name for name, _, _ in combo) or None
-        recipe.commands.append(Command(config_name, _merge(overrides, list(cli_overrides)), stack, label, origin,
-                                       model, accelerator, tuple(env.values())))
+        recipe.commands.append(Command(config_name, _merge(overrides, list(options.cli_overrides)), stack, label,
+                                       origin, model, accelerator, tuple(env.values()), resources))
     return RecipeRead(recipe, diagnostics)

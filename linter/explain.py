@@ -1,0 +1,423 @@
+"""`sapo-lint explain RECIPE`: the derived plan of each variant -- world, dp, edp, parameters, device memory by
+phase and term against HBM, host RAM, checkpoint size, save time and disk peak -- as a rich table, JSON, or a
+stacked-bar PNG (`--plot`, matplotlib imported only then).
+
+The numbers come from `linter.estimate`; this module only reads the recipe, resolves each variant and renders.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .estimate import (
+    DEVICE_TERMS,
+    GIB,
+    HOST_TERMS,
+    WARN_FRACTION,
+    Estimate,
+    Limits,
+    env_of,
+    estimate,
+    plan_inputs,
+    prime_estimate,
+)
+
+EXIT_OK, EXIT_USAGE = 0, 2
+ESTIMATE_RULES = ("MEM001", "MEM002", "CK001", "CK002", "CK003")
+
+TERM_LABELS = {
+    "weights": "actor weights (bf16)",
+    "grads": "actor main grads",
+    "optimizer": "actor optimizer state",
+    "activations": "activations",
+    "logits": "logits / log-probs",
+    "ref_weights": "ref weights",
+    "critic_weights": "critic weights",
+    "critic_grads": "critic main grads",
+    "critic_optimizer": "critic optimizer state",
+    "rollout": "rollout engine",
+    "comm_buffers": "HCCL buffers",
+    "runtime": "runtime context",
+    "optimizer_cpu_offload": "Megatron optimizer CPU offload",
+    "verl_offload": "verl param/optimizer offload",
+    "rollout_sleep": "rollout weights while asleep",
+}
+
+
+@dataclass
+class Item:
+    """One variant: its label, and either an estimate (with the rule findings about it) or why there is none."""
+
+    variant: str | None
+    estimate: Estimate | None = None
+    findings: list[dict] | None = None
+    error: str | None = None
+    env: dict | None = None
+
+
+# ------------------------------------------------------------------------------------------------ loading
+
+
+def variant_env(data: dict, variant: str | None) -> dict[str, str]:
+    """The recipe's `env` merged with the env of each variant value in the label (`DEVICE=npu,RECOMPUTE=full`)."""
+    env = {str(k): str(v) for k, v in (data.get("env") or {}).items()} if isinstance(data.get("env"), dict) else {}
+    axes = data.get("variants") if isinstance(data.get("variants"), dict) else {}
+    for token in (variant or "").split(","):
+        if "=" not in token:
+            continue
+        axis, value = token.split("=", 1)
+        for key, choices in axes.items():
+            if str(key).upper() == axis and isinstance(choices, dict):
+                body = choices.get(value)
+                if not isinstance(body, dict):
+                    body = next((b for k, b in choices.items() if str(k) == value), None)
+                if isinstance(body, dict) and isinstance(body.get("env"), dict):
+                    env.update({str(k): str(v) for k, v in body["env"].items()})
+    return env
+
+
+def matches(variant: str | None, wanted: tuple[str, ...]) -> bool:
+    """Whether a variant label has every `AXIS=value` token of one of the wanted selections (case-insensitive)."""
+    if not wanted:
+        return True
+    have = {t.strip().lower() for t in (variant or "").split(",") if t.strip()}
+    return any({t.strip().lower() for t in w.split(",") if t.strip()} <= have for w in wanted)
+
+
+def explain_recipe(path: Path, *, variants: tuple[str, ...] = (), overrides: tuple[str, ...] = (),
+                   verl_version: str | None = None, accelerator: str | None = None,
+                   limits: Limits | None = None) -> tuple[list[Item], list[str]]:
+    """Estimate every (selected) variant of a recipe: (items, problems that stop the whole file)."""
+    from .engine import resolve
+    from .lint import read_options
+    from .rules import RULES
+    from .schema import SnapshotNotFound, load_snapshot
+    from .settings import SettingsError, load_settings
+    from .sources.files import UnreadableFile, read_text
+    from .sources.recipe import looks_like_recipe, read_recipe
+
+    try:
+        settings, _ = load_settings(Path.cwd())
+    except SettingsError as exc:
+        return [], [str(exc)]
+    try:
+        source = read_text(path)
+    except UnreadableFile as exc:
+        return [], [str(exc)]
+    if not looks_like_recipe(source.text):
+        return [], [f"{path}: not a recipe (a YAML file with a top-level `recipe:` key); "
+                    "run scripts are not read by `explain` yet"]
+    read = read_recipe(source, read_options(settings, overrides, verl_version, accelerator))
+    if read.recipe is None:
+        return [], [f"{d.location.path}:{d.location.line}:{d.location.column}: {d.code} {d.message}" for d in read.diagnostics]
+    recipe = read.recipe
+    try:
+        snapshot = load_snapshot(recipe.verl_version, recipe.config_name)
+    except SnapshotNotFound as exc:
+        return [], [str(exc)]
+    commands = [c for c in recipe.commands if matches(c.variant, variants)]
+    if not commands:
+        known = ", ".join(c.variant or "(none)" for c in recipe.commands)
+        return [], [f"no variant matches {', '.join(variants)}; variants: {known}"]
+    rules = [RULES[code] for code in ESTIMATE_RULES if code in RULES]
+    items = []
+    for command in commands:
+        ctx = resolve(command, snapshot)
+        env = env_of(ctx) if hasattr(command, "env") else variant_env(recipe.data, command.variant)
+        if command.model is None:
+            items.append(Item(command.variant, error="unknown model: name a shipped card (`model.card`) or a directory "
+                                                     "with config.json (`model.path`)", env=env))
+            continue
+        if command.accelerator is None:
+            items.append(Item(command.variant, error="no accelerator: set `hardware.accelerator` or --accelerator",
+                              env=env))
+            continue
+        inputs = plan_inputs(ctx, env=env, limits=limits)
+        if inputs is None:
+            items.append(Item(command.variant, error="the actor does not run on the Megatron engine or its world size / "
+                                                     "parallel sizes are not numbers", env=env))
+            continue
+        est = estimate(inputs)
+        prime_estimate(ctx, est)  # the MEM/CK rules read this estimate (this variant's env, these limits)
+        findings = []
+        for r in rules:
+            if r.check is None:
+                continue
+            for f in r.check(ctx):
+                severity = (f.severity or r.severity).value
+                findings.append({"code": r.code, "severity": severity, "message": f.message})
+        items.append(Item(command.variant, est, findings, env=env))
+    return items, []
+
+
+# ------------------------------------------------------------------------------------------------ JSON
+
+
+def _gib(value: float) -> float:
+    return round(value / GIB, 3)
+
+
+def to_json(item: Item, recipe_path: str | None = None) -> dict[str, Any]:
+    """One variant's plan with the keys of issue 4 (`world`, `dp`, `edp`, `params.total`, `params.per_rank`,
+    `memory_gib.<phase>.<term>`, `memory_gib.<phase>.total`, `memory_gib.peak`, `hbm_gib`, `checkpoint_gib.weights`,
+    `checkpoint_gib.full`, `checkpoint.save_seconds`, `disk_peak_gib`) and more."""
+    out: dict[str, Any] = {"variant": item.variant}
+    if recipe_path is not None:
+        out["recipe"] = recipe_path
+    if item.estimate is None:
+        out["error"] = item.error
+        return out
+    e = item.estimate
+    p = e.inputs
+    layout = p.actor.layout
+    memory: dict[str, Any] = {}
+    for phase, terms in e.phases.items():
+        memory[phase] = {t: _gib(v) for t, v in terms.items()}
+        memory[phase]["total"] = _gib(e.total(phase))
+    memory["peak"] = _gib(e.peak_bytes)
+    memory["peak_phase"] = e.peak_phase
+    host: dict[str, Any] = {}
+    for phase, terms in e.host.items():
+        host[phase] = {t: _gib(v) for t, v in terms.items()}
+        host[phase]["total"] = _gib(e.host_total(phase))
+    host["per_node_peak"] = _gib(e.host_peak_per_node)
+    host["node_ram"] = p.limits.host_ram_gib
+    host["node_ram_assumed"] = p.limits.assumed("host_ram_gib")
+    ck = e.checkpoint
+    out.update({
+        "model": p.arch.name,
+        "accelerator": p.accelerator,
+        "device": p.device,
+        "world": e.world,
+        "nodes": e.world // p.devices_per_node if p.devices_per_node else None,
+        "dp": e.dp,
+        "edp": e.edp,
+        "layout": {"tp": layout.tp, "pp": layout.pp, "vpp": layout.vpp, "cp": layout.cp, "ep": layout.ep,
+                   "etp": layout.expert_tp},
+        "params": {
+            "total": e.params.total, "embedding": e.params.embedding, "dense": e.params.dense,
+            "expert": e.params.expert, "active": e.params.active,
+            "per_rank": e.actor.params.total, "per_rank_dense": e.actor.params.dense,
+            "per_rank_expert": e.actor.params.expert, "per_rank_stage": e.actor.params.stage,
+        },
+        "tokens": {"train": round(p.actor.train_tokens), "logprob": round(p.actor.logprob_tokens),
+                   "source": p.actor.token_source},
+        "recompute": p.actor.recompute.describe(),
+        "memory_gib": memory,
+        "hbm_gib": p.hbm_gib,
+        "host_gib": host,
+        "checkpoint_gib": {"weights": _gib(ck.weights_bytes), "full": _gib(ck.full_bytes), "saved": _gib(ck.saved_bytes),
+                           "per_rank_dist": _gib(ck.rank_dist_bytes), "rank0_hf": _gib(ck.rank0_hf_bytes)},
+        "checkpoint": {
+            "saves": ck.saves, "contents": list(p.checkpoint.contents), "async_save": ck.async_save,
+            "save_seconds": round(ck.save_seconds, 1), "longest_wait_seconds": round(ck.longest_wait_seconds, 1),
+            "timeout_seconds": ck.timeout_s, "timeout_source": ck.timeout_source,
+            "write_gib_per_s": ck.write_gib_per_s, "write_bw_assumed": p.limits.assumed("write_gib_per_s"),
+        },
+        "disk_peak_gib": _gib(ck.disk_peak_bytes),
+        "disk_budget_gib": p.limits.disk_budget_gib,
+        "disk_budget_assumed": p.limits.assumed("disk_budget_gib"),
+        "communicators": list(e.communicators),
+        "findings": item.findings or [],
+        "notes": list(e.notes),
+    })
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ text
+
+
+def _fmt(value: float) -> str:
+    return f"{value / GIB:.1f}" if value else "-"
+
+
+def render_text(items: list[Item], title: str, color: bool = False, width: int = 120) -> str:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False)
+    for item in items:
+        console.print(Text(f"{title}" + (f"  [{item.variant}]" if item.variant else ""), style="bold"))
+        if item.estimate is None:
+            console.print(f"  cannot estimate: {item.error}\n")
+            continue
+        e = item.estimate
+        p = e.inputs
+        L = p.actor.layout
+        pc = e.params
+        moe = p.arch.is_moe
+        console.print(
+            f"  model {p.arch.name}: {pc.total / 1e9:.2f} B parameters (embedding {pc.embedding / 1e9:.2f} B, "
+            f"dense {pc.dense / 1e9:.2f} B" + (f", routed experts {pc.expert / 1e9:.2f} B; {pc.active / 1e9:.2f} B active"
+                                              if moe else "") + ")")
+        console.print(
+            f"  {e.world} x {p.accelerator} ({p.hbm_gib:g} GiB, {p.device}): TP{L.tp} PP{L.pp}"
+            + (f" VPP{L.vpp}" if L.vpp else "") + f" CP{L.cp}" + (f" EP{L.ep} ETP{L.expert_tp}" if moe else "")
+            + f", dp {e.dp}" + (f", edp {e.edp}" if moe else ""))
+        rank = e.actor.params
+        console.print(
+            f"  per rank (most loaded: stage {rank.stage}): {rank.total / 1e9:.3f} B parameters"
+            + (f" ({rank.dense / 1e9:.3f} B dense, {rank.expert / 1e9:.3f} B routed-expert)" if moe else ""))
+        console.print(
+            f"  actor update: {p.actor.recompute.describe()}, {p.actor.train_tokens:.0f} tokens per micro-batch per "
+            f"rank ({p.actor.token_source}); log-prob passes {p.actor.logprob_tokens:.0f} tokens")
+        table = Table(title="device memory per device, GiB", title_justify="left", show_edge=False, pad_edge=False)
+        table.add_column("term")
+        for phase in e.phases:
+            table.add_column(phase + (" (peak)" if phase == e.peak_phase else ""), justify="right")
+        for term in DEVICE_TERMS:
+            if any(e.phases[ph][term] for ph in e.phases):
+                table.add_row(TERM_LABELS.get(term, term), *(_fmt(e.phases[ph][term]) for ph in e.phases))
+        table.add_section()
+        table.add_row("total", *(f"{e.total(ph) / GIB:.1f}" for ph in e.phases), style="bold")
+        table.add_row("% of HBM", *(f"{e.total(ph) / e.hbm_bytes:.0%}" for ph in e.phases))
+        console.print(table)
+        peak = e.peak_bytes
+        state = "OVER" if peak > e.hbm_bytes else ("over 90% of" if peak > WARN_FRACTION * e.hbm_bytes else "within")
+        console.print(f"  peak: {e.peak_phase} {peak / GIB:.1f} GiB, {state} {p.hbm_gib:g} GiB HBM")
+        hp = e.host_peak_phase
+        host_terms = ", ".join(f"{TERM_LABELS[t]} {v / GIB:.1f}" for t, v in e.host[hp].items() if v)
+        console.print(
+            f"  host RAM: {e.host_total(hp) / GIB:.1f} GiB per rank in the {hp} phase"
+            + (f" ({host_terms})" if host_terms else "")
+            + f" = {e.host_peak_per_node / GIB:.0f} GiB per node of {p.limits.host_ram_gib:g} GiB"
+            + (" (assumed)" if p.limits.assumed("host_ram_gib") else ""))
+        ck = e.checkpoint
+        bw = f"{ck.write_gib_per_s:g} GiB/s per writer" + (" (assumed)" if p.limits.assumed("write_gib_per_s") else "")
+        console.print(
+            f"  checkpoint: weights {ck.weights_bytes / GIB:.1f} GiB, full {ck.full_bytes / GIB:.1f} GiB; "
+            f"save_contents {list(p.checkpoint.contents)} = {ck.saved_bytes / GIB:.1f} GiB"
+            + ("" if ck.saves else " (trainer.save_freq <= 0: no saves)"))
+        console.print(
+            f"  save time: ~{ck.save_seconds:.0f} s (dist shard {ck.rank_dist_bytes / GIB:.1f} GiB per rank, "
+            f"rank 0 HF {ck.rank0_hf_bytes / GIB:.1f} GiB, at {bw}); longest barrier wait ~{ck.longest_wait_seconds:.0f} s "
+            f"vs {ck.timeout_s:.0f} s {ck.timeout_source}")
+        console.print(
+            f"  disk peak: {ck.disk_peak_bytes / GIB:.1f} GiB (two checkpoints) of {p.limits.disk_budget_gib:g} GiB"
+            + (" (assumed)" if p.limits.assumed("disk_budget_gib") else ""))
+        for note in e.notes:
+            console.print(f"  note: {note}")
+        for f in item.findings or []:
+            style = {"error": "red", "warning": "yellow"}.get(f["severity"], "")
+            console.print(Text(f"  {f['code']} {f['severity']}: {f['message']}", style=style))
+        console.print()
+    return buf.getvalue().rstrip() + "\n"
+
+
+# ------------------------------------------------------------------------------------------------ plot
+
+
+PLOT_COLORS = {
+    "weights": "#4c72b0", "grads": "#55a868", "optimizer": "#c44e52", "activations": "#8172b2",
+    "logits": "#ccb974", "ref_weights": "#64b5cd", "critic_weights": "#8c8c8c", "critic_grads": "#b0b0b0",
+    "critic_optimizer": "#d0d0d0", "rollout": "#dd8452", "comm_buffers": "#937860", "runtime": "#da8bc3",
+}
+
+
+def plot(items: list[Item], out: Path, title: str) -> Path:
+    """A stacked bar per phase (one panel per variant) with the HBM line and the 90% line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = [i for i in items if i.estimate is not None]
+    if not shown:
+        raise click.UsageError("nothing to plot: no variant could be estimated")
+    cols = min(3, len(shown))
+    rows = (len(shown) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 4.2 * rows), squeeze=False, sharey=True)
+    used_terms: dict[str, Any] = {}
+    for ax, item in zip(axes.flat, shown):
+        e = item.estimate
+        phases = list(e.phases)
+        bottoms = [0.0] * len(phases)
+        for term in DEVICE_TERMS:
+            heights = [e.phases[ph][term] / GIB for ph in phases]
+            if not any(heights):
+                continue
+            bars = ax.bar(phases, heights, bottom=bottoms, color=PLOT_COLORS.get(term), width=0.6,
+                          edgecolor="white", linewidth=0.5)
+            used_terms.setdefault(term, bars)
+            bottoms = [b + h for b, h in zip(bottoms, heights)]
+        hbm = e.inputs.hbm_gib
+        ax.axhline(hbm, color="#b22222", linestyle="--", linewidth=1.5)
+        ax.axhline(hbm * WARN_FRACTION, color="#b22222", linestyle=":", linewidth=1)
+        ax.text(-0.45, hbm, f"HBM {hbm:g} GiB", va="bottom", ha="left", fontsize=8, color="#b22222")
+        ax.text(-0.45, hbm * WARN_FRACTION, f"{WARN_FRACTION:.0%}", va="bottom", ha="left", fontsize=7, color="#b22222")
+        for x, total in enumerate(bottoms):
+            ax.text(x, total, f"{total:.1f}", ha="center", va="bottom", fontsize=8)
+        ax.set_title(item.variant or "(single variant)", fontsize=9)
+        ax.set_ylim(0, max(max(bottoms), hbm) * 1.12)
+        ax.grid(axis="y", alpha=0.3)
+    for ax in list(axes.flat)[len(shown):]:
+        ax.axis("off")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("GiB per device")
+    fig.legend([used_terms[t] for t in used_terms], [TERM_LABELS.get(t, t) for t in used_terms],
+               loc="lower center", ncol=min(6, len(used_terms)), fontsize=8, frameon=False)
+    first = shown[0].estimate.inputs
+    fig.suptitle(f"{title}: {first.arch.name} on {first.world} x {first.accelerator} -- device memory by phase",
+                 fontsize=11)
+    fig.tight_layout(rect=(0, 0.07, 1, 0.95))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ command
+
+
+@click.command("explain")
+@click.argument("recipe", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--variant", "variants", multiple=True, metavar="AXIS=VALUE[,...]",
+              help="Only variants with these values, e.g. DEVICE=npu or DEVICE=npu,RECOMPUTE=full (repeatable).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write a PNG: a stacked bar of device memory per phase with the HBM line.")
+@click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="A Hydra override applied on top of the recipe (repeatable).")
+@click.option("--accelerator", help="Accelerator from schemas/devices.json, instead of the recipe's.")
+@click.option("--verl-version", help="Resolve against this verl schema snapshot instead of the recipe's.")
+@click.option("--write-gib-per-s", type=click.FloatRange(min=0, min_open=True),
+              help="Checkpoint write bandwidth per writing rank, GiB/s (default: an assumption, see the output).")
+@click.option("--host-ram-gib", type=click.FloatRange(min=0, min_open=True), help="Host RAM per node, GiB.")
+@click.option("--disk-budget-gib", type=click.FloatRange(min=0, min_open=True),
+              help="Disk budget of the checkpoint directory, GiB.")
+def explain(recipe, variants, fmt, plot_path, overrides, accelerator, verl_version, write_gib_per_s, host_ram_gib,
+            disk_budget_gib):
+    """Show the derived plan of RECIPE: world, dp, edp, per-rank parameters, device memory by phase and term
+    against HBM, host RAM, checkpoint size, estimated save time and peak disk. With several variants, JSON is a
+    list with one object per variant."""
+    import json
+
+    limits = Limits.from_mapping({"write_gib_per_s": write_gib_per_s, "host_ram_gib": host_ram_gib,
+                                  "disk_budget_gib": disk_budget_gib})
+    items, problems = explain_recipe(recipe, variants=tuple(variants), overrides=tuple(overrides),
+                                     verl_version=verl_version, accelerator=accelerator, limits=limits)
+    if problems:
+        for problem in problems:
+            click.echo(f"sapo-lint explain: {problem}", err=True)
+        sys.exit(EXIT_USAGE)
+    if fmt == "json":
+        click.echo(json.dumps([to_json(i, str(recipe)) for i in items], indent=2))
+    else:
+        click.echo(render_text(items, str(recipe), color=sys.stdout.isatty()), nl=False)
+    if plot_path is not None:
+        written = plot(items, plot_path, recipe.stem)
+        click.echo(f"wrote {written}", err=True)
+    if not any(i.estimate is not None for i in items):
+        sys.exit(EXIT_USAGE)
+    sys.exit(EXIT_OK)
+
+
+__all__ = ["HOST_TERMS", "explain", "explain_recipe", "plot", "render_text", "to_json", "variant_env"]

@@ -1,0 +1,73 @@
+from ..diagnostics import Severity
+from ..estimate import GIB, estimate_context
+from .registry import Finding, rule
+
+CHECKPOINT = "actor_rollout_ref.actor.checkpoint"
+
+
+@rule(
+    "CK001", "checkpoint-save-exceeds-timeout", Severity.ERROR,
+    summary="estimated per-rank checkpoint save time exceeds the collective timeout that bounds the save barrier",
+    bad="""
+    model: {path: Qwen/Qwen3-235B-A22B}
+    hardware: {accelerator: nvidia-h100}
+    overrides:
+      algorithm.adv_estimator: grpo
+      trainer.nnodes: 4
+      trainer.n_gpus_per_node: 8
+      trainer.save_freq: 50
+      actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 4
+      actor_rollout_ref.actor.megatron.expert_model_parallel_size: 8
+      actor_rollout_ref.actor.checkpoint.save_contents: [model]
+    """,
+    good="""
+    model: {path: Qwen/Qwen3-235B-A22B}
+    hardware: {accelerator: nvidia-h100}
+    overrides:
+      algorithm.adv_estimator: grpo
+      trainer.nnodes: 4
+      trainer.n_gpus_per_node: 8
+      trainer.save_freq: 50
+      actor_rollout_ref.nccl_timeout: 3600
+      actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 4
+      actor_rollout_ref.actor.megatron.expert_model_parallel_size: 8
+      actor_rollout_ref.actor.checkpoint.save_contents: [model]
+    """,
+)
+def check(ctx):
+    """Every rank waits at world-group barriers while the checkpoint is written: Megatron's dist-checkpoint
+    finalize, verl's `torch.distributed.barrier()` after a synchronous save, and after the HF weights that rank 0
+    alone gathers and writes through the bridge. The world group's timeout is verl's
+    `actor_rollout_ref.nccl_timeout` (600 s by default; verl does not pass Megatron's 30-minute
+    `distributed_timeout_minutes` to it), and on Ascend also HCCL_EXEC_TIMEOUT (1836 s by default), whichever is
+    shorter. A save longer than that kills every rank at the first checkpoint, hours into the run (SPEC incident 4).
+
+    Estimate: each rank's shard of the dist checkpoint (its fp32 master and Adam moments, 12 B per sharded element,
+    and with `use_dist_checkpointing` its share of the bf16 weights) and rank 0's HF weights (2 B per parameter),
+    at an assumed write bandwidth per writing process (`linter/estimate.py` DEFAULT_WRITE_GIB_PER_S until the
+    recipe or `[tool.sapo-lint]` can state it; the message says which was used). Weight-only checkpoints
+    (`checkpoint.save_contents: [model]`) or a longer `nccl_timeout` are the usual fixes. Only checked when
+    `trainer.save_freq` > 0."""
+    est = estimate_context(ctx)
+    if est is None or not est.checkpoint.saves:
+        return
+    ck = est.checkpoint
+    wait = ck.longest_wait_seconds
+    if wait <= ck.timeout_s:
+        return
+    limits = est.inputs.limits
+    bw = f"{ck.write_gib_per_s:g} GiB/s per writing rank" + (" (assumed)" if limits.assumed("write_gib_per_s") else "")
+    hf_slower = ck.hf_seconds >= (0.0 if ck.async_save else ck.dist_seconds)
+    what = (f"rank 0 writing the {ck.rank0_hf_bytes / GIB:.0f} GiB of HF weights" if hf_slower else
+            f"each rank writing its {ck.rank_dist_bytes / GIB:.1f} GiB dist-checkpoint shard")
+    contents = est.inputs.checkpoint.contents
+    fix = (f"save weights only (`{CHECKPOINT}.save_contents: [model]`), raise `actor_rollout_ref.nccl_timeout` above "
+           f"{wait:.0f}" if "optimizer" in contents else f"raise `actor_rollout_ref.nccl_timeout` above {wait:.0f}")
+    if ck.timeout_source == "HCCL_EXEC_TIMEOUT":
+        fix += " and HCCL_EXEC_TIMEOUT"
+    yield Finding(
+        ctx.blame(f"{CHECKPOINT}.save_contents", "actor_rollout_ref.nccl_timeout", "trainer.save_freq"),
+        f"checkpoint save: ~{wait:.0f} s of {what} at {bw} exceeds the {ck.timeout_s:.0f} s {ck.timeout_source} "
+        f"that bounds the world barrier around the save (total save ~{ck.save_seconds:.0f} s, "
+        f"contents {list(contents)}). Fix: {fix}, or write to faster storage",
+    )

@@ -1,0 +1,122 @@
+"""Checkpoint save modes known to break with particular verl / mbridge versions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..diagnostics import Severity
+from ..schema import version_key
+from .parallel import active_roles
+from .registry import Finding, rule
+
+ROLE_CHECKPOINT = {"actor": "actor_rollout_ref.actor", "critic": "critic"}
+
+
+@dataclass(frozen=True)
+class Broken:
+    """A save mode that fails with verl versions in [verl_min, verl_max) (and mbridge releases up to
+    `mbridge_max`, when set)."""
+
+    mode: str
+    verl_min: str
+    verl_max: str
+    why: str
+    fix: str
+    mbridge_max: str | None = None
+
+
+KNOWN_BROKEN = (
+    Broken(
+        "async_save", "0.8.0", "0.8.1",
+        "verl 0.8.0 hands the async save request to a throw-away `AsyncCallsQueue(persistent=False)` "
+        "(`megatron_checkpoint_manager.py:916-926`) that nothing ever finalizes: Megatron's metadata finalize, "
+        "`latest_checkpointed_iteration.txt` and the rotation of old checkpoints never run, so the checkpoint cannot "
+        "be resumed from and old ones pile up (0.9.1 schedules it on Megatron's global `async_calls` queue)",
+        "set `{prefix}.checkpoint.async_save: false` or use verl 0.9.1",
+    ),
+    Broken(
+        "mbridge_save_weights", "0.7.0", "0.8.0",
+        "verl 0.7.x calls `bridge.save_weights(model, path, distributed_filesystem=True, memory_efficient=True)` "
+        "when `megatron.vanilla_mbridge` is on, but released mbridge (PyPI <= 0.15.1, what verl's Ascend images "
+        "install) has only `save_weights(models, weights_path, memory_efficient=False)`: the first save that "
+        "includes the model fails with `TypeError: save_weights() got an unexpected keyword argument "
+        "'distributed_filesystem'` (verl 0.8.0 and later pass only the arguments the signature accepts)",
+        "install mbridge from git (>= 5691f71, which has `distributed_filesystem`), set "
+        "`{prefix}.megatron.vanilla_mbridge: false`, or use verl >= 0.8.0",
+        mbridge_max="0.15.1",
+    ),
+)
+
+
+def _in(version: str, low: str, high: str) -> bool:
+    return version_key(low) <= version_key(version) < version_key(high)
+
+
+def _released_at_most(version: str, highest: str) -> bool:
+    """A released mbridge version (digits first) not newer than `highest`; `git-main` is newer than any."""
+    return version[:1].isdigit() and version_key(version) <= version_key(highest)
+
+
+def broken_modes(verl_version: str, mbridge_version: str, *, async_save: bool, saves_model: bool,
+                 vanilla_mbridge: bool) -> list[Broken]:
+    """The KNOWN_BROKEN entries that apply to one role's checkpoint settings."""
+    out = []
+    for b in KNOWN_BROKEN:
+        if not _in(verl_version, b.verl_min, b.verl_max):
+            continue
+        if b.mode == "async_save" and async_save or (b.mode == "mbridge_save_weights" and saves_model and vanilla_mbridge
+              and _released_at_most(mbridge_version, b.mbridge_max or "0")):
+            out.append(b)
+    return out
+
+
+@rule(
+    "CK003", "broken-save-mode", Severity.ERROR,
+    summary="checkpoint save mode known to be broken with the declared verl / mbridge version",
+    bad="""
+    verl: "0.8.0"
+    overrides:
+      trainer.save_freq: 50
+      actor_rollout_ref.actor.checkpoint.async_save: true
+    """,
+    good="""
+    verl: "0.8.0"
+    overrides:
+      trainer.save_freq: 50
+      actor_rollout_ref.actor.checkpoint.async_save: false
+    """,
+)
+def check(ctx):
+    """Some save paths fail only at the first checkpoint, hours into a run, with particular versions of verl
+    (the recipe's `verl:` snapshot) and mbridge (the recipe's `stack.mbridge`):
+
+    * `checkpoint.async_save: true` on verl 0.8.0: the async request goes to a throw-away
+      `AsyncCallsQueue(persistent=False)` that is never finalized, so the checkpoint is never completed (no
+      metadata, no `latest_checkpointed_iteration.txt`, no rotation).
+    * verl 0.7.x with `megatron.vanilla_mbridge: true` saving the model: verl passes
+      `distributed_filesystem=True, memory_efficient=True` to `bridge.save_weights`, which released mbridge
+      (PyPI 0.15.1 and earlier) does not accept -- a `TypeError` at the first save. verl 0.8.0 and 0.9.1 filter the
+      arguments against the installed signature instead (and then silently drop `mbridge_config` keys: SL007).
+
+    Only checked when `trainer.save_freq` > 0 (otherwise nothing is saved)."""
+    save_freq = ctx.number("trainer.save_freq")
+    if not save_freq or save_freq <= 0:
+        return
+    verl = ctx.snapshot.verl_version
+    for role in ("actor", "critic"):
+        if role not in active_roles(ctx) or ctx.tree.get(f"{ROLE_CHECKPOINT[role]}.checkpoint") is None:
+            continue
+        prefix = ROLE_CHECKPOINT[role]
+        contents = ctx.config.value(f"{prefix}.checkpoint.save_contents")
+        contents = contents if isinstance(contents, list) else ["model", "optimizer", "extra"]
+        found = broken_modes(
+            verl, ctx.stack.mbridge,
+            async_save=ctx.config.value(f"{prefix}.checkpoint.async_save") is True,
+            saves_model="model" in contents or "hf_model" in contents,
+            vanilla_mbridge=ctx.config.value(f"{prefix}.megatron.vanilla_mbridge") is True,
+        )
+        for b in found:
+            keys = (f"{prefix}.checkpoint.async_save",) if b.mode == "async_save" else (
+                f"{prefix}.megatron.vanilla_mbridge", f"{prefix}.checkpoint.save_contents")
+            yield Finding(ctx.blame(*keys, "trainer.save_freq"),
+                          f"{role}: {b.why} (verl {verl}, mbridge {ctx.stack.mbridge}). Fix: {b.fix.format(prefix=prefix)}")

@@ -1,0 +1,150 @@
+from ..diagnostics import Severity
+from ..estimate import GIB, WARN_FRACTION, estimate_context
+from .parallel import ROLLOUT
+from .registry import Finding, rule
+
+ACTOR = "actor_rollout_ref.actor"
+OVERRIDE_OPTIM = f"{ACTOR}.optim.override_optimizer_config"
+TRANSFORMER = f"{ACTOR}.megatron.override_transformer_config"
+SIZES = tuple(f"{ACTOR}.megatron.{n}" for n in (
+    "tensor_model_parallel_size", "pipeline_model_parallel_size", "expert_model_parallel_size",
+    "expert_tensor_parallel_size", "context_parallel_size"))
+
+# Where to point a finding about each term: the knobs that change it.
+BLAME = {
+    "rollout": (f"{ROLLOUT}.gpu_memory_utilization", f"{ROLLOUT}.free_cache_engine"),
+    "optimizer": (f"{OVERRIDE_OPTIM}.optimizer_offload_fraction", f"{OVERRIDE_OPTIM}.optimizer_cpu_offload",
+                  f"{ACTOR}.megatron.optimizer_offload", f"{ACTOR}.megatron.use_distributed_optimizer", *SIZES),
+    "activations": (f"{TRANSFORMER}.recompute_granularity", f"{ACTOR}.ppo_max_token_len_per_gpu",
+                    f"{ACTOR}.ppo_micro_batch_size_per_gpu", f"{ROLLOUT}.log_prob_max_token_len_per_gpu"),
+    "logits": (f"{ACTOR}.ppo_max_token_len_per_gpu", f"{ACTOR}.ppo_micro_batch_size_per_gpu",
+               f"{ROLLOUT}.log_prob_max_token_len_per_gpu", *SIZES),
+    "weights": (f"{ACTOR}.megatron.param_offload", *SIZES),
+    "grads": (f"{ACTOR}.megatron.param_offload", *SIZES),
+}
+FALLBACK = ("trainer.nnodes", "trainer.n_gpus_per_node")
+
+
+def fixes(est, phase: str) -> list[tuple[float, str]]:
+    """(bytes it saves in `phase`, the change) for each knob that shrinks a term of that phase."""
+    from ..estimate import Recompute, train_activations
+
+    p = est.inputs
+    actor = p.actor
+    terms = est.phases[phase]
+    total, hbm = est.total(phase), est.hbm_bytes
+    out: list[tuple[float, str]] = []
+    opt = actor.optimizer
+    if terms["optimizer"] and opt is not None and not (opt.cpu_offload and opt.fraction >= 1.0 and opt.precision_aware):
+        out.append((terms["optimizer"],
+                    f"Megatron's optimizer CPU offload (`+{OVERRIDE_OPTIM}.optimizer_cpu_offload: true`, "
+                    f"`+{OVERRIDE_OPTIM}.optimizer_offload_fraction: 1.0`, "
+                    f"`+{OVERRIDE_OPTIM}.use_precision_aware_optimizer: true`)"))
+    if phase == "rollout":
+        if terms["rollout"]:
+            fits = (WARN_FRACTION * hbm - (total - terms["rollout"])) / hbm
+            if fits > 0.05:
+                out.append((total - WARN_FRACTION * hbm, f"`{ROLLOUT}.gpu_memory_utilization: {int(fits * 100) / 100:.2f}`"))
+        if terms["weights"] + terms["grads"] and not actor.param_offload:
+            out.append((terms["weights"] + terms["grads"],
+                        f"`{ACTOR}.megatron.param_offload: true` (weights and grads to host while rolling out)"))
+        if terms["optimizer"] and not actor.optimizer_offload:
+            out.append((terms["optimizer"],
+                        f"`{ACTOR}.megatron.optimizer_offload: true` (optimizer state to host while rolling out)"))
+    elif terms["rollout"]:
+        out.append((terms["rollout"], f"`{ROLLOUT}.free_cache_engine: true` (the rollout engine sleeps while training)"))
+    if phase == "train" and terms["activations"] and actor.recompute.granularity != "full":
+        recomputed = train_activations(p.arch, actor.layout, actor.sp, actor.train_tokens, Recompute("full", "uniform", 1))
+        out.append((terms["activations"] - recomputed.layers,
+                    f"full recompute (`{TRANSFORMER}.recompute_granularity: full`, `recompute_method: uniform`, "
+                    "`recompute_num_layers: 1`)"))
+    if phase in ("train", "logprob") and terms["activations"] + terms["logits"]:
+        out.append(((terms["activations"] + terms["logits"]) / 2,
+                    f"half the tokens per micro-batch (now {actor.token_source})"))
+    layout = actor.layout
+    if p.arch.is_moe and est.actor.params.expert and terms["weights"]:
+        ep = layout.ep * 2
+        if p.arch.num_experts % ep == 0 and layout.world % (ep * layout.expert_tp * layout.pp) == 0:
+            share = est.actor.params.expert / est.actor.params.total
+            out.append(((terms["weights"] + terms["grads"]) * share / 2,
+                        f"`{ACTOR}.megatron.expert_model_parallel_size: {ep}` (expert weights and grads split further)"))
+    if terms["ref_weights"]:
+        out.append((terms["ref_weights"], "`actor_rollout_ref.ref.megatron.param_offload: true`"))
+    if terms["critic_weights"] and phase == "rollout":
+        out.append((terms["critic_weights"] + terms["critic_grads"], "`critic.megatron.param_offload: true`"))
+    if terms["comm_buffers"]:
+        out.append((terms["comm_buffers"] / 2, "half HCCL_BUFFSIZE (2 x HCCL_BUFFSIZE of HBM per communicator)"))
+    return [(saving, text) for saving, text in out if saving > 0]
+
+
+def advice(est, phase: str) -> str:
+    """The changes that alone bring `phase` under the warning line, biggest saving first; else the biggest ones."""
+    need = est.total(phase) - WARN_FRACTION * est.hbm_bytes
+    ranked = sorted(fixes(est, phase), key=lambda f: -f[0])
+    enough = [text for saving, text in ranked if saving >= need]
+    if enough:
+        return "any of " + "; ".join(enough[:4]) if len(enough) > 1 else enough[0]
+    if not ranked:
+        return "more devices"
+    return "no single change is enough; combine " + "; ".join(
+        f"{text} (-{saving / GIB:.1f} GiB)" for saving, text in ranked[:3])
+
+
+@rule(
+    "MEM001", "device-memory-exceeds-hbm", Severity.ERROR,
+    summary="estimated peak device memory exceeds the accelerator's HBM (error) or 90% of it (warning)",
+    bad="""
+    hardware: {accelerator: nvidia-h100}
+    overrides:
+      algorithm.adv_estimator: grpo
+      trainer.nnodes: 1
+      trainer.n_gpus_per_node: 8
+      actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 2
+      actor_rollout_ref.rollout.gpu_memory_utilization: 0.7
+    """,
+    good="""
+    hardware: {accelerator: nvidia-h100}
+    overrides:
+      algorithm.adv_estimator: grpo
+      trainer.nnodes: 1
+      trainer.n_gpus_per_node: 8
+      actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 2
+      actor_rollout_ref.actor.megatron.param_offload: true
+      actor_rollout_ref.rollout.gpu_memory_utilization: 0.5
+    """,
+)
+def check(ctx):
+    """Estimates the memory of one device in each phase of a colocated verl step (`sapo-lint explain` shows the
+    table) and compares the worst phase with the accelerator's HBM (`hardware.accelerator`).
+
+    `rollout`: the rollout engine takes `gpu_memory_utilization` x HBM while the trainer keeps its weights and
+    fp32 main grads (unless `megatron.param_offload`) and its Adam state (unless `megatron.optimizer_offload`).
+    `train`: the actor update, optimizer step included -- verl loads everything it offloaded back, so only
+    Megatron's own `optimizer_cpu_offload` / `optimizer_offload_fraction` take Adam's state off the device
+    (SPEC incident 3: the 30B MoE on 8 devices ran out of memory in the first `optimizer.step()`, after a complete
+    rollout). The optimizer state is sharded over DP x CP (dense) and expert-DP (experts) by the distributed
+    optimizer; activations follow the recompute mode and the micro-batch or dynamic-bsz token budget; Ascend adds
+    2 x HCCL_BUFFSIZE per communicator. The message names the phase, its biggest term and the knob that shrinks it.
+    Not counted: allocator fragmentation, imbalanced MoE routing -- hence the warning above 90%."""
+    est = estimate_context(ctx)
+    if est is None:
+        return
+    hbm = est.hbm_bytes
+    phase = est.peak_phase
+    peak = est.total(phase)
+    if peak <= WARN_FRACTION * hbm:
+        return
+    term, size = est.biggest_term(phase)
+    over = peak > hbm
+    p = est.inputs
+    layout = p.actor.layout
+    shape = (f"TP{layout.tp} PP{layout.pp} CP{layout.cp}" + (f" EP{layout.ep} ETP{layout.expert_tp}" if p.arch.is_moe else "")
+             + f", dp {est.dp}" + (f", edp {est.edp}" if p.arch.is_moe else ""))
+    verdict = "exceeds" if over else f"is over {WARN_FRACTION:.0%} of"
+    yield Finding(
+        ctx.blame(*BLAME.get(term, ()), *FALLBACK),
+        f"{phase} phase: estimated {peak / GIB:.1f} GiB per device {verdict} the {p.hbm_gib:g} GiB HBM of "
+        f"{p.accelerator} ({p.arch.name} on {est.world} devices, {shape}); biggest term: {term} {size / GIB:.1f} GiB. "
+        f"Fix: {advice(est, phase)}. See `sapo-lint explain` for every term",
+        severity=None if over else Severity.WARNING,
+    )

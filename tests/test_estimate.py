@@ -1,0 +1,379 @@
+"""The resource estimator (linter/estimate.py) and the MEM/CK rules built on it.
+
+The worked examples' expected numbers are derived by hand in the comments from the HF config values
+(schemas/models/*.json, shared/reference/megatron.md §8) and the formulas in the estimator's docstrings; they are
+not computed by the code under test.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from linter.engine import Stack, resolve
+from linter.estimate import (
+    GIB,
+    Layout,
+    Limits,
+    Optimizer,
+    Recompute,
+    arch_from_hf_config,
+    count_params,
+    estimate,
+    params_per_rank,
+    plan_inputs,
+    stage_layers,
+    train_activations,
+)
+from linter.lint import lint_paths
+from linter.model import _cards
+from linter.rules.ck003_broken_save_mode import broken_modes
+from linter.schema import DEFAULT_MBRIDGE, DEFAULT_MEGATRON_CORE, load_snapshot
+from linter.settings import Settings
+from linter.sources.files import read_text
+from linter.sources.recipe import ReadOptions, read_recipe
+
+from .conftest import REPO
+
+RECIPE_30B = REPO / "recipes" / "qwen3-30b-a3b-sapo.yaml"
+RECIPE_8B = REPO / "recipes" / "qwen3-8b-sapo.yaml"
+OVERRIDE_OPTIM = "+actor_rollout_ref.actor.optim.override_optimizer_config."
+GB = 10**9
+
+
+def arch(card):
+    return arch_from_hf_config(_cards()[card]["config"], card)
+
+
+def contexts(path: Path, text: str | None = None):
+    """{variant: LintContext} of a recipe file (or of `text` written next to nothing: a tmp file)."""
+    read = read_recipe(read_text(path), ReadOptions("0.9.1", Stack(DEFAULT_MEGATRON_CORE, DEFAULT_MBRIDGE)))
+    assert read.recipe is not None, read.diagnostics
+    snapshot = load_snapshot(read.recipe.verl_version, read.recipe.config_name)
+    return {c.variant: resolve(c, snapshot) for c in read.recipe.commands}
+
+
+# ---------------------------------------------------------------------------------------------- parameter counts
+
+# megatron.md §8 totals (computed with Megatron's formula plus QK-norm / QKV bias), in billions, and the tolerance
+# of the table's rounding.
+TABLE = {
+    "qwen3-0.6b": 0.596, "qwen3-1.7b": 1.72, "qwen3-4b": 4.02, "qwen3-8b": 8.19, "qwen3-14b": 14.77,
+    "qwen3-32b": 32.76, "qwen3-30b-a3b": 30.53, "qwen3-235b-a22b": 235.1, "qwen2.5-7b": 7.62, "qwen2.5-32b": 32.76,
+    "deepseek-v3": 671.0,
+}
+
+
+@pytest.mark.parametrize("card", sorted(TABLE))
+def test_totals_match_the_reference_table(card):
+    total = count_params(arch(card)).total / 1e9
+    assert total == pytest.approx(TABLE[card], abs=0.006 * TABLE[card] + 0.005), total
+
+
+def test_dense_worked_example_qwen3_8b():
+    # Qwen3-8B: L=36, h=4096, 32 heads, 8 KV groups, head_dim 128, FFN 12288, vocab 151936, untied, QK-norm.
+    # embedding: input 151936*4096 = 622,329,856, output the same -> 1,244,659,712
+    # per layer: q 4096*4096 = 16,777,216; k, v 4096*1024 = 4,194,304 each; o 16,777,216 -> 41,943,040 attention;
+    #   MLP 3*4096*12288 = 150,994,944; norms 2*4096 + QK-norm 2*128 = 8,448 -> 192,946,432; x36 = 6,946,071,552
+    # final norm 4,096 -> dense 6,946,075,648; total 8,190,735,360 (megatron.md: 8.19 B)
+    c = count_params(arch("qwen3-8b"))
+    assert (c.embedding, c.dense, c.expert, c.total) == (1_244_659_712, 6_946_075_648, 0, 8_190_735_360)
+    # TP2 (PP1): embedding and output split: 2*311,164,928; per layer (41,943,040 + 150,994,944)/2 = 96,468,992
+    #   plus the replicated 8,448 -> 96,477,440; x36 = 3,473,187,840; final norm 4,096 -> 4,095,521,792
+    rank = params_per_rank(arch("qwen3-8b"), Layout(world=8, tp=2))
+    assert (rank.dense, rank.expert) == (4_095_521_792, 0)
+
+
+def test_moe_worked_example_qwen3_30b_a3b():
+    # Qwen3-30B-A3B: L=48 (all MoE), h=2048, 32 heads, 4 KV groups, head_dim 128, 128 experts of 768, top-8.
+    # embedding 2*151936*2048 = 622,329,856
+    # per layer: q 2048*4096 = 8,388,608, k and v 2048*512 = 1,048,576 each, o 8,388,608 -> 18,874,368;
+    #   norms 2*2048 + QK-norm 256 = 4,352; router 128*2048 = 262,144 -> 19,140,864 non-expert; x48 = 918,761,472
+    #   experts 128 * 3*2048*768 = 603,979,776 per layer; x48 = 28,991,029,248 (megatron.md: experts 28.99 B)
+    # dense = 918,761,472 + final norm 2,048 = 918,763,520; total 30,532,122,624 (30.53 B)
+    # active = embedding + dense + 48 * 8 * 4,718,592 = 3,353,032,704 (3.35 B)
+    c = count_params(arch("qwen3-30b-a3b"))
+    assert (c.embedding, c.dense, c.expert, c.total) == (622_329_856, 918_763_520, 28_991_029_248, 30_532_122_624)
+    assert c.active == 3_353_032_704
+    # 16 devices, TP4 EP4 ETP4: dense = 622,329,856/4 + 48 * (18,874,368/4 + 4,352 + 262,144) + 2,048
+    #   = 155,582,464 + 48 * 4,985,088 + 2,048 = 394,868,736; experts 28,991,029,248 / 16 = 1,811,939,328
+    rank = params_per_rank(arch("qwen3-30b-a3b"), Layout(world=16, tp=4, ep=4, etp=4))
+    assert (rank.dense, rank.expert) == (394_868_736, 1_811_939_328)
+    layout = Layout(world=16, tp=4, ep=4, etp=4)
+    assert (layout.dp, layout.edp) == (4, 1)
+
+
+def test_pipeline_stages_and_tied_embeddings():
+    assert stage_layers(8, 2) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    # interleaved: chunks of 2 layers, chunk c on stage c % 2
+    assert stage_layers(8, 2, vpp=2) == [[0, 1, 4, 5], [2, 3, 6, 7]]
+    # Qwen3-0.6B ties embeddings: at PP1 one copy (151936*1024 = 155,582,464); with PP2 the last stage keeps a
+    # copy of the word embeddings for the output layer as well.
+    a = arch("qwen3-0.6b")
+    one = params_per_rank(a, Layout(world=1))
+    assert one.total == count_params(a).total == 596_049_920
+    from linter.estimate import stage_params
+
+    last = stage_params(a, Layout(world=2, pp=2), 1)
+    first = stage_params(a, Layout(world=2, pp=2), 0)
+    assert first.total + last.total == 596_049_920 + 155_582_464
+
+
+def test_deepseek_v3_dense_layers_and_mla():
+    a = arch("deepseek-v3")
+    assert a.is_mla and a.moe_layers[:4] == (False, False, False, True) and a.shared_ffn == 2048
+    c = count_params(a)
+    # routed experts: 58 MoE layers (61 - 3 dense) * 256 experts * 3*7168*2048 (44,040,192) = 653,908,770,816
+    assert c.expert == 653_908_770_816
+
+
+# Optional: the same architectures built by transformers on the meta device (no weights, no download).
+
+@pytest.mark.parametrize("card", sorted(TABLE))
+def test_counts_match_transformers_on_meta_device(card):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = dict(_cards()[card]["config"])
+    model_type = config.pop("model_type")
+    try:
+        hf_config = transformers.AutoConfig.for_model(model_type, **config)
+    except (ValueError, KeyError) as exc:  # an older transformers without this architecture
+        pytest.skip(f"transformers {transformers.__version__} cannot build {model_type}: {exc}")
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(hf_config)
+    expected = sum(p.numel() for p in model.parameters())  # tied weights counted once
+    assert count_params(arch(card)).total == expected
+
+
+# ---------------------------------------------------------------------------------------------- memory
+
+
+def test_dense_memory_worked_example_qwen3_8b_gpu_variant():
+    ctx = contexts(RECIPE_8B)["DEVICE=gpu,INFER_BACKEND=vllm"]
+    e = estimate(plan_inputs(ctx))
+    P = 4_095_521_792  # per-rank parameters, above
+    # bf16 weights 2 B, fp32 main grads 4 B (verl: grad_reduce_in_fp32), distributed Adam 12 B / dp 4 = 3 B
+    train = e.phases["train"]
+    assert train["weights"] == 2 * P == 8_191_043_584
+    assert train["grads"] == 4 * P == 16_382_087_168
+    assert train["optimizer"] == 3 * P == 12_286_565_376
+    # full recompute, uniform, 1 layer; T = 10240 tokens (dynamic bsz budget), TP2 with sequence parallel:
+    #   kept: 36 layer inputs of 2*T*h/2 = 41,943,040 B -> 1,509,949,440
+    #   working set of one recomputed layer (q = 4096, kv = 1024, F = 12288, per TP rank halves):
+    #     attention 2T*(2h/2 + q/2 + 2kv/2 + q/2) = 20480*9216 = 188,743,680; QK-norm 2T*(q/2 + kv/2) = 52,428,800;
+    #     log-sum-exp 4*T*32/2 = 655,360; MLP norm 2T*2h/2 = 83,886,080; MLP 2T*3F/2 = 377,487,360 -> 703,201,280
+    assert train["activations"] == 1_509_949_440 + 703_201_280
+    # logits: 10 B * T * vocab / TP = 10 * 10240 * 151936 / 2
+    assert train["logits"] == 7_779_123_200
+    # rollout: the recipe's param_offload moves weights and grads to the host while vLLM runs; the distributed Adam
+    # state stays: 3P + 0.6 * 80 GiB for vLLM + 1 GiB runtime = 64,899,914,752 B = 60.4 GiB (without param_offload
+    # it was 9P + 48 GiB + 1 GiB = 83.3 GiB > 80 GiB: MEM001, which is why the recipe sets it)
+    assert e.total("rollout") == 3 * P + int(0.6 * 80 * GIB) + GIB == 64_899_914_752
+    assert e.peak_phase == "rollout"
+    assert e.total("train") == 47_925_711_872
+
+
+def test_moe_memory_worked_example_qwen3_30b_npu():
+    e = estimate(plan_inputs(contexts(RECIPE_30B)["DEVICE=npu,RECOMPUTE=none"]))
+    P = 394_868_736 + 1_811_939_328  # 2,206,808,064 per rank (above)
+    rollout, train = e.phases["rollout"], e.phases["train"]
+    # optimizer CPU offload, fraction 1.0, precision-aware: nothing on the device; on the host 16 B per element of
+    # the shards: dense 394,868,736 / dp 4 + experts 1,811,939,328 / edp 1 = 1,910,656,512 -> 30,570,504,192 B
+    assert train["optimizer"] == 0
+    assert e.host["train"]["optimizer_cpu_offload"] == 16 * 1_910_656_512 == 30_570_504_192
+    # HCCL: 6 communicators (world, TP, DP, model-parallel, EP, ETP; edp = 1) x 2 x 200 MB = 2.4 GB
+    assert set(e.communicators) == {"world", "tp", "dp_cp", "mp", "ep", "etp"}
+    assert train["comm_buffers"] == 2_400_000_000
+    # rollout: weights 2P + grads 4P + 0.5 * 64 GiB + 2.4 GB + 1 GiB = 51,074,328,576 B (47.6 GiB)
+    assert e.total("rollout") == 6 * P + 32 * GIB + 2_400_000_000 + GIB == 51_074_328_576
+    assert rollout["rollout"] == 32 * GIB
+    # train, no recompute, T = 8192 tokens, TP4 + SP, ETP4, top-8, moe_ffn 768, per layer:
+    #   attention 2T*(2h/4 + q/4 + 2*kv + q/4) with q = 4096, kv = 128 per rank (4 groups / TP4):
+    #     16384 * (1024 + 1024 + 256 + 1024) = 54,525,952; QK-norm 16384 * (1024 + 128) = 18,874,368;
+    #     log-sum-exp 4*8192*32/4 = 262,144; MLP norm 16384 * 1024 = 16,777,216
+    #   router 4 B * 2048 local tokens * 128 = 1,048,576
+    #   experts 2 * 2048 * 8 * (2*ETP*h + 3*768) = 32768 * 18688 = 612,368,384
+    #   = 703,856,640 per layer; x48 = 33,785,118,720 B (31.5 GiB)
+    assert train["activations"] == 48 * 703_856_640 == 33_785_118_720
+    assert train["logits"] == 10 * 8192 * 151936 // 4 == 3_111_649_280
+    # 2P + 4P + activations + logits + 2.4 GB + 1 GiB = 53,611,358,208 B = 49.9 GiB, 78% of 64 GiB
+    assert e.total("train") == 53_611_358_208
+    assert e.peak_phase == "train" and e.peak_bytes < 0.9 * 64 * GIB
+
+
+def test_full_recompute_shrinks_the_30b_activations():
+    e = estimate(plan_inputs(contexts(RECIPE_30B)["DEVICE=npu,RECOMPUTE=full"]))
+    # 48 inputs of 2*8192*2048/4 = 8,388,608 B + one layer's 703,856,640 B (above)
+    assert e.phases["train"]["activations"] == 48 * 8_388_608 + 703_856_640
+    assert e.peak_phase == "rollout"
+
+
+def test_checkpoint_worked_example_qwen3_30b():
+    e = estimate(plan_inputs(contexts(RECIPE_30B)["DEVICE=npu,RECOMPUTE=full"]))
+    ck = e.checkpoint
+    total = 30_532_122_624
+    assert ck.weights_bytes == 2 * total  # bf16 HF weights: 61.06 GB (56.9 GiB)
+    assert ck.full_bytes == 14 * total  # + fp32 master and two moments: 427.4 GB (megatron.md §4.4)
+    assert ck.saved_bytes == 2 * total  # save_contents: [model]
+    assert ck.rank_dist_bytes == 0 and ck.rank0_hf_bytes == 2 * total  # rank 0 writes the HF weights alone
+    # at the assumed 0.25 GiB/s: 61,064,245,248 / 268,435,456 = 227.5 s, under verl's 600 s nccl_timeout
+    assert ck.save_seconds == pytest.approx(227.48, abs=0.01)
+    assert ck.timeout_s == 600 and ck.saves
+    assert ck.disk_peak_bytes == 4 * total  # two checkpoints while the new one completes
+
+
+def test_optimizer_bytes_per_element():
+    assert Optimizer().device_bytes_per_element() == 12  # fp32 master + two fp32 moments
+    pa = Optimizer(precision_aware=True, master_bytes=2, exp_avg_bytes=2, exp_avg_sq_bytes=2)
+    assert pa.device_bytes_per_element() == 6 and pa.checkpoint_bytes_per_element() == 8
+    offload = Optimizer(precision_aware=True, cpu_offload=True, offload_fraction=0.25)
+    assert offload.device_bytes_per_element() == 0.75 * 12 and offload.host_bytes_per_element() == 0.25 * 16
+    # without precision-aware the fp32 main shard stays on the device
+    assert Optimizer(cpu_offload=True, offload_fraction=1.0).device_bytes_per_element() == 4
+    # offload switched on with the default fraction 0.0 moves nothing (megatron.md §3.3)
+    assert Optimizer(cpu_offload=True).host_bytes_per_element() == 0
+
+
+def test_block_recompute_keeps_the_rest():
+    a = arch("qwen3-8b")
+    layout = Layout(world=8, tp=2)
+    none = train_activations(a, layout, True, 4096, Recompute()).layers
+    block = train_activations(a, layout, True, 4096, Recompute("full", "block", 36)).layers
+    uniform = train_activations(a, layout, True, 4096, Recompute("full", "uniform", 1)).layers
+    assert block == uniform < none
+
+
+# ---------------------------------------------------------------------------------------------- MEM001 must-shows
+
+
+def _without_offload_on_one_node(tmp_path) -> Path:
+    text = RECIPE_30B.read_text()
+    lines = [line for line in text.splitlines() if "override_optimizer_config" not in line]
+    out = "\n".join(lines).replace("trainer.nnodes: 2", "trainer.nnodes: 1") + "\n"
+    path = tmp_path / "qwen3-30b-a3b-8dev.yaml"
+    path.write_text(out)
+    return path
+
+
+def test_shipped_30b_fits_with_its_optimizer_offload():
+    found = lint_paths([RECIPE_30B], Settings()).diagnostics
+    assert not [d for d in found if d.code.startswith(("MEM", "CK"))], found
+    for variant, ctx in contexts(RECIPE_30B).items():
+        e = estimate(plan_inputs(ctx))
+        assert e.peak_bytes < 0.9 * 64 * GIB, (variant, e.peak_bytes / GIB)
+
+
+def test_30b_without_offload_on_8_devices_is_mem001(tmp_path):
+    path = _without_offload_on_one_node(tmp_path)
+    found = [d for d in lint_paths([path], Settings()).diagnostics if d.code == "MEM001"]
+    assert found and all(d.severity.value == "error" for d in found), found
+    npu = [d for d in found if d.variant is None or "DEVICE=npu" in d.variant]
+    assert npu, found
+    # the message names the phase, the biggest term and Megatron's optimizer CPU offload as a fix
+    rollout = [d for d in found if d.message.startswith("rollout phase")]
+    assert rollout and "biggest term: rollout" in rollout[0].message
+    assert "optimizer_cpu_offload: true" in rollout[0].message
+    assert "exceeds the 64 GiB HBM of ascend-910b3" in rollout[0].message
+    # the Adam state that moved to host comes back: 12 B per element of dense / dp 2 + experts / edp 1
+    ctx = contexts(path)["DEVICE=npu,RECOMPUTE=full"]
+    e = estimate(plan_inputs(ctx))
+    assert e.phases["train"]["optimizer"] == 12 * (394_868_736 / 2 + 1_811_939_328)
+
+
+def test_mem001_warns_between_90_percent_and_hbm(lint_text):
+    found = lint_text(
+        "hardware: {accelerator: nvidia-h100}\noverrides:\n  algorithm.adv_estimator: grpo\n"
+        "  actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 2\n"
+        "  actor_rollout_ref.rollout.gpu_memory_utilization: 0.5\n")
+    # 9P = 34.3 GiB + 40 GiB + 1 GiB = 75.3 GiB: 94% of 80 GiB
+    mem = [d for d in found if d.code == "MEM001"]
+    assert len(mem) == 1 and mem[0].severity.value == "warning", mem
+    assert "is over 90% of the 80 GiB HBM" in mem[0].message
+
+
+def test_mem001_silent_without_accelerator(lint_text):
+    found = lint_text("overrides:\n  actor_rollout_ref.rollout.gpu_memory_utilization: 0.99\n")
+    assert not [d for d in found if d.code.startswith("MEM")]
+
+
+# ---------------------------------------------------------------------------------------------- MEM002 / CK rules
+
+
+def test_mem002_stated_ram_is_an_error():
+    ctx = contexts(RECIPE_30B)["DEVICE=npu,RECOMPUTE=full"]
+    inputs = plan_inputs(ctx, limits=Limits.from_mapping({"host_ram_gib": 256}))
+    e = estimate(inputs)
+    # per rank 30,570,504,192 B offloaded Adam state + rollout weights asleep 30,532,122,624*2/4 = 15,266,061,312
+    # -> 45,836,565,504 B; x8 ranks = 366,692,524,032 B = 341.5 GiB > 256 GiB
+    assert e.host_peak_per_node == 8 * (30_570_504_192 + 15_266_061_312)
+    from linter.estimate import prime_estimate
+    from linter.rules import RULES
+
+    prime_estimate(ctx, e)
+    findings = list(RULES["MEM002"].check(ctx))
+    assert len(findings) == 1 and findings[0].severity is None  # the rule's own severity: error
+    assert "exceeds the node's 256 GiB;" in findings[0].message
+
+
+def test_ck001_slow_storage_and_weight_only_advice():
+    ctx = contexts(RECIPE_30B)["DEVICE=npu,RECOMPUTE=full"]
+    from linter.estimate import prime_estimate
+    from linter.rules import RULES
+
+    slow = Limits.from_mapping({"write_gib_per_s": 0.05})
+    prime_estimate(ctx, estimate(plan_inputs(ctx, limits=slow)))
+    findings = list(RULES["CK001"].check(ctx))
+    # 56.9 GiB at 0.05 GiB/s = 1137 s > 600 s
+    assert len(findings) == 1
+    assert "rank 0 writing the 57 GiB of HF weights at 0.05 GiB/s per writing rank exceeds the 600 s" in findings[0].message
+    assert "(assumed)" not in findings[0].message
+
+
+def test_ck002_counts_two_full_checkpoints(lint_text):
+    found = lint_text(
+        "model: {path: Qwen/Qwen3-32B}\nhardware: {accelerator: nvidia-h100}\noverrides:\n"
+        "  algorithm.adv_estimator: grpo\n  trainer.nnodes: 2\n  trainer.save_freq: 10\n"
+        "  trainer.max_actor_ckpt_to_keep: 1\n  actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 8\n")
+    ck = [d for d in found if d.code == "CK002"]
+    # 32,762,123,264 params * 14 B = 458.7 GB per full checkpoint; two = 917.3 GB = 854 GiB < 1024 GiB: silent
+    assert not ck, ck
+
+
+def test_ck003_table():
+    assert [b.mode for b in broken_modes("0.8.0", "0.15.1", async_save=True, saves_model=True, vanilla_mbridge=False)] == ["async_save"]
+    assert not broken_modes("0.9.1", "0.15.1", async_save=True, saves_model=True, vanilla_mbridge=True)
+    assert [b.mode for b in broken_modes("0.7.2", "0.15.1", async_save=False, saves_model=True, vanilla_mbridge=True)] == [
+        "mbridge_save_weights"]
+    assert not broken_modes("0.7.2", "git-main", async_save=False, saves_model=True, vanilla_mbridge=True)
+    assert not broken_modes("0.7.2", "0.15.1", async_save=False, saves_model=False, vanilla_mbridge=True)
+
+
+def test_ck003_needs_saves(lint_text):
+    found = lint_text('verl: "0.8.0"\noverrides:\n  actor_rollout_ref.actor.checkpoint.async_save: true\n')
+    assert not [d for d in found if d.code == "CK003"]
+
+
+def test_limits_from_mapping_ignores_bad_values():
+    limits = Limits.from_mapping({"write_gib_per_s": 0, "host_ram_gib": "big", "disk_budget_gib": 500})
+    assert limits.stated == frozenset({"disk_budget_gib"}) and limits.assumed("write_gib_per_s")
+
+
+def test_recipe_env_reaches_hccl_buffers(tmp_path):
+    text = RECIPE_30B.read_text().replace(
+        'env: {HCCL_CONNECT_TIMEOUT: "1800", HCCL_EXEC_TIMEOUT: "1800"}',
+        'env: {HCCL_CONNECT_TIMEOUT: "1800", HCCL_EXEC_TIMEOUT: "300", HCCL_BUFFSIZE: "100"}')
+    path = tmp_path / "r.yaml"
+    path.write_text(text)
+    ctx = contexts(path)["DEVICE=npu,RECOMPUTE=full"]
+    if not getattr(ctx.command, "env", None):
+        pytest.skip("this tree's Command carries no env")
+    e = estimate(plan_inputs(ctx))
+    assert e.phases["train"]["comm_buffers"] == 6 * 2 * 100 * 10**6
+    assert e.checkpoint.timeout_s == 300 and e.checkpoint.timeout_source == "HCCL_EXEC_TIMEOUT"
+
+
+def test_json_serialisable_estimate():
+    from linter.explain import Item, to_json
+
+    e = estimate(plan_inputs(contexts(RECIPE_30B)["DEVICE=gpu,RECOMPUTE=full"]))
+    json.dumps(to_json(Item("DEVICE=gpu,RECOMPUTE=full", e, [])))
