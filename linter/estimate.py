@@ -41,7 +41,7 @@ from typing import Any
 GIB = float(2**30)
 MB = float(10**6)
 
-# ---- Documented assumptions (module constants until the recipe / [tool.sapo-lint] can state them) ----------
+# ---- Documented assumptions: defaults when neither the recipe's `hardware` nor [tool.sapo-lint] states them -----
 #: Write bandwidth of one writing process to the checkpoint directory, GiB/s: a 2 Gbit/s share of a node's link to
 #: shared storage with eight ranks writing at once. Slow NFS is far below this; state yours.
 DEFAULT_WRITE_GIB_PER_S = 0.25
