@@ -1,6 +1,6 @@
 from ..diagnostics import Severity
 from ..schema import version_key
-from .rc001_recompute_granularity_value import (
+from .recompute import (
     GRANULARITY,
     MODULES,
     blame,

@@ -1,5 +1,5 @@
 from ..diagnostics import Severity
-from .rc001_recompute_granularity_value import (
+from .recompute import (
     GRANULARITY,
     blame,
     recompute_roles,
