@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -47,11 +48,12 @@ def discover(paths: list[Path], exclude: list[str]) -> list[Path]:
             if not excluded(root):
                 found[root] = None
             continue
-        for p in sorted(root.rglob("*")):
-            if any(part in SKIP_DIRS for part in p.relative_to(root).parts[:-1]) or excluded(p):
-                continue
-            if p.suffix in RECIPE_SUFFIXES and p.is_file():
-                found[p] = None
+        for directory, subdirs, files in os.walk(root):
+            subdirs[:] = sorted(d for d in subdirs if d not in SKIP_DIRS and not excluded(Path(directory, d)))
+            for name in sorted(files):
+                p = Path(directory, name)
+                if p.suffix in RECIPE_SUFFIXES and not excluded(p):
+                    found[p] = None
     return list(found)
 
 

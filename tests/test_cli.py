@@ -201,3 +201,12 @@ def test_site_limits_from_pyproject_and_recipe(tmp_path):
     (tmp_path / "r.yaml").write_text(text.replace("hardware: {accelerator: ascend-910b3}",
                                                   "hardware: {accelerator: ascend-910b3, disk_budget_gib: 500}"))
     assert "CK002" not in sapo_lint("r.yaml", cwd=tmp_path).stdout  # the recipe's own budget wins
+
+
+def test_discovery_skips_tool_directories_and_excluded_paths(tmp_path):
+    for where in ("recipes", ".git", "node_modules", ".venv/lib", "experiments"):
+        (tmp_path / where).mkdir(parents=True)
+        write(tmp_path / where / "r.yaml", "overrides:\n  trainer.nnodez: 2\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.sapo-lint]\nexclude = ["experiments"]\n')
+    report = json.loads(sapo_lint(".", "--format", "json", cwd=tmp_path).stdout)
+    assert {d["path"] for d in report["diagnostics"]} == {"recipes/r.yaml"}
