@@ -368,9 +368,13 @@ def plot(items: list[Item], out: Path, title: str) -> Path:
     fig.suptitle(f"{title}: {first.arch.name} on {first.world} x {first.accelerator} -- device memory by phase",
                  fontsize=11)
     fig.tight_layout(rect=(0, 0.07, 1, 0.95))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
+    from .sources.files import write_atomically
+
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110)
     plt.close(fig)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(out, png.getvalue())  # never a half-written PNG
     return out
 
 

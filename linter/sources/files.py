@@ -36,15 +36,15 @@ def read_text(path: Path) -> TextFile:
     return TextFile(str(path), text)
 
 
-def write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, content: str | bytes) -> None:
     """Replace the file's content in one step: a crash leaves the old file or the new one, never half of it.
     An existing file keeps its mode; a new one gets the usual mode for the umask."""
     import tempfile  # only --fix and schema builds write files
 
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        with (os.fdopen(fd, "wb") if isinstance(content, bytes) else os.fdopen(fd, "w", encoding="utf-8", newline="")) as handle:
+            handle.write(content)
         if path.exists():
             mode = path.stat().st_mode & 0o7777
         else:
