@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -10,13 +11,14 @@ import click
 from . import __version__
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+SHELLCHECK_CODE = re.compile(r"SH\d{4}")  # shellcheck's SC<n> passed through (documented by SH100)
 
 
 class DefaultToCheck(click.Group):
     """`sapo-lint PATH...` means `sapo-lint check PATH...` unless the first word is a subcommand.
-    `explain` (rich, the estimator) is imported only when it is asked for, to keep linting fast."""
+    `explain` (rich, the estimator) and `convert` are imported only when asked for, to keep linting fast."""
 
-    lazy = {"explain": ("linter.explain", "explain")}
+    lazy = {"explain": ("linter.explain", "explain"), "convert": ("linter.convert", "convert")}
 
     def list_commands(self, ctx):
         return sorted([*self.commands, *self.lazy])
@@ -54,9 +56,10 @@ def cli():
               help="A Hydra override applied on top of every recipe (repeatable).")
 @click.option("--verl-version", help="Check against this verl schema snapshot instead of the recipe's.")
 @click.option("--accelerator", help="Accelerator from schemas/devices.json, instead of the recipe's `hardware.accelerator`.")
+@click.option("--no-shellcheck", is_flag=True, help="Do not run shellcheck on run scripts.")
 @click.option("--fix", is_flag=True, help="Apply mechanical fixes (tau path, `+` prefix) in place.")
 @click.option("--warnings-as-errors", is_flag=True, help="Exit 1 on warnings too.")
-def check(paths, fmt, select, ignore, overrides, verl_version, accelerator, fix, warnings_as_errors):
+def check(paths, fmt, select, ignore, overrides, verl_version, accelerator, no_shellcheck, fix, warnings_as_errors):
     """Lint recipes under PATHS."""
     from .lint import lint_paths
     from .reporters import RENDER
@@ -69,6 +72,7 @@ def check(paths, fmt, select, ignore, overrides, verl_version, accelerator, fix,
     settings.select = _codes(select) or settings.select
     settings.ignore = [*settings.ignore, *_codes(ignore)]
     settings.warnings_as_errors = warnings_as_errors or settings.warnings_as_errors
+    settings.shellcheck = settings.shellcheck and not no_shellcheck
     _check_codes(settings.select + settings.ignore)
     targets = list(paths) or [Path(".")]
     result = lint_paths(targets, settings, list(overrides), verl_version, accelerator)
@@ -98,7 +102,7 @@ def _codes(values) -> list[str]:
 def _check_codes(codes: list[str]) -> None:
     from .rules import RULES
 
-    unknown = [c for c in codes if not any(code.startswith(c) for code in RULES)]
+    unknown = [c for c in codes if not any(code.startswith(c) for code in RULES) and not SHELLCHECK_CODE.fullmatch(c)]
     if unknown:
         raise click.UsageError(f"unknown rule code or prefix: {', '.join(unknown)} (see `sapo-lint rules`)")
 
@@ -139,9 +143,12 @@ def show_rule(code):
     """Explain one rule, with a bad and a good example."""
     from .rules import RULES
 
-    r = RULES.get(code.upper())
+    code = code.upper()
+    r = RULES.get(code) or (RULES.get("SH100") if SHELLCHECK_CODE.fullmatch(code) else None)
     if r is None:
         raise click.UsageError(f"no rule {code!r} (see `sapo-lint rules`)")
+    if r.code != code:
+        click.echo(f"{code} is shellcheck's SC{code[2:]}: https://www.shellcheck.net/wiki/SC{code[2:]}\n")
     click.echo(f"{r.code} {r.name} ({r.severity.value})\n\n{r.summary}\n\n{r.explanation}\n")
     click.echo("Bad:\n" + _indent(r.bad) + "\n\nGood:\n" + _indent(r.good))
     click.echo(f"\nDefined in {r.module.replace('.', '/')}.py")

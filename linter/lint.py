@@ -24,6 +24,7 @@ from .sources.recipe import ReadOptions, Recipe, looks_like_recipe, read_recipe
 
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", "build", "dist"}
 RECIPE_SUFFIXES = (".yaml", ".yml")
+SCRIPT_SUFFIXES = (".sh",)
 _NOQA = re.compile(r"#\s*sapo-lint:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*)*))?", re.I)
 
 
@@ -36,7 +37,8 @@ class LintResult:
 
 
 def discover(paths: list[Path], exclude: list[str]) -> list[Path]:
-    """Recipe candidates under the given paths (explicit files are always candidates), sorted, de-duplicated."""
+    """Recipe and run-script candidates under the given paths (explicit files are always candidates), sorted,
+    de-duplicated."""
     found: dict[Path, None] = {}
 
     def excluded(p: Path) -> bool:
@@ -52,7 +54,7 @@ def discover(paths: list[Path], exclude: list[str]) -> list[Path]:
             subdirs[:] = sorted(d for d in subdirs if d not in SKIP_DIRS and not excluded(Path(directory, d)))
             for name in sorted(files):
                 p = Path(directory, name)
-                if p.suffix in RECIPE_SUFFIXES and not excluded(p):
+                if p.suffix in RECIPE_SUFFIXES + SCRIPT_SUFFIXES and not excluded(p):
                     found[p] = None
     return list(found)
 
@@ -89,7 +91,10 @@ def lint_paths(paths: list[Path], settings: Settings, cli_overrides: list[str] =
     active = [r for code, r in _rules.RULES.items() if settings.enabled(code)]
     diagnostics: list[Diagnostic] = []
     result = LintResult(diagnostics, 0, 0)
-    for path in discover(paths, settings.exclude):
+    files = discover(paths, settings.exclude)
+    scripts = [p for p in files if p.suffix in SCRIPT_SUFFIXES]
+    shellcheck = _shellcheck(scripts) if settings.shellcheck and scripts else {}
+    for path in files:
         try:
             source = read_text(path)
         except UnreadableFile as exc:
@@ -97,27 +102,47 @@ def lint_paths(paths: list[Path], settings: Settings, cli_overrides: list[str] =
             result.unreadable += 1
             diagnostics.append(UNREADABLE_FILE.diagnostic(Location(str(path)), str(exc)))
             continue
-        if not looks_like_recipe(source.text):
+        if path.suffix in SCRIPT_SUFFIXES:
+            from .rules.nm_naming import naming_diagnostics
+            from .sources.bash import read_script
+
+            read = read_script(source, options)
+            found = [*read.diagnostics, *shellcheck.get(str(path), []),
+                     *naming_diagnostics(path, settings.naming_ignore_dirs, settings.naming_ignore_files)]
+            found.extend(_lint_commands(read.commands, read.verl_version or options.cli_verl or options.default_verl,
+                                        active, Location(source.path)))
+        elif looks_like_recipe(source.text):
+            read = read_recipe(source, options)
+            found = list(read.diagnostics)
+            if read.recipe is not None:
+                result.recipes.append(read.recipe)
+                found.extend(_lint_commands(read.recipe.commands, read.recipe.verl_version, active,
+                                            _verl_key_location(source.path, source.text)))
+        else:
             continue
         result.files += 1
-        read = read_recipe(source, options)
-        found = list(read.diagnostics)
-        recipe = read.recipe
-        if recipe is not None:
-            result.recipes.append(recipe)
-            try:
-                snapshot = load_snapshot(recipe.verl_version, recipe.config_name)
-            except SnapshotNotFound as exc:
-                found.append(UNKNOWN_VERSION.diagnostic(_verl_key_location(source.path, source.text), str(exc)))
-            else:
-                per_variant = [lint_command(c, snapshot, active) for c in recipe.commands]
-                found.extend(_collapse_variants(per_variant, [c.variant for c in recipe.commands]))
         diagnostics.extend(_without_noqa(source, found))
     result.diagnostics = sorted(
         {(d.sort_key(), d.message): d for d in diagnostics if settings.enabled(d.code)}.values(),
         key=Diagnostic.sort_key,
     )
     return result
+
+
+def _lint_commands(commands, verl_version: str, active, version_location: Location) -> list[Diagnostic]:
+    """Every command (variant) against its config's snapshot, findings collapsed over the variants."""
+    try:
+        snapshots = {c.config_name: load_snapshot(verl_version, c.config_name) for c in commands}
+    except SnapshotNotFound as exc:
+        return [UNKNOWN_VERSION.diagnostic(version_location, str(exc))]
+    per_variant = [lint_command(c, snapshots[c.config_name], active) for c in commands]
+    return _collapse_variants(per_variant, [c.variant for c in commands])
+
+
+def _shellcheck(scripts: list[Path]) -> dict[str, list[Diagnostic]]:
+    from .sources.shellcheck import shellcheck_diagnostics  # only when scripts are linted
+
+    return shellcheck_diagnostics(scripts)
 
 
 def _verl_key_location(path: str, text: str) -> Location:

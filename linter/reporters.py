@@ -70,8 +70,6 @@ def render_sarif(diagnostics: list[Diagnostic], files: int) -> str:
     from .rules import RULES
 
     level = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
-    codes = sorted(RULES)
-    index = {c: i for i, c in enumerate(codes)}
     rules = [
         {
             "id": r.code, "name": r.name,
@@ -80,8 +78,21 @@ def render_sarif(diagnostics: list[Diagnostic], files: int) -> str:
             "defaultConfiguration": {"level": level[r.severity]},
             "help": {"text": f"{r.explanation}\n\nBad:\n{r.bad}\n\nGood:\n{r.good}"},
         }
-        for r in (RULES[c] for c in codes)
+        for r in (RULES[c] for c in sorted(RULES))
     ]
+    # shellcheck findings (SH<SC number>) are one registered family (SH100); SARIF wants an entry per id.
+    passthrough = sorted({d.code: d for d in diagnostics if d.code not in RULES}.values(), key=lambda d: d.code)
+    family = RULES.get("SH100")
+    for d in passthrough:
+        sc = f"SC{d.code[2:]}"
+        rules.append({
+            "id": d.code, "name": d.name,
+            "shortDescription": {"text": f"shellcheck {sc}"},
+            "fullDescription": {"text": family.explanation if family else f"shellcheck {sc}"},
+            "defaultConfiguration": {"level": level[d.severity]},
+            "helpUri": f"https://www.shellcheck.net/wiki/{sc}",
+        })
+    index = {r["id"]: i for i, r in enumerate(rules)}
     results = []
     for d in diagnostics:
         result = {

@@ -25,10 +25,19 @@ KEYS = {
     "megatron-core-version": ("megatron_core", str, "megatron-core snapshot for pass-through dict checks"),
     "mbridge-version": ("mbridge", str, "mbridge snapshot (a release such as 0.15.1, or git-main)"),
     "warnings-as-errors": ("warnings_as_errors", bool, "exit 1 on warnings too"),
+    "shellcheck": ("shellcheck", bool, "run shellcheck on scripts (SH<SC number> findings); false = --no-shellcheck"),
+    "naming-ignore-dirs": ("naming_ignore_dirs", list, "directories whose scripts the naming rules (NM) skip"),
+    "naming-ignore-files": ("naming_ignore_files", list, "scripts the naming rules (NM) skip"),
     "checkpoint-write-gib-per-s": ("write_gib_per_s", float, "checkpoint write bandwidth per writing rank (CK001)"),
     "host-ram-gib": ("host_ram_gib", float, "host RAM per node (MEM002)"),
     "checkpoint-disk-budget-gib": ("disk_budget_gib", float, "disk budget for checkpoints (CK002)"),
 }
+
+
+def _naming_defaults() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    from .rules.nm_naming import DEFAULT_IGNORE_DIRS, DEFAULT_IGNORE_FILES
+
+    return DEFAULT_IGNORE_DIRS, DEFAULT_IGNORE_FILES
 
 
 @dataclass
@@ -40,6 +49,10 @@ class Settings:
     megatron_core: str | None = None
     mbridge: str | None = None
     warnings_as_errors: bool = False
+    shellcheck: bool = True
+    # verl's own check_example_naming ignores (linter/rules/nm_naming.py)
+    naming_ignore_dirs: list[str] = field(default_factory=lambda: list(_naming_defaults()[0]))
+    naming_ignore_files: list[str] = field(default_factory=lambda: list(_naming_defaults()[1]))
     write_gib_per_s: float | None = None
     host_ram_gib: float | None = None
     disk_budget_gib: float | None = None

@@ -927,6 +927,8 @@ class _TreeWalker:
                 e["type"] = ann.type
             else:
                 e["type"] = _infer_type(value)
+                if e["type"] != "any":
+                    e["inferred"] = True  # from the default: verl reads the key without a declared type
         if (ann is not None and ann.nullable) or value is None:
             e["nullable"] = True
         if ann is not None and ann.choices:
@@ -1316,6 +1318,7 @@ def build_all(out_dir: Path, verl_packages: list[tuple[Path, str, str]], consume
             p = verl_snapshot_path(out_dir, version, cname)
             write_snapshot(snap, p)
             written.append(p)
+        written.append(write_entrypoints(out_dir, pkg, version))
     for wheel in consumer_wheels:
         snap = build_consumer_snapshot(Path(wheel))
         p = consumer_snapshot_path(out_dir, snap["package"], snap["version"])
@@ -1379,3 +1382,49 @@ def write_recipe_validator(out_dir: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(target, recipe_validator_code((schema_dir / RECIPE_SCHEMA).read_text(encoding="utf-8")))
     return target
+
+
+def entrypoint_defaults(package_dir: Path) -> dict[str, str]:
+    """verl entry modules (``verl.trainer.main_ppo``, ...) -> the ``config_name`` of their ``@hydra.main``: every
+    module under ``package_dir`` (the ``verl/`` package directory) with such a decorator, read with libcst."""
+    import libcst as cst
+
+    package_dir = Path(package_dir)
+    out: dict[str, str] = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        try:
+            source = path.read_bytes()
+        except OSError:  # pragma: no cover - unreadable file in a wheel
+            continue
+        if b"hydra" not in source or b"config_name" not in source:
+            continue
+        try:
+            module = cst.parse_module(source)
+        except cst.ParserSyntaxError:  # pragma: no cover - files libcst cannot parse
+            continue
+        rel = path.relative_to(package_dir.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        name = ".".join(parts)
+        for stmt in module.body:
+            if not isinstance(stmt, cst.FunctionDef):
+                continue
+            for dec in stmt.decorators:
+                call = dec.decorator
+                if not isinstance(call, cst.Call) or _dotted(call.func) not in ("hydra.main", "main"):
+                    continue
+                for arg in call.args:
+                    if arg.keyword is not None and arg.keyword.value == "config_name":
+                        value = _str_value(arg.value)
+                        if value:
+                            out[name] = value.removesuffix(".yaml")
+    return dict(sorted(out.items()))
+
+
+def write_entrypoints(out_dir: Path, package_dir: Path, version: str) -> Path:
+    """Write ``verl/<version>/entrypoints.json`` (entry module -> default config name)."""
+    p = Path(out_dir) / "verl" / version / "entrypoints.json"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(entrypoint_defaults(package_dir), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return p

@@ -1,5 +1,11 @@
-"""Every rule's documented bad example triggers it and its good example does not (docs cannot rot)."""
+"""Every rule's documented bad example triggers it and its good example does not (docs cannot rot).
 
+Examples are recipe snippets, `sapo-lint ...` command lines, run-script snippets (SH rules), script names
+(`(a script named) path`, NM rules) or shellcheck snippets (`(in name.sh ...)`, SH100, whose findings carry
+shellcheck's own SH<SC number> codes).
+"""
+
+import re
 import shlex
 
 import pytest
@@ -10,31 +16,49 @@ from linter.settings import Settings
 
 from .conftest import recipe
 
-OVERRIDE_RULES = sorted(code for code, r in RULES.items() if r.check is not None or not r.bad.startswith("("))
+# Prose-only examples (a binary file, say) cannot be run.
+EXAMPLE_RULES = sorted(code for code, r in RULES.items()
+                       if not r.bad.startswith("(") or r.bad.startswith(("(a script named)", "(in ")))
+SHELLCHECK_FINDING = re.compile(r"SH\d{4}")
 
 
-def run_example(example: str, tmp_path):
+def run_example(code: str, example: str, tmp_path):
+    """The codes sapo-lint reports for one example, with the family SH100 standing for shellcheck's codes."""
     if example.startswith("sapo-lint"):
         args = shlex.split(example)[1:]
         overrides = [args[i + 1] for i, a in enumerate(args) if a == "--override"]
         path = tmp_path / "empty.yaml"
         path.write_text(recipe("overrides: {}"), encoding="utf-8")
-        return lint_paths([path], Settings(), overrides).diagnostics
-    path = tmp_path / "example.yaml"
-    path.write_text(recipe(example), encoding="utf-8")
-    return lint_paths([path], Settings()).diagnostics
+        found = lint_paths([path], Settings(), overrides).diagnostics
+    elif example.startswith("(a script named)"):
+        path = tmp_path / example.split(")", 1)[1].strip()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("#!/bin/bash\n", encoding="utf-8")
+        found = lint_paths([path], Settings(shellcheck=False)).diagnostics
+    elif example.startswith("(in "):
+        name = re.match(r"\(in (\S+?)[;)]", example).group(1)
+        path = tmp_path / name
+        path.write_text("#!/bin/bash\n" + example.split("\n", 1)[1] + "\n", encoding="utf-8")
+        found = lint_paths([path], Settings()).diagnostics
+    elif code.startswith("SH"):
+        path = tmp_path / "run_example_megatron.sh"
+        path.write_text("#!/bin/bash\n" + example + "\n", encoding="utf-8")
+        found = lint_paths([path], Settings(shellcheck=False)).diagnostics
+    else:
+        path = tmp_path / "example.yaml"
+        path.write_text(recipe(example), encoding="utf-8")
+        found = lint_paths([path], Settings()).diagnostics
+    return {"SH100" if SHELLCHECK_FINDING.fullmatch(d.code) else d.code for d in found}
 
 
-@pytest.mark.parametrize("code", OVERRIDE_RULES)
+@pytest.mark.parametrize("code", EXAMPLE_RULES)
 def test_bad_example_triggers_rule(code, tmp_path):
-    found = run_example(RULES[code].bad, tmp_path)
-    assert code in [d.code for d in found], found
+    assert code in run_example(code, RULES[code].bad, tmp_path)
 
 
-@pytest.mark.parametrize("code", OVERRIDE_RULES)
+@pytest.mark.parametrize("code", EXAMPLE_RULES)
 def test_good_example_is_clean_of_rule(code, tmp_path):
-    found = run_example(RULES[code].good, tmp_path)
-    assert code not in [d.code for d in found], found
+    assert code not in run_example(code, RULES[code].good, tmp_path)
 
 
 def test_every_rule_is_documented():

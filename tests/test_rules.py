@@ -173,3 +173,10 @@ def test_noqa_comment(lint_text):
     assert not only(lint_text(body), "SL001")
     body = "overrides:\n  actor_rollout_ref.actor.tau_poss: 1  # sapo-lint: noqa: SL002\n"
     assert only(lint_text(body), "SL001")
+
+
+def test_sl004_undeclared_path_keys_take_a_list_of_paths(lint_text):
+    # data.train_files has a string default on a plain node: verl reads one path or a list of them
+    assert not only(lint_text("overrides:\n  data.train_files: [/a.parquet, /b.parquet]\n"), "SL004")
+    # a declared `str` field (HFModelConfig.path) does not take a list
+    assert only(lint_text("overrides:\n  actor_rollout_ref.model.path: [/a, /b]\n"), "SL004")

@@ -22,6 +22,8 @@ def type_error(value, entry: dict) -> str | None:
         return None if entry.get("nullable") else f"expects {expected}, not null"
     if _ACCEPTS[expected](value):
         return None
+    if entry.get("inferred") and expected == "str" and isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return None  # undeclared path-like keys (data.train_files) are read as a string or a list of them
     return f"expects {expected}{' or null' if entry.get('nullable') else ''}, got {value!r} ({type(value).__name__})"
 
 
@@ -41,8 +43,10 @@ def check(ctx):
     """verl turns its config nodes into dataclasses with `hydra.utils.instantiate`, which does not check types:
     `tensor_model_parallel_size=abc` or `2.5` passes start-up and fails (or silently misbehaves) wherever the
     value is first used. The expected type is the dataclass annotation where the node has one, otherwise the
-    type of verl's default. Integers are accepted for floats and scalars for strings, as OmegaConf does;
-    interpolations are not checked."""
+    type of verl's default. Integers are accepted for floats and scalars for strings, as OmegaConf does; where
+    the type only comes from a string default (plain nodes such as `data`), a list of strings is accepted too,
+    since verl reads such keys as one path or a list of them (`data.train_files`). Interpolations are not
+    checked."""
     for ro in ctx.overrides:
         if not ro.assigns or ro.entry is None or ro.group is not None or ro.parsed.is_sweep:
             continue

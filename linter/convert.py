@@ -1,0 +1,184 @@
+"""`sapo-lint convert SCRIPT.sh`: a verl-style bash run script -> a `sapo-recipe/v1` recipe.
+
+The script is read the way `sapo-lint` reads it (statically, every variant); overrides shared by every variant
+go to `overrides`, exported variables shared by every variant to `env`, and the rest to `variants`: one axis per
+variable the script switches on (`device`, `infer_backend`, ...) when the differences factor that way, else a
+single `variant` axis with one entry per combination.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import click
+
+from .overrides import MISSING
+
+_AXIS_NAME = re.compile(r"[^a-z0-9_]")
+_CHOICE_NAME = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def _ident(lo):
+    return lo.key_text
+
+
+def _value(lo):
+    value = lo.parsed.value
+    return None if value is MISSING else value
+
+
+def _override_map(command) -> dict:
+    """key as written -> value, last one wins (a script setting a key twice keeps Hydra's last value)."""
+    return {lo.key_text: _value(lo) for lo in command.overrides if lo.parsed is not None}
+
+
+def _env_map(command) -> dict:
+    return {e.name: e.value for e in command.env}
+
+
+def _common(maps: list[dict]) -> dict:
+    first = maps[0]
+    return {k: v for k, v in first.items() if all(k in m and _same(m[k], v) for m in maps[1:])}
+
+
+def _same(a, b) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def _minus(m: dict, base: dict) -> dict:
+    return {k: v for k, v in m.items() if not (k in base and _same(base[k], v))}
+
+
+def _labels(variant: str | None) -> list[tuple[str, str]]:
+    return [tuple(tok.split("=", 1)) for tok in (variant or "").split(",") if tok]
+
+
+def _choice(value: str) -> str:
+    name = _CHOICE_NAME.sub("_", value) or "unset"
+    return name if name[0].isalnum() else "v" + name
+
+
+def _factor(commands, base_o: dict, base_e: dict) -> dict | None:
+    """Per-axis deltas that reproduce every variant, or None when the variants do not factor by axis."""
+    axes: dict[str, dict[str, tuple[dict, dict]]] = {}
+    by_axis: dict[tuple[str, str], list] = {}
+    for c in commands:
+        for var, value in _labels(c.variant):
+            by_axis.setdefault((var, value), []).append(c)
+    for (var, value), cs in by_axis.items():
+        o = _common([_minus(_override_map(c), base_o) for c in cs])
+        e = _common([_minus(_env_map(c), base_e) for c in cs])
+        axes.setdefault(var, {})[value] = (o, e)
+    for c in commands:
+        o, e = dict(base_o), dict(base_e)
+        seen: set[str] = set()
+        for var, value in _labels(c.variant):
+            do, de = axes[var][value]
+            if seen & set(do):
+                return None
+            seen |= set(do)
+            o.update(do)
+            e.update(de)
+        if o != _override_map(c) or any(not _same(o[k], v) for k, v in _override_map(c).items()) or e != _env_map(c):
+            return None
+    return axes
+
+
+def script_to_recipe(path: Path, options) -> tuple[dict, list[str]]:
+    """The recipe (a dict ready for YAML) and notes on what could not be carried over."""
+    from .sources.bash import read_script
+    from .sources.files import read_text
+
+    source = read_text(path)
+    read = read_script(source, options)
+    notes = [f"{d.location.path}:{d.location.line}:{d.location.column}: {d.code} {d.message}" for d in read.diagnostics]
+    commands = read.commands
+    if not commands:
+        raise click.ClickException(f"{path}: no `python3 -m verl...` trainer command found"
+                                   + ("".join(f"\n  {n}" for n in notes)))
+    first = {c.origin for c in commands}
+    if len(first) > 1:
+        origin = commands[0].origin
+        notes.append(f"the script runs {len(first)} trainer commands; only the one at line {origin.line} is converted")
+        commands = [c for c in commands if c.origin == origin]
+    for c in commands:
+        for lo in c.overrides:
+            if lo.parsed is None:
+                notes.append(f"line {lo.location.line}: `{lo.key_text}` not converted: {lo.syntax_error}")
+    name = re.sub(r"^run_", "", path.stem).replace("_", "-")
+    recipe: dict = {"recipe": "sapo-recipe/v1", "name": name, "verl": read.verl_version}
+    config = commands[0].config_name
+    if config in ("ppo_trainer", "ppo_megatron_trainer"):
+        recipe["entrypoint"] = "verl.trainer.main_ppo"
+        recipe["config_name"] = config
+    else:
+        notes.append(f"config `{config}` is not one a v1 recipe can name; converted for ppo_trainer")
+    maps = [_override_map(c) for c in commands]
+    envs = [_env_map(c) for c in commands]
+    base_o, base_e = _common(maps), _common(envs)
+    recipe["overrides"] = base_o
+    if base_e:
+        recipe["env"] = base_e
+    if len(commands) > 1:
+        axes = _factor(commands, base_o, base_e)
+        variants: dict = {}
+        if axes is not None:
+            for var, choices in axes.items():
+                axis = _AXIS_NAME.sub("_", var.lower())
+                variants[axis] = {}
+                for value, (o, e) in choices.items():
+                    body = {}
+                    if o:
+                        body["overrides"] = o
+                    if e:
+                        body["env"] = e
+                    variants[axis][_choice(value)] = body or None
+        else:
+            notes.append("the variants do not factor by variable; one `variant` axis holds every combination")
+            variants["variant"] = {}
+            for c, o, e in zip(commands, maps, envs):
+                body = {}
+                if _minus(o, base_o):
+                    body["overrides"] = _minus(o, base_o)
+                if _minus(e, base_e):
+                    body["env"] = _minus(e, base_e)
+                label = ".".join(f"{k}_{v}" for k, v in _labels(c.variant))
+                variants["variant"][_choice(label)] = body or None
+        recipe["variants"] = variants
+    return recipe, notes
+
+
+def recipe_yaml(recipe: dict, notes: list[str], source: Path) -> str:
+    import yaml
+
+    header = [f"# Converted from {source.name} by `sapo-lint convert`."]
+    header += [f"# note: {n}" for n in notes]
+    body = yaml.safe_dump(recipe, sort_keys=False, allow_unicode=True, width=120, default_flow_style=False)
+    return "\n".join(header) + "\n" + body
+
+
+@click.command("convert")
+@click.argument("script", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the recipe here (atomically) instead of to stdout.")
+@click.option("--verl-version", help="verl version the recipe names (default: as for `sapo-lint check`).")
+def convert(script: Path, output: Path | None, verl_version: str | None) -> None:
+    """Turn a verl-style bash run script into a sapo-recipe/v1 recipe (overrides, env exports, variants)."""
+    from .lint import read_options
+    from .settings import load_settings
+    from .sources.files import UnreadableFile, write_atomically
+
+    settings, _ = load_settings(script.resolve().parent)
+    options = read_options(settings, cli_verl=verl_version)
+    try:
+        recipe, notes = script_to_recipe(script, options)
+    except UnreadableFile as exc:
+        raise click.ClickException(f"{script}: {exc}") from None
+    text = recipe_yaml(recipe, notes, script)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        write_atomically(output, text)
+        click.echo(f"wrote {output}", err=True)

@@ -1,0 +1,185 @@
+"""Property test: the overrides read statically from a generated script equal what bash passes to `python3`.
+
+This is the one place the tests execute bash, and only on scripts generated here: a stub `python3` first on
+PATH prints its argv (NUL-separated) instead of training anything.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from linter.lint import read_options
+from linter.overrides import OverrideSyntaxError, parse_override
+from linter.settings import Settings
+from linter.sources.bash import read_script
+from linter.sources.files import TextFile
+
+BASH = shutil.which("bash")
+pytestmark = pytest.mark.skipif(BASH is None, reason="bash is not installed")
+OPTIONS = read_options(Settings(verl_version="0.9.1"))
+
+IDENT = st.sampled_from(["alpha", "beta", "x1", "q_2", "r-3", "v.4", "p/5", "7", "0.5", "True"])
+SPACEY = st.sampled_from(["two words", " lead", "trail ", "a  b"])
+KEYS = [f"trainer.k{i}" for i in range(24)]
+DEVICES = ["npu", "gpu", "cuda"]
+BACKENDS = ["vllm", "sglang"]
+
+
+@st.composite
+def scripts(draw) -> str:
+    lines = ["#!/usr/bin/env bash", "set -e"]
+    knobs: list[str] = []
+    ints: list[str] = []
+    n_knobs = draw(st.integers(1, 4))
+    for i in range(n_knobs):
+        name = f"K{i}"
+        value = draw(IDENT)
+        form = draw(st.sampled_from(["plain", ":-", "-", ":=", "quoted", "spacey"]))
+        if form == "plain":
+            lines.append(f"{name}={value}")
+        elif form == "quoted":
+            lines.append(f'{name}="{value}"')
+        elif form == "spacey":
+            lines.append(f'{name}="{draw(SPACEY)}"')
+        elif form == ":=":
+            lines.append(f': "${{{name}:={value}}}"')
+        else:
+            lines.append(f"{name}=${{{name}{form}{value}}}")
+        knobs.append(name)
+    for i in range(draw(st.integers(0, 2))):
+        name = f"N{i}"
+        lines.append(f"{name}=${{{name}:-{draw(st.integers(0, 64))}}}")
+        ints.append(name)
+    if draw(st.booleans()):
+        lines.append(f"DEVICE=${{DEVICE:-{draw(st.sampled_from(DEVICES))}}}")
+    if draw(st.booleans()):
+        lines.append(f"INFER_BACKEND=${{INFER_BACKEND:-{draw(st.sampled_from(BACKENDS))}}}")
+
+    keys = iter(draw(st.permutations(KEYS)))
+
+    def arg(quoted_ok: bool = True) -> str:
+        key = next(keys)
+        kind = draw(st.sampled_from(["lit", "var", "dq", "sq", "concat", "arith", "default", "plus"]))
+        if kind == "lit":
+            return f"{key}={draw(IDENT)}"
+        if kind == "var":
+            return f"{key}=${draw(st.sampled_from(knobs))}"
+        if kind == "dq":
+            return f'"{key}=${{{draw(st.sampled_from(knobs))}}}_x"'
+        if kind == "sq":
+            return f"'{key}={draw(IDENT)}'"
+        if kind == "concat":
+            return f'{key}=pre_"${draw(st.sampled_from(knobs))}"_post'
+        if kind == "arith" and ints:
+            a, b = draw(st.sampled_from(ints)), draw(st.integers(1, 9))
+            op = draw(st.sampled_from(["+", "-", "*", "/", "%"]))
+            return f"{key}=$(( {a} {op} {b} ))"
+        if kind == "default":
+            return f"{key}=${{UNSET_{draw(st.integers(0, 3))}:-{draw(IDENT)}}}"
+        return f"{key}=${{{draw(st.sampled_from(knobs))}:+{draw(IDENT)}}}"
+
+    arrays = []
+    for i in range(draw(st.integers(0, 2))):
+        name = ["ACTOR", "ROLLOUT"][i]
+        elems = [arg() for _ in range(draw(st.integers(0, 3)))]
+        lines.append(f"{name}=(")
+        lines.extend(f"    {e}" for e in elems)
+        lines.append(")")
+        if draw(st.booleans()):
+            lines.append(f"{name}+=({arg()})")
+        arrays.append(name)
+    if draw(st.booleans()):
+        lines.append('case "${DEVICE}" in')
+        for dev in draw(st.lists(st.sampled_from(DEVICES), min_size=1, max_size=2, unique=True)):
+            lines.append(f"    {dev})")
+            if arrays:
+                lines.append(f"        {draw(st.sampled_from(arrays))}+=({arg()})")
+            lines.append(f"        export HCCL_{dev.upper()}=1")
+            lines.append("        ;;")
+        if draw(st.booleans()):
+            lines.append(f"    *) EXTRA_DEV={draw(IDENT)} ;;")
+        lines.append("esac")
+    if draw(st.booleans()):
+        lines.append(f'if [[ "$INFER_BACKEND" == {draw(st.sampled_from(BACKENDS))} ]]; then')
+        lines.append(f"    BACKEND_ARG={next(keys)}=on")
+        lines.append("else")
+        lines.append(f"    BACKEND_ARG={next(keys)}=off")
+        lines.append("fi")
+        backend = True
+    else:
+        backend = False
+    launch = draw(st.sampled_from(["plain", "array"]))
+    if launch == "array":
+        lines.append("LAUNCH=(python3)")
+        cmd = ['"${LAUNCH[@]}" -m verl.trainer.main_ppo']
+    else:
+        cmd = ["python3 -m verl.trainer.main_ppo"]
+    parts = [f'"${{{a}[@]}}"' for a in arrays] + [arg() for _ in range(draw(st.integers(0, 3)))]
+    if backend:
+        parts.append('"$BACKEND_ARG"')
+    if draw(st.booleans()):
+        parts.append(f"${draw(st.sampled_from(knobs))}")  # unquoted: word splitting applies
+    if "EXTRA_DEV=" in "\n".join(lines):
+        parts.append('extra.dev="${EXTRA_DEV:-none}"')
+    parts = draw(st.permutations(parts))
+    joiner = draw(st.sampled_from([" ", " \\\n    "]))
+    lines.append(joiner.join(cmd + list(parts)))
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def stub_dir():
+    with tempfile.TemporaryDirectory() as d:
+        stub = Path(d) / "python3"
+        stub.write_text('#!/bin/sh\nfor a in "$@"; do printf \'%s\\0\' "$a"; done\n')
+        stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
+        yield d
+
+
+def _parsed(text: str):
+    try:
+        return parse_override(text)
+    except OverrideSyntaxError:
+        return "syntax-error"
+
+
+def _bash_argv(script: Path, stub: str, env: dict[str, str]) -> list[str]:
+    run_env = {"PATH": f"{stub}:{os.environ.get('PATH', '/usr/bin:/bin')}", **env}
+    out = subprocess.run([BASH, str(script)], env=run_env, capture_output=True, timeout=10, check=True)
+    argv = out.stdout.decode().split("\0")[:-1]
+    assert argv[:2] == ["-m", "verl.trainer.main_ppo"], argv
+    return argv[2:]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                   HealthCheck.too_slow])
+@given(scripts())
+def test_static_overrides_equal_bash_argv(stub_dir, text):
+    result = read_script(TextFile("run_gen_fsdp.sh", text), OPTIONS)
+    assert not [d for d in result.diagnostics if d.code in ("SH001", "SH002")], (text, result.diagnostics)
+    assert result.commands, text
+    with tempfile.TemporaryDirectory() as d:
+        script = Path(d) / "run_gen_fsdp.sh"
+        script.write_text(text)
+        for command in result.commands:
+            env = {}
+            for token in (command.variant or "").split(","):
+                if token:
+                    name, value = token.split("=", 1)
+                    if value != "unset":
+                        env[name] = value
+            argv = _bash_argv(script, stub_dir, env)
+            ours = [(lo.key_text, lo.parsed if lo.parsed is not None else "syntax-error") for lo in command.overrides]
+            theirs = [(a.split("=", 1)[0], _parsed(a)) for a in argv]
+            assert ours == theirs, (text, command.variant, argv)
+            exported = {e.name for e in command.env}
+            assert exported == {k for k in exported if k.startswith("HCCL_")}
