@@ -1,15 +1,18 @@
 """Cold-start speed of `sapo-lint` on generated recipes (run by hand; figures go into notes, not tests).
 
-    python bench/lint_speed.py [--files 300] [--runs 7]
+    python bench/lint_speed.py [--files 300] [--runs 7] [--scripts 120]
 
 Generates realistic recipes (the shipped ones, re-parameterised, a few with typical mistakes) in a
 temporary directory, then times fresh `sapo-lint` processes: over ~100 files, over all files, and on one file.
+Then the same for verl-style run scripts (the test fixtures, re-parameterised): without shellcheck, with
+shellcheck and an empty cache, and with the cache warm.
 Targets: <= 1 s for ~100 files, <= 150 ms for one file, on a 2-core machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import shutil
 import statistics
@@ -52,12 +55,28 @@ def generate(out: Path, count: int, seed: int = 0) -> list[Path]:
     return paths
 
 
-def timed(cmd: list[str], runs: int) -> tuple[float, float]:
+def generate_scripts(out: Path, count: int, seed: int = 0) -> list[Path]:
+    rng = random.Random(seed)
+    fixtures = sorted((REPO / "tests" / "fixtures" / "scripts").glob("run_*.sh"))
+    paths = []
+    for i in range(count):
+        base = rng.choice(fixtures)
+        text = base.read_text().replace("trainer.experiment_name=", f"trainer.experiment_name=run{i}-", 1)
+        path = out / f"run_b{i:04d}_{base.stem[len('run_'):]}.sh"  # keeps the run_<model>_<backend> shape
+        path.write_text(text)
+        paths.append(path)
+    return paths
+
+
+def timed(cmd: list[str], runs: int, env: dict | None = None, fresh_cache: bool = False) -> tuple[float, float]:
     """(median, best) wall time of fresh processes; the best is the least disturbed by a noisy machine."""
     samples = []
     for _ in range(runs):
+        run_env = dict(env or os.environ)
+        if fresh_cache:
+            run_env["SAPO_LINT_CACHE_DIR"] = tempfile.mkdtemp(prefix="sapo-lint-cache-")
         start = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=run_env)
         samples.append(time.perf_counter() - start)
     return statistics.median(samples), min(samples)
 
@@ -66,6 +85,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=300)
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--scripts", type=int, default=120)
     args = parser.parse_args()
     exe = shutil.which("sapo-lint")
     base = [exe] if exe else [sys.executable, "-m", "linter"]
@@ -83,10 +103,20 @@ def main() -> None:
             "100 files": timed([*base, str(hundred)], args.runs),
             f"{args.files} files": timed([*base, str(rest)], args.runs),
         }
+        scripts = root / "scripts"
+        scripts.mkdir()
+        generate_scripts(scripts, args.scripts)
+        warm_env = {**os.environ, "SAPO_LINT_CACHE_DIR": tempfile.mkdtemp(prefix="sapo-lint-cache-")}
+        subprocess.run([*base, str(scripts)], stdout=subprocess.DEVNULL, env=warm_env)  # fill the cache
+        results.update({
+            f"{args.scripts} scripts, --no-shellcheck": timed([*base, "--no-shellcheck", str(scripts)], args.runs),
+            f"{args.scripts} scripts, shellcheck cold": timed([*base, str(scripts)], args.runs, fresh_cache=True),
+            f"{args.scripts} scripts, shellcheck warm": timed([*base, str(scripts)], args.runs, env=warm_env),
+        })
     print(f"sapo-lint cold runs over {args.runs} runs ({' '.join(base)}):")
-    print(f"  {'':<24} {'median':>9} {'best':>9}")
+    print(f"  {'':<36} {'median':>10} {'best':>10}")
     for name, (median, best) in results.items():
-        print(f"  {name:<24} {median * 1000:6.1f} ms {best * 1000:6.1f} ms")
+        print(f"  {name:<36} {median * 1000:7.1f} ms {best * 1000:7.1f} ms")
 
 
 if __name__ == "__main__":
