@@ -33,6 +33,7 @@ Sources of the formulas (quoted in ../shared/reference/megatron.md):
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -362,6 +363,7 @@ class Recompute:
         return "no recompute"
 
 
+@functools.lru_cache(maxsize=4096)  # pure; called once per layer of every stage of every variant
 def layer_activation_bytes(a: Arch, layer: int, tokens: float, tp: int, sp: bool, etp: int,
                            modules: frozenset[str] = frozenset()) -> float:
     """Bytes one transformer layer keeps for its backward pass on one rank, for `tokens` tokens of a micro-batch on
