@@ -46,6 +46,7 @@ class Tree:
     entries: dict[str, dict]
     _by_leaf: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _children: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    _suggestions: dict[str, tuple[str | None, bool]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         for path in self.entries:
@@ -73,8 +74,13 @@ class Tree:
 
         Searches other levels by exact leaf name first (`actor.policy_loss.tau_pos` -> `actor.tau_pos`),
         preferring the candidate that shares the longest prefix, then near spellings at the same level,
-        then near leaf names anywhere.
+        then near leaf names anywhere. Memoised: every variant of a script asks again.
         """
+        if path not in self._suggestions:
+            self._suggestions[path] = self._suggest(path)
+        return self._suggestions[path]
+
+    def _suggest(self, path: str) -> tuple[str | None, bool]:
         import difflib  # only when something is unknown
 
         parts = path.split(".")

@@ -41,6 +41,12 @@ def world_size(ctx: LintContext) -> int | None:
 
 def active_roles(ctx: LintContext) -> list[str]:
     """Roles that run: the actor always; the ref when a KL term needs it; the critic as verl's need_critic decides."""
+    if "active_roles" not in ctx.derived:
+        ctx.derived["active_roles"] = _active_roles(ctx)
+    return ctx.derived["active_roles"]
+
+
+def _active_roles(ctx: LintContext) -> list[str]:
     roles = ["actor"]
     if ctx.config.value("actor_rollout_ref.actor.use_kl_loss") or ctx.config.value("algorithm.use_kl_in_reward"):
         roles.append("ref")
