@@ -243,6 +243,7 @@ def _mlp_params(a: Arch, moe: bool) -> _LayerParams:
     return _LayerParams(3 * h * a.shared_ffn, replicated, 3 * h * a.moe_ffn * a.num_experts)
 
 
+@functools.lru_cache(maxsize=256)  # pure; every variant of a recipe asks for the same architecture
 def count_params(a: Arch, value_head: bool = False) -> ParamCounts:
     """Exact parameter counts (HF layout; Megatron's fused modules hold the same numbers). `value_head`: a critic,
     whose output layer maps hidden -> 1 instead of -> vocab."""
@@ -337,6 +338,7 @@ def stage_params(a: Arch, layout: Layout, stage: int, value_head: bool = False,
     return RankParams(dense, math.ceil(expert / (layout.ep * layout.expert_tp)), stage)
 
 
+@functools.lru_cache(maxsize=256)  # pure, as above
 def params_per_rank(a: Arch, layout: Layout, value_head: bool = False, mla_down_replicated: bool = False) -> RankParams:
     """The most-loaded rank's parameters (the pipeline stage holding the most)."""
     stages = [stage_params(a, layout, s, value_head, mla_down_replicated) for s in range(layout.pp)]

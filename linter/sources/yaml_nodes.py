@@ -47,7 +47,7 @@ def compose(text: str) -> tuple[yaml.Node | None, RecipeLoader]:
         node = loader.get_single_node()
     finally:
         loader.dispose()
-    if node is not None:
+    if node is not None and "*" in text:  # only aliases (`*name`) can make the graph expand
         _check_expansion(node)
     return node, loader
 
