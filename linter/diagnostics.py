@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from typing import NamedTuple
 
 
 class Severity(str, Enum):
@@ -12,8 +13,7 @@ class Severity(str, Enum):
     INFO = "info"
 
 
-@dataclass(frozen=True, order=True)
-class Location:
+class Location(NamedTuple):
     """A 1-based line and column in a file (column points at the override's first character)."""
 
     path: str

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from .diagnostics import Diagnostic, Location
 from .model import Accelerator, ModelShape
@@ -19,8 +19,7 @@ _NOT_FOUND = object()
 _INTERPOLATION = re.compile(r"^\$\{(?:oc\.select:)?(\.*[A-Za-z0-9_.]+)(?:,(.*))?\}$")
 
 
-@dataclass(frozen=True)
-class LocatedOverride:
+class LocatedOverride(NamedTuple):
     """One override as a source read it: the parsed form (None on a syntax error) and where it was written."""
 
     location: Location
@@ -29,16 +28,14 @@ class LocatedOverride:
     syntax_error: str | None = None
 
 
-@dataclass(frozen=True)
-class Stack:
+class Stack(NamedTuple):
     """Versions of the libraries that receive verl's pass-through dicts."""
 
     megatron_core: str
     mbridge: str
 
 
-@dataclass(frozen=True)
-class EnvVar:
+class EnvVar(NamedTuple):
     """An environment variable the run sets (recipe `env`, then the variant's), and where it was written."""
 
     name: str
@@ -74,8 +71,7 @@ class Command:
         ]
 
 
-@dataclass(frozen=True)
-class ResolvedOverride:
+class ResolvedOverride(NamedTuple):
     override: LocatedOverride
     parsed: ParsedOverride
     entry: dict | None  # the schema entry of the key (declared_only fields included)

@@ -1,6 +1,6 @@
 """Resource estimator: parameter counts, per-device memory by phase, host RAM, checkpoint size and save time.
 
-Everything here is a pure function of dataclasses (no file, network or device access); `plan_inputs` reads a
+Everything here is a pure function of immutable records (no file, network or device access); `plan_inputs` reads a
 resolved `LintContext` (an in-memory config) and the shipped model card's `config` dict, which
 `linter.model` has already loaded and cached. Sizes are bytes; `GIB` converts.
 
@@ -36,8 +36,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 GIB = float(2**30)
 MB = float(10**6)
@@ -78,8 +77,7 @@ HOST_TERMS = ("optimizer_cpu_offload", "verl_offload", "rollout_sleep")
 # ============================================================================================ architecture
 
 
-@dataclass(frozen=True)
-class Arch:
+class Arch(NamedTuple):
     """A decoder-only transformer in the terms parameter counting needs (HF config.json values)."""
 
     name: str
@@ -194,8 +192,7 @@ def arch_from_shape(shape, hf_config: Mapping[str, Any] | None = None) -> Arch:
 # ============================================================================================ parameters
 
 
-@dataclass(frozen=True)
-class ParamCounts:
+class ParamCounts(NamedTuple):
     """Whole-model counts. `embedding` = input embedding + untied output layer; `dense` = every other non-expert
     parameter (attention, dense MLPs, norms, routers, shared experts); `expert` = routed experts;
     `active` = what one token touches (top-k of the routed experts)."""
@@ -207,8 +204,7 @@ class ParamCounts:
     active: int
 
 
-@dataclass(frozen=True)
-class _LayerParams:
+class _LayerParams(NamedTuple):
     sharded: int  # split over TP
     replicated: int  # every TP rank holds them
     expert: int  # split over EP x ETP
@@ -259,8 +255,7 @@ def count_params(a: Arch, value_head: bool = False) -> ParamCounts:
     return ParamCounts(total, embedding, dense, expert, embedding + dense + active)
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(NamedTuple):
     """Megatron parallel sizes of one role on `world` devices."""
 
     world: int
@@ -300,8 +295,7 @@ def stage_layers(num_layers: int, pp: int, vpp: int | None = None) -> list[list[
     return stages
 
 
-@dataclass(frozen=True)
-class RankParams:
+class RankParams(NamedTuple):
     """Parameters held by the most-loaded rank (pipeline stage `stage`): non-expert (`dense`, including its share of
     the embedding/output layer) and routed-expert."""
 
@@ -348,8 +342,7 @@ def params_per_rank(a: Arch, layout: Layout, value_head: bool = False, mla_down_
 # ============================================================================================ activations
 
 
-@dataclass(frozen=True)
-class Recompute:
+class Recompute(NamedTuple):
     """Megatron's activation recomputation settings (`override_transformer_config.recompute_*`)."""
 
     granularity: str | None = None  # None | "full" | "selective"
@@ -425,8 +418,7 @@ def layer_input_bytes(a: Arch, tokens: float, tp: int, sp: bool) -> float:
     return 2.0 * tokens * a.hidden / (tp if sp else 1)
 
 
-@dataclass(frozen=True)
-class Activations:
+class Activations(NamedTuple):
     layers: float  # stored for backward, in-flight micro-batches included, plus the recompute working set
     logits: float
     stage: int
@@ -505,8 +497,7 @@ def dtype_bytes(name: Any, default: int = 4) -> int:
     return default
 
 
-@dataclass(frozen=True)
-class Optimizer:
+class Optimizer(NamedTuple):
     """Megatron optimizer state per parameter element.
 
     Without CPU offload the device holds master + exp_avg + exp_avg_sq bytes per element (12 for AdamW;
@@ -553,8 +544,7 @@ class Optimizer:
 # ============================================================================================ plan inputs
 
 
-@dataclass(frozen=True)
-class RoleSetup:
+class RoleSetup(NamedTuple):
     """One Megatron role (actor, ref or critic) on the shared devices."""
 
     role: str
@@ -572,16 +562,14 @@ class RoleSetup:
     token_source: str = ""  # how train_tokens was derived, for messages
 
 
-@dataclass(frozen=True)
-class RolloutSetup:
+class RolloutSetup(NamedTuple):
     gpu_memory_utilization: float = 0.5
     free_cache_engine: bool = True
     tp: int = 1
     sleep_keeps_weights_on_host: bool = False  # vLLM sleep level 1 (verl's choice on Ascend)
 
 
-@dataclass(frozen=True)
-class CheckpointSetup:
+class CheckpointSetup(NamedTuple):
     saves: bool = False  # trainer.save_freq > 0
     contents: tuple[str, ...] = ("model", "optimizer", "extra")
     use_dist_checkpointing: bool = False
@@ -591,8 +579,7 @@ class CheckpointSetup:
     timeout_source: str = "actor_rollout_ref.nccl_timeout"
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(NamedTuple):
     """Site facts that verl's config has no place for; `stated` names those the user gave (the rest are the
     documented defaults)."""
 
@@ -616,8 +603,7 @@ class Limits:
         return cls(**out, stated=frozenset(stated))
 
 
-@dataclass(frozen=True)
-class PlanInputs:
+class PlanInputs(NamedTuple):
     arch: Arch
     world: int
     devices_per_node: int
@@ -638,8 +624,7 @@ class PlanInputs:
 # ============================================================================================ estimate
 
 
-@dataclass(frozen=True)
-class RoleState:
+class RoleState(NamedTuple):
     role: str
     params: RankParams
     weights: float
@@ -650,8 +635,7 @@ class RoleState:
     d_expert: int
 
 
-@dataclass(frozen=True)
-class CheckpointEstimate:
+class CheckpointEstimate(NamedTuple):
     weights_bytes: float  # whole model in bf16 (HF weights or the model part of a dist checkpoint)
     full_bytes: float  # weights + optimizer state (+ negligible extra state)
     saved_bytes: float  # what `save_contents` writes
@@ -677,8 +661,7 @@ class CheckpointEstimate:
         return max(0.0 if self.async_save else self.dist_seconds, self.hf_seconds)
 
 
-@dataclass(frozen=True)
-class Estimate:
+class Estimate(NamedTuple):
     inputs: PlanInputs
     params: ParamCounts
     actor: RoleState

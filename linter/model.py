@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 from .schema import SCHEMA_DIR
 
 MODELS_DIR = SCHEMA_DIR / "models"
 
 
-@dataclass(frozen=True)
-class ModelShape:
+class ModelShape(NamedTuple):
     """What the topology rules need to know of an architecture, in Megatron's terms."""
 
     name: str
@@ -98,8 +97,7 @@ def find_model(path: str | None, card: str | None, base_dir: Path) -> ModelShape
     raise ModelNotFound(f"`{path}` is neither a local directory with config.json nor a shipped card's Hugging Face id")
 
 
-@dataclass(frozen=True)
-class Accelerator:
+class Accelerator(NamedTuple):
     name: str
     device: str  # npu | gpu
     hbm_gib: float
