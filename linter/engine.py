@@ -12,7 +12,7 @@ from typing import Any, Iterable, NamedTuple
 
 from .diagnostics import Diagnostic, Location
 from .model import Accelerator, ModelShape
-from .overrides import MISSING, ParsedOverride
+from .overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse_override
 from .schema import Consumer, Snapshot, Tree, load_consumer
 
 _NOT_FOUND = object()
@@ -41,6 +41,15 @@ class EnvVar(NamedTuple):
     name: str
     value: str
     location: Location
+
+
+def locate_override(text: str, location: Location, key_text: str | None = None) -> LocatedOverride:
+    """One `key=value` argument, parsed with Hydra's grammar; a syntax error is kept with its message."""
+    key_text = text.split("=", 1)[0] if key_text is None else key_text
+    try:
+        return LocatedOverride(location, key_text, parse_override(text))
+    except OverrideSyntaxError as exc:
+        return LocatedOverride(location, key_text, None, f"`{text}`: {exc.message}")
 
 
 @dataclass(frozen=True)

@@ -5,22 +5,25 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import rules as _rules  # registers every rule
 from .diagnostics import Diagnostic, Location
-from .engine import LocatedOverride, Stack, lint_command
-from .overrides import OverrideSyntaxError, parse_override
+from .engine import LocatedOverride, Stack, lint_command, locate_override
 from .rules.rf_recipe import UNKNOWN_VERSION, UNREADABLE_FILE
 from .schema import (
-    DEFAULT_MBRIDGE, DEFAULT_MEGATRON_CORE, DEFAULT_VERL_VERSION, SnapshotNotFound, installed_verl_version,
+    DEFAULT_MBRIDGE,
+    DEFAULT_MEGATRON_CORE,
+    DEFAULT_VERL_VERSION,
+    SnapshotNotFound,
+    installed_verl_version,
     load_snapshot,
 )
 from .settings import Settings
 from .sources.files import UnreadableFile, read_text
 from .sources.recipe import ReadOptions, Recipe, looks_like_recipe, read_recipe
+from .variants import collapse_variants
 
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", "build", "dist"}
 RECIPE_SUFFIXES = (".yaml", ".yml")
@@ -60,15 +63,7 @@ def discover(paths: list[Path], exclude: list[str]) -> list[Path]:
 
 
 def command_line_overrides(texts: list[str]) -> tuple[LocatedOverride, ...]:
-    out = []
-    for i, text in enumerate(texts, 1):
-        location = Location("--override", i, 1)
-        key_text = text.split("=", 1)[0]
-        try:
-            out.append(LocatedOverride(location, key_text, parse_override(text)))
-        except OverrideSyntaxError as exc:
-            out.append(LocatedOverride(location, key_text, None, f"`{text}`: {exc.message}"))
-    return tuple(out)
+    return tuple(locate_override(text, Location("--override", i, 1)) for i, text in enumerate(texts, 1))
 
 
 def read_options(settings: Settings, cli_overrides=(), cli_verl: str | None = None,
@@ -136,11 +131,13 @@ def _lint_commands(commands, verl_version: str, active, version_location: Locati
     except SnapshotNotFound as exc:
         return [UNKNOWN_VERSION.diagnostic(version_location, str(exc))]
     per_variant = [lint_command(c, snapshots[c.config_name], active) for c in commands]
-    return _collapse_variants(per_variant, [c.variant for c in commands])
+    return collapse_variants(per_variant, [c.variant for c in commands])
 
 
 def _shellcheck(scripts: list[Path]) -> dict[str, list[Diagnostic]]:
-    from .sources.shellcheck import shellcheck_diagnostics  # only when scripts are linted
+    from .sources.shellcheck import (
+        shellcheck_diagnostics,  # only when scripts are linted
+    )
 
     return shellcheck_diagnostics(scripts)
 
@@ -148,29 +145,6 @@ def _shellcheck(scripts: list[Path]) -> dict[str, list[Diagnostic]]:
 def _verl_key_location(path: str, text: str) -> Location:
     m = re.search(r"^verl\s*:", text, re.M)
     return Location(path, text.count("\n", 0, m.start()) + 1, 1) if m else Location(path)
-
-
-def _collapse_variants(per_variant: list[list[Diagnostic]], variants: list[str | None]) -> list[Diagnostic]:
-    """One diagnostic per finding: variant null when every variant has it, `AXIS=value` when exactly the
-    variants with that value have it, else one per variant."""
-    groups: dict[Diagnostic, list[str | None]] = defaultdict(list)
-    for found in per_variant:
-        for d in found:
-            groups[d.with_variant(None)].append(d.variant)
-    all_variants = set(variants)
-    tokens = sorted({t for v in variants if v for t in v.split(",")})
-    out = []
-    for diag, where in groups.items():
-        have = set(where)
-        if have == all_variants:
-            out.append(diag)
-            continue
-        token = next((t for t in tokens if {v for v in variants if v and t in v.split(",")} == have), None)
-        if token is not None:
-            out.append(diag.with_variant(token))
-        else:
-            out.extend(diag.with_variant(v) for v in sorted(have, key=str))
-    return out
 
 
 def _without_noqa(source, diagnostics: list[Diagnostic]) -> list[Diagnostic]:

@@ -104,7 +104,12 @@ def megatron_roles(ctx: LintContext):
             yield role, par
 
 
+def sets_itself(ctx: LintContext, par: Parallelism, paths) -> bool:
+    """Whether the role sets any of these keys itself; the ref inherits the actor's megatron settings by
+    interpolation, and a finding about inherited values is reported once, for the actor."""
+    return par.role != "ref" or any(ctx.explicit(p) is not None for p in paths)
+
+
 def own_setting(ctx: LintContext, par: Parallelism, *names: str) -> bool:
-    """Whether the role sets any of these sizes itself; the ref inherits the actor's by interpolation, and a
-    finding about inherited values is reported once, for the actor."""
-    return par.role != "ref" or any(ctx.explicit(par.path(n)) is not None for n in names)
+    """`sets_itself` for sizes under the role's `megatron` node."""
+    return sets_itself(ctx, par, (par.path(n) for n in names))

@@ -2,6 +2,7 @@ from ..diagnostics import Severity
 from .recompute import GRANULARITY, blame, recompute_roles, rejects
 from .registry import Finding, rule
 
+
 @rule(
     "RC001", "recompute-granularity-value", Severity.ERROR,
     summary='recompute_granularity is not "full", "selective" or null',

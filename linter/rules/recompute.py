@@ -1,7 +1,7 @@
 """What the RC rules share: the recompute keys, the roles to check, and how messages quote megatron-core."""
 
 from ..schema import version_key
-from .parallel import megatron_roles
+from .parallel import megatron_roles, sets_itself
 
 GRANULARITY, METHOD, NUM_LAYERS, MODULES = (
     "recompute_granularity", "recompute_method", "recompute_num_layers", "recompute_modules")
@@ -11,8 +11,8 @@ def recompute_roles(ctx, *names):
     """(Parallelism, {name: effective value}) for each active Megatron role. The ref, whose
     `override_transformer_config` interpolates the actor's by default, is checked only when it sets one of
     `names` itself, so an inherited setting is reported once, for the actor."""
-    for role, par in megatron_roles(ctx):
-        if role == "ref" and not any(ctx.explicit(par.transformer(n)) is not None for n in names):
+    for _, par in megatron_roles(ctx):
+        if not sets_itself(ctx, par, (par.transformer(n) for n in names)):
             continue
         yield par, {n: ctx.config.value(par.transformer(n)) for n in names}
 

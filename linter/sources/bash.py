@@ -19,12 +19,13 @@ from functools import cache
 from pathlib import Path
 
 from ..diagnostics import Diagnostic, Location
-from ..engine import Command, EnvVar, LocatedOverride
+from ..engine import Command, EnvVar, LocatedOverride, locate_override
 from ..overrides import OverrideSyntaxError, ParsedOverride, parse_override
 from ..rules.sh_script import PASSTHROUGH, SYNTAX, UNRESOLVED
 from ..schema import SCHEMA_DIR
+from ..variants import collapse_variants
 from .files import TextFile
-from .recipe import DEFAULT_CONFIG_NAME, ReadOptions
+from .recipe import DEFAULT_CONFIG_NAME, ReadOptions, merge_overrides
 
 # The value an override gets when part of it cannot be evaluated: an interpolation, so that type and range
 # rules leave it alone while key rules still apply.
@@ -1025,18 +1026,7 @@ def _located_override(text: str, loc: Location, marks: dict[str, str], diagnosti
         except OverrideSyntaxError as exc:
             return LocatedOverride(loc, key_text, None, f"`{readable}`: {exc.message}")
         return LocatedOverride(loc, key_text, ParsedOverride(head.op, head.key, head.package, UNRESOLVED_VALUE))
-    try:
-        return LocatedOverride(loc, key_text, parse_override(text))
-    except OverrideSyntaxError as exc:
-        return LocatedOverride(loc, key_text, None, f"`{text}`: {exc.message}")
-
-
-def _merge(base: list[LocatedOverride], extra: tuple[LocatedOverride, ...]) -> tuple[LocatedOverride, ...]:
-    def ident(lo: LocatedOverride):
-        return (lo.parsed.key, lo.parsed.package) if lo.parsed else lo.key_text
-
-    replaced = {ident(lo) for lo in extra}
-    return tuple([lo for lo in base if ident(lo) not in replaced] + list(extra))
+    return locate_override(text, loc, key_text)
 
 
 def evaluate(source: TextFile, env: dict[str, str] | None = None):
@@ -1055,7 +1045,6 @@ def evaluate(source: TextFile, env: dict[str, str] | None = None):
 
 
 def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
-    from ..lint import _collapse_variants
     from ..model import ModelNotFound, accelerators, find_model
     from ..rules.rf_recipe import UNKNOWN_ACCELERATOR, UNKNOWN_MODEL
 
@@ -1150,9 +1139,9 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                         path_lo.location if path_lo else tr.node_loc,
                         f"{exc}; skipped the topology rules that need the model's shape (TP003 and up). Point "
                         "actor_rollout_ref.model.path at a directory holding config.json"))
-            commands.append(Command(config_name, _merge(overrides, options.cli_overrides), options.stack, label,
+            commands.append(Command(config_name, merge_overrides(overrides, options.cli_overrides), options.stack, label,
                                     tr.node_loc, models[mpath], accelerator, tuple(tr.env.values()),
                                     dict(options.resources)))
         per_variant.append(list(dict.fromkeys(found)))
-    diagnostics.extend(_collapse_variants(per_variant, [label for label, _ in runs]))
+    diagnostics.extend(collapse_variants(per_variant, [label for label, _ in runs]))
     return ScriptRead(commands, diagnostics, verl_version, {var: vals for var, vals in axes})

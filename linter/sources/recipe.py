@@ -14,9 +14,14 @@ import yaml
 
 from ..diagnostics import Diagnostic, Location
 from ..engine import Command, EnvVar, LocatedOverride, Stack
-from ..overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse_override
 from ..model import ModelNotFound, accelerators, find_model
-from ..rules.rf_recipe import INVALID_YAML, RECIPE_SCHEMA, UNKNOWN_ACCELERATOR, UNKNOWN_MODEL
+from ..overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse_override
+from ..rules.rf_recipe import (
+    INVALID_YAML,
+    RECIPE_SCHEMA,
+    UNKNOWN_ACCELERATOR,
+    UNKNOWN_MODEL,
+)
 from ..schema import SCHEMA_DIR
 from . import yaml_nodes
 from .files import TextFile
@@ -57,7 +62,10 @@ def _location(path: str, node: yaml.Node | None) -> Location:
 
 
 def _schema_errors(source: TextFile, root: yaml.Node, data: Any) -> list[Diagnostic]:
-    from schemas.recipe_validator import JsonSchemaValueException, validate  # generated; stdlib only
+    from schemas.recipe_validator import (  # generated; stdlib only
+        JsonSchemaValueException,
+        validate,
+    )
 
     try:
         validate(data)
@@ -114,13 +122,13 @@ def _env(path: str, loader, mapping: yaml.Node | None) -> dict[str, EnvVar]:
     return out
 
 
-def _merge(base: list[LocatedOverride], extra: list[LocatedOverride]) -> tuple[LocatedOverride, ...]:
-    """A variant's override of a base key replaces it; new keys are appended."""
+def merge_overrides(base, extra) -> tuple[LocatedOverride, ...]:
+    """A variant's (or the command line's) override of a base key replaces it; new keys are appended."""
     def ident(lo: LocatedOverride):
         return (lo.parsed.key, lo.parsed.package) if lo.parsed else lo.key_text
 
     replaced = {ident(lo) for lo in extra}
-    return tuple([lo for lo in base if ident(lo) not in replaced] + extra)
+    return tuple([lo for lo in base if ident(lo) not in replaced] + list(extra))
 
 
 MODEL_RULES = "topology rules that need the model's shape (TP003 and up)"
@@ -217,9 +225,9 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
     for combo in itertools.product(*axes) if axes else [()]:
         overrides, env = list(base), dict(base_env)
         for _, extra, extra_env in combo:
-            overrides = list(_merge(overrides, extra))
+            overrides = list(merge_overrides(overrides, extra))
             env.update(extra_env)
         label = ",".join(name for name, _, _ in combo) or None
-        recipe.commands.append(Command(config_name, _merge(overrides, list(options.cli_overrides)), stack, label,
+        recipe.commands.append(Command(config_name, merge_overrides(overrides, list(options.cli_overrides)), stack, label,
                                        origin, model, accelerator, tuple(env.values()), resources))
     return RecipeRead(recipe, diagnostics)
