@@ -94,7 +94,7 @@ def main() -> None:
     parser.add_argument("--scripts", type=int, default=120)
     args = parser.parse_args()
     exe = shutil.which("sapo-lint")
-    base = [exe] if exe else [sys.executable, "-m", "linter"]
+    base = [exe] if exe else [sys.executable, "-m", "sapo_toolkit.linter"]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         hundred, rest = root / "hundred", root / "all"

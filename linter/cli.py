@@ -18,7 +18,7 @@ class DefaultToCheck(click.Group):
     """`sapo-lint PATH...` means `sapo-lint check PATH...` unless the first word is a subcommand.
     `explain` (rich, the estimator) and `convert` are imported only when asked for, to keep linting fast."""
 
-    lazy = {"explain": ("linter.explain", "explain"), "convert": ("linter.convert", "convert")}
+    lazy = {"explain": ("sapo_toolkit.linter.explain", "explain"), "convert": ("sapo_toolkit.linter.convert", "convert")}
 
     def list_commands(self, ctx):
         return sorted([*self.commands, *self.lazy])
@@ -175,7 +175,7 @@ def schema_build(wheels, verl_root, consumer_wheels, out):
     """Build schema snapshots, without importing verl, torch or megatron.
 
     With neither --wheel nor --verl-root, the installed verl distribution is read from disk."""
-    from schemas import build
+    from sapo_toolkit.schemas import build
 
     from .schema import SCHEMA_DIR
 

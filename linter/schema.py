@@ -6,9 +6,11 @@ import json
 import sys
 from dataclasses import dataclass, field
 from functools import cache
+from importlib.resources import files
 from pathlib import Path
 
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+# The installed `sapo_toolkit.schemas` package's data (a plain directory in editable and wheel installs alike).
+SCHEMA_DIR = Path(str(files("sapo_toolkit.schemas")))
 DEFAULT_VERL_VERSION = "0.9.1"
 # Newest snapshots of the libraries that consume pass-through dicts: the default when a recipe names no stack.
 DEFAULT_MEGATRON_CORE = "0.16.1"

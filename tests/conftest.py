@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from linter.lint import lint_paths
-from linter.settings import Settings
+from sapo_toolkit.linter.lint import lint_paths
+from sapo_toolkit.linter.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 # Overrides that verl's own start-up checks need on top of its defaults (a micro-batch size for each static

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from linter.lint import read_options
-from linter.overrides import OverrideSyntaxError, parse_override
-from linter.settings import Settings
-from linter.sources.bash import read_script
-from linter.sources.files import TextFile
+from sapo_toolkit.linter.lint import read_options
+from sapo_toolkit.linter.overrides import OverrideSyntaxError, parse_override
+from sapo_toolkit.linter.settings import Settings
+from sapo_toolkit.linter.sources.bash import read_script
+from sapo_toolkit.linter.sources.files import TextFile
 
 BASH = shutil.which("bash")
 pytestmark = pytest.mark.skipif(BASH is None, reason="bash is not installed")

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from linter.engine import lint_command
-from linter.lint import read_options
-from linter.rules import RULES
-from linter.schema import load_snapshot
-from linter.settings import Settings
-from linter.sources.bash import UNRESOLVED_VALUE, entrypoints, read_script
-from linter.sources.files import TextFile, read_text
+from sapo_toolkit.linter.engine import lint_command
+from sapo_toolkit.linter.lint import read_options
+from sapo_toolkit.linter.rules import RULES
+from sapo_toolkit.linter.schema import load_snapshot
+from sapo_toolkit.linter.settings import Settings
+from sapo_toolkit.linter.sources.bash import UNRESOLVED_VALUE, entrypoints, read_script
+from sapo_toolkit.linter.sources.files import TextFile, read_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "scripts"
 OPTIONS = read_options(Settings(verl_version="0.9.1"))
@@ -384,7 +384,7 @@ def test_entry_module_default_config_from_verl_source():
 
 
 def test_entrypoints_json_matches_verl_source():
-    from schemas.build import entrypoint_defaults
+    from sapo_toolkit.schemas.build import entrypoint_defaults
 
     for version in ("0.9.1", "0.8.0"):
         committed = json.loads((Path("schemas/verl") / version / "entrypoints.json").read_text())
@@ -439,7 +439,7 @@ def test_unknown_if_condition_is_reported():
 def test_cli_overrides_merged_last():
     from dataclasses import replace
 
-    from linter.lint import command_line_overrides
+    from sapo_toolkit.linter.lint import command_line_overrides
 
     options = replace(OPTIONS, cli_overrides=command_line_overrides(["trainer.nnodes=4"]))
     result = read_script(read_text(FIXTURES / "run_qwen3_14b_megatron.sh"), options)
@@ -471,8 +471,8 @@ def test_convert_lints_with_the_same_findings(name, tmp_path):
     import yaml
     from click.testing import CliRunner
 
-    from linter.convert import convert
-    from linter.sources.recipe import read_recipe
+    from sapo_toolkit.linter.convert import convert
+    from sapo_toolkit.linter.sources.recipe import read_recipe
 
     script = read(name)
     if not script.commands or script.commands[0].config_name not in ("ppo_trainer", "ppo_megatron_trainer"):
@@ -493,7 +493,7 @@ def test_convert_lints_with_the_same_findings(name, tmp_path):
 def test_convert_to_stdout():
     from click.testing import CliRunner
 
-    from linter.convert import convert
+    from sapo_toolkit.linter.convert import convert
 
     result = CliRunner().invoke(convert, [str(FIXTURES / "run_qwen3_8b_fsdp2.sh")])
     assert result.exit_code == 0

@@ -17,7 +17,7 @@ TAU_NEG = "  actor_rollout_ref.actor.tau_neg: 1.3\n"
 
 
 def sapo_lint(*args, cwd=None, env=None):
-    exe = shutil.which("sapo-lint") or [sys.executable, "-m", "linter"]
+    exe = shutil.which("sapo-lint") or [sys.executable, "-m", "sapo_toolkit.linter"]
     cmd = [exe, *args] if isinstance(exe, str) else [*exe, *args]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env={**os.environ, "NO_COLOR": "1", **(env or {})})
 
@@ -183,7 +183,7 @@ def test_docs_rules_table_is_generated_from_the_registry():
     proc = sapo_lint("rules", "--markdown")
     assert proc.returncode == 0
     assert (REPO / "docs" / "rules.md").read_text() == proc.stdout, "regenerate: sapo-lint rules --markdown > docs/rules.md"
-    from linter.rules import RULES
+    from sapo_toolkit.linter.rules import RULES
 
     for code in RULES:
         assert f"| {code} |" in proc.stdout

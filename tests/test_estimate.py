@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from linter.engine import Stack, resolve
-from linter.estimate import (
+from sapo_toolkit.linter.engine import Stack, resolve
+from sapo_toolkit.linter.estimate import (
     GIB,
     Layout,
     Limits,
@@ -25,13 +25,13 @@ from linter.estimate import (
     stage_layers,
     train_activations,
 )
-from linter.lint import lint_paths
-from linter.model import _cards
-from linter.rules.ck003_broken_save_mode import broken_modes
-from linter.schema import DEFAULT_MBRIDGE, DEFAULT_MEGATRON_CORE, load_snapshot
-from linter.settings import Settings
-from linter.sources.files import read_text
-from linter.sources.recipe import ReadOptions, read_recipe
+from sapo_toolkit.linter.lint import lint_paths
+from sapo_toolkit.linter.model import _cards
+from sapo_toolkit.linter.rules.ck003_broken_save_mode import broken_modes
+from sapo_toolkit.linter.schema import DEFAULT_MBRIDGE, DEFAULT_MEGATRON_CORE, load_snapshot
+from sapo_toolkit.linter.settings import Settings
+from sapo_toolkit.linter.sources.files import read_text
+from sapo_toolkit.linter.sources.recipe import ReadOptions, read_recipe
 
 from .conftest import REPO
 
@@ -112,7 +112,7 @@ def test_pipeline_stages_and_tied_embeddings():
     a = arch("qwen3-0.6b")
     one = params_per_rank(a, Layout(world=1))
     assert one.total == count_params(a).total == 596_049_920
-    from linter.estimate import stage_params
+    from sapo_toolkit.linter.estimate import stage_params
 
     last = stage_params(a, Layout(world=2, pp=2), 1)
     first = stage_params(a, Layout(world=2, pp=2), 0)
@@ -306,8 +306,8 @@ def test_mem002_stated_ram_is_an_error():
     # per rank 30,570,504,192 B offloaded Adam state + rollout weights asleep 30,532,122,624*2/4 = 15,266,061,312
     # -> 45,836,565,504 B; x8 ranks = 366,692,524,032 B = 341.5 GiB > 256 GiB
     assert e.host_peak_per_node == 8 * (30_570_504_192 + 15_266_061_312)
-    from linter.estimate import prime_estimate
-    from linter.rules import RULES
+    from sapo_toolkit.linter.estimate import prime_estimate
+    from sapo_toolkit.linter.rules import RULES
 
     prime_estimate(ctx, e)
     findings = list(RULES["MEM002"].check(ctx))
@@ -317,8 +317,8 @@ def test_mem002_stated_ram_is_an_error():
 
 def test_ck001_slow_storage_and_weight_only_advice():
     ctx = contexts(RECIPE_30B)["DEVICE=npu,RECOMPUTE=full"]
-    from linter.estimate import prime_estimate
-    from linter.rules import RULES
+    from sapo_toolkit.linter.estimate import prime_estimate
+    from sapo_toolkit.linter.rules import RULES
 
     slow = Limits.from_mapping({"write_gib_per_s": 0.05})
     prime_estimate(ctx, estimate(plan_inputs(ctx, limits=slow)))
@@ -373,7 +373,7 @@ def test_recipe_env_reaches_hccl_buffers(tmp_path):
 
 
 def test_json_serialisable_estimate():
-    from linter.explain import Item, to_json
+    from sapo_toolkit.linter.explain import Item, to_json
 
     e = estimate(plan_inputs(contexts(RECIPE_30B)["DEVICE=gpu,RECOMPUTE=full"]))
     json.dumps(to_json(Item("DEVICE=gpu,RECOMPUTE=full", e, [])))

@@ -5,7 +5,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from linter.explain import explain, matches, variant_env
+from sapo_toolkit.linter.explain import explain, matches, variant_env
 
 from .conftest import REPO
 

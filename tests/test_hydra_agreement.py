@@ -3,8 +3,8 @@ verl 0.9.1's config directory, override list by override list."""
 
 import pytest
 
-from linter.lint import lint_paths
-from linter.settings import Settings
+from sapo_toolkit.linter.lint import lint_paths
+from sapo_toolkit.linter.settings import Settings
 
 from .conftest import recipe
 

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from linter.rules import nm_naming
-from linter.rules.nm_naming import (
+from sapo_toolkit.linter.rules import nm_naming
+from sapo_toolkit.linter.rules.nm_naming import (
     ALLOWED_BACKENDS,
     DEFAULT_IGNORE_DIRS,
     DEFAULT_IGNORE_FILES,

@@ -9,8 +9,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schemas.recipe_validator import JsonSchemaValueException
-from schemas.recipe_validator import validate as fast_validate
+from sapo_toolkit.schemas.recipe_validator import JsonSchemaValueException
+from sapo_toolkit.schemas.recipe_validator import validate as fast_validate
 
 from .conftest import REPO
 

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from linter.engine import Stack
-from linter.schema import DEFAULT_MBRIDGE, DEFAULT_MEGATRON_CORE
-from linter.sources.files import read_text
-from linter.sources.recipe import ReadOptions, read_recipe
+from sapo_toolkit.linter.engine import Stack
+from sapo_toolkit.linter.schema import DEFAULT_MBRIDGE, DEFAULT_MEGATRON_CORE
+from sapo_toolkit.linter.sources.files import read_text
+from sapo_toolkit.linter.sources.recipe import ReadOptions, read_recipe
 
 from .conftest import REPO
 

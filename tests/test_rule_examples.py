@@ -10,9 +10,9 @@ import shlex
 
 import pytest
 
-from linter.lint import lint_paths
-from linter.rules import RULES
-from linter.settings import Settings
+from sapo_toolkit.linter.lint import lint_paths
+from sapo_toolkit.linter.rules import RULES
+from sapo_toolkit.linter.settings import Settings
 
 from .conftest import recipe
 

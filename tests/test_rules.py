@@ -1,6 +1,6 @@
 """Per-rule behaviour beyond the documented examples: the cases users hit, failing and passing."""
 
-from linter.settings import Settings
+from sapo_toolkit.linter.settings import Settings
 
 from .conftest import codes
 

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from linter.lint import lint_paths
-from linter.settings import Settings
+from sapo_toolkit.linter.lint import lint_paths
+from sapo_toolkit.linter.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 

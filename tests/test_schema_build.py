@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas import build
+from sapo_toolkit.schemas import build
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "schemas"

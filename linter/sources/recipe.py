@@ -62,7 +62,7 @@ def _location(path: str, node: yaml.Node | None) -> Location:
 
 
 def _schema_errors(source: TextFile, root: yaml.Node, data: Any) -> list[Diagnostic]:
-    from schemas.recipe_validator import (  # generated; stdlib only
+    from sapo_toolkit.schemas.recipe_validator import (  # generated; stdlib only
         JsonSchemaValueException,
         validate,
     )
