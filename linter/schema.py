@@ -128,6 +128,21 @@ class Snapshot:
 
 
 @cache
+def entrypoints(verl_version: str) -> dict[str, str]:
+    """Entry module -> default config name, from `schemas/verl/<version>/entrypoints.json` (built from verl's
+    `@hydra.main` decorators by `schemas.build.entrypoint_defaults`); the newest snapshot's when the version
+    has none."""
+    root = SCHEMA_DIR / "verl"
+    path = root / verl_version / "entrypoints.json"
+    if not path.is_file():
+        found = sorted(root.glob("*/entrypoints.json"), key=lambda p: version_key(p.parent.name))
+        if not found:
+            return {"verl.trainer.main_ppo": "ppo_trainer"}
+        path = found[-1]
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@cache
 def load_snapshot(verl_version: str, config_name: str) -> Snapshot:
     path = SCHEMA_DIR / "verl" / verl_version / f"{config_name}.json"
     if not path.is_file():

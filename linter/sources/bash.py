@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import fnmatch
 import itertools
-import json
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -22,7 +21,7 @@ from ..diagnostics import Diagnostic, Location
 from ..engine import Command, EnvVar, LocatedOverride, locate_override
 from ..overrides import OverrideSyntaxError, ParsedOverride, parse_override
 from ..rules.sh_script import PASSTHROUGH, SYNTAX, UNRESOLVED
-from ..schema import SCHEMA_DIR
+from ..schema import entrypoints
 from ..variants import collapse_variants
 from .files import TextFile
 from .recipe import DEFAULT_CONFIG_NAME, ReadOptions, merge_overrides
@@ -52,25 +51,6 @@ def _parser():
     from tree_sitter import Language, Parser
 
     return Parser(Language(tree_sitter_bash.language()))
-
-
-@cache
-def entrypoints(verl_version: str) -> dict[str, str]:
-    """Entry module -> default config name, from `schemas/verl/<version>/entrypoints.json` (built from verl's
-    `@hydra.main` decorators by `schemas.build.entrypoint_defaults`); the newest snapshot's when the version
-    has none."""
-    root = SCHEMA_DIR / "verl"
-    path = root / verl_version / "entrypoints.json"
-    if not path.is_file():
-        found = sorted(root.glob("*/entrypoints.json"), key=lambda p: _version_key(p.parent.name))
-        if not found:
-            return {"verl.trainer.main_ppo": DEFAULT_CONFIG_NAME}
-        path = found[-1]
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _version_key(v: str) -> tuple:
-    return tuple(int(x) if x.isdigit() else 0 for x in re.split(r"[.+-]", v))
 
 
 class _Abort(Exception):
