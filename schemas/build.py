@@ -1294,7 +1294,7 @@ def snapshot_text(snapshot: dict) -> str:
 
 def write_snapshot(snapshot: dict, path: Path) -> None:
     """Write atomically, sorted keys, deterministic layout."""
-    from sapo_toolkit.linter.sources.files import write_atomically
+    from sapo_toolkit.schemas.atomic import write_atomically
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -1375,7 +1375,7 @@ def recipe_validator_code(schema_text: str) -> str:
 
 
 def write_recipe_validator(out_dir: Path) -> Path:
-    from sapo_toolkit.linter.sources.files import write_atomically
+    from sapo_toolkit.schemas.atomic import write_atomically
 
     schema_dir = Path(__file__).resolve().parent
     target = Path(out_dir) / RECIPE_VALIDATOR

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
+
+# One definition, in schemas (the linter imports schemas, never the reverse); re-exported for --fix, convert, caches.
+from sapo_toolkit.schemas.atomic import write_atomically
+
+__all__ = ["MAX_BYTES", "TextFile", "UnreadableFile", "read_text", "write_atomically"]
 
 MAX_BYTES = 4 * 1024 * 1024  # far above any real recipe or run script
 
@@ -34,26 +38,3 @@ def read_text(path: Path) -> TextFile:
     except UnicodeDecodeError as exc:
         raise UnreadableFile(f"not UTF-8 text (invalid byte at offset {exc.start})") from None
     return TextFile(str(path), text)
-
-
-def write_atomically(path: Path, content: str | bytes) -> None:
-    """Replace the file's content in one step: a crash leaves the old file or the new one, never half of it.
-    An existing file keeps its mode; a new one gets the usual mode for the umask."""
-    import tempfile  # only --fix and schema builds write files
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with (os.fdopen(fd, "wb") if isinstance(content, bytes) else os.fdopen(fd, "w", encoding="utf-8", newline="")) as handle:
-            handle.write(content)
-        if path.exists():
-            mode = path.stat().st_mode & 0o7777
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
