@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from .overrides import MISSING
+from .core.overrides import MISSING
 
 _AXIS_NAME = re.compile(r"[^a-z0-9_]")
 _CHOICE_NAME = re.compile(r"[^A-Za-z0-9._-]")

@@ -10,74 +10,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, NamedTuple
 
-from .diagnostics import Diagnostic, Location
-from .model import Accelerator, ModelShape
-from .overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse_override
+from .core.command import Command, LocatedOverride, Stack
+from .core.diagnostics import Diagnostic, Location
+from .core.model import Accelerator, ModelShape
+from .core.overrides import ParsedOverride
 from .schema import Consumer, Snapshot, Tree, load_consumer
 
 _NOT_FOUND = object()
 _INTERPOLATION = re.compile(r"^\$\{(?:oc\.select:)?(\.*[A-Za-z0-9_.]+)(?:,(.*))?\}$")
-
-
-class LocatedOverride(NamedTuple):
-    """One override as a source read it: the parsed form (None on a syntax error) and where it was written."""
-
-    location: Location
-    key_text: str  # the key as written, prefix included: what a fix replaces
-    parsed: ParsedOverride | None
-    syntax_error: str | None = None
-
-
-class Stack(NamedTuple):
-    """Versions of the libraries that receive verl's pass-through dicts."""
-
-    megatron_core: str
-    mbridge: str
-
-
-class EnvVar(NamedTuple):
-    """An environment variable the run sets (recipe `env`, then the variant's), and where it was written."""
-
-    name: str
-    value: str
-    location: Location
-
-
-def locate_override(text: str, location: Location, key_text: str | None = None) -> LocatedOverride:
-    """One `key=value` argument, parsed with Hydra's grammar; a syntax error is kept with its message."""
-    key_text = text.split("=", 1)[0] if key_text is None else key_text
-    try:
-        return LocatedOverride(location, key_text, parse_override(text))
-    except OverrideSyntaxError as exc:
-        return LocatedOverride(location, key_text, None, f"`{text}`: {exc.message}")
-
-
-@dataclass(frozen=True)
-class Command:
-    """One trainer invocation to check: one variant of a recipe or script."""
-
-    config_name: str
-    overrides: tuple[LocatedOverride, ...]
-    stack: Stack
-    variant: str | None = None
-    origin: Location | None = None  # where findings not tied to one override are reported
-    model: ModelShape | None = None  # None: unknown architecture (model-aware rules are skipped)
-    accelerator: Accelerator | None = None
-    env: tuple[EnvVar, ...] = ()
-    # Site limits verl's config has no place for (checkpoint write bandwidth, host RAM, disk budget; see
-    # sources.recipe.RESOURCE_KEYS); the estimator assumes documented defaults for the ones not given.
-    resources: dict = field(default_factory=dict, compare=False)
-
-    def hydra_overrides(self) -> list[str]:
-        """The command's overrides as Hydra command-line arguments that Hydra reads back as exactly these values.
-        Strings holding `${...}` stay interpolations, as they would in a Hydra YAML file."""
-        from .overrides import format_override
-
-        return [
-            format_override(lo.parsed.op, lo.parsed.key, lo.parsed.value, lo.parsed.package, allow_interpolation=True)
-            for lo in self.overrides
-            if lo.parsed is not None
-        ]
 
 
 class ResolvedOverride(NamedTuple):
@@ -331,4 +271,4 @@ def lint_command(command: Command, snapshot: Snapshot, rules: Iterable) -> list[
     return [d.with_variant(command.variant) for d in out]
 
 
-__all__ = ["Command", "ConfigView", "EnvVar", "LintContext", "LocatedOverride", "ResolvedOverride", "Stack", "lint_command", "resolve", "MISSING"]
+__all__ = ["ConfigView", "LintContext", "ResolvedOverride", "lint_command", "resolve"]

@@ -888,7 +888,7 @@ def card_config(shape) -> dict | None:
     source = getattr(shape, "source", "") or ""
     if not source.startswith("card "):
         return None
-    from .model import _cards
+    from .catalog import _cards
 
     card = _cards().get(source[len("card "):])
     return dict(card["config"]) if card else None
@@ -968,7 +968,7 @@ def _optimizer(ctx, prefix: str, param_bytes: float) -> tuple[Optimizer, float]:
 
 
 def _role(ctx, role: str, par, seq: int) -> RoleSetup:
-    from .rules.parallel import ROLLOUT
+    from .topology import ROLLOUT
 
     world = _world(ctx)
     layout = Layout(world, par.tp, par.pp, par.vpp, par.cp, par.ep, par.etp)
@@ -998,7 +998,7 @@ def _role(ctx, role: str, par, seq: int) -> RoleSetup:
 
 
 def _world(ctx) -> int:
-    from .rules.parallel import world_size
+    from .topology import world_size
 
     return world_size(ctx) or 0
 
@@ -1025,15 +1025,15 @@ def env_of(ctx) -> dict[str, str]:
 def limits_of(ctx) -> Limits:
     """Site limits the command states (`Command.resources`, when the recipe source provides it), else defaults."""
     resources = getattr(ctx.command, "resources", None) if ctx.command is not None else None
-    return Limits.from_mapping(resources)
+    return Limits.from_mapping(dict(resources or ()))
 
 
 def plan_inputs(ctx, env: Mapping[str, str] | None = None, limits: Limits | None = None,
                 hf_config: Mapping[str, Any] | None = None) -> PlanInputs | None:
     """Everything the estimate needs, read from a resolved command; None when the model, the accelerator, the
     world size or the actor's Megatron sizes are unknown (other rules report those)."""
-    from .rules.parallel import ROLLOUT, active_roles, parallelism
     from .schema import version_key
+    from .topology import ROLLOUT, active_roles, parallelism
 
     if ctx.model is None or ctx.accelerator is None:
         return None

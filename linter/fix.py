@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from .diagnostics import Diagnostic
+from .core.diagnostics import Diagnostic
 from .sources.files import write_atomically
 
 

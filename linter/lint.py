@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import rules as _rules  # registers every rule
-from .diagnostics import Diagnostic, Location
-from .engine import LocatedOverride, Stack, lint_command, locate_override
+from .core.command import LocatedOverride, Stack, locate_override
+from .core.diagnostics import Diagnostic, Location
+from .core.variants import collapse_variants
+from .engine import lint_command
 from .rules.rf_recipe import UNKNOWN_VERSION, UNREADABLE_FILE
 from .schema import (
     DEFAULT_MBRIDGE,
@@ -23,7 +25,6 @@ from .schema import (
 from .settings import Settings
 from .sources.files import UnreadableFile, read_text
 from .sources.recipe import ReadOptions, Recipe, looks_like_recipe, read_recipe
-from .variants import collapse_variants
 
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", "build", "dist"}
 RECIPE_SUFFIXES = (".yaml", ".yml")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from .diagnostics import Diagnostic, Severity
+from .core.diagnostics import Diagnostic, Severity
 
 FORMATS = ("text", "json", "github", "sarif")
 

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from sapo_toolkit.linter.engine import Stack, resolve
+from sapo_toolkit.linter.catalog import _cards
+from sapo_toolkit.linter.core.command import Stack
+from sapo_toolkit.linter.engine import resolve
 from sapo_toolkit.linter.estimate import (
     GIB,
     Layout,
@@ -26,7 +28,6 @@ from sapo_toolkit.linter.estimate import (
     train_activations,
 )
 from sapo_toolkit.linter.lint import lint_paths
-from sapo_toolkit.linter.model import _cards
 from sapo_toolkit.linter.rules.ck003_broken_save_mode import broken_modes
 from sapo_toolkit.linter.schema import DEFAULT_MBRIDGE, DEFAULT_MEGATRON_CORE, load_snapshot
 from sapo_toolkit.linter.settings import Settings

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from sapo_toolkit.linter.overrides import (
+from sapo_toolkit.linter.core.overrides import (
     MISSING,
     OverrideSyntaxError,
     ParsedOverride,
@@ -640,7 +640,7 @@ def test_value_objects() -> None:
 
 def test_no_hydra_at_import_or_on_the_fast_path() -> None:
     code = (
-        "import sys, sapo_toolkit.linter.overrides as o\n"
+        "import sys, sapo_toolkit.linter.core.overrides as o\n"
         "for s in ['actor_rollout_ref.actor.megatron.tensor_model_parallel_size=4',"
         " 'data.train_files=\"[\\'/x\\']\"', '+a.b=1.2', '~a', \"x=['/a','/b']\"]:\n"
         "    o.parse_override(s)\n"

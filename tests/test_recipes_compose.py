@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from sapo_toolkit.linter.engine import Stack
+from sapo_toolkit.linter.core.command import Stack
 from sapo_toolkit.linter.schema import DEFAULT_MBRIDGE, DEFAULT_MEGATRON_CORE
 from sapo_toolkit.linter.sources.files import read_text
 from sapo_toolkit.linter.sources.recipe import ReadOptions, read_recipe

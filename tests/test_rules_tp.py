@@ -2,7 +2,7 @@
 
 import json
 
-from sapo_toolkit.linter.diagnostics import Severity
+from sapo_toolkit.linter.core.diagnostics import Severity
 
 MOE = "model: {path: Qwen/Qwen3-30B-A3B}\n"
 A = "actor_rollout_ref.actor.megatron"

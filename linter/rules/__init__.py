@@ -10,7 +10,7 @@ import pkgutil
 import re
 from importlib import import_module
 
-from .registry import RULES, Finding, Rule
+from ..rulekit.registry import RULES, Finding, Rule
 
 _RULE_MODULE = re.compile(r"^([a-z]{2,3}\d{3}_\w+|(rf|nm|sh)_\w+)$")
 

@@ -1,8 +1,8 @@
 import math
 
-from ..diagnostics import Severity
-from .parallel import parallelism, world_size
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.registry import Finding, rule
+from ..topology import parallelism, world_size
 
 ACTOR = "actor_rollout_ref.actor"
 

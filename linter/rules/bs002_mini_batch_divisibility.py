@@ -1,6 +1,6 @@
-from ..diagnostics import Severity
-from .parallel import active_roles, parallelism, world_size
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.registry import Finding, rule
+from ..topology import active_roles, parallelism, world_size
 
 ACTOR = "actor_rollout_ref.actor"
 N = "actor_rollout_ref.rollout.n"

@@ -1,6 +1,6 @@
-from ..diagnostics import Severity
-from .parallel import ROLE_PREFIX, active_roles
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.registry import Finding, rule
+from ..topology import ROLE_PREFIX, active_roles
 
 
 @rule(

@@ -1,5 +1,5 @@
-from ..diagnostics import Severity
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.registry import Finding, rule
 
 ACTOR_KEY = "actor_rollout_ref.actor.use_dynamic_bsz"
 ROLLOUT_KEY = "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz"

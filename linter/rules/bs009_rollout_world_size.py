@@ -1,6 +1,6 @@
-from ..diagnostics import Severity
-from .parallel import ROLLOUT, world_size
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.registry import Finding, rule
+from ..topology import ROLLOUT, world_size
 
 
 @rule(

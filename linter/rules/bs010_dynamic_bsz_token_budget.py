@@ -1,6 +1,6 @@
-from ..diagnostics import Severity
-from .parallel import active_roles, parallelism
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.registry import Finding, rule
+from ..topology import active_roles, parallelism
 
 PROMPT, RESPONSE = "data.max_prompt_length", "data.max_response_length"
 ACTOR_BUDGET = "actor_rollout_ref.actor.ppo_max_token_len_per_gpu"

@@ -1,6 +1,6 @@
-from ..diagnostics import Severity
+from ..core.diagnostics import Severity
 from ..estimate import GIB, estimate_context
-from .registry import Finding, rule
+from ..rulekit.registry import Finding, rule
 
 
 @rule(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..diagnostics import Severity
+from ..core.diagnostics import Severity
+from ..rulekit.registry import Finding, rule
 from ..schema import version_key
-from .parallel import active_roles
-from .registry import Finding, rule
+from ..topology import active_roles
 
 ROLE_CHECKPOINT = {"actor": "actor_rollout_ref.actor", "critic": "critic"}
 

@@ -1,7 +1,7 @@
-from ..diagnostics import Severity
+from ..core.diagnostics import Severity
 from ..estimate import GIB, WARN_FRACTION, estimate_context
-from .parallel import ROLLOUT
-from .registry import Finding, rule
+from ..rulekit.registry import Finding, rule
+from ..topology import ROLLOUT
 
 ACTOR = "actor_rollout_ref.actor"
 OVERRIDE_OPTIM = f"{ACTOR}.optim.override_optimizer_config"

@@ -17,8 +17,8 @@ import fnmatch
 import os
 from pathlib import Path, PurePath
 
-from ..diagnostics import Diagnostic, Location, Severity
-from .registry import source_rule
+from ..core.diagnostics import Diagnostic, Location, Severity
+from ..rulekit.registry import source_rule
 
 # verl tests/special_sanity/check_example_naming.py l.51-66
 FORBIDDEN_TOKENS = (

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..diagnostics import Severity
-from .parallel import active_roles
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.registry import Finding, rule
+from ..topology import active_roles
 
 # Where each training role's optimizer settings live (the ref is forward-only: no optimizer).
 OPTIM_ROLES = {

@@ -1,6 +1,6 @@
-from ..diagnostics import Severity
+from ..core.diagnostics import Severity
+from ..rulekit.registry import Finding, rule
 from .op001_cpu_offload_fraction_zero import optimizer_views
-from .registry import Finding, rule
 
 
 @rule(

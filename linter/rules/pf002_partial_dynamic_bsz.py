@@ -1,6 +1,6 @@
-from ..diagnostics import Severity
-from .parallel import active_roles
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.registry import Finding, rule
+from ..topology import active_roles
 
 ACTOR = "actor_rollout_ref.actor.use_dynamic_bsz"
 ROLLOUT = "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz"

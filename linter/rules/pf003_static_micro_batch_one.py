@@ -1,6 +1,6 @@
-from ..diagnostics import Severity
-from .parallel import active_roles
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.registry import Finding, rule
+from ..topology import active_roles
 
 
 @rule(

@@ -1,5 +1,5 @@
-from ..diagnostics import Severity
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.registry import Finding, rule
 
 # (lowest, highest) accepted integer values; CANN documentation as collected in megatron.md §6.5.
 RANGES = {

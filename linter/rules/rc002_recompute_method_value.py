@@ -1,12 +1,6 @@
-from ..diagnostics import Severity
-from .recompute import (
-    GRANULARITY,
-    METHOD,
-    blame,
-    recompute_roles,
-    rejects,
-)
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.recompute import GRANULARITY, METHOD, blame, recompute_roles, rejects
+from ..rulekit.registry import Finding, rule
 
 
 @rule(

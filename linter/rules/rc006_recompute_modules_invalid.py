@@ -1,13 +1,7 @@
-from ..diagnostics import Severity
+from ..core.diagnostics import Severity
+from ..rulekit.recompute import GRANULARITY, MODULES, blame, mcore, recompute_roles
+from ..rulekit.registry import Finding, rule
 from ..schema import version_key
-from .recompute import (
-    GRANULARITY,
-    MODULES,
-    blame,
-    mcore,
-    recompute_roles,
-)
-from .registry import Finding, rule
 
 # `allowed_modules` in `TransformerConfig.__post_init__`, by megatron-core version.
 # 0.12.1 (transformer_config.py:728) and, per the reference, 0.13.1: six names; 0.15.3 (:948-956) and 0.16.1

@@ -1,11 +1,6 @@
-from ..diagnostics import Severity
-from .recompute import (
-    GRANULARITY,
-    blame,
-    recompute_roles,
-    rejects,
-)
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.recompute import GRANULARITY, blame, recompute_roles, rejects
+from ..rulekit.registry import Finding, rule
 
 DSA, SP = "distribute_saved_activations", "sequence_parallel"
 

@@ -1,14 +1,6 @@
-from ..diagnostics import Severity
-from .recompute import (
-    GRANULARITY,
-    METHOD,
-    NUM_LAYERS,
-    at_or_after,
-    blame,
-    mcore,
-    recompute_roles,
-)
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.recompute import GRANULARITY, METHOD, NUM_LAYERS, at_or_after, blame, mcore, recompute_roles
+from ..rulekit.registry import Finding, rule
 
 OVERLAP = "overlap_moe_expert_parallel_comm"
 

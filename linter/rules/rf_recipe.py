@@ -1,7 +1,7 @@
 """Recipe-file rules (RF): reported by the recipe source while reading a file, before any override is checked."""
 
-from ..diagnostics import Severity
-from .registry import source_rule
+from ..core.diagnostics import Severity
+from ..rulekit.registry import source_rule
 
 RECIPE_SCHEMA = source_rule(
     "RF001", "recipe-schema", Severity.ERROR,

@@ -1,8 +1,8 @@
 """Bash run-script rules (SH): reported by the script source (`linter/sources/bash.py`) while it evaluates a
 verl-style run script statically, before any override is checked."""
 
-from ..diagnostics import Severity
-from .registry import source_rule
+from ..core.diagnostics import Severity
+from ..rulekit.registry import source_rule
 
 UNRESOLVED = source_rule(
     "SH001", "unresolved-construct", Severity.WARNING,

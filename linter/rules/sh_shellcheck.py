@@ -3,8 +3,8 @@
 The findings are produced by `linter/sources/shellcheck.py`; `SH2086` is shellcheck's SC2086 and so on.
 """
 
-from ..diagnostics import Severity
-from .registry import source_rule
+from ..core.diagnostics import Severity
+from ..rulekit.registry import source_rule
 
 SHELLCHECK = source_rule(
     "SH100", "shellcheck", Severity.ERROR,

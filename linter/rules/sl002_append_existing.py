@@ -1,6 +1,6 @@
-from ..diagnostics import Severity
-from .common import plain_key
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.common import plain_key
+from ..rulekit.registry import Finding, rule
 
 
 @rule(

@@ -1,6 +1,6 @@
-from ..diagnostics import Severity
-from .common import did_you_mean, first_missing, short_class
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.common import did_you_mean, first_missing, short_class
+from ..rulekit.registry import Finding, rule
 from .sp001_sapo_tau_nested import is_nested_tau
 
 

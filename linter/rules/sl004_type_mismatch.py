@@ -1,6 +1,6 @@
-from ..diagnostics import Severity
-from .common import is_interpolation, is_number
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.common import is_interpolation, is_number
+from ..rulekit.registry import Finding, rule
 
 _ACCEPTS = {
     "int": lambda v: isinstance(v, int) and not isinstance(v, bool),

@@ -1,6 +1,6 @@
-from ..diagnostics import Severity
-from .common import is_interpolation, nearest
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.common import is_interpolation, nearest
+from ..rulekit.registry import Finding, rule
 
 
 @rule(

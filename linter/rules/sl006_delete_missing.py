@@ -1,6 +1,6 @@
-from ..diagnostics import Severity
-from .common import did_you_mean, where
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.common import did_you_mean, where
+from ..rulekit.registry import Finding, rule
 
 
 @rule(

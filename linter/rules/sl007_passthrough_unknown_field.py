@@ -1,6 +1,6 @@
-from ..diagnostics import Severity
-from .common import nearest
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.common import nearest
+from ..rulekit.registry import Finding, rule
 
 # What happens to an unknown key, per consumer of a pass-through dict.
 _CONSEQUENCE = {

@@ -1,5 +1,5 @@
-from ..diagnostics import Severity
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.registry import Finding, rule
 
 TAUS = ("tau_pos", "tau_neg")
 

@@ -1,7 +1,7 @@
-from ..diagnostics import Severity
-from .common import is_number
-from .registry import Finding, rule
-from .sapo import TAU_NEG, TAU_POS
+from ..core.diagnostics import Severity
+from ..rulekit.common import is_number
+from ..rulekit.registry import Finding, rule
+from ..rulekit.sapo import TAU_NEG, TAU_POS
 
 
 @rule(

@@ -1,6 +1,6 @@
-from ..diagnostics import Severity
-from .registry import Finding, rule
-from .sapo import LOSS_MODE, TAU_NEG, TAU_POS
+from ..core.diagnostics import Severity
+from ..rulekit.registry import Finding, rule
+from ..rulekit.sapo import LOSS_MODE, TAU_NEG, TAU_POS
 
 
 @rule(

@@ -1,6 +1,6 @@
-from ..diagnostics import Severity
-from .registry import Finding, rule
-from .sapo import CLIP_KEYS, LOSS_MODE
+from ..core.diagnostics import Severity
+from ..rulekit.registry import Finding, rule
+from ..rulekit.sapo import CLIP_KEYS, LOSS_MODE
 
 
 @rule(

@@ -1,6 +1,6 @@
-from ..diagnostics import Severity
-from .parallel import megatron_roles, own_setting, world_size
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.registry import Finding, rule
+from ..topology import megatron_roles, own_setting, world_size
 
 SIZES = ("expert_model_parallel_size", "expert_tensor_parallel_size", "pipeline_model_parallel_size",
          "tensor_model_parallel_size")

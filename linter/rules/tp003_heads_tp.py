@@ -1,6 +1,6 @@
-from ..diagnostics import Severity
-from .parallel import megatron_roles, nearest_divisors, own_setting
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.registry import Finding, rule
+from ..topology import megatron_roles, nearest_divisors, own_setting
 
 
 @rule(

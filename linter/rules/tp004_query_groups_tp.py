@@ -1,7 +1,7 @@
-from ..diagnostics import Severity
+from ..core.diagnostics import Severity
+from ..rulekit.registry import Finding, rule
 from ..schema import version_key
-from .parallel import megatron_roles, own_setting
-from .registry import Finding, rule
+from ..topology import megatron_roles, own_setting
 
 
 @rule(

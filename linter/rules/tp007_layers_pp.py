@@ -1,6 +1,6 @@
-from ..diagnostics import Severity
-from .parallel import megatron_roles, own_setting
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.registry import Finding, rule
+from ..topology import megatron_roles, own_setting
 
 UNEVEN = ("num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage", "pipeline_model_parallel_layout")
 

@@ -1,6 +1,6 @@
-from ..diagnostics import Severity
-from .parallel import ROLLOUT, nearest_divisors
-from .registry import Finding, rule
+from ..core.diagnostics import Severity
+from ..rulekit.registry import Finding, rule
+from ..topology import ROLLOUT, nearest_divisors
 
 
 @rule(

@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from ..diagnostics import Diagnostic, Location
-from ..engine import Command, EnvVar, LocatedOverride, locate_override
-from ..overrides import OverrideSyntaxError, ParsedOverride, parse_override
+from ..core.command import Command, EnvVar, LocatedOverride, locate_override, merge_overrides, site_limits
+from ..core.diagnostics import Diagnostic, Location
+from ..core.overrides import OverrideSyntaxError, ParsedOverride, parse_override
+from ..core.variants import collapse_variants
 from ..rules.sh_script import PASSTHROUGH, SYNTAX, UNRESOLVED
 from ..schema import entrypoints
-from ..variants import collapse_variants
 from .files import TextFile
-from .recipe import DEFAULT_CONFIG_NAME, ReadOptions, merge_overrides
+from .recipe import DEFAULT_CONFIG_NAME, ReadOptions
 
 # The value an override gets when part of it cannot be evaluated: an interpolation, so that type and range
 # rules leave it alone while key rules still apply.
@@ -1025,7 +1025,7 @@ def evaluate(source: TextFile, env: dict[str, str] | None = None):
 
 
 def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
-    from ..model import ModelNotFound, accelerators, find_model
+    from ..catalog import ModelNotFound, accelerators, find_model
     from ..rules.rf_recipe import UNKNOWN_ACCELERATOR, UNKNOWN_MODEL
 
     src = source.text.encode("utf-8")
@@ -1121,7 +1121,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                         "actor_rollout_ref.model.path at a directory holding config.json"))
             commands.append(Command(config_name, merge_overrides(overrides, options.cli_overrides), options.stack, label,
                                     tr.node_loc, models[mpath], accelerator, tuple(tr.env.values()),
-                                    dict(options.resources)))
+                                    site_limits(options.resources)))
         per_variant.append(list(dict.fromkeys(found)))
     diagnostics.extend(collapse_variants(per_variant, [label for label, _ in runs]))
     return ScriptRead(commands, diagnostics, verl_version, {var: vals for var, vals in axes})

@@ -12,10 +12,10 @@ from typing import Any
 
 import yaml
 
-from ..diagnostics import Diagnostic, Location
-from ..engine import Command, EnvVar, LocatedOverride, Stack
-from ..model import ModelNotFound, accelerators, find_model
-from ..overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse_override
+from ..catalog import ModelNotFound, accelerators, find_model
+from ..core.command import RESOURCE_KEYS, Command, EnvVar, LocatedOverride, Stack, merge_overrides, site_limits
+from ..core.diagnostics import Diagnostic, Location
+from ..core.overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse_override
 from ..rules.rf_recipe import (
     INVALID_YAML,
     RECIPE_SCHEMA,
@@ -122,15 +122,6 @@ def _env(path: str, loader, mapping: yaml.Node | None) -> dict[str, EnvVar]:
     return out
 
 
-def merge_overrides(base, extra) -> tuple[LocatedOverride, ...]:
-    """A variant's (or the command line's) override of a base key replaces it; new keys are appended."""
-    def ident(lo: LocatedOverride):
-        return (lo.parsed.key, lo.parsed.package) if lo.parsed else lo.key_text
-
-    replaced = {ident(lo) for lo in extra}
-    return tuple([lo for lo in base if ident(lo) not in replaced] + list(extra))
-
-
 MODEL_RULES = "topology rules that need the model's shape (TP003 and up)"
 
 
@@ -164,9 +155,6 @@ def _accelerator(source: TextFile, root, data: dict, diagnostics: list[Diagnosti
             _location(source.path, node), f"unknown accelerator `{name}`; known: {', '.join(known)}"))
         return None
     return known[name]
-
-
-RESOURCE_KEYS = ("write_gib_per_s", "host_ram_gib", "disk_budget_gib")
 
 
 @dataclass(frozen=True)
@@ -229,5 +217,5 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
             env.update(extra_env)
         label = ",".join(name for name, _, _ in combo) or None
         recipe.commands.append(Command(config_name, merge_overrides(overrides, list(options.cli_overrides)), stack, label,
-                                       origin, model, accelerator, tuple(env.values()), resources))
+                                       origin, model, accelerator, tuple(env.values()), site_limits(resources)))
     return RecipeRead(recipe, diagnostics)

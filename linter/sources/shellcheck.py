@@ -23,7 +23,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..diagnostics import Diagnostic, Location, Severity
+from ..core.diagnostics import Diagnostic, Location, Severity
 from .files import write_atomically
 
 CODE = "SH100"  # the documentation rule every SH<SC number> resolves to (linter/rules/sh_shellcheck.py)

@@ -1,15 +1,8 @@
-"""Model shapes (from a local config.json or a shipped card) and the accelerator table."""
+"""Model and accelerator records, and the one reader of a Hugging Face config.json."""
 
 from __future__ import annotations
 
-import json
-from functools import cache
-from pathlib import Path
 from typing import NamedTuple
-
-from .schema import SCHEMA_DIR
-
-MODELS_DIR = SCHEMA_DIR / "models"
 
 
 class ModelShape(NamedTuple):
@@ -59,52 +52,8 @@ def shape_from_hf_config(config: dict, name: str, source: str) -> ModelShape:
     )
 
 
-class ModelNotFound(LookupError):
-    pass
-
-
-@cache
-def _cards() -> dict[str, dict]:
-    return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(MODELS_DIR.glob("*.json"))}
-
-
-def card_names() -> list[str]:
-    return sorted(_cards())
-
-
-def find_model(path: str | None, card: str | None, base_dir: Path) -> ModelShape:
-    """The model's shape: an explicit card, else a local directory's config.json, else a card matching the
-    Hugging Face id (case-insensitive). Raises ModelNotFound with what was tried."""
-    cards = _cards()
-    if card:
-        if card not in cards:
-            raise ModelNotFound(f"no model card `{card}`; shipped cards: {', '.join(cards)}")
-        return shape_from_hf_config(cards[card]["config"], card, f"card {card}")
-    if not path:
-        raise ModelNotFound("the recipe names no model (`model.path`, `model.card` or `actor_rollout_ref.model.path`)")
-    local = (base_dir / Path(path).expanduser()) if not Path(path).expanduser().is_absolute() else Path(path).expanduser()
-    config_file = local / "config.json"
-    if config_file.is_file():
-        try:
-            config = json.loads(config_file.read_text(encoding="utf-8"))
-            return shape_from_hf_config(config, local.name, str(config_file))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ModelNotFound(f"cannot read the architecture from {config_file}: {exc}") from None
-    wanted = path.strip().rstrip("/").lower()
-    for name, data in cards.items():
-        if wanted in (i.lower() for i in data["hf_ids"]):
-            return shape_from_hf_config(data["config"], name, f"card {name}")
-    raise ModelNotFound(f"`{path}` is neither a local directory with config.json nor a shipped card's Hugging Face id")
-
-
 class Accelerator(NamedTuple):
     name: str
     device: str  # npu | gpu
     hbm_gib: float
     devices_per_node: int
-
-
-@cache
-def accelerators() -> dict[str, Accelerator]:
-    data = json.loads((SCHEMA_DIR / "devices.json").read_text(encoding="utf-8"))["devices"]
-    return {name: Accelerator(name, d["device"], d["hbm_gib"], d["devices_per_node"]) for name, d in data.items()}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engine import LintContext
+from .engine import LintContext
 
 ROLE_PREFIX = {
     "actor": "actor_rollout_ref.actor.megatron",

@@ -1,7 +1,7 @@
 """What the RC rules share: the recompute keys, the roles to check, and how messages quote megatron-core."""
 
 from ..schema import version_key
-from .parallel import megatron_roles, sets_itself
+from ..topology import megatron_roles, sets_itself
 
 GRANULARITY, METHOD, NUM_LAYERS, MODULES = (
     "recompute_granularity", "recompute_method", "recompute_num_layers", "recompute_modules")

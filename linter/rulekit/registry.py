@@ -6,7 +6,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from ..diagnostics import Diagnostic, Location, Severity
+from ..core.diagnostics import Diagnostic, Location, Severity
 
 
 @dataclass(frozen=True)

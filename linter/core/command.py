@@ -1,0 +1,88 @@
+"""The run model: one trainer command (config, ordered overrides, environment, versions) as a source read it.
+
+Shared by the linter (sources build commands, the engine resolves them) and any program that launches them. It
+imports nothing of the project but the rest of `core`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .diagnostics import Location
+from .model import Accelerator, ModelShape
+from .overrides import OverrideSyntaxError, ParsedOverride, format_override, parse_override
+
+
+class LocatedOverride(NamedTuple):
+    """One override as a source read it: the parsed form (None on a syntax error) and where it was written."""
+
+    location: Location
+    key_text: str  # the key as written, prefix included: what a fix replaces
+    parsed: ParsedOverride | None
+    syntax_error: str | None = None
+
+
+class Stack(NamedTuple):
+    """Versions of the libraries that receive verl's pass-through dicts."""
+
+    megatron_core: str
+    mbridge: str
+
+
+class EnvVar(NamedTuple):
+    """An environment variable the run sets (recipe `env`, then the variant's), and where it was written."""
+
+    name: str
+    value: str
+    location: Location
+
+
+def locate_override(text: str, location: Location, key_text: str | None = None) -> LocatedOverride:
+    """One `key=value` argument, parsed with Hydra's grammar; a syntax error is kept with its message."""
+    key_text = text.split("=", 1)[0] if key_text is None else key_text
+    try:
+        return LocatedOverride(location, key_text, parse_override(text))
+    except OverrideSyntaxError as exc:
+        return LocatedOverride(location, key_text, None, f"`{text}`: {exc.message}")
+
+
+class Command(NamedTuple):
+    """One trainer invocation to check: one variant of a recipe or script."""
+
+    config_name: str
+    overrides: tuple[LocatedOverride, ...]
+    stack: Stack
+    variant: str | None = None
+    origin: Location | None = None  # where findings not tied to one override are reported
+    model: ModelShape | None = None  # None: unknown architecture (model-aware rules are skipped)
+    accelerator: Accelerator | None = None
+    env: tuple[EnvVar, ...] = ()
+    # Site limits verl's config has no place for, as sorted (name, value) pairs: checkpoint write bandwidth, host
+    # RAM, disk budget (`RESOURCE_KEYS`); the estimator assumes documented defaults for the ones not given.
+    resources: tuple[tuple[str, float], ...] = ()
+
+    def hydra_overrides(self) -> list[str]:
+        """The command's overrides as Hydra command-line arguments that Hydra reads back as exactly these values.
+        Strings holding `${...}` stay interpolations, as they would in a Hydra YAML file."""
+        return [
+            format_override(lo.parsed.op, lo.parsed.key, lo.parsed.value, lo.parsed.package, allow_interpolation=True)
+            for lo in self.overrides
+            if lo.parsed is not None
+        ]
+
+
+RESOURCE_KEYS = ("write_gib_per_s", "host_ram_gib", "disk_budget_gib")
+
+
+def site_limits(mapping: dict) -> tuple[tuple[str, float], ...]:
+    """`Command.resources` from a mapping of site limits."""
+    return tuple(sorted((k, mapping[k]) for k in RESOURCE_KEYS if mapping.get(k) is not None))
+
+
+def merge_overrides(base, extra) -> tuple[LocatedOverride, ...]:
+    """A variant's (or the command line's) override of a base key replaces it; new keys are appended."""
+    def ident(lo: LocatedOverride):
+        return (lo.parsed.key, lo.parsed.package) if lo.parsed else lo.key_text
+
+    replaced = {ident(lo) for lo in extra}
+    return tuple([lo for lo in base if ident(lo) not in replaced] + list(extra))
