@@ -1,6 +1,7 @@
 import math
 
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import parallelism, world_size
 
@@ -23,7 +24,7 @@ ACTOR = "actor_rollout_ref.actor"
       actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 3
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """verl's driver-side `validate_config` (verl 0.9.1 `verl/utils/config.py:101-124`, run by `main_ppo`
     before Ray starts) requires, when the actor's batch size is static (`use_dynamic_bsz=False`), that
     `data.train_batch_size * rollout.n` be a multiple of the smallest batch one step can hold: on the Megatron

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import active_roles, parallelism, world_size
 
@@ -20,7 +21,7 @@ N = "actor_rollout_ref.rollout.n"
       actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 1
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """The trainer hands the Megatron worker a global mini-batch of `ppo_mini_batch_size * rollout.n` samples
     (verl 0.9.1 `verl/trainer/ppo/ray_trainer.py:1352-1363`). The worker asserts
     `mini_batch_size % self.engine.get_data_parallel_size() == 0` (`verl/workers/engine_workers.py:267`), with

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import active_roles
 
@@ -21,7 +22,7 @@ REF = "actor_rollout_ref.ref"
       actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 1
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Without dynamic batch size every forward needs a micro-batch size. verl 0.9.1 accepts it under two
     names, the deprecated global `*_micro_batch_size` and `*_micro_batch_size_per_gpu`, and rejects both set or
     neither set: `ActorConfig.__post_init__` (`verl/workers/config/actor.py:195-211`: "[actor] You have set both

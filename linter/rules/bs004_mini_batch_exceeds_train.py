@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import active_roles
 
@@ -17,7 +18,7 @@ from ..topology import active_roles
       actor_rollout_ref.actor.ppo_mini_batch_size: 64
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """`validate_config` calls `ActorConfig.validate` (verl 0.9.1 `verl/workers/config/actor.py:222-229`) and,
     when a critic runs, `CriticConfig.validate` (`verl/workers/config/critic.py:117-128`); with a static batch size
     both raise `train_batch_size (...) must be >= actor.ppo_mini_batch_size (...)` (`critic.` for the critic).

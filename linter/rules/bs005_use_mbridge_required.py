@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import ROLE_PREFIX, active_roles
 
@@ -15,7 +16,7 @@ from ..topology import ROLE_PREFIX, active_roles
       actor_rollout_ref.actor.megatron.use_mbridge: true
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """verl 0.9.1's Megatron engine builds every model through mbridge: `MegatronEngine.__init__` asserts
     `assert self.engine_config.use_mbridge, "use_mbridge must be True"`
     (`verl/workers/engine/megatron/transformer_impl.py:191`), and nothing else reads the flag. Setting it to

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 
 ACTOR_KEY = "actor_rollout_ref.actor.use_dynamic_bsz"
@@ -19,7 +20,7 @@ ROLLOUT_KEY = "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz"
       actor_rollout_ref.rollout.log_prob_use_dynamic_bsz: true
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """The actor's training forward and its old-log-prob recompute share one engine, so verl 0.9.1 asserts
     `assert self.config.actor.use_dynamic_bsz == self.config.rollout.log_prob_use_dynamic_bsz`
     (`verl/workers/engine_workers.py:616`) when it builds the actor, after Ray has started and the workers are

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import ROLLOUT
 
@@ -17,7 +18,7 @@ from ..topology import ROLLOUT
       actor_rollout_ref.rollout.expert_parallel_size: 4
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """In the inference engines verl drives (vLLM, SGLang) the experts are spread over every device of a
     replica, so `RolloutConfig.__post_init__` (verl 0.9.1 `verl/workers/config/rollout.py:294-297`) asserts, for
     any `rollout.name` other than `trtllm`, "expert_parallel_size must be equal to tensor_model_parallel_size *

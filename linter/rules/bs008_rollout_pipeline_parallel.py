@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import ROLLOUT
 
@@ -17,7 +18,7 @@ from ..topology import ROLLOUT
       actor_rollout_ref.rollout.pipeline_model_parallel_size: 1
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """`RolloutConfig.__post_init__` (verl 0.9.1 `verl/workers/config/rollout.py:319-323`) raises
     `NotImplementedError(f"Current rollout {self.name=} not implemented pipeline_model_parallel_size > 1 yet.")`
     for `vllm`, `sglang` and `trtllm` — every rollout backend verl 0.9.1 ships — when the rollout config is

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import ROLLOUT, world_size
 
@@ -19,7 +20,7 @@ from ..topology import ROLLOUT, world_size
       actor_rollout_ref.rollout.data_parallel_size: 2
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """When the actor/rollout worker builds its rollout device mesh, verl 0.9.1 computes
     `infer_world_size = rollout TP * rollout DP * rollout PP` and asserts
     `self.world_size % infer_world_size == 0` ("rollout world_size: ... is not divisible by infer_world_size: ...",

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import active_roles, parallelism
 
@@ -24,7 +25,7 @@ ACTOR_BUDGET = "actor_rollout_ref.actor.ppo_max_token_len_per_gpu"
       actor_rollout_ref.actor.ppo_max_token_len_per_gpu: 10240
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """With dynamic batch size verl packs sequences into micro-batches of at most `max_token_len_per_gpu * CP`
     tokens and cannot split one sequence: `rearrange_micro_batches` asserts `max_token_len >= max_seq_len`
     ("max_token_len must be greater than the sequence length", verl 0.9.1 `verl/utils/seqlen_balancing.py:384`;

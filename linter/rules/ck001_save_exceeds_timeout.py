@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..estimate import GIB, estimate_context
 from ..rulekit.registry import Finding, rule
 
@@ -34,7 +35,7 @@ CHECKPOINT = "actor_rollout_ref.actor.checkpoint"
       actor_rollout_ref.actor.checkpoint.save_contents: [model]
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Every rank waits at world-group barriers while the checkpoint is written: Megatron's dist-checkpoint
     finalize, verl's `torch.distributed.barrier()` after a synchronous save, and after the HF weights that rank 0
     alone gathers and writes through the bridge. The world group's timeout is verl's

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..estimate import GIB, estimate_context
 from ..rulekit.registry import Finding, rule
 
@@ -33,7 +34,7 @@ from ..rulekit.registry import Finding, rule
       actor_rollout_ref.actor.checkpoint.save_contents: [model]
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """`trainer.max_actor_ckpt_to_keep: 1` does not bound peak disk: verl removes the previous checkpoint only
     after the new one is complete (`register_checkpoint` / `ensure_checkpoint_capacity`), so while a save runs two
     checkpoints sit on disk (SPEC incident 7). A full checkpoint holds the bf16 weights and the fp32 master copy

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..schema import version_key
 from ..topology import active_roles
@@ -86,7 +87,7 @@ def broken_modes(verl_version: str, mbridge_version: str, *, async_save: bool, s
       actor_rollout_ref.actor.checkpoint.async_save: false
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Some save paths fail only at the first checkpoint, hours into a run, with particular versions of verl
     (the recipe's `verl:` snapshot) and mbridge (the recipe's `stack.mbridge`):
 

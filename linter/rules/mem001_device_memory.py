@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..estimate import GIB, WARN_FRACTION, estimate_context
 from ..rulekit.registry import Finding, rule
 from ..topology import ROLLOUT
@@ -113,7 +114,7 @@ def advice(est, phase: str) -> str:
       actor_rollout_ref.rollout.gpu_memory_utilization: 0.5
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Estimates the memory of one device in each phase of a colocated verl step (`sapo-lint explain` shows the
     table) and compares the worst phase with the accelerator's HBM (`hardware.accelerator`).
 

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..estimate import GIB, estimate_context
 from ..rulekit.registry import Finding, rule
 
@@ -31,7 +32,7 @@ OVERRIDE_OPTIM = "actor_rollout_ref.actor.optim.override_optimizer_config"
       +actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_offload_fraction: 1.0
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Adds up, per node, what the devices' ranks park in host RAM: Megatron's CPU-offloaded optimizer state
     (`optimizer_offload_fraction` x 16 B per sharded element: fp32 copy, two fp32 moments, fp32 gradient copy, in
     pinned memory), what verl's `param_offload` / `optimizer_offload` move out during the rollout, and the rollout

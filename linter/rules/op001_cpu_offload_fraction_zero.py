@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import active_roles
 
@@ -81,7 +82,7 @@ def optimizer_views(ctx) -> list[OptimizerView]:
       +actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_offload_fraction: 1.0
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """verl passes `optim.override_optimizer_config` straight into megatron-core's `OptimizerConfig`
     (`verl/utils/megatron/optimizer.py:210-217`). With `optimizer_cpu_offload=True` megatron-core builds a
     `HybridDeviceOptimizer` with `offload_fraction=config.optimizer_offload_fraction`, whose default is 0.0; it

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from .op001_cpu_offload_fraction_zero import optimizer_views
 
@@ -17,7 +18,7 @@ from .op001_cpu_offload_fraction_zero import optimizer_views
       actor_rollout_ref.actor.optim.use_precision_aware_optimizer: true
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """megatron-core's `OptimizerConfig.__post_init__` (`megatron/core/optimizer/optimizer_config.py`,
     0.12.1 l.165-171, 0.16.1 l.375-381) asserts, when `use_precision_aware_optimizer` is on,
     `'--use-precision-aware-optimizer only supported with adam'` and

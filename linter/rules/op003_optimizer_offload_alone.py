@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from .op001_cpu_offload_fraction_zero import optimizer_views
 
@@ -17,7 +18,7 @@ from .op001_cpu_offload_fraction_zero import optimizer_views
       +actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_offload_fraction: 1.0
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """`<role>.megatron.optimizer_offload` is verl's own swap: between phases it moves the optimizer state to
     the CPU (`offload_megatron_optimizer`, `verl/utils/megatron_utils.py:931`), and on entering train mode the engine context
     loads it back (`BaseEngineCtx._context_switch`, `verl/workers/engine/base.py:314-327` ->

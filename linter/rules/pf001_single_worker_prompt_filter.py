@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 
 FILTER, WORKERS = "data.filter_overlong_prompts", "data.filter_overlong_prompts_workers"
@@ -17,7 +18,7 @@ FILTER, WORKERS = "data.filter_overlong_prompts", "data.filter_overlong_prompts_
       data.filter_overlong_prompts_workers: 32
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """With `data.filter_overlong_prompts=True`, verl's `RLHFDataset` tokenizes every prompt through
     `datasets.Dataset.filter(..., num_proc=self.num_workers)` (verl 0.9.1 `verl/utils/dataset/rl_dataset.py:148,
     199-270`), where `num_workers` is `data.filter_overlong_prompts_workers` — 1 in verl's `legacy_data.yaml`. On a

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import active_roles
 
@@ -22,7 +23,7 @@ REF = "actor_rollout_ref.ref.log_prob_use_dynamic_bsz"
       actor_rollout_ref.actor.use_dynamic_bsz: true
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Dynamic batch size packs micro-batches by token count instead of a fixed number of sequences; in the
     30B-MoE bring-up turning it on for the actor update, the rollout's old-log-prob recompute and the ref
     log-prob together gave +40% throughput over the best static micro-batch (SPEC incident 11). verl's YAML

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import active_roles
 
@@ -16,7 +17,7 @@ from ..topology import active_roles
       actor_rollout_ref.actor.use_dynamic_bsz: true
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """With a static batch size every forward and backward runs `*_micro_batch_size_per_gpu` sequences at a
     time; at 1 each step is many small, poorly-occupied launches (and on pipeline-parallel models the most
     pipeline bubbles). In the 30B-MoE bring-up a micro-batch of 1 was the bottleneck; dynamic batch size

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 
 # (lowest, highest) accepted integer values; CANN documentation as collected in megatron.md §6.5.
@@ -23,7 +24,7 @@ AIV_EXEC_TIMEOUT_MAX = 1091
     env: {HCCL_CONNECT_TIMEOUT: "1800"}
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Ascend's collective library reads its timeouts and buffers from the environment, and does not fail on a value
     it cannot use: it falls back or clamps, so the run keeps the default the setting was meant to replace (a
     connect timeout that is still 120 s on a 16-node job, say). Valid ranges (CANN): `HCCL_CONNECT_TIMEOUT`

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.recompute import GRANULARITY, blame, recompute_roles, rejects
 from ..rulekit.registry import Finding, rule
 
@@ -19,7 +20,7 @@ from ..rulekit.registry import Finding, rule
       actor_rollout_ref.actor.megatron.override_transformer_config.recompute_num_layers: 1
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """`override_transformer_config.recompute_granularity` goes unchecked through verl into megatron-core's
     `TransformerConfig`, whose `__post_init__` accepts only `"full"`, `"selective"` or None (null = no
     recompute), case-sensitively, in every megatron-core version (0.12.1, 0.15.3, 0.16.1). Anything else raises

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.recompute import GRANULARITY, METHOD, blame, recompute_roles, rejects
 from ..rulekit.registry import Finding, rule
 
@@ -19,7 +20,7 @@ from ..rulekit.registry import Finding, rule
       actor_rollout_ref.actor.megatron.override_transformer_config.recompute_num_layers: 1
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """When `recompute_granularity` is set, megatron-core's `TransformerConfig.__post_init__` (0.12.1, 0.15.3,
     0.16.1) requires `recompute_method` to be `"block"`, `"uniform"` or None, case-sensitively, and raises
     `ValueError: recompute_method: <value> must be "block" or "uniform".` at model init otherwise. With

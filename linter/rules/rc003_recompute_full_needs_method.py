@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.recompute import GRANULARITY, METHOD, blame, recompute_roles, rejects
 from ..rulekit.registry import Finding, rule
 
@@ -18,7 +19,7 @@ from ..rulekit.registry import Finding, rule
       actor_rollout_ref.actor.megatron.override_transformer_config.recompute_num_layers: 1
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Full recompute needs a method: `uniform` (checkpoint every `recompute_num_layers` layers) or `block`
     (checkpoint the first `recompute_num_layers` layers of each pipeline stage). verl's default method is null,
     so setting only `recompute_granularity=full` makes megatron-core's `TransformerConfig.__post_init__`

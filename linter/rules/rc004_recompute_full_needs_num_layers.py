@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.recompute import GRANULARITY, NUM_LAYERS, blame, recompute_roles, rejects
 from ..rulekit.registry import Finding, rule
 
@@ -18,7 +19,7 @@ from ..rulekit.registry import Finding, rule
       actor_rollout_ref.actor.megatron.override_transformer_config.recompute_num_layers: 1
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Full recompute needs `recompute_num_layers` (layers per uniform chunk, or layers per stage for `block`).
     verl's default is null, and megatron-core's `TransformerConfig.__post_init__` (0.12.1, 0.15.3, 0.16.1)
     raises `ValueError: When using recompute_granularity: full recompute_num_layers must be between 1 and

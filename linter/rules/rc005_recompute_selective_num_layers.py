@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.recompute import GRANULARITY, NUM_LAYERS, blame, recompute_roles, rejects
 from ..rulekit.registry import Finding, rule
 
@@ -17,7 +18,7 @@ from ..rulekit.registry import Finding, rule
       actor_rollout_ref.actor.megatron.override_transformer_config.recompute_modules: [core_attn]
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Selective recompute checkpoints the submodules named in `recompute_modules` in every layer; it takes no
     layer count. megatron-core's `TransformerConfig.__post_init__` (0.12.1, 0.15.3, 0.16.1) raises
     `ValueError: When using recompute_granularity: selective recompute_num_layers must be None.` at model

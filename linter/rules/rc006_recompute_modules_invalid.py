@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.recompute import GRANULARITY, MODULES, blame, mcore, recompute_roles
 from ..rulekit.registry import Finding, rule
 from ..schema import version_key
@@ -46,7 +47,7 @@ def _set(names) -> str:
       actor_rollout_ref.actor.megatron.override_transformer_config.recompute_modules: [core_attn, shared_experts]
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """With `recompute_granularity: selective`, megatron-core's `TransformerConfig.__post_init__` asserts that
     every name in `recompute_modules` is one it knows: `AssertionError: Invalid choices for recompute_modules:
     {...}. Allowed modules are: {...}` at model init. The set depends on the version: 0.12.x/0.13.x allow

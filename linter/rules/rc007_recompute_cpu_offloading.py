@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.recompute import GRANULARITY, blame, recompute_roles, rejects
 from ..rulekit.registry import Finding, rule
 
@@ -18,7 +19,7 @@ CPU_OFFLOADING = "cpu_offloading"
       actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity: selective
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """megatron-core's activation/weight CPU offloading (`cpu_offloading`, a `TransformerConfig` field, not
     verl's `param_offload`/`optimizer_offload`) cannot be combined with activation recompute:
     `TransformerConfig.__post_init__` (0.12.1, 0.15.3, 0.16.1) raises `ValueError: CPU offloading does not work

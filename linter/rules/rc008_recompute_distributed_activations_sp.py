@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.recompute import GRANULARITY, blame, recompute_roles, rejects
 from ..rulekit.registry import Finding, rule
 
@@ -36,7 +37,7 @@ def effective_sequence_parallel(ctx, par) -> bool:
       actor_rollout_ref.actor.megatron.override_transformer_config.recompute_num_layers: 1
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """`distribute_saved_activations` splits the checkpointed layer inputs across the tensor-parallel group;
     with sequence parallelism they are already split, and megatron-core's `TransformerConfig.__post_init__`
     (0.12.1, 0.15.3, 0.16.1) raises `ValueError: distribute_saved_activations: True must be false when sequence

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.recompute import GRANULARITY, blame, recompute_roles, rejects
 from ..rulekit.registry import Finding, rule
 
@@ -21,7 +22,7 @@ MOE_LAYER_RECOMPUTE = "moe_layer_recompute"
       actor_rollout_ref.actor.megatron.override_transformer_config.recompute_modules: [moe]
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """`moe_layer_recompute` is deprecated: megatron-core turns it into `recompute_granularity=selective` with
     `moe` added to `recompute_modules`. Combined with full recompute, `TransformerConfig.__post_init__`
     (0.12.1, 0.15.3, 0.16.1) raises `ValueError: Do not set --moe-layer-recompute with full recompute

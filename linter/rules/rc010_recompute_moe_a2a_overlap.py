@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.recompute import GRANULARITY, METHOD, NUM_LAYERS, at_or_after, blame, mcore, recompute_roles
 from ..rulekit.registry import Finding, rule
 
@@ -21,7 +22,7 @@ OVERLAP = "overlap_moe_expert_parallel_comm"
       +actor_rollout_ref.actor.megatron.override_transformer_config.overlap_moe_expert_parallel_comm: true
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """megatron-core 0.15+ can overlap the MoE expert-parallel all-to-all with computation
     (`overlap_moe_expert_parallel_comm`, absent in 0.12). `TransformerConfig.__post_init__` (0.15.3, 0.16.1)
     then asserts that recompute is not full and that `recompute_method` and `recompute_num_layers` are None:

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.common import did_you_mean, where
 from ..rulekit.registry import Finding, rule
 
@@ -15,7 +16,7 @@ from ..rulekit.registry import Finding, rule
       actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 4
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Hydra composes verl's config in struct mode: `key=value` for a key that is not in the composed config
     fails with `Could not override 'key'`, even inside open dicts such as `override_transformer_config`.
     When that happens depends on the run: a script fails at start-up after its environment is set up, a typo

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.common import plain_key
 from ..rulekit.registry import Finding, rule
 
@@ -15,7 +16,7 @@ from ..rulekit.registry import Finding, rule
       actor_rollout_ref.actor.megatron.override_transformer_config.attention_backend: auto
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """`+key=value` appends a key; Hydra refuses it when the key already holds a non-null value
     (`Could not append to config. An item is already at 'key'`). On a key whose default is null Hydra treats
     the key as absent and accepts the `+`, so that case is not reported. `+model_engine=...` on a config group

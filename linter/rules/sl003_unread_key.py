@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.common import did_you_mean, first_missing, short_class
 from ..rulekit.registry import Finding, rule
 from .sp001_sapo_tau_nested import is_nested_tau
@@ -18,7 +19,7 @@ from .sp001_sapo_tau_nested import is_nested_tau
       trainer.save_freq: 50
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """`+` bypasses Hydra's struct check, so an added key always composes. What happens next depends on the
     node it lands in. Under a node with a `_target_` that verl instantiates (the actor, ref, rollout, critic
     and their typed children), a key that is not a field of the dataclass makes `hydra.utils.instantiate`

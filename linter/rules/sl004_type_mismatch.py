@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.common import is_interpolation, is_number
 from ..rulekit.registry import Finding, rule
 
@@ -39,7 +40,7 @@ def type_error(value, entry: dict) -> str | None:
       actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 4
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """verl turns its config nodes into dataclasses with `hydra.utils.instantiate`, which does not check types:
     `tensor_model_parallel_size=abc` or `2.5` passes start-up and fails (or silently misbehaves) wherever the
     value is first used. The expected type is the dataclass annotation where the node has one, otherwise the

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.common import is_interpolation, nearest
 from ..rulekit.registry import Finding, rule
 
@@ -15,7 +16,7 @@ from ..rulekit.registry import Finding, rule
       actor_rollout_ref.actor.policy_loss.loss_mode: sapo
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Some keys take one of a closed set of values: `policy_loss.loss_mode` (the names registered with
     `@register_policy_loss`), `algorithm.adv_estimator` (`@register_adv_est`), `rollout.name`, `loss_agg_mode`,
     `Literal[...]` dataclass fields, and config-group selections such as `model_engine`. verl does not check

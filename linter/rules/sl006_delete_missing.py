@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.common import did_you_mean, where
 from ..rulekit.registry import Finding, rule
 
@@ -15,7 +16,7 @@ from ..rulekit.registry import Finding, rule
       ~actor_rollout_ref.actor.megatron.override_transformer_config.recompute_modules: null
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """`~key` deletes a key; Hydra fails at compose when the key is not there
     (`Could not delete from config. 'key' does not exist`). Keys differ between verl versions
     (`megatron.grad_offload` exists in 0.8 and not in 0.9.1), so a deletion copied from an older script

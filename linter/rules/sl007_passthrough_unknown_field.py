@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.common import nearest
 from ..rulekit.registry import Finding, rule
 
@@ -29,7 +30,7 @@ _CONSEQUENCE = {
       +actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_cpu_offload: true
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Open dicts such as `megatron.override_transformer_config`, `optim.override_optimizer_config`,
     `megatron.override_ddp_config` and `checkpoint.mbridge_config` are not checked by verl: their keys go
     straight to megatron-core's `TransformerConfig` (MLA fields included), `OptimizerConfig`,

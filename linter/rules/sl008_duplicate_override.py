@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 
 
@@ -15,7 +16,7 @@ from ..rulekit.registry import Finding, rule
       actor_rollout_ref.rollout.n: 16
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Hydra applies overrides in order and the last one silently wins, so a key set twice in one command
     (often a long script where a later block repeats an earlier one) hides which value the run uses.
     A variant that sets a key of the base recipe is not a duplicate: the variant's value replaces it."""

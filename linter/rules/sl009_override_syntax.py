@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 
 
@@ -12,7 +13,7 @@ from ..rulekit.registry import Finding, rule
     sapo-lint --override 'trainer.total_epochs=2'
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Every override must parse with Hydra's override grammar (hydra-core's parser is the reference). Sweeps
     (`a=1,2`, `choice(...)`, `range(...)`) are only meaningful with `--multirun`, which verl's `main_ppo`
     does not use: a single compose rejects them."""

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 
 
@@ -14,7 +15,7 @@ from ..rulekit.registry import Finding, rule
       +actor_rollout_ref.actor.megatron.override_transformer_config.apply_rope_fusion: true
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Some nodes default to an interpolation of another node: the ref's
     `megatron.override_transformer_config` is
     `${oc.select:actor_rollout_ref.actor.megatron.override_transformer_config,{}}`, so the ref runs with the

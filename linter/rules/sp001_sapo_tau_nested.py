@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 
 TAUS = ("tau_pos", "tau_neg")
@@ -23,7 +24,7 @@ def is_nested_tau(path: str) -> bool:
       actor_rollout_ref.actor.tau_neg: 1.05
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """SAPO's temperatures live on the actor (`ActorConfig.tau_pos`/`tau_neg`); `compute_policy_loss_sapo`
     reads `config.tau_pos` from the actor config. `PolicyLossConfig` has no such fields, so
     `+actor_rollout_ref.actor.policy_loss.tau_pos` (the form in upstream verl's SAPO README and FSDP example

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.common import is_number
 from ..rulekit.registry import Finding, rule
 from ..rulekit.sapo import TAU_NEG, TAU_POS
@@ -16,7 +17,7 @@ from ..rulekit.sapo import TAU_NEG, TAU_POS
       actor_rollout_ref.actor.tau_neg: 1.05
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """SAPO's soft gate is `(4/tau) * sigmoid(tau * (r - 1))`: tau = 0 divides by zero and a negative tau
     inverts the gate, turning the trust region into an anti-trust region. verl does not check the values
     (the ActorConfig docstring's advice is not enforced), so the first sign is NaN or diverging losses."""

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.common import is_number
 from ..rulekit.registry import Finding, rule
 from ..rulekit.sapo import TAU_NEG, TAU_POS
@@ -18,7 +19,7 @@ from ..rulekit.sapo import TAU_NEG, TAU_POS
       actor_rollout_ref.actor.tau_neg: 1.05
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """The SAPO paper (arXiv:2511.20347) sets tau_neg > tau_pos so that tokens with negative advantage are
     damped faster than positive ones are rewarded; verl's defaults follow it (1.0 and 1.05). Reversing the
     order is legal but usually a swapped pair of values."""

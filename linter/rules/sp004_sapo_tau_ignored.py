@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..rulekit.sapo import LOSS_MODE, TAU_NEG, TAU_POS
 
@@ -16,7 +17,7 @@ from ..rulekit.sapo import LOSS_MODE, TAU_NEG, TAU_POS
       actor_rollout_ref.actor.tau_pos: 1.0
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Only `compute_policy_loss_sapo` reads `tau_pos`/`tau_neg`. With any other `policy_loss.loss_mode`
     (verl's default is `vanilla`) the values have no effect, which usually means the loss mode override is
     missing or sits in a variant that was not selected."""

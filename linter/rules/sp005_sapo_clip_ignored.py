@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..rulekit.sapo import CLIP_KEYS, LOSS_MODE
 
@@ -16,7 +17,7 @@ from ..rulekit.sapo import CLIP_KEYS, LOSS_MODE
       actor_rollout_ref.actor.policy_loss.loss_mode: sapo
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """SAPO replaces PPO's hard ratio clip with a soft gate and never reads `clip_ratio`, `clip_ratio_low`,
     `clip_ratio_high` or `clip_ratio_c`; leaving them in a recipe suggests they matter."""
     if ctx.config.value(LOSS_MODE) != "sapo":

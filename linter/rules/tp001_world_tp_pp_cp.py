@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import megatron_roles, nearest_divisors, own_setting, world_size
 
@@ -21,7 +22,7 @@ SIZES = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_
       actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 4
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Megatron's `initialize_model_parallel` needs `world_size % (TP * PP * CP) == 0` and derives the data-parallel
     size `dp = world / (TP * PP * CP)`; verl's `validate_config` checks the same for the actor before Ray starts,
     and the ref and critic hit it in their workers. The world is `trainer.nnodes * trainer.n_gpus_per_node`

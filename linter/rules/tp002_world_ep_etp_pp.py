@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import megatron_roles, own_setting, world_size
 
@@ -24,7 +25,7 @@ SIZES = ("expert_model_parallel_size", "expert_tensor_parallel_size", "pipeline_
       actor_rollout_ref.actor.megatron.expert_tensor_parallel_size: 1
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """The expert layers get their own decomposition: Megatron needs `world % (EP * ETP * PP) == 0` and derives
     the expert-data-parallel size `edp = world / (EP * ETP * PP)`, over which the distributed optimizer shards
     expert state. ETP defaults to TP when unset. (`EP * ETP == world` is not a requirement, whatever old

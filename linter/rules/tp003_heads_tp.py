@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import megatron_roles, nearest_divisors, own_setting
 
@@ -17,7 +18,7 @@ from ..topology import megatron_roles, nearest_divisors, own_setting
       actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 4
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """`TransformerConfig.__post_init__` raises `num_attention_heads (H) must be a multiple of
     tensor_model_parallel_size (TP).` when the model is built in each worker, minutes into the job."""
     model = ctx.model

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..schema import version_key
 from ..topology import megatron_roles, own_setting
@@ -22,7 +23,7 @@ from ..topology import megatron_roles, own_setting
       actor_rollout_ref.actor.megatron.expert_tensor_parallel_size: 1
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Up to megatron-core 0.15 a GQA model's KV heads must split evenly over TP:
     `num_query_groups (G) must be a multiple of tensor_model_parallel_size (TP).` From 0.16 Megatron replicates
     KV heads, so TP may also be a multiple of the group count (`must be a multiple or divisor of`). Qwen3-30B-A3B

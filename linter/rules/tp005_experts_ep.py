@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import megatron_roles, nearest_divisors, own_setting
 
@@ -17,7 +18,7 @@ from ..topology import megatron_roles, nearest_divisors, own_setting
       actor_rollout_ref.actor.megatron.expert_model_parallel_size: 4
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Each expert-parallel rank holds `num_moe_experts / EP` experts; Megatron's MoE layer asserts the division
     when it builds the local experts, in every worker at model init."""
     model = ctx.model

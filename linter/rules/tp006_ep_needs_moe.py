@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import megatron_roles, own_setting
 
@@ -15,7 +16,7 @@ from ..topology import megatron_roles, own_setting
       actor_rollout_ref.actor.megatron.expert_model_parallel_size: 1
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Megatron: `num_moe_experts must be non None to use expert-parallel.` (TransformerConfig, at model init).
     Usually a MoE recipe reused for a dense model."""
     model = ctx.model

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import megatron_roles, own_setting
 
@@ -19,7 +20,7 @@ UNEVEN = ("num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_sta
       actor_rollout_ref.actor.megatron.pipeline_model_parallel_size: 4
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """With an even split Megatron's transformer block asserts `num_layers=N should be divisible by
     config.pipeline_model_parallel_size=PP`. Models with awkward layer counts (Qwen3-235B: 94 = 2 x 47; DeepSeek-V3:
     61, prime) need an uneven layout: `num_layers_in_first_pipeline_stage`/`num_layers_in_last_pipeline_stage`

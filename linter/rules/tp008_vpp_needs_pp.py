@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import megatron_roles, own_setting
 
@@ -16,7 +17,7 @@ from ..topology import megatron_roles, own_setting
       actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size: 3
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Interleaved (virtual) pipelining splits each pipeline stage into VPP chunks: it needs PP > 1, and
     Megatron asserts `num_layers_per_pipeline_rank N should be divisible by vp_size VPP` when it builds the
     layers. (Megatron-LM's own launcher also wants PP > 2 without p2p overlap; verl turns overlap on with VPP.)"""

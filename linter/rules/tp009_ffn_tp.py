@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import megatron_roles, own_setting
 
@@ -20,7 +21,7 @@ from ..topology import megatron_roles, own_setting
       actor_rollout_ref.actor.megatron.expert_tensor_parallel_size: 4
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Column/row-parallel linears split their output/input dimension with Megatron's `divide()`, which asserts
     `"{numerator} is not divisible by {denominator}"`: the dense FFN size must divide by TP, each expert's FFN
     size by ETP, and — since verl and mbridge pass the Hugging Face vocabulary unpadded — the vocabulary by TP."""

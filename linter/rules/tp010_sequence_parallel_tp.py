@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..schema import version_key
 from ..topology import megatron_roles, own_setting
@@ -24,7 +25,7 @@ from ..topology import megatron_roles, own_setting
       actor_rollout_ref.actor.megatron.sequence_parallel: true
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """`ModelParallelConfig.__post_init__`: with EP > 1 and TP > 1 "sequence parallelism must be used" — a
     ValueError up to megatron-core 0.14, a warning from 0.15. Sequence parallel with TP = 1 raises
     `Cannot use sequence parallelism without tensor parallelism` in Megatron, but verl switches

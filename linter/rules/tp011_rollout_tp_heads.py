@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import ROLLOUT, nearest_divisors
 
@@ -17,7 +18,7 @@ from ..topology import ROLLOUT, nearest_divisors
       actor_rollout_ref.rollout.tensor_model_parallel_size: 4
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """The inference engine shards attention heads over its own tensor-parallel group: vLLM and SGLang require
     `num_attention_heads % tensor_parallel_size == 0` when the rollout server loads the model, after the trainer
     has already started its workers. Rollout TP is independent of the actor's Megatron TP."""

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import ROLLOUT, nearest_divisors, world_size
 
@@ -17,7 +18,7 @@ from ..topology import ROLLOUT, nearest_divisors, world_size
       actor_rollout_ref.rollout.tensor_model_parallel_size: 2
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """verl packs rollout replicas of `rollout TP` devices onto the colocated worker group: a TP that does not
     divide the devices per node leaves a replica straddling two nodes (or devices unused), and one that does not
     divide the world cannot tile it. verl fails when it builds the replicas; the message names the nearest TP

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import megatron_roles, own_setting
 
@@ -21,7 +22,7 @@ from ..topology import megatron_roles, own_setting
       actor_rollout_ref.actor.megatron.use_remove_padding: false
     """,
 )
-def check(ctx):
+def check(ctx: LintContext):
     """Load-balanced context parallelism splits each sequence into `2 * CP` equal chunks ("The sequence length must
     be divisible by 2 * cp_size", megatron-core utils). verl pads packed sequences to a multiple of `TP * CP * 2`
     itself (`use_remove_padding: true`, its default), so only unpacked (bshd) batches can break it: then
