@@ -1,0 +1,57 @@
+"""Generate the schema snapshots that ``sapo-lint`` checks against (format: ``schemas/FORMAT.md``).
+
+Everything here reads *files* of the real packages: verl's Hydra YAML (composed with hydra-core) and the Python
+sources of verl, megatron-core and mbridge (parsed with libcst).  verl, torch and megatron are never imported.
+The linter imports nothing from here but ``sapo-lint schema build`` does; this package imports nothing from the
+linter.
+
+Importing this facade is cheap: each name loads its module (and hydra, omegaconf, libcst) on first use.
+
+* :func:`locate_verl` -> ``(package_dir, version, source_label)``            (distributions.py)
+* :func:`build_verl_snapshots` -> ``{config_name: snapshot}``                 (verl.py)
+* :func:`entrypoint_defaults` -> entry module -> default config name          (verl.py)
+* :func:`build_consumer_snapshot` -> snapshot of a megatron-core or mbridge wheel (or extracted directory)
+* :func:`write_snapshot` -> atomic, deterministic JSON writer                   (writer.py)
+* :func:`build_all` -> regenerate every committed snapshot under ``schemas/``  (writer.py)
+* :func:`recipe_validator_code` -> ``schemas/recipe_validator.py``            (validator_codegen.py)
+
+Regenerate the committed files with::
+
+    sapo-lint schema build --wheel verl-0.9.1-py3-none-any.whl --wheel verl-0.8.0-py3-none-any.whl \
+        --consumer-wheel megatron_core-0.12.1-....whl ... --consumer-wheel mbridge-0.15.1-py3-none-any.whl
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+
+class SchemaBuildError(Exception):
+    """A snapshot cannot be built; the message is one line for the CLI."""
+
+
+# Public name -> the submodule that defines it.
+_EXPORTS = {
+    "locate_verl": "distributions",
+    "CONFIG_NAMES": "compose",
+    "build_verl_snapshots": "verl",
+    "entrypoint_defaults": "verl",
+    "build_consumer_snapshot": "consumers",
+    "mbridge_git_main_snapshot": "consumers",
+    "snapshot_text": "layout",
+    "write_snapshot": "writer",
+    "verl_snapshot_path": "writer",
+    "consumer_snapshot_path": "writer",
+    "build_all": "writer",
+    "recipe_validator_code": "validator_codegen",
+}
+
+__all__ = ["SchemaBuildError", *_EXPORTS]
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
+    globals()[name] = value  # later look-ups skip __getattr__
+    return value

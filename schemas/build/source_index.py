@@ -1,0 +1,405 @@
+"""Reading Python sources with libcst: classes (dataclass fields, enum members, method signatures), imports, and
+the key names a module reads.  Sources are parsed, never imported."""
+
+from __future__ import annotations
+
+import ast
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import libcst as cst
+
+log = logging.getLogger(__name__)
+
+ENUM_BASES = {"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"}
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_OC_SELECT = re.compile(r"\$\{oc\.select:\s*([^,}\s]+)")
+
+
+@dataclass
+class FieldRecord:
+    name: str
+    ann: str | None  # annotation source
+    default: str | None  # default expression source (None: no default)
+    module: str  # module of the declaring class (scope for names in `ann`)
+
+
+@dataclass
+class ClassRecord:
+    name: str
+    module: str
+    bases: list[str]
+    is_dataclass: bool
+    fields: list[FieldRecord] = field(default_factory=list)
+    enum_members: dict[str, Any] = field(default_factory=dict)  # name -> literal value (or None)
+    methods: dict[str, list[dict]] = field(default_factory=dict)  # name -> parameters (for mbridge)
+
+
+@dataclass
+class ModuleRecord:
+    name: str
+    classes: dict[str, ClassRecord] = field(default_factory=dict)
+    imports: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # local -> (module, attr|None)
+    star: list[str] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)
+
+
+def code_of(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node).strip()
+
+
+def dotted_name(node: cst.CSTNode) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        left = dotted_name(node.value)
+        return f"{left}.{node.attr.value}" if left else None
+    return None
+
+
+def string_value(node: cst.CSTNode | None) -> str | None:
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+        try:
+            v = node.evaluated_value
+        except Exception:  # pragma: no cover - odd literals
+            return None
+        return v if isinstance(v, str) else None
+    return None
+
+
+def literal_value(node: cst.CSTNode) -> Any:
+    """Python value of a literal expression node, or raise ValueError."""
+    return ast.literal_eval(code_of(node))
+
+
+def _positional(call: cst.Call, i: int) -> cst.BaseExpression | None:
+    args = [a for a in call.args if a.keyword is None and not a.star]
+    return args[i].value if len(args) > i else None
+
+
+def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == name:
+            return a.value
+    return None
+
+
+class ReadVisitor(cst.CSTVisitor):
+    """Collects the key names a module reads (FORMAT.md, ``read_set``)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def _add(self, s: str | None) -> None:
+        if s and _IDENT.match(s):
+            self.names.add(s)
+
+    def _add_path(self, s: str | None) -> None:
+        if s:
+            for seg in s.split("."):
+                self._add(seg)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.names.add(node.attr.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        if isinstance(f, cst.Attribute):
+            attr = f.attr.value
+            if attr in ("get", "pop"):
+                self._add(string_value(_positional(node, 0)))
+            elif attr == "select" and (dotted_name(f.value) or "").split(".")[-1] == "OmegaConf":
+                self._add_path(string_value(_positional(node, 1) or _keyword(node, "key")))
+        elif isinstance(f, cst.Name) and f.value in ("getattr", "hasattr"):
+            self._add(string_value(_positional(node, 1)))
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            self._add(string_value(node.slice[0].slice.value))
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if "oc.select:" in node.value:
+            try:
+                v = node.evaluated_value
+            except Exception:  # pragma: no cover
+                return
+            if isinstance(v, str):
+                for m in _OC_SELECT.finditer(v):
+                    self._add_path(m.group(1))
+
+
+def _is_dataclass_decorator(dec: cst.Decorator) -> bool:
+    d = dec.decorator
+    if isinstance(d, cst.Call):
+        d = d.func
+    return (dotted_name(d) or "").split(".")[-1] == "dataclass"
+
+
+def _field_default(value: cst.BaseExpression | None) -> tuple[str | None, bool]:
+    """(default source, init) for a dataclass field's right-hand side."""
+    if value is None:
+        return None, True
+    if isinstance(value, cst.Call) and (dotted_name(value.func) or "").split(".")[-1] == "field":
+        init = True
+        default = None
+        for a in value.args:
+            if a.keyword is None:
+                continue
+            k = a.keyword.value
+            if k == "init":
+                init = code_of(a.value) != "False"
+            elif k == "default":
+                default = code_of(a.value)
+            elif k == "default_factory":
+                fv = a.value
+                default = code_of(fv.body) if isinstance(fv, cst.Lambda) else f"{code_of(fv)}()"
+        return default, init
+    return code_of(value), True
+
+
+def _params(fn: cst.FunctionDef) -> list[dict]:
+    out = []
+    p = fn.params
+    for param in list(p.posonly_params) + list(p.params) + list(p.kwonly_params):
+        out.append({
+            "name": param.name.value,
+            "ann": code_of(param.annotation.annotation) if param.annotation else None,
+            "default": code_of(param.default) if param.default is not None else None,
+        })
+    if isinstance(p.star_arg, cst.Param):
+        out.append({"name": "*" + p.star_arg.name.value, "ann": None, "default": None, "var": "positional"})
+    if p.star_kwarg is not None:
+        out.append({"name": "**" + p.star_kwarg.name.value, "ann": None, "default": None, "var": "keyword"})
+    return out
+
+
+def _class_record(node: cst.ClassDef, module: str) -> ClassRecord:
+    bases = [code_of(a.value) for a in node.bases if a.keyword is None]
+    rec = ClassRecord(name=node.name.value, module=module, bases=bases,
+                      is_dataclass=any(_is_dataclass_decorator(d) for d in node.decorators))
+    is_enum = any(b.split(".")[-1] in ENUM_BASES for b in bases)
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else []
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                    ann = code_of(small.annotation.annotation)
+                    head = ann.split("[")[0].split(".")[-1]
+                    if head in ("ClassVar", "InitVar", "KW_ONLY"):
+                        continue
+                    default, init = _field_default(small.value)
+                    if not init:
+                        continue  # field(init=False) is not a constructor keyword
+                    rec.fields.append(FieldRecord(small.target.value, ann, default, module))
+                elif is_enum and isinstance(small, cst.Assign) and len(small.targets) == 1:
+                    t = small.targets[0].target
+                    if isinstance(t, cst.Name) and not t.value.startswith("_"):
+                        try:
+                            rec.enum_members[t.value] = literal_value(small.value)
+                        except (ValueError, SyntaxError):
+                            rec.enum_members[t.value] = None
+        elif isinstance(stmt, cst.FunctionDef):
+            rec.methods[stmt.name.value] = _params(stmt)
+    return rec
+
+
+def _resolve_relative(module: str, is_pkg: bool, level: int, target: str | None) -> str:
+    base = module if is_pkg else module.rpartition(".")[0]
+    for _ in range(level - 1):
+        base = base.rpartition(".")[0]
+    if target:
+        return f"{base}.{target}" if base else target
+    return base
+
+
+def scan_source(source: bytes, module: str, is_pkg: bool, want_reads: bool) -> ModuleRecord:
+    """Parse one file: top-level classes (incl. under if/try), imports, and optionally the read-set."""
+    tree = cst.parse_module(source)
+    mod = ModuleRecord(name=module)
+
+    def walk_block(stmts) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, cst.ClassDef):
+                mod.classes.setdefault(stmt.name.value, _class_record(stmt, module))
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.ImportFrom):
+                        level = len(small.relative)
+                        target = dotted_name(small.module) if small.module is not None else None
+                        src = _resolve_relative(module, is_pkg, level, target) if level else (target or "")
+                        if isinstance(small.names, cst.ImportStar):
+                            mod.star.append(src)
+                        else:
+                            for alias in small.names:
+                                name = dotted_name(alias.name) or ""
+                                local = alias.asname.name.value if alias.asname else name
+                                mod.imports.setdefault(local, (src, name))
+                    elif isinstance(small, cst.Import):
+                        for alias in small.names:
+                            name = dotted_name(alias.name) or ""
+                            if alias.asname:
+                                mod.imports.setdefault(alias.asname.name.value, (name, None))
+                            else:
+                                top = name.split(".")[0]
+                                mod.imports.setdefault(top, (top, None))
+            elif isinstance(stmt, cst.If):
+                walk_block(stmt.body.body)
+                orelse = stmt.orelse
+                while orelse is not None:
+                    walk_block(orelse.body.body)
+                    orelse = getattr(orelse, "orelse", None)
+            elif isinstance(stmt, cst.Try):
+                walk_block(stmt.body.body)
+                for h in stmt.handlers:
+                    walk_block(h.body.body)
+                if stmt.orelse is not None:
+                    walk_block(stmt.orelse.body.body)
+
+    walk_block(tree.body)
+    if want_reads:
+        v = ReadVisitor()
+        tree.visit(v)
+        mod.reads = sorted(v.names)
+    return mod
+
+
+def _scan_file(args: tuple[str, str, bool, bool]) -> ModuleRecord:
+    path, module, is_pkg, want_reads = args
+    try:
+        return scan_source(Path(path).read_bytes(), module, is_pkg, want_reads)
+    except Exception as e:  # a file libcst cannot parse: keep going, but say so
+        log.warning("schema build: cannot parse %s: %s", path, str(e).splitlines()[0] if str(e) else e)
+        return ModuleRecord(name=module)
+
+
+def module_name(root: Path, path: Path) -> tuple[str, bool]:
+    """(dotted module name, is a package ``__init__``) of ``path`` under the import root ``root``."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    is_pkg = parts[-1] == "__init__"
+    if is_pkg:
+        parts = parts[:-1]
+    return ".".join(parts), is_pkg
+
+
+def _parallel_map(fn, jobs: list) -> list:
+    """``map`` over a process pool when there is more than one CPU (fork only); results keep job order."""
+    n = min(len(jobs), os.cpu_count() or 1, 8)
+    if n > 1 and len(jobs) > 20:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        try:
+            ctx = mp.get_context("fork")
+        except ValueError:
+            ctx = None
+        if ctx is not None:
+            try:
+                with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+                    return list(pool.map(fn, jobs, chunksize=max(1, len(jobs) // (n * 8))))
+            except Exception as e:  # pragma: no cover - fall back to serial
+                log.warning("schema build: process pool failed (%s); scanning serially", e)
+    return [fn(j) for j in jobs]
+
+
+class Index:
+    """Modules of one package tree, by dotted name; parsed on demand unless preloaded."""
+
+    def __init__(self, root: Path, packages: Iterable[str] | None = None) -> None:
+        self.root = root  # directory holding the top-level package(s)
+        self.packages = tuple(packages) if packages is not None else None  # lazy loading limited to these
+        self.modules: dict[str, ModuleRecord | None] = {}
+
+    def scan_package(self, package_dir: Path, want_reads: bool) -> None:
+        files = sorted(p for p in package_dir.rglob("*.py") if p.is_file())
+        jobs = []
+        for p in files:
+            name, is_pkg = module_name(self.root, p)
+            jobs.append((str(p), name, is_pkg, want_reads))
+        for mod in _parallel_map(_scan_file, jobs):
+            self.modules[mod.name] = mod
+
+    def module(self, name: str) -> ModuleRecord | None:
+        if name in self.modules:
+            return self.modules[name]
+        mod = None
+        if not name or (self.packages is not None and name.split(".")[0] not in self.packages):
+            self.modules[name] = None
+            return None
+        rel = Path(*name.split("."))
+        for cand, is_pkg in ((self.root / rel.with_suffix(".py"), False), (self.root / rel / "__init__.py", True)):
+            if cand.is_file():
+                mod = _scan_file((str(cand), name, is_pkg, False))
+                break
+        self.modules[name] = mod
+        return mod
+
+    def lookup(self, module: str, name: str, _seen: set | None = None) -> ClassRecord | None:
+        """The class that ``name`` denotes in ``module``'s namespace (following imports and re-exports)."""
+        seen = _seen if _seen is not None else set()
+        if (module, name) in seen:
+            return None
+        seen.add((module, name))
+        if "." in name:  # attribute access: mod_alias.Class
+            head, _, rest = name.partition(".")
+            mod = self.module(module)
+            if mod and head in mod.imports:
+                src, attr = mod.imports[head]
+                sub = f"{src}.{attr}" if attr else src
+                if self.module(sub) is not None:
+                    return self.lookup(sub, rest, seen)
+            return None
+        mod = self.module(module)
+        if mod is None:
+            return None
+        if name in mod.classes:
+            return mod.classes[name]
+        if name in mod.imports:
+            src, attr = mod.imports[name]
+            if attr:
+                found = self.lookup(src, attr, seen)
+                if found is None and self.module(f"{src}.{attr}") is not None:
+                    return None  # a module, not a class
+                return found
+            return None
+        for src in mod.star:
+            found = self.lookup(src, name, seen)
+            if found is not None:
+                return found
+        return None
+
+    def resolve_target(self, target: str) -> ClassRecord | None:
+        """The class a ``_target_`` dotted path names."""
+        parts = target.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            module = ".".join(parts[:i])
+            if self.module(module) is not None:
+                return self.lookup(module, ".".join(parts[i:]))
+        return None
+
+    def fields_of(self, cls: ClassRecord, _depth: int = 0) -> dict[str, FieldRecord]:
+        """Dataclass fields, inherited first (dataclass order), for the constructor."""
+        out: dict[str, FieldRecord] = {}
+        if _depth > 20:
+            return out
+        for base in cls.bases:
+            b = self.lookup(cls.module, base)
+            if b is not None:
+                out.update(self.fields_of(b, _depth + 1))
+        if cls.is_dataclass:
+            for f in cls.fields:
+                out[f.name] = f
+        return out
+
+    def is_enum(self, cls: ClassRecord, _depth: int = 0) -> bool:
+        for base in cls.bases:
+            if base.split(".")[-1] in ENUM_BASES:
+                return True
+            b = self.lookup(cls.module, base)
+            if b is not None and _depth < 10 and self.is_enum(b, _depth + 1):
+                return True
+        return False

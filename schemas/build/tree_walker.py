@@ -1,0 +1,221 @@
+"""One composed verl config -> the flat ``{dotted.path: entry}`` tree of a snapshot (entries: FORMAT.md)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .annotations import Annotation, analyze_annotation, infer_type, sorted_choices
+from .compose import GROUP
+from .registries import Choices
+from .source_index import ClassRecord, Index
+
+# `_target_` subtrees that verl never instantiates on the main_ppo path (unknown keys there are not a TypeError):
+# `algorithm` (AlgoConfig) and `reward` (RewardConfig) are read as DictConfig (verl/trainer/ppo/ray_trainer.py,
+# e.g. `config.algorithm.get("rollout_correction")`), `global_profiler` (ProfilerConfig) through
+# `OmegaConf.select` (ray_trainer.py:857 in verl 0.9.1) and attribute access (verl/trainer/main_ppo.py).
+NOT_INSTANTIATED_ROOTS = ("algorithm", "reward", "global_profiler")
+# ... except `reward.reward_model.rollout` (RolloutConfig), which RolloutReplica converts with
+# omega_conf_to_dataclass (verl/workers/rollout/replica.py:104) when a reward model is enabled.
+INSTANTIATED_EXCEPTIONS = ("reward.reward_model.rollout",)
+
+# Open dicts whose keys another library receives, matched on the path suffix (actor, ref and critic alike), but
+# only where that role has a `megatron` engine node (see _mark_consumers).  In verl 0.9.1:
+# override_transformer_config and override_ddp_config go to Megatron (verl/workers/engine/megatron/transformer_impl.py),
+# override_optimizer_config into `OptimizerConfig(**...)` (verl/utils/megatron/optimizer.py), and mbridge_config is
+# filtered against `Bridge.save_weights` (verl/utils/checkpoint/megatron_checkpoint_manager.py).
+CONSUMERS = (
+    ("megatron.override_transformer_config", "megatron-core:TransformerConfig"),
+    ("megatron.override_ddp_config", "megatron-core:DistributedDataParallelConfig"),
+    ("optim.override_optimizer_config", "megatron-core:OptimizerConfig"),
+    ("checkpoint.mbridge_config", "mbridge:save_weights"),
+)
+
+# A default that is exactly one interpolation of another key: ${a.b}, ${.sibling}, ${oc.select:a.b,default}
+_POINTER = re.compile(r"^\$\{(?:oc\.select:)?\s*(\.*[A-Za-z_][A-Za-z0-9_.]*)\s*(?:,[^{}]*)?\}$")
+
+
+def _pointer(path: str, value: str) -> str | None:
+    """The absolute key an interpolation-only default points to, or None."""
+    m = _POINTER.match(value.strip())
+    if not m:
+        return None
+    ref = m.group(1)
+    if not ref.startswith("."):
+        return ref
+    dots = len(ref) - len(ref.lstrip("."))
+    base = path.split(".")[:-1]  # the node holding this key
+    if dots - 1 > len(base):
+        return None
+    base = base[: len(base) - (dots - 1)]
+    rest = ref[dots:]
+    return ".".join(base + [rest]) if rest else ".".join(base) or None
+
+
+def _kind_for(ann: Annotation | None, fallback: str) -> str:
+    if ann is not None and ann.type in ("dict", "list"):
+        return ann.type
+    return fallback
+
+
+class TreeWalker:
+    """Walks one composed config against verl's dataclasses; ``problems`` collects what does not match them."""
+
+    def __init__(self, index: Index, choices: Choices, options: list[str], problems: list[str]) -> None:
+        self.index = index
+        self.choices = choices
+        self.options = options
+        self.problems = problems
+        self.entries: dict[str, dict] = {}
+        self.rollout_nodes: set[str] = set()
+
+    def walk(self, tree: dict) -> dict[str, dict]:
+        self._children(tree, "", None)
+        self._mark_consumers()
+        self._follow_interpolations()
+        self._registry_choices()
+        for e in self.entries.values():
+            e.pop("_annotated", None)
+            if "choices" in e:
+                e["choices"] = sorted_choices(e["choices"])
+        return self.entries
+
+    def _children(self, mapping: dict, path: str, cls: ClassRecord | None) -> None:
+        fields = self.index.fields_of(cls) if cls is not None else {}
+        for key, value in mapping.items():
+            key = str(key)
+            p = f"{path}.{key}" if path else key
+            f = fields.get(key)
+            ann = analyze_annotation(self.index, f.module, f.ann) if f is not None else None
+            if cls is not None and f is None and key != "_target_":
+                self.problems.append(f"{p}: key in YAML but not a field of {cls.module}.{cls.name}")
+            self._visit(value, p, ann)
+        if cls is not None:
+            for name, f in fields.items():
+                if name in mapping:
+                    continue
+                ann = analyze_annotation(self.index, f.module, f.ann) or Annotation()
+                e: dict[str, Any] = {"declared_only": True, "kind": _kind_for(ann, "value"),
+                                     "type": ann.type if ann.type != "none" else "any"}
+                if ann.nullable:
+                    e["nullable"] = True
+                if ann.choices:
+                    e["choices"] = ann.choices
+                self.entries[f"{path}.{name}"] = e
+
+    def _visit(self, value: Any, path: str, ann: Annotation | None) -> None:
+        e: dict[str, Any] = {}
+        if isinstance(value, dict):
+            target = value.get("_target_")
+            has_target = isinstance(target, str)
+            if ann is not None and ann.type == "dict" and ann.dataclass is None and not has_target:
+                kind = "dict"  # dict-typed field: open, whatever the YAML shows
+            elif has_target or value:
+                kind = "node"
+            else:
+                kind = "dict"
+            e["kind"] = kind
+            e["type"] = ann.type if ann is not None and ann.type != "none" else "dict"
+            if ann is not None and ann.nullable:
+                e["nullable"] = True
+            cls = None
+            if has_target:
+                e["target"] = target
+                e["instantiated"] = self._instantiated(path)
+                cls = self.index.resolve_target(target)
+                if cls is None:
+                    self.problems.append(f"{path}: _target_ {target} not found in the verl sources")
+                else:
+                    e["fields"] = sorted(self.index.fields_of(cls))
+                    if cls.name == "RolloutConfig":
+                        self.rollout_nodes.add(path)
+            self.entries[path] = e
+            self._children(value, path, cls)
+            return
+        if isinstance(value, (list, tuple)):
+            e["kind"] = "list"
+            e["default"] = list(value)
+            e["type"] = ann.type if ann is not None and ann.type not in ("none", "any") else "list"
+        else:
+            is_interp = isinstance(value, str) and "${" in value
+            e["kind"] = _kind_for(ann, "value") if (value is None or is_interp) else "value"
+            e["default"] = value
+            if is_interp:
+                e["interpolation"] = value
+            if ann is not None and ann.type != "none":
+                e["type"] = ann.type
+            else:
+                e["type"] = infer_type(value)
+                if e["type"] != "any":
+                    e["inferred"] = True  # from the default: verl reads the key without a declared type
+        if (ann is not None and ann.nullable) or value is None:
+            e["nullable"] = True
+        if ann is not None and ann.choices:
+            e["choices"] = list(ann.choices)
+        e["_annotated"] = ann is not None  # until _follow_interpolations: may it take the type it points to?
+        self.entries[path] = e
+
+    @staticmethod
+    def _instantiated(path: str) -> bool:
+        def under(root: str) -> bool:
+            return path == root or path.startswith(root + ".")
+
+        if any(under(r) for r in INSTANTIATED_EXCEPTIONS):
+            return True
+        return not any(under(r) for r in NOT_INSTANTIATED_ROOTS)
+
+    def _mark_consumers(self) -> None:
+        for path, e in self.entries.items():
+            for suffix, consumer in CONSUMERS:
+                if not path.endswith("." + suffix):
+                    continue
+                role = path[: -len(suffix) - 1]
+                # Only where the role (actor/ref/critic) runs the Megatron engine: the dp/veomni optim nodes have an
+                # `override_optimizer_config` too (torch optimizer kwargs) and verl 0.8.0's generic CheckpointConfig
+                # carries `mbridge_config` for every engine.
+                if self.entries.get(f"{role}.megatron", {}).get("kind") not in ("node", "dict"):
+                    continue
+                e["consumer"] = consumer
+                if e.get("kind") == "value":
+                    e["kind"] = "dict"
+
+    def _follow_interpolations(self) -> None:
+        """An interpolation of another key takes that key's kind/consumer (and type, when unannotated)."""
+        for _ in range(10):  # chains of interpolations settle in a few rounds
+            changed = False
+            for path, e in self.entries.items():
+                interp = e.get("interpolation")
+                if not interp:
+                    continue
+                ref = _pointer(path, interp)
+                src = self.entries.get(ref) if ref else None
+                if src is None or src is e:
+                    continue
+                before = dict(e)
+                if src.get("kind") in ("node", "dict"):
+                    e["kind"] = src["kind"]
+                    if "consumer" in src:
+                        e["consumer"] = src["consumer"]
+                if not e.get("_annotated") and e.get("type") == "any" and src.get("type"):
+                    e["type"] = src["type"]
+                changed |= e != before
+            if not changed:
+                break
+
+    def _registry_choices(self) -> None:
+        """Closed sets from verl's registries (registries.py) and the group's options."""
+        for path, e in self.entries.items():
+            last = path.rsplit(".", 1)[-1]
+            parent = path.rpartition(".")[0]
+            if path.endswith(".policy_loss.loss_mode") and self.choices.loss_mode:
+                e["choices"] = self.choices.loss_mode
+            elif path == "algorithm.adv_estimator" and self.choices.adv_estimator:
+                e["choices"] = self.choices.adv_estimator
+            elif last == "loss_agg_mode" and self.choices.loss_agg_mode:
+                e["choices"] = self.choices.loss_agg_mode
+            elif parent in self.rollout_nodes and last == "name" and self.choices.rollout_name:
+                e["choices"] = self.choices.rollout_name
+            elif parent in self.rollout_nodes and last == "mode" and self.choices.rollout_mode:
+                e["choices"] = self.choices.rollout_mode
+            elif path == GROUP:
+                e["choices"] = list(self.options)
