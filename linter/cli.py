@@ -100,9 +100,9 @@ def _codes(values) -> list[str]:
 
 
 def _check_codes(codes: list[str]) -> None:
-    from .rules import RULES
+    from .rules import MODULES
 
-    unknown = [c for c in codes if not any(code.startswith(c) for code in RULES) and not SHELLCHECK_CODE.fullmatch(c)]
+    unknown = [c for c in codes if not any(code.startswith(c) for code in MODULES) and not SHELLCHECK_CODE.fullmatch(c)]
     if unknown:
         raise click.UsageError(f"unknown rule code or prefix: {', '.join(unknown)} (see `sapo-lint rules`)")
 
@@ -111,13 +111,13 @@ def _check_codes(codes: list[str]) -> None:
 @click.option("--markdown", is_flag=True, help="A Markdown table with what each rule predicts (docs/rules.md).")
 def list_rules(markdown):
     """List every rule: code, name, severity, summary."""
-    from .rules import RULES
+    from .rules import all_rules
 
+    rules = all_rules()
     if markdown:
-        click.echo(rules_markdown(RULES))
+        click.echo(rules_markdown(rules))
         return
-    for code in sorted(RULES):
-        r = RULES[code]
+    for r in rules.values():
         click.echo(f"{r.code:<7} {r.severity.value:<8} {r.name:<34} {r.summary}")
 
 
@@ -141,10 +141,11 @@ def rules_markdown(rules) -> str:
 @click.argument("code")
 def show_rule(code):
     """Explain one rule, with a bad and a good example."""
-    from .rules import RULES
+    from .rules import all_rules
 
+    rules = all_rules()
     code = code.upper()
-    r = RULES.get(code) or (RULES.get("SH100") if SHELLCHECK_CODE.fullmatch(code) else None)
+    r = rules.get(code) or (rules.get("SH100") if SHELLCHECK_CODE.fullmatch(code) else None)
     if r is None:
         raise click.UsageError(f"no rule {code!r} (see `sapo-lint rules`)")
     if r.code != code:

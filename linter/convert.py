@@ -166,7 +166,7 @@ def recipe_yaml(recipe: dict, notes: list[str], source: Path) -> str:
 @click.option("--verl-version", help="verl version the recipe names (default: as for `sapo-lint check`).")
 def convert(script: Path, output: Path | None, verl_version: str | None) -> None:
     """Turn a verl-style bash run script into a sapo-recipe/v1 recipe (overrides, env exports, variants)."""
-    from .lint import read_options
+    from .api import read_options
     from .settings import load_settings
     from .sources.files import UnreadableFile, write_atomically
 

@@ -95,8 +95,8 @@ def explain_recipe(path: Path, *, variants: tuple[str, ...] = (), overrides: tup
                    limits: Limits | None = None) -> tuple[list[Item], list[str]]:
     """Estimate every (selected) variant of a recipe: (items, problems that stop the whole file)."""
     from .engine import resolve
-    from .lint import read_options
-    from .rules import RULES
+    from .api import read_options
+    from .rules import load_rules
     from .schema import SnapshotNotFound, load_snapshot
     from .settings import SettingsError, load_settings
     from .sources.files import UnreadableFile, read_text
@@ -125,7 +125,7 @@ def explain_recipe(path: Path, *, variants: tuple[str, ...] = (), overrides: tup
     if not commands:
         known = ", ".join(c.variant or "(none)" for c in recipe.commands)
         return [], [f"no variant matches {', '.join(variants)}; variants: {known}"]
-    rules = [RULES[code] for code in ESTIMATE_RULES if code in RULES]
+    rules = load_rules(lambda code: code in ESTIMATE_RULES)
     items = []
     for command in commands:
         ctx = resolve(command, snapshot)

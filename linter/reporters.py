@@ -67,9 +67,10 @@ def render_github(diagnostics: list[Diagnostic], files: int) -> str:
 
 def render_sarif(diagnostics: list[Diagnostic], files: int) -> str:
     from . import __version__
-    from .rules import RULES
+    from .rules import all_rules
 
     level = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+    registered = all_rules()
     rules = [
         {
             "id": r.code, "name": r.name,
@@ -78,11 +79,11 @@ def render_sarif(diagnostics: list[Diagnostic], files: int) -> str:
             "defaultConfiguration": {"level": level[r.severity]},
             "help": {"text": f"{r.explanation}\n\nBad:\n{r.bad}\n\nGood:\n{r.good}"},
         }
-        for r in (RULES[c] for c in sorted(RULES))
+        for r in registered.values()
     ]
     # shellcheck findings (SH<SC number>) are one registered family (SH100); SARIF wants an entry per id.
-    passthrough = sorted({d.code: d for d in diagnostics if d.code not in RULES}.values(), key=lambda d: d.code)
-    family = RULES.get("SH100")
+    passthrough = sorted({d.code: d for d in diagnostics if d.code not in registered}.values(), key=lambda d: d.code)
+    family = registered.get("SH100")
     for d in passthrough:
         sc = f"SC{d.code[2:]}"
         rules.append({

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from sapo_toolkit.linter.engine import lint_command
-from sapo_toolkit.linter.lint import read_options
-from sapo_toolkit.linter.rules import RULES
-from sapo_toolkit.linter.schema import load_snapshot
+from sapo_toolkit.linter.api import read_options
+from sapo_toolkit.linter.rules import all_rules
+from sapo_toolkit.linter.schema import entrypoints, load_snapshot
 from sapo_toolkit.linter.settings import Settings
-from sapo_toolkit.linter.sources.bash import UNRESOLVED_VALUE, entrypoints, read_script
+from sapo_toolkit.linter.sources.bash import UNRESOLVED_VALUE, read_script
 from sapo_toolkit.linter.sources.files import TextFile, read_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "scripts"
@@ -359,7 +359,7 @@ def test_sapo_tau_bug_flagged_on_element_line_in_every_variant():
     lines = (FIXTURES / "run_qwen3_8b_megatron.sh").read_text().splitlines()
     tau_line = next(i for i, l in enumerate(lines, 1) if "+actor_rollout_ref.actor.policy_loss.tau_pos=${tau_pos}" in l)
     for command in result.commands:
-        found = lint_command(command, load_snapshot("0.9.1", command.config_name), RULES.values())
+        found = lint_command(command, load_snapshot("0.9.1", command.config_name), all_rules().values())
         sp001 = {(d.location.line, d.location.column) for d in found if d.code == "SP001"}
         assert (tau_line, 5) in sp001, command.variant
 
@@ -439,7 +439,7 @@ def test_unknown_if_condition_is_reported():
 def test_cli_overrides_merged_last():
     from dataclasses import replace
 
-    from sapo_toolkit.linter.lint import command_line_overrides
+    from sapo_toolkit.linter.api import command_line_overrides
 
     options = replace(OPTIONS, cli_overrides=command_line_overrides(["trainer.nnodes=4"]))
     result = read_script(read_text(FIXTURES / "run_qwen3_14b_megatron.sh"), options)
@@ -461,7 +461,7 @@ def test_odd_valid_bash_never_raises(text):
 def _findings(commands, version="0.9.1"):
     out = set()
     for c in commands:
-        for d in lint_command(c, load_snapshot(version, c.config_name), RULES.values()):
+        for d in lint_command(c, load_snapshot(version, c.config_name), all_rules().values()):
             out.add((d.code, c.variant))
     return out
 

@@ -308,10 +308,10 @@ def test_mem002_stated_ram_is_an_error():
     # -> 45,836,565,504 B; x8 ranks = 366,692,524,032 B = 341.5 GiB > 256 GiB
     assert e.host_peak_per_node == 8 * (30_570_504_192 + 15_266_061_312)
     from sapo_toolkit.linter.estimate import prime_estimate
-    from sapo_toolkit.linter.rules import RULES
+    from sapo_toolkit.linter.rules import all_rules
 
     prime_estimate(ctx, e)
-    findings = list(RULES["MEM002"].check(ctx))
+    findings = list(all_rules()["MEM002"].check(ctx))
     assert len(findings) == 1 and findings[0].severity is None  # the rule's own severity: error
     assert "exceeds the node's 256 GiB;" in findings[0].message
 
@@ -319,11 +319,11 @@ def test_mem002_stated_ram_is_an_error():
 def test_ck001_slow_storage_and_weight_only_advice():
     ctx = contexts(RECIPE_30B)["DEVICE=npu,RECOMPUTE=full"]
     from sapo_toolkit.linter.estimate import prime_estimate
-    from sapo_toolkit.linter.rules import RULES
+    from sapo_toolkit.linter.rules import all_rules
 
     slow = Limits.from_mapping({"write_gib_per_s": 0.05})
     prime_estimate(ctx, estimate(plan_inputs(ctx, limits=slow)))
-    findings = list(RULES["CK001"].check(ctx))
+    findings = list(all_rules()["CK001"].check(ctx))
     # 56.9 GiB at 0.05 GiB/s = 1137 s > 600 s
     assert len(findings) == 1
     assert "rank 0 writing the 57 GiB of HF weights at 0.05 GiB/s per writing rank exceeds the 600 s" in findings[0].message

@@ -11,12 +11,13 @@ import shlex
 import pytest
 
 from sapo_toolkit.linter.lint import lint_paths
-from sapo_toolkit.linter.rules import RULES
+from sapo_toolkit.linter.rules import all_rules
 from sapo_toolkit.linter.settings import Settings
 
 from .conftest import recipe
 
 # Prose-only examples (a binary file, say) cannot be run.
+RULES = all_rules()
 EXAMPLE_RULES = sorted(code for code, r in RULES.items()
                        if not r.bad.startswith("(") or r.bad.startswith(("(a script named)", "(in ")))
 SHELLCHECK_FINDING = re.compile(r"SH\d{4}")

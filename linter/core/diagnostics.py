@@ -1,8 +1,12 @@
-"""Diagnostics: what a rule reports, where, and how bad it is."""
+"""Diagnostics: what a rule reports, where, and how bad it is.
+
+Record rule for the whole project: an immutable record is a `typing.NamedTuple` (defining a frozen dataclass
+costs ~1.4 ms at import, a NamedTuple ~0.2 ms, and every `sapo-lint` run pays for each class it imports); a
+mutable record is a `dataclass(slots=True)`; no immutable record holds a mutable container.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import NamedTuple
 
@@ -21,8 +25,7 @@ class Location(NamedTuple):
     column: int = 1
 
 
-@dataclass(frozen=True)
-class Diagnostic:
+class Diagnostic(NamedTuple):
     location: Location
     code: str
     name: str
@@ -32,10 +35,10 @@ class Diagnostic:
     # Replacement text for the override's key (or the whole override for CLI text) when the fix is mechanical.
     fix: str | None = None
     # The text the fix replaces at `location` (the override's key as written); not part of any output format.
-    replaces: str | None = field(default=None, compare=False)
+    replaces: str | None = None
 
     def with_variant(self, variant: str | None) -> Diagnostic:
-        return replace(self, variant=variant)
+        return self._replace(variant=variant)
 
     def sort_key(self) -> tuple:
         return (self.location.path, self.location.line, self.location.column, self.code, self.variant or "")

@@ -32,8 +32,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "MISSING",
@@ -126,8 +125,7 @@ def _freeze(v: Any) -> Any:
     return (type(v).__name__, v)
 
 
-@dataclass(frozen=True, eq=False)
-class ParsedOverride:
+class ParsedOverride(NamedTuple):
     """One parsed override.
 
     ``value`` is the value as Hydra's parser returns it, converted to plain
@@ -158,6 +156,10 @@ class ParsedOverride:
             and self.is_sweep == other.is_sweep
             and _same(self.value, other.value)
         )
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
 
     def __hash__(self) -> int:
         return hash(

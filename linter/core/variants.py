@@ -1,10 +1,31 @@
-"""Reporting a finding once across the variants of one file."""
+"""Variants of one file: every combination of one value per axis (`DEVICE=npu,INFER_BACKEND=vllm`), choosing
+some of them by label, and reporting a finding once across them."""
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
+from typing import Iterator, Sequence, TypeVar
 
 from .diagnostics import Diagnostic
+
+T = TypeVar("T")
+
+
+def expand(axes: Sequence[Sequence[tuple[str, T]]]) -> Iterator[tuple[str | None, tuple[T, ...]]]:
+    """Every combination of one (label token, payload) per axis: the variant's label (tokens joined by commas;
+    None without axes) and the chosen payloads in axis order."""
+    for combo in itertools.product(*axes):
+        yield ",".join(token for token, _ in combo) or None, tuple(payload for _, payload in combo)
+
+
+def matches(variant: str | None, wanted: Sequence[str]) -> bool:
+    """Whether a variant label has every `AXIS=value` token of one of the wanted selections (case-insensitive);
+    no selection matches every variant."""
+    if not wanted:
+        return True
+    have = {t.strip().lower() for t in (variant or "").split(",") if t.strip()}
+    return any({t.strip().lower() for t in w.split(",") if t.strip()} <= have for w in wanted)
 
 
 def collapse_variants(per_variant: list[list[Diagnostic]], variants: list[str | None]) -> list[Diagnostic]:

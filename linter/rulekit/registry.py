@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 from ..core.diagnostics import Diagnostic, Location, Severity
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """What a rule found: where (an override or a bare location), why, and the mechanical fix if any."""
 
     at: object  # ResolvedOverride | LocatedOverride | Location
@@ -19,8 +17,7 @@ class Finding:
     severity: Severity | None = None  # only for rules whose severity depends on a library version
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     code: str
     name: str
     severity: Severity

@@ -1,21 +1,109 @@
-"""All rules, one module per code: `linter/rules/<code>_<name>.py` holds the check, its docs and examples.
+"""Every rule, by code. `MODULES` is the code table (ruff's `codes.rs` habit): from a code, the module under
+`linter/rules/` that holds its check, docs and bad/good examples. A module registers its rules when imported;
+`load_rules` imports only the modules of the codes asked for, so `--select SL` never loads the estimator.
 
-Importing this package imports every such module, which registers its rule in `RULES` (code -> Rule).
-Rules that a source reports about a whole file live in family modules: `rf_recipe.py` (recipe files),
-`nm_naming.py` (run-script names), `sh_*.py` (shell scripts; shellcheck findings pass through as SH<SC number>,
-documented by SH100).
+Family modules hold rules that a source reports about a whole file: `rf_recipe` (recipe files), `nm_naming`
+(run-script names), `sh_script` and `sh_shellcheck` (shell scripts; shellcheck findings pass through as
+SH<SC number>, documented by SH100). A test keeps this table and the modules in step; codes are a stable
+contract: never reuse or renumber one.
 """
 
-import pkgutil
-import re
+from __future__ import annotations
+
 from importlib import import_module
+from typing import Callable
 
-from ..rulekit.registry import RULES, Finding, Rule
+from ..rulekit import registry
+from ..rulekit.registry import Rule
 
-_RULE_MODULE = re.compile(r"^([a-z]{2,3}\d{3}_\w+|(rf|nm|sh)_\w+)$")
+MODULES: dict[str, str] = {
+    "BS001": "bs001_batch_divisibility",
+    "BS002": "bs002_mini_batch_divisibility",
+    "BS003": "bs003_micro_batch_keys",
+    "BS004": "bs004_mini_batch_exceeds_train",
+    "BS005": "bs005_use_mbridge_required",
+    "BS006": "bs006_dynamic_bsz_actor_rollout",
+    "BS007": "bs007_rollout_expert_parallel",
+    "BS008": "bs008_rollout_pipeline_parallel",
+    "BS009": "bs009_rollout_world_size",
+    "BS010": "bs010_dynamic_bsz_token_budget",
+    "CK001": "ck001_save_exceeds_timeout",
+    "CK002": "ck002_checkpoint_disk_peak",
+    "CK003": "ck003_broken_save_mode",
+    "MEM001": "mem001_device_memory",
+    "MEM002": "mem002_host_memory",
+    "NM001": "nm_naming",
+    "NM002": "nm_naming",
+    "NM003": "nm_naming",
+    "OP001": "op001_cpu_offload_fraction_zero",
+    "OP002": "op002_precision_aware_prerequisites",
+    "OP003": "op003_optimizer_offload_alone",
+    "PF001": "pf001_single_worker_prompt_filter",
+    "PF002": "pf002_partial_dynamic_bsz",
+    "PF003": "pf003_static_micro_batch_one",
+    "PF004": "pf004_hccl_env_range",
+    "RC001": "rc001_recompute_granularity_value",
+    "RC002": "rc002_recompute_method_value",
+    "RC003": "rc003_recompute_full_needs_method",
+    "RC004": "rc004_recompute_full_needs_num_layers",
+    "RC005": "rc005_recompute_selective_num_layers",
+    "RC006": "rc006_recompute_modules_invalid",
+    "RC007": "rc007_recompute_cpu_offloading",
+    "RC008": "rc008_recompute_distributed_activations_sp",
+    "RC009": "rc009_recompute_moe_layer_full",
+    "RC010": "rc010_recompute_moe_a2a_overlap",
+    "RF001": "rf_recipe",
+    "RF002": "rf_recipe",
+    "RF003": "rf_recipe",
+    "RF004": "rf_recipe",
+    "RF005": "rf_recipe",
+    "RF006": "rf_recipe",
+    "SH001": "sh_script",
+    "SH002": "sh_script",
+    "SH003": "sh_script",
+    "SH100": "sh_shellcheck",
+    "SL001": "sl001_unknown_key",
+    "SL002": "sl002_append_existing",
+    "SL003": "sl003_unread_key",
+    "SL004": "sl004_type_mismatch",
+    "SL005": "sl005_invalid_choice",
+    "SL006": "sl006_delete_missing",
+    "SL007": "sl007_passthrough_unknown_field",
+    "SL008": "sl008_duplicate_override",
+    "SL009": "sl009_override_syntax",
+    "SL010": "sl010_breaks_inherited_node",
+    "SP001": "sp001_sapo_tau_nested",
+    "SP002": "sp002_sapo_tau_range",
+    "SP003": "sp003_sapo_tau_order",
+    "SP004": "sp004_sapo_tau_ignored",
+    "SP005": "sp005_sapo_clip_ignored",
+    "TP001": "tp001_world_tp_pp_cp",
+    "TP002": "tp002_world_ep_etp_pp",
+    "TP003": "tp003_heads_tp",
+    "TP004": "tp004_query_groups_tp",
+    "TP005": "tp005_experts_ep",
+    "TP006": "tp006_ep_needs_moe",
+    "TP007": "tp007_layers_pp",
+    "TP008": "tp008_vpp_needs_pp",
+    "TP009": "tp009_ffn_tp",
+    "TP010": "tp010_sequence_parallel_tp",
+    "TP011": "tp011_rollout_tp_heads",
+    "TP012": "tp012_rollout_tp_devices",
+    "TP013": "tp013_context_parallel_length",
+}
 
-for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
-    if _RULE_MODULE.match(_module):
-        import_module(f"{__name__}.{_module}")
 
-__all__ = ["RULES", "Finding", "Rule"]
+def load_rules(enabled: Callable[[str], bool] = lambda code: True) -> list[Rule]:
+    """The rules whose codes `enabled` accepts, in code order, importing only their modules."""
+    codes = [code for code in sorted(MODULES) if enabled(code)]
+    for module in dict.fromkeys(MODULES[code] for code in codes):
+        import_module(f"{__name__}.{module}")
+    return [registry.RULES[code] for code in codes]
+
+
+def all_rules() -> dict[str, Rule]:
+    """Every rule, by code."""
+    return {r.code: r for r in load_rules()}
+
+
+__all__ = ["MODULES", "Rule", "all_rules", "load_rules"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from ..catalog import ModelNotFound, accelerators, find_model
 from ..core.command import RESOURCE_KEYS, Command, EnvVar, LocatedOverride, Stack, merge_overrides, site_limits
 from ..core.diagnostics import Diagnostic, Location
 from ..core.overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse_override
+from ..core.variants import expand
 from ..rules.rf_recipe import (
     INVALID_YAML,
     RECIPE_SCHEMA,
@@ -203,19 +203,18 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
         choices = []
         for name_node, body in yaml_nodes.mapping_pairs(axis_node):
             label = f"{str(axis_key.value).upper()}={name_node.value}"
-            choices.append((label, _overrides(source.path, loader, yaml_nodes.child(body, "overrides")),
-                            _env(source.path, loader, yaml_nodes.child(body, "env"))))
+            choices.append((label, (_overrides(source.path, loader, yaml_nodes.child(body, "overrides")),
+                                    _env(source.path, loader, yaml_nodes.child(body, "env")))))
         if choices:
             axes.append(choices)
     base_env = _env(source.path, loader, yaml_nodes.child(root, "env"))
     hardware = data.get("hardware") if isinstance(data.get("hardware"), dict) else {}
     resources = {**options.resources, **{k: hardware[k] for k in RESOURCE_KEYS if k in hardware}}
-    for combo in itertools.product(*axes) if axes else [()]:
+    for label, chosen in expand(axes):
         overrides, env = list(base), dict(base_env)
-        for _, extra, extra_env in combo:
+        for extra, extra_env in chosen:
             overrides = list(merge_overrides(overrides, extra))
             env.update(extra_env)
-        label = ",".join(name for name, _, _ in combo) or None
         recipe.commands.append(Command(config_name, merge_overrides(overrides, list(options.cli_overrides)), stack, label,
                                        origin, model, accelerator, tuple(env.values()), site_limits(resources)))
     return RecipeRead(recipe, diagnostics)

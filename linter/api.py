@@ -1,0 +1,146 @@
+"""The linter's one door: `load` a recipe or run script into trainer commands, `check` them.
+
+`sapo-lint` (`lint.py`: discovery, shellcheck, reporting), `explain`, `convert` and a launcher go through here;
+what they get back are the records of `core` (commands with located overrides, diagnostics) and the engine's
+resolved view of one command. Nothing here prints or exits.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from .core.command import Command, LocatedOverride, Stack, locate_override
+from .core.diagnostics import Diagnostic, Location
+from .core.variants import collapse_variants, matches
+from .engine import LintContext, lint_command
+from .engine import resolve as resolve_against
+from .rules import load_rules
+from .rules.rf_recipe import UNKNOWN_VERSION
+from .schema import (
+    DEFAULT_MBRIDGE,
+    DEFAULT_MEGATRON_CORE,
+    DEFAULT_VERL_VERSION,
+    SnapshotNotFound,
+    installed_verl_version,
+    load_snapshot,
+)
+from .settings import Settings
+from .sources.files import TextFile, read_text
+from .sources.recipe import ReadOptions, Recipe, looks_like_recipe, read_recipe
+
+RECIPE_SUFFIXES = (".yaml", ".yml")
+SCRIPT_SUFFIXES = (".sh",)
+_NOQA = re.compile(r"#\s*sapo-lint:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*)*))?", re.I)
+
+
+@dataclass(slots=True)
+class Loaded:
+    """One file read into trainer commands, one per variant."""
+
+    source: TextFile
+    kind: str  # "recipe" | "script"
+    commands: list[Command]
+    diagnostics: list[Diagnostic]  # about the file itself (RF, SH); `check` adds the rules over the commands
+    verl_version: str  # the schema snapshot the commands are checked against
+    version_location: Location  # where a missing snapshot is reported
+    recipe: Recipe | None = None  # a recipe's data; None for scripts and for recipes that could not be read
+
+
+def command_line_overrides(texts: Iterable[str]) -> tuple[LocatedOverride, ...]:
+    """`--override` / launch-time `key=value` arguments, located as `--override:N`."""
+    return tuple(locate_override(text, Location("--override", i, 1)) for i, text in enumerate(texts, 1))
+
+
+def read_options(settings: Settings, cli_overrides: Iterable[str] = (), cli_verl: str | None = None,
+                 cli_accelerator: str | None = None, resources: dict | None = None) -> ReadOptions:
+    """Defaults for every file of a run: the command line first, then `[tool.sapo-lint]`, then the installed
+    verl, then the built-in defaults. `resources` (site limits) refine the settings' ones."""
+    return ReadOptions(
+        default_verl=settings.verl_version or installed_verl_version() or DEFAULT_VERL_VERSION,
+        stack=Stack(settings.megatron_core or DEFAULT_MEGATRON_CORE, settings.mbridge or DEFAULT_MBRIDGE),
+        cli_verl=cli_verl,
+        cli_overrides=command_line_overrides(cli_overrides),
+        cli_accelerator=cli_accelerator,
+        resources={**settings.resources(), **(resources or {})},
+    )
+
+
+def load(path: Path, options: ReadOptions) -> Loaded | None:
+    """Read a recipe (`*.yaml`/`*.yml` with a top-level `recipe:` key) or a run script (`*.sh`) into commands;
+    None for any other file. Raises `sources.files.UnreadableFile` (its message says why, in one line)."""
+    if path.suffix not in RECIPE_SUFFIXES + SCRIPT_SUFFIXES:
+        return None
+    source = read_text(path)
+    if path.suffix in SCRIPT_SUFFIXES:
+        from .sources.bash import read_script  # tree-sitter only when a script is linted
+
+        script = read_script(source, options)
+        return Loaded(source, "script", script.commands, list(script.diagnostics),
+                      script.verl_version or options.cli_verl or options.default_verl, Location(source.path))
+    if not looks_like_recipe(source.text):
+        return None
+    read = read_recipe(source, options)
+    recipe = read.recipe
+    return Loaded(source, "recipe", recipe.commands if recipe else [], list(read.diagnostics),
+                  recipe.verl_version if recipe else options.default_verl, _verl_key_location(source), recipe)
+
+
+def check(loaded: Loaded, settings: Settings, extra: Iterable[Diagnostic] = ()) -> list[Diagnostic]:
+    """Every finding for one loaded file, variants collapsed, `# sapo-lint: noqa` applied: the file's own
+    diagnostics, `extra` ones found elsewhere (shellcheck), the naming rules for scripts, and every enabled rule
+    over every command. Not filtered by `select`/`ignore` (the caller decides)."""
+    found = [*loaded.diagnostics, *extra]
+    if loaded.kind == "script":
+        from .rules.nm_naming import naming_diagnostics
+
+        found.extend(naming_diagnostics(Path(loaded.source.path), settings.naming_ignore_dirs,
+                                        settings.naming_ignore_files))
+    if loaded.commands:
+        found.extend(_lint_commands(loaded, load_rules(settings.enabled)))
+    return _without_noqa(loaded.source, found)
+
+
+def resolve(command: Command, verl_version: str) -> LintContext:
+    """One command resolved against its snapshot, as the rules see it. Raises `schema.SnapshotNotFound`."""
+    return resolve_against(command, load_snapshot(verl_version, command.config_name))
+
+
+def select(commands: list[Command], wanted: Iterable[str]) -> list[Command]:
+    """The commands whose variant has every `AXIS=value` of one of the wanted selections (all when none)."""
+    wanted = tuple(wanted)
+    return [c for c in commands if matches(c.variant, wanted)]
+
+
+def _lint_commands(loaded: Loaded, rules) -> list[Diagnostic]:
+    """Every command (variant) against its config's snapshot, findings collapsed over the variants."""
+    try:
+        snapshots = {c.config_name: load_snapshot(loaded.verl_version, c.config_name) for c in loaded.commands}
+    except SnapshotNotFound as exc:
+        return [UNKNOWN_VERSION.diagnostic(loaded.version_location, str(exc))]
+    per_variant = [lint_command(c, snapshots[c.config_name], rules) for c in loaded.commands]
+    return collapse_variants(per_variant, [c.variant for c in loaded.commands])
+
+
+def _verl_key_location(source: TextFile) -> Location:
+    m = re.search(r"^verl\s*:", source.text, re.M)
+    return Location(source.path, source.text.count("\n", 0, m.start()) + 1, 1) if m else Location(source.path)
+
+
+def _without_noqa(source: TextFile, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """Drop diagnostics whose line carries `# sapo-lint: noqa` (all codes) or `# sapo-lint: noqa: CODE,...`."""
+    lines = source.text.splitlines()
+    kept = []
+    for d in diagnostics:
+        in_file = d.location.path == source.path and 0 < d.location.line <= len(lines)
+        line = lines[d.location.line - 1] if in_file else ""
+        m = _NOQA.search(line)
+        if m and (m.group("codes") is None or d.code in {c.strip().upper() for c in m.group("codes").split(",")}):
+            continue
+        kept.append(d)
+    return kept
+
+
+__all__ = ["Loaded", "check", "command_line_overrides", "load", "read_options", "resolve", "select"]

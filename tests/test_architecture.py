@@ -1,0 +1,16 @@
+"""The import contracts in pyproject.toml ([tool.importlinter]) hold: linter -> schemas, the linter's layers
+flow one way, the shared core imports nothing else of the project."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_import_contracts_hold():
+    exe = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
+    proc = subprocess.run([exe, "--config", str(REPO / "pyproject.toml")], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Contracts: 3 kept, 0 broken." in proc.stdout, proc.stdout
