@@ -88,11 +88,11 @@ def _factor(commands, base_o: dict, base_e: dict) -> dict | None:
 
 def script_to_recipe(path: Path, options) -> tuple[dict, list[str]]:
     """The recipe (a dict ready for YAML) and notes on what could not be carried over."""
-    from .sources.bash import read_script
-    from .sources.files import read_text
+    from .api import SCRIPT_SUFFIXES, load
 
-    source = read_text(path)
-    read = read_script(source, options)
+    read = load(path, options) if path.suffix in SCRIPT_SUFFIXES else None
+    if read is None:
+        raise click.ClickException(f"{path}: not a run script (`*.sh`)")
     notes = [f"{d.location.path}:{d.location.line}:{d.location.column}: {d.code} {d.message}" for d in read.diagnostics]
     commands = read.commands
     if not commands:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, RUNNABLE, recipe
+from .helpers import REPO, RUNNABLE, recipe
 
 TAU_BUG = "overrides:\n  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n  +actor_rollout_ref.actor.policy_loss.tau_pos: 1.2\n"
 # The tau fixed by --fix is 1.2 > verl's default tau_neg 1.05 (SP003): a recipe raising tau_pos raises tau_neg too.

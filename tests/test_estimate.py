@@ -34,7 +34,7 @@ from sapo_toolkit.linter.settings import Settings
 from sapo_toolkit.linter.sources.files import read_text
 from sapo_toolkit.linter.sources.recipe import ReadOptions, read_recipe
 
-from .conftest import REPO
+from .helpers import REPO
 
 RECIPE_30B = REPO / "recipes" / "qwen3-30b-a3b-sapo.yaml"
 RECIPE_8B = REPO / "recipes" / "qwen3-8b-sapo.yaml"

@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from sapo_toolkit.linter.explain import explain, matches, variant_env
 
-from .conftest import REPO
+from .helpers import REPO
 
 RECIPES = sorted((REPO / "recipes").glob("*.yaml"))
 RECIPE_30B = REPO / "recipes" / "qwen3-30b-a3b-sapo.yaml"

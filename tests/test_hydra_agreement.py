@@ -6,7 +6,7 @@ import pytest
 from sapo_toolkit.linter.lint import lint_paths
 from sapo_toolkit.linter.settings import Settings
 
-from .conftest import recipe
+from .helpers import recipe
 
 COMPOSE_TIME = {"SL001", "SL002", "SL005", "SL006", "SL009"}
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, RUNNABLE, recipe
+from .helpers import REPO, RUNNABLE, recipe
 
 pytestmark = pytest.mark.network  # pre-commit pip-installs the hook's environment from the registry
 

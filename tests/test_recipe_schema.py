@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from sapo_toolkit.schemas.recipe_validator import JsonSchemaValueException
 from sapo_toolkit.schemas.recipe_validator import validate as fast_validate
 
-from .conftest import REPO
+from .helpers import REPO
 
 SCHEMA_TEXT = (REPO / "schemas" / "recipe.schema.json").read_text(encoding="utf-8")
 REFERENCE = jsonschema.Draft202012Validator(json.loads(SCHEMA_TEXT))

@@ -6,11 +6,13 @@ from pathlib import Path
 import pytest
 
 from sapo_toolkit.linter.core.command import Stack
+from sapo_toolkit.linter.lint import lint_paths
 from sapo_toolkit.linter.schema import DEFAULT_MBRIDGE, DEFAULT_MEGATRON_CORE
+from sapo_toolkit.linter.settings import Settings
 from sapo_toolkit.linter.sources.files import read_text
 from sapo_toolkit.linter.sources.recipe import ReadOptions, read_recipe
 
-from .conftest import REPO
+from .helpers import REPO
 
 RECIPES = sorted((REPO / "recipes").glob("*.yaml"))
 
@@ -46,3 +48,8 @@ def test_every_variant_composes_with_the_stated_values(path, verl_config_dir):
             actual = OmegaConf.to_container(actual) if OmegaConf.is_config(actual) else actual
             assert actual == p.value, (command.variant, p.key)
         assert cfg.actor_rollout_ref.actor.megatron is not None  # the Megatron engine is selected
+
+
+def test_shipped_recipes_are_clean_of_bs_op_pf():
+    found = lint_paths([REPO / "recipes"], Settings()).diagnostics
+    assert not [d for d in found if d.code[:2] in ("BS", "OP", "PF")], found

@@ -14,7 +14,7 @@ from sapo_toolkit.linter.lint import lint_paths
 from sapo_toolkit.linter.rules import all_rules
 from sapo_toolkit.linter.settings import Settings
 
-from .conftest import recipe
+from .helpers import recipe
 
 # Prose-only examples (a binary file, say) cannot be run.
 RULES = all_rules()

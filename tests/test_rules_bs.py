@@ -1,30 +1,6 @@
-"""Batch (BS), optimizer (OP) and performance (PF) rules: failing and passing cases beyond the doc examples."""
+"""BS rules (verl's batch checks): failing and passing cases beyond the documented examples."""
 
-from pathlib import Path
-
-from sapo_toolkit.linter.lint import lint_paths
-from sapo_toolkit.linter.settings import Settings
-
-REPO = Path(__file__).resolve().parent.parent
-
-# A static-bsz base that satisfies the micro-batch keys (no BS003 noise) and runs no critic.
-STATIC = """overrides:
-  algorithm.adv_estimator: grpo
-  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 1
-  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 1
-"""
-DYNAMIC = """overrides:
-  algorithm.adv_estimator: grpo
-  actor_rollout_ref.actor.use_dynamic_bsz: true
-"""
-
-
-def only(diagnostics, code):
-    return [d for d in diagnostics if d.code == code]
-
-
-def body(base, *lines):
-    return base + "".join(f"  {line}\n" for line in lines)
+from .helpers import DYNAMIC, LONG, STATIC, body, only
 
 
 # BS001
@@ -37,19 +13,16 @@ def test_bs001_counts_rollout_n_and_actor_tp(lint_text):
     assert "real_train_batch_size (150) must be divisible by minimal possible batch size (8)" in found[0].message
     assert "megatron_dp 4" in found[0].message
 
-
 def test_bs001_passes_when_n_makes_it_fit(lint_text):
     text = body(STATIC, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 2",
                 "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 2", "actor_rollout_ref.rollout.n: 4",
                 "data.train_batch_size: 30", "actor_rollout_ref.actor.ppo_mini_batch_size: 10")
     assert not only(lint_text(text), "BS001")
 
-
 def test_bs001_skipped_with_dynamic_bsz_and_when_topology_is_broken(lint_text):
     assert not only(lint_text(body(DYNAMIC, "data.train_batch_size: 100")), "BS001")
     text = body(STATIC, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 3", "data.train_batch_size: 100")
     assert not only(lint_text(text), "BS001")  # TP001's business
-
 
 # BS002
 def test_bs002_micro_batch_must_divide_the_per_rank_mini_batch(lint_text):
@@ -59,7 +32,6 @@ def test_bs002_micro_batch_must_divide_the_per_rank_mini_batch(lint_text):
     assert len(found) == 1 and "per rank 3" in found[0].message and "micro_batch_size_per_gpu 2" in found[0].message
     assert not only(lint_text(text.replace("ppo_micro_batch_size_per_gpu: 2", "ppo_micro_batch_size_per_gpu: 3")), "BS002")
 
-
 def test_bs002_dp_check_applies_with_dynamic_bsz_too(lint_text):
     text = body(DYNAMIC, "trainer.nnodes: 2", "actor_rollout_ref.actor.ppo_mini_batch_size: 4")
     found = only(lint_text(text), "BS002")
@@ -67,13 +39,11 @@ def test_bs002_dp_check_applies_with_dynamic_bsz_too(lint_text):
     assert not only(lint_text(body(DYNAMIC, "trainer.nnodes: 2", "actor_rollout_ref.actor.ppo_mini_batch_size: 4",
                                    "actor_rollout_ref.rollout.n: 4")), "BS002")
 
-
 # BS003
 def test_bs003_both_keys_set(lint_text):
     text = body(STATIC, "actor_rollout_ref.rollout.log_prob_micro_batch_size: 16")
     found = only(lint_text(text), "BS003")
     assert len(found) == 1 and "You have set both" in found[0].message
-
 
 def test_bs003_ref_needs_keys_only_when_a_kl_term_runs_it(lint_text):
     found = only(lint_text(body(STATIC, "actor_rollout_ref.actor.use_kl_loss: true")), "BS003")
@@ -82,10 +52,8 @@ def test_bs003_ref_needs_keys_only_when_a_kl_term_runs_it(lint_text):
     assert not only(lint_text(body(STATIC, "actor_rollout_ref.actor.use_kl_loss: true",
                                    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu: 2")), "BS003")
 
-
 def test_bs003_not_needed_with_dynamic_bsz(lint_text):
     assert not only(lint_text(DYNAMIC), "BS003")
-
 
 # BS004
 def test_bs004_actor_only_without_critic(lint_text):
@@ -94,7 +62,6 @@ def test_bs004_actor_only_without_critic(lint_text):
     assert len(found) == 1 and "actor.ppo_mini_batch_size (256)" in found[0].message
     assert not only(lint_text(body(DYNAMIC, "data.train_batch_size: 64")), "BS004")
 
-
 # BS005
 def test_bs005_ref_use_mbridge_only_when_ref_runs(lint_text):
     text = body(DYNAMIC, "actor_rollout_ref.ref.megatron.use_mbridge: false")
@@ -102,16 +69,13 @@ def test_bs005_ref_use_mbridge_only_when_ref_runs(lint_text):
     found = only(lint_text(text + "  actor_rollout_ref.actor.use_kl_loss: true\n"), "BS005")
     assert len(found) == 1 and "ref worker" in found[0].message
 
-
 # BS006
 def test_bs006_rollout_set_against_the_actor_default(lint_text):
     found = only(lint_text(body(STATIC, "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz: true")), "BS006")
     assert found and "actor.use_dynamic_bsz=False" in found[0].message
 
-
 def test_bs006_rollout_follows_the_actor_by_interpolation(lint_text):
     assert not only(lint_text(DYNAMIC), "BS006")
-
 
 # BS007
 def test_bs007_counts_rollout_dp_and_exempts_trtllm(lint_text):
@@ -122,14 +86,12 @@ def test_bs007_counts_rollout_dp_and_exempts_trtllm(lint_text):
     assert only(lint_text(bad), "BS007")
     assert not only(lint_text(bad + "  actor_rollout_ref.rollout.name: trtllm\n"), "BS007")
 
-
 # BS008
 def test_bs008_sglang_and_unset_name(lint_text):
     text = body(DYNAMIC, "actor_rollout_ref.rollout.pipeline_model_parallel_size: 2")
     assert not only(lint_text(text), "BS008")  # rollout.name unset (???): nothing to judge
     found = only(lint_text(text + "  actor_rollout_ref.rollout.name: sglang\n"), "BS008")
     assert found and "not implemented pipeline_model_parallel_size > 1" in found[0].message
-
 
 # BS009
 def test_bs009_counts_dp_over_two_nodes(lint_text):
@@ -139,23 +101,15 @@ def test_bs009_counts_dp_over_two_nodes(lint_text):
     assert found and "rollout world_size: 16 is not divisible by infer_world_size: 6" in found[0].message
     assert not only(lint_text(text.replace("data_parallel_size: 3", "data_parallel_size: 4")), "BS009")
 
-
 def test_bs009_leaves_plain_rollout_tp_to_topology(lint_text):
     text = body(DYNAMIC, "actor_rollout_ref.rollout.tensor_model_parallel_size: 3")
     assert not only(lint_text(text), "BS009")
-
-
-# BS010
-LONG = ("data.max_prompt_length: 2048", "data.max_response_length: 8192",
-        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu: 8192")
-
 
 def test_bs010_context_parallel_multiplies_the_budget(lint_text):
     text = body(DYNAMIC, *LONG)
     found = only(lint_text(text), "BS010")
     assert len(found) == 1 and "at least 10240" in found[0].message  # the rollout budget follows the actor's
     assert not only(lint_text(text + "  actor_rollout_ref.actor.megatron.context_parallel_size: 2\n"), "BS010")
-
 
 def test_bs010_ref_budget_checked_when_the_ref_runs(lint_text):
     text = body(DYNAMIC, "data.max_prompt_length: 2048", "data.max_response_length: 8192",
@@ -164,105 +118,5 @@ def test_bs010_ref_budget_checked_when_the_ref_runs(lint_text):
     found = only(lint_text(text + "  actor_rollout_ref.actor.use_kl_loss: true\n"), "BS010")
     assert len(found) == 1 and "ref.log_prob_max_token_len_per_gpu`=4096" in found[0].message
 
-
 def test_bs010_static_bsz_has_no_budget(lint_text):
     assert not only(lint_text(body(STATIC, *LONG)), "BS010")
-
-
-# OP001
-def test_op001_explicit_zero_and_whole_dict_form(lint_text):
-    text = body(DYNAMIC, "+actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_cpu_offload: true",
-                "+actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_offload_fraction: 0.0")
-    found = only(lint_text(text), "OP001")
-    assert found and found[0].severity.name.lower() == "warning"
-    whole = body(DYNAMIC, "actor_rollout_ref.actor.optim.override_optimizer_config: "
-                          "{optimizer_cpu_offload: true, optimizer_offload_fraction: 0.5}")
-    assert not only(lint_text(whole), "OP001")
-
-
-# OP002
-def test_op002_optimizer_from_override_must_be_adam(lint_text):
-    text = body(DYNAMIC, "actor_rollout_ref.actor.optim.use_precision_aware_optimizer: true",
-                "actor_rollout_ref.actor.optim.optimizer: sgd")
-    found = only(lint_text(text), "OP002")
-    assert len(found) == 1 and "only supported with adam" in found[0].message
-
-
-def test_op002_override_turns_it_off(lint_text):
-    text = body(DYNAMIC, "actor_rollout_ref.actor.megatron.use_distributed_optimizer: false",
-                "actor_rollout_ref.actor.optim.use_precision_aware_optimizer: true",
-                "+actor_rollout_ref.actor.optim.override_optimizer_config.use_precision_aware_optimizer: false")
-    assert not only(lint_text(text), "OP002")
-
-
-def test_op002_precision_aware_ignored_for_fp32_model(lint_text):
-    text = body(DYNAMIC, "actor_rollout_ref.actor.megatron.use_distributed_optimizer: false",
-                "actor_rollout_ref.actor.optim.use_precision_aware_optimizer: true",
-                "actor_rollout_ref.actor.megatron.dtype: float32")
-    assert not only(lint_text(text), "OP002")
-
-
-def test_op002_override_distributed_optimizer_wins(lint_text):
-    text = body(DYNAMIC, "+actor_rollout_ref.actor.optim.override_optimizer_config.use_distributed_optimizer: false",
-                "+actor_rollout_ref.actor.optim.override_optimizer_config.use_precision_aware_optimizer: true")
-    found = only(lint_text(text), "OP002")
-    assert found and "override_optimizer_config.use_distributed_optimizer" in found[0].message
-
-
-# OP003
-def test_op003_whole_dict_cpu_offload_counts(lint_text):
-    text = body(DYNAMIC, "actor_rollout_ref.actor.megatron.optimizer_offload: true")
-    assert only(lint_text(text), "OP003")
-    text += "  actor_rollout_ref.actor.optim.override_optimizer_config: {optimizer_cpu_offload: true, optimizer_offload_fraction: 1.0}\n"
-    assert not only(lint_text(text), "OP003")
-
-
-# PF001
-def test_pf001_zero_workers_is_one_process(lint_text):
-    text = body(DYNAMIC, "data.filter_overlong_prompts: true", "data.filter_overlong_prompts_workers: 0")
-    assert only(lint_text(text), "PF001")
-    assert not only(lint_text(body(DYNAMIC, "data.filter_overlong_prompts_workers: 1")), "PF001")  # filtering off
-
-
-# PF002
-def test_pf002_needs_the_ref_to_run(lint_text):
-    text = body(DYNAMIC, "actor_rollout_ref.ref.log_prob_use_dynamic_bsz: false")
-    assert not only(lint_text(text), "PF002")
-    assert only(lint_text(text + "  actor_rollout_ref.actor.use_kl_loss: true\n"), "PF002")
-
-
-def test_pf002_ref_dynamic_actor_static(lint_text):
-    text = body(STATIC, "actor_rollout_ref.actor.use_kl_loss: true",
-                "actor_rollout_ref.ref.log_prob_use_dynamic_bsz: true")
-    found = only(lint_text(text), "PF002")
-    assert found and "on for the ref log-prob" in found[0].message
-
-
-# PF003
-def test_pf003_reports_each_micro_batch_of_one(lint_text):
-    found = only(lint_text(STATIC), "PF003")
-    assert len(found) == 2 and all(d.severity.name.lower() == "info" for d in found)
-    text = body(STATIC, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 4",
-                "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 8")
-    assert not only(lint_text(text), "PF003")
-
-
-# The shipped recipes stay clean of these families.
-def test_shipped_recipes_are_clean_of_bs_op_pf():
-    found = lint_paths([REPO / "recipes"], Settings()).diagnostics
-    assert not [d for d in found if d.code[:2] in ("BS", "OP", "PF")], found
-
-
-# PF004 (HCCL environment ranges; the env comes from the recipe and its variant)
-def test_pf004_variant_env_is_checked_and_names_its_variant(lint_text):
-    body = (
-        "overrides: {}\nenv: {HCCL_CONNECT_TIMEOUT: \"1800\"}\nvariants:\n  device:\n"
-        "    npu: {env: {HCCL_EXEC_TIMEOUT: \"3600\", HCCL_OP_EXPANSION_MODE: AIV}}\n    gpu: {}\n"
-    )
-    (found,) = [d for d in lint_text(body) if d.code == "PF004"]
-    assert found.variant == "DEVICE=npu" and "1091" in found.message
-
-
-def test_pf004_non_integer_and_in_range_values(lint_text):
-    found = [d for d in lint_text('overrides: {}\nenv: {HCCL_BUFFSIZE: "200MB", HCCL_RDMA_TIMEOUT: "20"}\n') if d.code == "PF004"]
-    assert [d.message for d in found] == ["HCCL_BUFFSIZE='200MB' is not an integer"]

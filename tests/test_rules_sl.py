@@ -1,12 +1,6 @@
-"""Per-rule behaviour beyond the documented examples: the cases users hit, failing and passing."""
+"""SL rules (overrides against verl's schema): failing and passing cases beyond the documented examples."""
 
-from sapo_toolkit.linter.settings import Settings
-
-from .conftest import codes
-
-
-def only(diagnostics, code):
-    return [d for d in diagnostics if d.code == code]
+from .helpers import only
 
 
 # SL001
@@ -15,50 +9,41 @@ def test_sl001_suggests_the_real_path_at_another_level(lint_text):
     assert "actor_rollout_ref.actor.tau_pos" in found[0].message
     assert found[0].fix == "actor_rollout_ref.actor.tau_pos"
 
-
 def test_sl001_declared_only_field_needs_plus(lint_text):
     found = only(lint_text("overrides:\n  actor_rollout_ref.rollout.repetition_penalty: 1.1\n"), "SL001")
     assert found and found[0].fix == "+actor_rollout_ref.rollout.repetition_penalty"
     assert not only(lint_text("overrides:\n  +actor_rollout_ref.rollout.repetition_penalty: 1.1\n"), "SL001")
-
 
 def test_sl001_depends_on_the_model_engine_selection(lint_text):
     body = "config_name: ppo_trainer\noverrides:\n  actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 2\n"
     assert only(lint_text(body), "SL001")  # dp actor has no megatron block
     assert not only(lint_text(body + "  model_engine: megatron\n"), "SL001")
 
-
 def test_sl001_follows_the_verl_version(lint_text):
     body = "overrides:\n  actor_rollout_ref.actor.megatron.grad_offload: true\n"
     assert only(lint_text('verl: "0.9.1"\n' + body), "SL001")
     assert not only(lint_text('verl: "0.8.0"\n' + body), "SL001")
-
 
 # SL002
 def test_sl002_allows_plus_on_a_null_default(lint_text):
     body = "overrides:\n  +actor_rollout_ref.actor.megatron.override_transformer_config.recompute_method: uniform\n"
     assert not only(lint_text(body), "SL002")
 
-
 def test_sl002_plus_on_config_group(lint_text):
     found = only(lint_text("overrides:\n  +model_engine: megatron\n"), "SL002")
     assert found and "Multiple values" in found[0].message and found[0].fix == "model_engine"
-
 
 # SL003
 def test_sl003_field_missing_from_instantiated_dataclass(lint_text):
     found = only(lint_text("overrides:\n  +actor_rollout_ref.rollout.sampling_temp: 0.7\n"), "SL003")
     assert found and "RolloutConfig" in found[0].message and "TypeError" in found[0].message
 
-
 def test_sl003_key_read_somewhere_under_plain_node_is_accepted(lint_text):
     # `data` is a plain node; `trust_remote_code` is a name verl's source reads.
     assert not only(lint_text("overrides:\n  +data.trust_remote_code: true\n"), "SL003")
 
-
 def test_sl003_open_dict_without_consumer_accepts_anything(lint_text):
     assert not only(lint_text("overrides:\n  +actor_rollout_ref.model.override_config.anything_goes: 1\n"), "SL003")
-
 
 # SL004
 def test_sl004_float_for_int_and_bool_for_str(lint_text):
@@ -71,11 +56,9 @@ def test_sl004_float_for_int_and_bool_for_str(lint_text):
     assert 7 not in lines  # an int is a valid float
     assert 8 in lines  # a bool for a str field
 
-
 def test_sl004_interpolations_are_not_type_checked(lint_text):
     body = "overrides:\n  actor_rollout_ref.actor.megatron.tensor_model_parallel_size: ${trainer.nnodes}\n"
     assert not only(lint_text(body), "SL004")
-
 
 # SL005
 def test_sl005_loss_mode_registry_and_group_options(lint_text):
@@ -83,11 +66,9 @@ def test_sl005_loss_mode_registry_and_group_options(lint_text):
     assert [d.location.line for d in only(found, "SL005")] == [6, 7]
     assert "clip_cov" in only(found, "SL005")[0].message
 
-
 # SL006
 def test_sl006_delete_after_add_is_fine(lint_text):
     assert not only(lint_text("overrides:\n  +trainer.foo: 1\n  ~trainer.foo: null\n"), "SL006")
-
 
 # SL007
 def test_sl007_follows_megatron_core_version(lint_text):
@@ -96,25 +77,21 @@ def test_sl007_follows_megatron_core_version(lint_text):
     assert old and "megatron-core 0.12.1" in old[0].message
     assert not only(lint_text('stack: {megatron_core: "0.16.1"}\n' + body), "SL007")
 
-
 def test_sl007_unknown_optimizer_field_on_newest_release(lint_text):
     body = 'stack: {megatron_core: "0.16.1"}\noverrides:\n  +actor_rollout_ref.actor.optim.override_optimizer_config.adam_beta3: 0.9\n'
     found = only(lint_text(body), "SL007")
     assert found and "megatron-core 0.16.1" in found[0].message
-
 
 def test_sl007_mbridge_release_vs_git_main(lint_text):
     body = "overrides:\n  +actor_rollout_ref.actor.checkpoint.mbridge_config.distributed_filesystem: true\n"
     assert only(lint_text('stack: {mbridge: "0.15.1"}\n' + body), "SL007")
     assert not only(lint_text("stack: {mbridge: git-main}\n" + body), "SL007")
 
-
 def test_sl007_transformer_config_field(lint_text):
     good = "overrides:\n  +actor_rollout_ref.actor.megatron.override_transformer_config.apply_rope_fusion: true\n"
     bad = "overrides:\n  +actor_rollout_ref.actor.megatron.override_transformer_config.apply_rope_fusoin: true\n"
     assert not only(lint_text(good), "SL007")
     assert "apply_rope_fusion" in only(lint_text(bad), "SL007")[0].message
-
 
 # SL008
 def test_sl008_variant_replacing_base_key_is_not_a_duplicate(lint_text):
@@ -124,56 +101,10 @@ def test_sl008_variant_replacing_base_key_is_not_a_duplicate(lint_text):
     )
     assert not only(lint_text(body), "SL008")
 
-
 # SL010
 def test_sl010_plain_set_on_actor_is_fine(lint_text):
     body = "overrides:\n  +actor_rollout_ref.actor.megatron.override_transformer_config.apply_rope_fusion: true\n"
     assert not only(lint_text(body), "SL010")
-
-
-# SP rules
-def test_sp001_in_every_variant_reported_once_without_variant(lint_text):
-    body = (
-        "overrides:\n  +actor_rollout_ref.actor.policy_loss.tau_pos: 1.2\nvariants:\n  device:\n"
-        "    npu: {overrides: {trainer.device: npu}}\n    gpu: {overrides: {trainer.device: cuda}}\n"
-    )
-    found = only(lint_text(body), "SP001")
-    assert len(found) == 1 and found[0].variant is None and found[0].location.line == 6
-
-
-def test_sp002_to_sp004_judge_effective_values(lint_text):
-    found = lint_text("overrides:\n  actor_rollout_ref.actor.tau_pos: -1\n")
-    assert codes(found).count("SP002") == 1
-    assert "SP004" in codes(found)  # loss_mode stays vanilla
-    found = lint_text(
-        "overrides:\n  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n  actor_rollout_ref.actor.tau_pos: 1.2\n"
-    )
-    assert "SP003" in codes(found) and "SP004" not in codes(found)  # default tau_neg 1.05 < 1.2
-
-
-def test_variant_only_finding_names_its_variant(lint_text):
-    body = (
-        "overrides: {}\nvariants:\n  device:\n"
-        "    npu: {overrides: {trainer.devcie: npu}}\n    gpu: {overrides: {trainer.device: cuda}}\n"
-        "  infer_backend:\n    vllm: {overrides: {actor_rollout_ref.rollout.name: vllm}}\n"
-        "    sglang: {overrides: {actor_rollout_ref.rollout.name: sglang}}\n"
-    )
-    found = only(lint_text(body), "SL001")
-    assert [d.variant for d in found] == ["DEVICE=npu"]
-
-
-def test_select_and_ignore(lint_text):
-    body = "overrides:\n  actor_rollout_ref.actor.tau_poss: 1\n  actor_rollout_ref.actor.tau_pos: 1.2\n"
-    assert set(codes(lint_text(body, Settings(select=["SP"])))) <= {"SP003", "SP004"}
-    assert "SL001" not in codes(lint_text(body, Settings(ignore=["SL001"])))
-
-
-def test_noqa_comment(lint_text):
-    body = "overrides:\n  actor_rollout_ref.actor.tau_poss: 1  # sapo-lint: noqa: SL001\n  trainer.foo: 1  # sapo-lint: noqa\n"
-    assert not only(lint_text(body), "SL001")
-    body = "overrides:\n  actor_rollout_ref.actor.tau_poss: 1  # sapo-lint: noqa: SL002\n"
-    assert only(lint_text(body), "SL001")
-
 
 def test_sl004_undeclared_path_keys_take_a_list_of_paths(lint_text):
     # data.train_files has a string default on a plain node: verl reads one path or a list of them

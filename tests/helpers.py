@@ -1,0 +1,78 @@
+"""Shared test helpers (imported by test modules; conftest.py holds only fixtures)."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Overrides that verl's own start-up checks need on top of its defaults (a micro-batch size for each static
+# batch); appended after a test's own overrides so their line numbers stay put.
+RUNNABLE = (
+    "  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 2\n"
+    "  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 4\n"
+    "  actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu: 4\n"
+)
+
+HEADER = "recipe: sapo-recipe/v1\nname: example\nconfig_name: ppo_megatron_trainer\nmodel: {path: Qwen/Qwen3-8B}\n"
+
+
+def wheel_cache() -> Path:
+    return Path(os.environ.get("SAPO_LINT_WHEEL_CACHE", Path.home() / ".cache" / "sapo-lint" / "wheels"))
+
+
+def fetch_wheel(requirement: str) -> Path:
+    """A real wheel from the package registry, cached across runs; skips the test if the registry is unreachable."""
+    name, version = requirement.split("==")
+    cache = wheel_cache()
+    stem = name.replace("-", "_")
+    found = sorted(cache.glob(f"{stem}-{version}-*.whl"))
+    if found:
+        return found[0]
+    cache.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", requirement, "-d", str(cache)],
+        capture_output=True, text=True,
+    )
+    found = sorted(cache.glob(f"{stem}-{version}-*.whl"))
+    if proc.returncode != 0 or not found:
+        pytest.skip(f"cannot download {requirement} from the package registry: {proc.stderr.strip()[-300:]}")
+    return found[0]
+
+
+def recipe(body: str) -> str:
+    """A minimal recipe around `body` (which may set its own header keys)."""
+    lines = [line for line in HEADER.splitlines() if not re.search(rf"^{line.split(':')[0]}\s*:", body, re.M)]
+    return "\n".join(lines) + "\n" + body.strip("\n") + "\n"
+
+
+def codes(diagnostics) -> list[str]:
+    return [d.code for d in diagnostics]
+
+
+def only(diagnostics, code):
+    return [d for d in diagnostics if d.code == code]
+
+
+def body(base, *lines):
+    """A recipe body: `base` plus one override line per argument."""
+    return base + "".join(f"  {line}\n" for line in lines)
+
+
+# A static-bsz base that satisfies the micro-batch keys (no BS003 noise) and runs no critic.
+STATIC = """overrides:
+  algorithm.adv_estimator: grpo
+  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 1
+  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 1
+"""
+DYNAMIC = """overrides:
+  algorithm.adv_estimator: grpo
+  actor_rollout_ref.actor.use_dynamic_bsz: true
+"""
+# Prompt + response longer than the actor's dynamic-bsz token budget (BS010).
+LONG = ("data.max_prompt_length: 2048", "data.max_response_length: 8192",
+        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu: 8192")
