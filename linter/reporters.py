@@ -1,4 +1,4 @@
-"""Output formats: text, json (SPEC §7), github workflow annotations, SARIF 2.1.0."""
+"""Output formats (README, "Usage"): text, json, github workflow annotations, SARIF 2.1.0."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ def check(ctx: LintContext):
     `load_megatron_optimizer`, `verl/workers/engine/megatron/transformer_impl.py:740-741`), so
     during `optimizer.step()` the full (distributed-optimizer-sharded) Adam state is on the device again. It
     frees memory for the rollout, not for the step: a model whose fp32 moments do not fit still runs out of
-    memory in the first `optimizer.step()`, after a complete rollout (SPEC incident 3). Megatron's own CPU
+    memory in the first `optimizer.step()`, after a complete rollout (incident 3). Megatron's own CPU
     offload (`+<role>.optim.override_optimizer_config.optimizer_cpu_offload: true` with
     `optimizer_offload_fraction` > 0) keeps the state and the update on the CPU."""
     for view in optimizer_views(ctx):

@@ -22,7 +22,7 @@ def check(ctx: LintContext):
     """With `data.filter_overlong_prompts=True`, verl's `RLHFDataset` tokenizes every prompt through
     `datasets.Dataset.filter(..., num_proc=self.num_workers)` (verl 0.9.1 `verl/utils/dataset/rl_dataset.py:148,
     199-270`), where `num_workers` is `data.filter_overlong_prompts_workers` — 1 in verl's `legacy_data.yaml`. On a
-    large dataset one process takes tens of minutes on every launch, with every accelerator idle (SPEC incident 6:
+    large dataset one process takes tens of minutes on every launch, with every accelerator idle (incident 6:
     ~28 minutes). Set it to a few dozen (verl caps it at the CPU count)."""
     if ctx.config.value(FILTER) is not True:
         return

@@ -26,7 +26,7 @@ REF = "actor_rollout_ref.ref.log_prob_use_dynamic_bsz"
 def check(ctx: LintContext):
     """Dynamic batch size packs micro-batches by token count instead of a fixed number of sequences; in the
     30B-MoE bring-up turning it on for the actor update, the rollout's old-log-prob recompute and the ref
-    log-prob together gave +40% throughput over the best static micro-batch (SPEC incident 11). verl's YAML
+    log-prob together gave +40% throughput over the best static micro-batch (incident 11). verl's YAML
     makes `rollout.log_prob_use_dynamic_bsz` and `ref.log_prob_use_dynamic_bsz` follow
     `actor.use_dynamic_bsz` by interpolation, so a partial trio comes only from an explicit override. The
     actor/rollout pair must agree anyway (BS006, an error); this rule reports the ref, when a KL term makes it

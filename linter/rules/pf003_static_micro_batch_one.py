@@ -22,7 +22,7 @@ def check(ctx: LintContext):
     time; at 1 each step is many small, poorly-occupied launches (and on pipeline-parallel models the most
     pipeline bubbles). In the 30B-MoE bring-up a micro-batch of 1 was the bottleneck; dynamic batch size
     (`use_dynamic_bsz=True` with a `*_max_token_len_per_gpu` budget) gave +40% over the best static setting
-    (SPEC incident 11). Prefer dynamic batch size, or a larger static micro-batch if memory allows."""
+    (incident 11). Prefer dynamic batch size, or a larger static micro-batch if memory allows."""
     actor_static = ctx.config.value("actor_rollout_ref.actor.use_dynamic_bsz") is False
     checks = []
     if actor_static:
