@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from functools import cache
@@ -27,7 +28,7 @@ def version_key(version: str) -> tuple:
 
 def available_verl_versions() -> list[str]:
     root = SCHEMA_DIR / "verl"
-    return sorted((p.name for p in root.iterdir() if p.is_dir()), key=version_key) if root.is_dir() else []
+    return sorted((p.stem for p in root.glob("*.json")), key=version_key)
 
 
 def installed_verl_version() -> str | None:
@@ -108,51 +109,93 @@ class Tree:
                 return ".".join([*parts[:depth], near[0], *parts[depth + 1 :]]), False
         near_leaf = difflib.get_close_matches(leaf, list(self._by_leaf), n=1, cutoff=0.8)
         if near_leaf:
-            return sorted(self._by_leaf[near_leaf[0]], key=len)[0], False
+            return min(self._by_leaf[near_leaf[0]], key=len), False
         return None, False
 
 
-@dataclass
-class Snapshot:
-    verl_version: str
-    config_name: str
-    groups: dict[str, dict]
-    trees: dict[str, dict]
-    read_set: frozenset[str]
-    _built: dict[str, Tree] = field(default_factory=dict, repr=False)
+def engine_tree(snapshot: dict, model_engine: str) -> dict[str, dict]:
+    """One model_engine option's composed tree from a verl snapshot file (schemas/FORMAT.md, format 2): the `base`
+    without the option's `unset` paths, with its `set` entries added or replaced; sorted by path, as built."""
+    diff = snapshot["engines"][model_engine]
+    entries = dict(snapshot["base"])
+    for path in diff["unset"]:
+        del entries[path]
+    entries.update(diff["set"])
+    return dict(sorted(entries.items()))
+
+
+class _VerlSnapshot:
+    """One parsed `schemas/verl/<version>.json`, shared by its configs; each engine's tree is built on first use."""
+
+    __slots__ = ("_trees", "data", "read_set")
+
+    def __init__(self, data: dict) -> None:
+        self.data = data
+        self.read_set = frozenset(data["read_set"])
+        self._trees: dict[str, Tree] = {}
 
     def tree(self, model_engine: str) -> Tree:
-        if model_engine not in self._built:
-            self._built[model_engine] = Tree(self.trees[model_engine])
-        return self._built[model_engine]
+        if model_engine not in self._trees:
+            self._trees[model_engine] = Tree(engine_tree(self.data, model_engine))
+        return self._trees[model_engine]
+
+
+class Snapshot:
+    """One trainer config of one verl version: its config groups, verl's read-set, and a tree per model_engine."""
+
+    __slots__ = ("_versioned", "config_name", "groups", "read_set", "verl_version")
+
+    def __init__(self, versioned: _VerlSnapshot, config_name: str) -> None:
+        self.verl_version: str = versioned.data["verl_version"]
+        self.config_name = config_name
+        self.groups: dict[str, dict] = versioned.data["configs"][config_name]["groups"]
+        self.read_set: frozenset[str] = versioned.read_set
+        self._versioned = versioned
+
+    def tree(self, model_engine: str) -> Tree:
+        return self._versioned.tree(model_engine)
+
+
+# A version is joined into a path: letters, digits, dots, `+` and `-` only (no `/`, no `..`).
+_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+-]*")
+
+
+@cache
+def _verl_snapshot(verl_version: str) -> _VerlSnapshot | None:
+    """The parsed snapshot file of a verl version, read once for all its configs; None when there is none."""
+    if not _VERSION.fullmatch(verl_version) or ".." in verl_version:
+        return None
+    path = SCHEMA_DIR / "verl" / f"{verl_version}.json"
+    if not path.is_file():
+        return None
+    return _VerlSnapshot(json.loads(path.read_text(encoding="utf-8")))
 
 
 @cache
 def entrypoints(verl_version: str) -> dict[str, str]:
-    """Entry module -> default config name, from `schemas/verl/<version>/entrypoints.json` (built from verl's
-    `@hydra.main` decorators by `schemas.build.entrypoint_defaults`); the newest snapshot's when the version
-    has none."""
-    root = SCHEMA_DIR / "verl"
-    path = root / verl_version / "entrypoints.json"
-    if not path.is_file():
-        found = sorted(root.glob("*/entrypoints.json"), key=lambda p: version_key(p.parent.name))
-        if not found:
+    """Entry module -> default config name, the `entrypoints` of `schemas/verl/<version>.json` (built from verl's
+    `@hydra.main` decorators by `schemas.build.entrypoint_defaults`); the newest snapshot's when the version has
+    none."""
+    versioned = _verl_snapshot(verl_version)
+    if versioned is None:
+        known = available_verl_versions()
+        if not known:
             return {"verl.trainer.main_ppo": "ppo_trainer"}
-        path = found[-1]
-    return json.loads(path.read_text(encoding="utf-8"))
+        versioned = _verl_snapshot(known[-1])
+    return versioned.data["entrypoints"]
 
 
 @cache
 def load_snapshot(verl_version: str, config_name: str) -> Snapshot:
-    path = SCHEMA_DIR / "verl" / verl_version / f"{config_name}.json"
-    if not path.is_file():
+    """Raises `SnapshotNotFound` for an unknown version or config, or a version that is not a plain version string."""
+    versioned = _verl_snapshot(verl_version)
+    if versioned is None or config_name not in versioned.data["configs"]:
         known = ", ".join(available_verl_versions()) or "none"
         raise SnapshotNotFound(
             f"no schema snapshot for verl {verl_version} config '{config_name}' (snapshots: {known}); "
             "build one with `sapo-lint schema build`"
         )
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return Snapshot(data["verl_version"], data["config_name"], data["groups"], data["trees"], frozenset(data["read_set"]))
+    return Snapshot(versioned, config_name)
 
 
 @dataclass(frozen=True)

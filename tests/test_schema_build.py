@@ -1,4 +1,4 @@
-"""The committed schema snapshots are exactly what schemas/build.py makes from the real wheels.
+"""The committed schema snapshots are exactly what schemas/build/ makes from the real wheels.
 
 The wheels come from the package registry (`pip download --no-deps`) into a cache directory
 (`$SAPO_LINT_WHEEL_CACHE`, default `~/.cache/sapo-lint/wheels`); when the registry cannot be reached the
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from sapo_toolkit.linter.schema import SnapshotNotFound, engine_tree, entrypoints, load_snapshot
 from sapo_toolkit.schemas import build
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +46,7 @@ def _wheel(requirement: str, pattern: str, extra: list[str] | None = None) -> Pa
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "--no-input",
            "--timeout", "30", "--retries", "1", requirement, "-d", str(cache), *(extra or [])]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=900)
     except subprocess.TimeoutExpired:
         pytest.skip(f"package registry unreachable: `pip download {requirement}` timed out")
     found = sorted(cache.glob(pattern))
@@ -74,11 +75,11 @@ def mcore_0121_wheel() -> Path:
 
 
 @pytest.fixture(scope="session")
-def verl_091(verl_091_wheel) -> dict[str, dict]:
+def verl_091(verl_091_wheel) -> dict:
     pkg, version, source = build.locate_verl(wheel=verl_091_wheel)
     assert version == "0.9.1"
     assert source == verl_091_wheel.name
-    return build.build_verl_snapshots(pkg, version, source)
+    return build.build_verl_snapshot(pkg, version, source)
 
 
 @pytest.fixture(scope="session")
@@ -93,30 +94,29 @@ def mcore_0121(mcore_0121_wheel) -> dict:
 
 def _first_differences(built: dict, committed: dict, limit: int = 10) -> list[str]:
     out = []
-    for opt in sorted(set(built.get("trees", {})) | set(committed.get("trees", {}))):
-        a, b = built.get("trees", {}).get(opt, {}), committed.get("trees", {}).get(opt, {})
+    for opt in sorted(set(built["engines"]) | set(committed["engines"])):
+        a = engine_tree(built, opt) if opt in built["engines"] else {}
+        b = engine_tree(committed, opt) if opt in committed["engines"] else {}
         for k in sorted(set(a) | set(b)):
             if a.get(k) != b.get(k):
-                out.append(f"trees[{opt}][{k}]: built={a.get(k)} committed={b.get(k)}")
+                out.append(f"{opt} tree [{k}]: built={a.get(k)} committed={b.get(k)}")
                 if len(out) >= limit:
                     return out
     for k in sorted(set(built) | set(committed)):
-        if k != "trees" and built.get(k) != committed.get(k):
+        if k not in ("base", "engines") and built.get(k) != committed.get(k):
             out.append(f"{k} differs")
     return out
 
 
 @pytest.mark.network
-@pytest.mark.parametrize("config_name", build.CONFIG_NAMES)
-def test_verl_091_snapshot_matches_committed(verl_091, config_name):
-    path = build.verl_snapshot_path(SCHEMAS, "0.9.1", config_name)
-    built = verl_091[config_name]
-    text = build.snapshot_text(built)
+def test_verl_091_snapshot_is_byte_identical_to_committed(verl_091, verl_091_wheel):
+    path = build.verl_snapshot_path(SCHEMAS, "0.9.1")
+    text = build.snapshot_text(verl_091)
     committed_text = path.read_text(encoding="utf-8")
     if text != committed_text:
         diffs = _first_differences(json.loads(text), json.loads(committed_text))
-        pytest.fail(f"{path.relative_to(ROOT)} is stale; regenerate with `python -m schemas.build`:\n"
-                    + "\n".join(diffs))
+        pytest.fail(f"{path.relative_to(ROOT)} is stale; regenerate with "
+                    f"`sapo-lint schema build --wheel {verl_091_wheel}`:\n" + "\n".join(diffs))
 
 
 @pytest.mark.network
@@ -125,7 +125,7 @@ def test_megatron_core_0121_snapshot_matches_committed(mcore_0121, mcore_0121_wh
     built = json.loads(build.snapshot_text(mcore_0121))
     assert built["source"] == mcore_0121_wheel.name
     assert committed["source"].startswith("megatron_core-0.12.1-")
-    strip = lambda d: {k: v for k, v in d.items() if k != "source"}  # noqa: E731 - platform tag of the wheel only
+    strip = lambda d: {k: v for k, v in d.items() if k != "source"}  # the platform tag of the wheel only
     assert strip(built) == strip(committed)
 
 
@@ -136,15 +136,17 @@ def test_megatron_core_0121_snapshot_matches_committed(mcore_0121, mcore_0121_wh
 
 @pytest.fixture(scope="session")
 def meg(verl_091) -> dict[str, dict]:
-    return verl_091["ppo_megatron_trainer"]["trees"]["megatron"]
+    return engine_tree(verl_091, "megatron")  # as the linter reads it: base + the megatron differences
 
 
 @pytest.mark.network
 def test_groups(verl_091):
-    assert verl_091["ppo_trainer"]["groups"]["model_engine"] == {
+    configs = verl_091["configs"]
+    assert sorted(configs) == sorted(build.CONFIG_NAMES)
+    assert configs["ppo_trainer"]["groups"]["model_engine"] == {
         "default": "dp", "options": ["dp", "megatron", "torchtitan", "veomni"]}
-    assert verl_091["ppo_megatron_trainer"]["groups"]["model_engine"]["default"] == "megatron"
-    assert verl_091["ppo_megatron_trainer"]["trees"] == verl_091["ppo_trainer"]["trees"]
+    assert configs["ppo_megatron_trainer"]["groups"]["model_engine"]["default"] == "megatron"
+    assert sorted(verl_091["engines"]) == configs["ppo_trainer"]["groups"]["model_engine"]["options"]
 
 
 @pytest.mark.network
@@ -163,7 +165,7 @@ def test_tau_lives_on_the_actor(meg):
 def test_registry_choices(meg):
     loss_modes = meg["actor_rollout_ref.actor.policy_loss.loss_mode"]["choices"]
     assert "sapo" in loss_modes and "vanilla" in loss_modes and "clip_cov" in loss_modes
-    assert len(loss_modes) == 12  # verl.md §2.11
+    assert len(loss_modes) == 12  # @register_policy_loss in verl 0.9.1 verl/trainer/ppo/core_algos.py
     adv = meg["algorithm.adv_estimator"]["choices"]
     assert {"gae", "grpo", "rloo", "tir_optimal_token_baseline"} <= set(adv) and len(adv) == 14
     assert set(meg["actor_rollout_ref.rollout.name"]["choices"]) == {"vllm", "sglang", "trtllm"}
@@ -193,7 +195,7 @@ def test_consumers(meg, verl_091):
     assert meg["critic.megatron.override_ddp_config"]["consumer"] == "megatron-core:DistributedDataParallelConfig"
     for role in ("actor_rollout_ref.actor", "critic"):
         assert meg[f"{role}.checkpoint.mbridge_config"]["consumer"] == "mbridge:save_weights"
-    dp = verl_091["ppo_trainer"]["trees"]["dp"]
+    dp = engine_tree(verl_091, "dp")
     assert not [k for k, e in dp.items() if "consumer" in e]  # FSDP optimizer overrides are not megatron's
 
 
@@ -205,12 +207,12 @@ def test_instantiation(meg):
     assert meg["global_profiler"]["instantiated"] is False
     assert meg["actor_rollout_ref.actor"]["instantiated"] is True
     assert meg["actor_rollout_ref.rollout"]["instantiated"] is True
-    assert meg["reward.reward_model.rollout"]["instantiated"] is True  # verl.md §1.6: RolloutReplica
+    assert meg["reward.reward_model.rollout"]["instantiated"] is True  # RolloutReplica: verl/workers/rollout/replica.py
 
 
 @pytest.mark.network
 def test_declared_only_fields(meg):
-    # verl.md §1.9
+    # dataclass fields of verl 0.9.1 (verl/workers/config/*.py, verl/trainer/config/*.py) missing from its YAML
     expected = {
         "actor_rollout_ref.rollout": ["repetition_penalty", "standalone_gpu_memory_utilization", "server",
                                       "enable_sleep_mode", "limit_images"],
@@ -234,14 +236,14 @@ def test_declared_only_fields(meg):
 @pytest.mark.network
 def test_grad_offload_is_version_specific(meg):
     assert "actor_rollout_ref.actor.megatron.grad_offload" not in meg
-    old = _load(build.verl_snapshot_path(SCHEMAS, "0.8.0", "ppo_megatron_trainer"))
-    e = old["trees"]["megatron"]["actor_rollout_ref.actor.megatron.grad_offload"]
+    old = engine_tree(_load(build.verl_snapshot_path(SCHEMAS, "0.8.0")), "megatron")
+    e = old["actor_rollout_ref.actor.megatron.grad_offload"]
     assert e["kind"] == "value" and e["type"] == "bool"
 
 
 @pytest.mark.network
 def test_read_set(verl_091):
-    rs = verl_091["ppo_trainer"]["read_set"]
+    rs = verl_091["read_set"]
     assert rs == sorted(set(rs))
     assert {"tau_pos", "tau_neg", "loss_mode", "override_transformer_config", "mbridge_config"} <= set(rs)
 
@@ -272,8 +274,8 @@ def test_mbridge_snapshots():
 
 
 def test_write_snapshot_is_atomic_and_deterministic(tmp_path):
-    snap = {"format": 1, "trees": {"dp": {"b": {"kind": "value", "default": 1}, "a": {"kind": "node"}}},
-            "read_set": ["x"]}
+    snap = {"format": 2, "base": {"b": {"kind": "value", "default": 1}, "a": {"kind": "node"}},
+            "engines": {"dp": {"set": {}, "unset": ["b"]}}, "read_set": ["y", "x"]}
     p = tmp_path / "sub" / "s.json"
     build.write_snapshot(snap, p)
     first = p.read_bytes()
@@ -281,7 +283,66 @@ def test_write_snapshot_is_atomic_and_deterministic(tmp_path):
     assert p.read_bytes() == first
     assert json.loads(first) == snap
     assert [f.name for f in p.parent.iterdir()] == ["s.json"]
-    assert '\n"a":{"kind":"node"},\n' in first.decode()  # one line per entry, sorted
+    text = first.decode()
+    assert '\n"a":{"kind":"node"},\n' in text  # one line per entry, sorted
+    assert '"unset":[\n"b"\n]' in text and '"read_set":[\n"y",\n"x"\n]' in text  # one per line, in order
+    assert '"set":{}' in text
+
+
+def test_committed_verl_snapshots_are_in_the_writers_layout():
+    for path in sorted((SCHEMAS / "verl").glob("*.json")):
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text)
+        assert data["format"] == 2 and path.stem == data["verl_version"]
+        assert build.snapshot_text(data) == text, path.name
+    assert not [p for p in (SCHEMAS / "verl").iterdir() if p.suffix != ".json"]
+
+
+def test_split_engine_trees_round_trips():
+    from sapo_toolkit.schemas.build.layout import split_engine_trees
+
+    node, dict_, other = {"kind": "node"}, {"kind": "dict"}, {"kind": "value", "default": 2}
+    trees = {  # "a" everywhere; "b" changed by y; "c" only in x and y; "d" only in z; "e": a tie x/y, absent in z
+        "x": {"a": node, "b": other, "c": node, "e": node},
+        "y": {"a": node, "b": dict_, "c": node, "e": dict_},
+        "z": {"a": node, "b": other, "d": node},
+    }
+    base, engines = split_engine_trees(trees)
+    assert base == {"a": node, "b": other, "c": node, "e": node}  # majority; the tie on "e" goes to x, the first
+    assert engines == {"x": {"set": {}, "unset": []},
+                       "y": {"set": {"b": dict_, "e": dict_}, "unset": []},
+                       "z": {"set": {"d": node}, "unset": ["c", "e"]}}
+    snapshot = {"base": base, "engines": engines}
+    for option, tree in trees.items():
+        rebuilt = engine_tree(snapshot, option)
+        assert rebuilt == tree and list(rebuilt) == sorted(tree)
+
+
+def test_loader_reads_one_file_per_version():
+    for version in ("0.9.1", "0.8.0"):
+        trainer, megatron = load_snapshot(version, "ppo_trainer"), load_snapshot(version, "ppo_megatron_trainer")
+        assert trainer.groups["model_engine"]["default"] == "dp"
+        assert megatron.groups["model_engine"]["default"] == "megatron"
+        assert trainer.read_set is megatron.read_set  # one parsed file for both configs
+        assert trainer.tree("megatron") is megatron.tree("megatron")
+        assert entrypoints(version)["verl.trainer.main_ppo"] == "ppo_trainer"
+
+
+@pytest.mark.parametrize("version", ["../verl/0.9.1", "0.9.1/..", "..", "", "0.9.1/", "/etc/passwd", ".9", "0..9"])
+def test_loader_rejects_versions_that_are_not_plain(version):
+    with pytest.raises(SnapshotNotFound):
+        load_snapshot(version, "ppo_trainer")
+    assert entrypoints(version) == entrypoints("0.9.1")  # unknown: the newest snapshot's
+
+
+def test_generator_is_lazy_and_never_imports_the_linter():
+    code = ("import sys; import sapo_toolkit.schemas.build as b; heavy = {'hydra', 'omegaconf', 'libcst'}; "
+            "assert not heavy & set(sys.modules), heavy & set(sys.modules); "
+            "import pkgutil, importlib; "
+            "[importlib.import_module(m.name) for m in pkgutil.iter_modules(b.__path__, b.__name__ + '.')]; "
+            "print(sorted(m for m in sys.modules if m.startswith('sapo_toolkit.linter')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[]"
 
 
 def test_locate_installed_verl_without_importing_it():

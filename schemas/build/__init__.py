@@ -8,7 +8,7 @@ linter.
 Importing this facade is cheap: each name loads its module (and hydra, omegaconf, libcst) on first use.
 
 * :func:`locate_verl` -> ``(package_dir, version, source_label)``            (distributions.py)
-* :func:`build_verl_snapshots` -> ``{config_name: snapshot}``                 (verl.py)
+* :func:`build_verl_snapshot` -> the snapshot of one verl version               (verl.py)
 * :func:`entrypoint_defaults` -> entry module -> default config name          (verl.py)
 * :func:`build_consumer_snapshot` -> snapshot of a megatron-core or mbridge wheel (or extracted directory)
 * :func:`write_snapshot` -> atomic, deterministic JSON writer                   (writer.py)
@@ -34,7 +34,7 @@ class SchemaBuildError(Exception):
 _EXPORTS = {
     "locate_verl": "distributions",
     "CONFIG_NAMES": "compose",
-    "build_verl_snapshots": "verl",
+    "build_verl_snapshot": "verl",
     "entrypoint_defaults": "verl",
     "build_consumer_snapshot": "consumers",
     "mbridge_git_main_snapshot": "consumers",
@@ -45,8 +45,6 @@ _EXPORTS = {
     "build_all": "writer",
     "recipe_validator_code": "validator_codegen",
 }
-
-__all__ = ["SchemaBuildError", *_EXPORTS]
 
 
 def __getattr__(name: str):

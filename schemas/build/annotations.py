@@ -30,7 +30,7 @@ def analyze_annotation(index: Index, module: str, code: str | None) -> Annotatio
         return None
     try:
         expr = cst.parse_expression(code)
-    except Exception:
+    except Exception:  # noqa: BLE001 - an annotation libcst cannot parse allows anything
         return Annotation()
     return _annotation(index, module, expr, 0)
 
@@ -63,7 +63,7 @@ def _annotation(index: Index, module: str, expr: cst.BaseExpression, depth: int)
             return Annotation()
         try:
             return _annotation(index, module, cst.parse_expression(s), depth + 1)
-        except Exception:
+        except Exception:  # noqa: BLE001 - as above, for a string annotation
             return Annotation()
     if isinstance(expr, cst.Name) and expr.value == "None":
         return Annotation("none", True)

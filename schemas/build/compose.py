@@ -54,7 +54,7 @@ def compose_trees(config_dir: Path, options: list[str]) -> dict[str, dict]:
                     cfg = compose(config_name=cname, overrides=[f"{GROUP}={opt}"])
                     composed[cname][opt] = OmegaConf.to_container(cfg, resolve=False)
             shim = OmegaConf.to_container(compose(config_name="ppo_megatron_trainer"), resolve=False)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - hydra and omegaconf errors alike become one CLI line
         msg = " ".join(str(e).split())
         raise SchemaBuildError(f"hydra compose of {config_dir} failed: {type(e).__name__}: {msg[:300]}") from None
     finally:

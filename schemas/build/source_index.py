@@ -7,9 +7,10 @@ import ast
 import logging
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import libcst as cst
 
@@ -66,7 +67,7 @@ def string_value(node: cst.CSTNode | None) -> str | None:
     if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
         try:
             v = node.evaluated_value
-        except Exception:  # pragma: no cover - odd literals
+        except Exception:  # noqa: BLE001 # pragma: no cover - odd literals
             return None
         return v if isinstance(v, str) else None
     return None
@@ -126,7 +127,7 @@ class ReadVisitor(cst.CSTVisitor):
         if "oc.select:" in node.value:
             try:
                 v = node.evaluated_value
-            except Exception:  # pragma: no cover
+            except Exception:  # noqa: BLE001 # pragma: no cover - odd literals
                 return
             if isinstance(v, str):
                 for m in _OC_SELECT.finditer(v):
@@ -272,7 +273,7 @@ def _scan_file(args: tuple[str, str, bool, bool]) -> ModuleRecord:
     path, module, is_pkg, want_reads = args
     try:
         return scan_source(Path(path).read_bytes(), module, is_pkg, want_reads)
-    except Exception as e:  # a file libcst cannot parse: keep going, but say so
+    except Exception as e:  # noqa: BLE001 - a file libcst cannot parse: keep going, but say so
         log.warning("schema build: cannot parse %s: %s", path, str(e).splitlines()[0] if str(e) else e)
         return ModuleRecord(name=module)
 
@@ -301,7 +302,7 @@ def _parallel_map(fn, jobs: list) -> list:
             try:
                 with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
                     return list(pool.map(fn, jobs, chunksize=max(1, len(jobs) // (n * 8))))
-            except Exception as e:  # pragma: no cover - fall back to serial
+            except Exception as e:  # noqa: BLE001 # pragma: no cover - fall back to serial
                 log.warning("schema build: process pool failed (%s); scanning serially", e)
     return [fn(j) for j in jobs]
 

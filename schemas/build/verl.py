@@ -10,7 +10,7 @@ import libcst as cst
 
 from . import SchemaBuildError
 from .compose import CONFIG_NAMES, GROUP, compose_trees, group_default
-from .layout import VERL_FORMAT
+from .layout import verl_document
 from .registries import registry_choices
 from .source_index import Index, dotted_name, module_name, string_value
 from .tree_walker import TreeWalker
@@ -68,8 +68,9 @@ def entrypoint_defaults(package_dir: Path) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def build_verl_snapshots(package_dir: Path, version: str, source: str) -> dict[str, dict]:
-    """``{config_name: snapshot}`` for ``ppo_trainer`` and ``ppo_megatron_trainer`` (format: FORMAT.md)."""
+def build_verl_snapshot(package_dir: Path, version: str, source: str) -> dict:
+    """The format 2 snapshot of the verl package in ``package_dir`` (FORMAT.md): every config of ``CONFIG_NAMES``
+    with its group defaults, one tree per ``model_engine`` option, the read-set and the entry modules."""
     package_dir = Path(package_dir)
     config_dir = package_dir / "trainer" / "config"
     if not (config_dir / "ppo_trainer.yaml").is_file():
@@ -85,22 +86,12 @@ def build_verl_snapshots(package_dir: Path, version: str, source: str) -> dict[s
 
     index, read_set = _verl_index(package_dir)
     choices = registry_choices(package_dir, index)
-    composed = compose_trees(config_dir, options)
+    composed = compose_trees(config_dir, options)  # the same for every config: only the group default differs
 
     problems: list[str] = []
     trees = {opt: TreeWalker(index, choices, options, problems).walk(composed[opt]) for opt in options}
     for p in sorted(set(problems)):
         log.info("schema build (verl %s): %s", version, p)
 
-    return {
-        cname: {
-            "format": VERL_FORMAT,
-            "verl_version": version,
-            "config_name": cname,
-            "source": source,
-            "groups": {GROUP: {"default": defaults[cname], "options": options}},
-            "trees": trees,
-            "read_set": read_set,
-        }
-        for cname in CONFIG_NAMES
-    }
+    configs = {c: {"groups": {GROUP: {"default": defaults[c], "options": options}}} for c in CONFIG_NAMES}
+    return verl_document(version, source, configs, trees, read_set, entrypoint_defaults(package_dir))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from sapo_toolkit.schemas.atomic import write_atomically
@@ -10,11 +9,11 @@ from sapo_toolkit.schemas.atomic import write_atomically
 from .consumers import build_consumer_snapshot, mbridge_git_main_snapshot
 from .layout import snapshot_text
 from .validator_codegen import write_recipe_validator
-from .verl import build_verl_snapshots, entrypoint_defaults
+from .verl import build_verl_snapshot
 
 
-def verl_snapshot_path(out_dir: Path, version: str, config_name: str) -> Path:
-    return Path(out_dir) / "verl" / version / f"{config_name}.json"
+def verl_snapshot_path(out_dir: Path, version: str) -> Path:
+    return Path(out_dir) / "verl" / f"{version}.json"
 
 
 def consumer_snapshot_path(out_dir: Path, package: str, version: str) -> Path:
@@ -28,24 +27,14 @@ def write_snapshot(snapshot: dict, path: Path) -> None:
     write_atomically(path, snapshot_text(snapshot))
 
 
-def write_entrypoints(out_dir: Path, package_dir: Path, version: str) -> Path:
-    """Write ``verl/<version>/entrypoints.json`` (entry module -> default config name)."""
-    p = Path(out_dir) / "verl" / version / "entrypoints.json"
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(entrypoint_defaults(package_dir), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return p
-
-
 def build_all(out_dir: Path, verl_packages: list[tuple[Path, str, str]], consumer_wheels: list[Path]) -> list[Path]:
     """Write the snapshots of each located verl (``locate_verl``'s result) and each consumer wheel, plus the
     transcribed mbridge git-main snapshot, under ``out_dir`` (normally ``schemas/``); returns the files written."""
     written: list[Path] = []
     for pkg, version, source in verl_packages:
-        for cname, snap in build_verl_snapshots(pkg, version, source).items():
-            p = verl_snapshot_path(out_dir, version, cname)
-            write_snapshot(snap, p)
-            written.append(p)
-        written.append(write_entrypoints(out_dir, pkg, version))
+        p = verl_snapshot_path(out_dir, version)
+        write_snapshot(build_verl_snapshot(pkg, version, source), p)
+        written.append(p)
     for wheel in consumer_wheels:
         snap = build_consumer_snapshot(Path(wheel))
         p = consumer_snapshot_path(out_dir, snap["package"], snap["version"])
