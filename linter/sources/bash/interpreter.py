@@ -1,48 +1,27 @@
-"""verl-style bash run scripts -> located overrides, one command per variant, evaluated statically.
+"""A static bash interpreter over tree-sitter-bash: evaluates a script without running anything.
 
-The script is parsed with tree-sitter-bash and interpreted without running anything: assignments and the
-`${V:-d}`/`${V-d}`/`${V:=d}`/`${V=d}`/`${V:+w}`/`${V+w}` expansions, arrays and `+=`, `"${ARR[@]}"`, quoting,
-concatenation and word splitting, `$(( ))` on known integers, `export`, `case`/`if` on variables, functions
-called by name. Every variable that a `case` or an `if` comparison switches on is enumerated over the literal
-values the branches name plus the script's own default; each combination is one variant. What cannot be
-evaluated is carried through as a marker and reported (SH001) where it reaches an override.
+Assignments and the `${V:-d}`/`${V-d}`/`${V:=d}`/`${V=d}`/`${V:+w}`/`${V+w}` expansions, arrays and `+=`,
+`"${ARR[@]}"`, quoting, concatenation and word splitting, `$(( ))` on known integers, `export`, `case`/`if` on
+variables, functions called by name. A value that cannot be evaluated holds a marker character standing for the
+construct, so that callers can tell where it ends up; what is skipped although it can change what a watched
+command receives (a loop around one, an undecided branch that assigns, `source`) is recorded as unevaluated.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import itertools
 import re
-from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
+from typing import NamedTuple
 
-from ..core.command import Command, EnvVar, LocatedOverride, locate_override, merge_overrides, site_limits
-from ..core.diagnostics import Diagnostic, Location
-from ..core.overrides import OverrideSyntaxError, ParsedOverride, parse_override
-from ..core.variants import collapse_variants
-from ..rules.sh_script import PASSTHROUGH, SYNTAX, UNRESOLVED
-from ..schema import entrypoints
-from .files import TextFile
-from .recipe import DEFAULT_CONFIG_NAME, ReadOptions
+from ...core.diagnostics import Location
+from .words import FieldBuilder, ansi_c, unescape, unescape_double_quoted
 
-# The value an override gets when part of it cannot be evaluated: an interpolation, so that type and range
-# rules leave it alone while key rules still apply.
-UNRESOLVED_VALUE = "${oc.env:SAPO_LINT_UNRESOLVED}"
-MAX_VARIANTS = 64
 MAX_STEPS = 200_000
-_PYTHON = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun)$")
 _MARK_BASE = 0xF0000  # private-use plane: one character per unresolved construct
-_IFS = " \t\n"
-_GLOB = re.compile(r"[*?\[]")
-
-
-@dataclass
-class ScriptRead:
-    commands: list[Command]
-    diagnostics: list[Diagnostic]
-    verl_version: str | None = None
-    switches: dict[str, list[str | None]] = field(default_factory=dict)  # variable -> values enumerated
+GLOB_CHAR = re.compile(r"[*?\[]")  # a word holding one is a pattern
+# The field that stands for the script's own arguments (`"$@"`) passed to a command.
+PASSTHROUGH_FIELD = "\0@"
 
 
 @cache
@@ -53,36 +32,50 @@ def _parser():
     return Parser(Language(tree_sitter_bash.language()))
 
 
-class _Abort(Exception):
+def parse(src: bytes):
+    """The tree-sitter-bash tree of a script (tree_sitter is imported on the first call only)."""
+    return _parser().parse(src)
+
+
+def node_location(path: str, lines: list[bytes], n) -> Location:
+    """Where a node starts, with the column counted in characters."""
+    row, col = n.start_point
+    line = lines[row] if row < len(lines) else b""
+    return Location(path, row + 1, len(line[:col].decode("utf-8", "replace")) + 1)
+
+
+def readable(s: str, marks: dict[str, str]) -> str:
+    """The text with each marker replaced by the construct it stands for (without the reason)."""
+    return "".join(marks[ch].split(" (", 1)[0] if ch in marks else ch for ch in s)
+
+
+class Unevaluated(NamedTuple):
+    """A statement skipped although it can change what a watched command receives, and why."""
+
+    location: Location
+    message: str
+
+
+class _TooManySteps(Exception):
     pass
 
 
-@dataclass
-class _Trainer:
-    """One trainer invocation found while evaluating a variant."""
+class Interpreter:
+    """Evaluates one variant of a script (one environment). A subclass names the commands it looks for
+    (`watched_text`, `watched_name`) and receives every command's expanded fields (`on_command`)."""
 
-    node_loc: Location
-    module: str
-    config_name: str | None
-    config_path: str | None
-    args: list[tuple[str, Location]]
-    env: dict[str, EnvVar]
-    passthrough: Location | None
-
-
-class _Eval:
-    """Evaluates one variant of a script."""
+    watched_text: bytes | None = None  # source text that marks a watched command
+    watched_name = ""  # what a watched command is, for messages
 
     def __init__(self, path: str, src: bytes, lines: list[bytes], env: dict[str, str], marks: dict[str, str],
                  switches: frozenset[str] = frozenset()):
         self.path, self.src, self.lines = path, src, lines
         self.switches = switches  # enumerated variables: unset means empty in the variant that leaves them unset
         self.vars: dict[str, str | list[tuple[str, Location]]] = dict(env)
-        self.exported: dict[str, EnvVar] = {}
+        self.exported: dict[str, tuple[str, Location]] = {}  # name -> (readable value, where it was exported)
         self.functions: dict[str, object] = {}
         self.marks = marks  # marker char -> construct description (shared across variants)
-        self.trainers: list[_Trainer] = []
-        self.problems: list[Diagnostic] = []
+        self.unevaluated: list[Unevaluated] = []
         self.observed: dict[str, str | None] = {}  # switch variable -> value at its first switch
         self.steps = 0
         self.depth = 0
@@ -92,9 +85,7 @@ class _Eval:
         return self.src[n.start_byte:n.end_byte].decode("utf-8", "replace")
 
     def loc(self, n) -> Location:
-        row, col = n.start_point
-        line = self.lines[row] if row < len(self.lines) else b""
-        return Location(self.path, row + 1, len(line[:col].decode("utf-8", "replace")) + 1)
+        return node_location(self.path, self.lines, n)
 
     def mark(self, construct: str, why: str | None = None) -> str:
         """A marker character standing for an unresolved construct (its text; `why` adds the reason)."""
@@ -107,17 +98,27 @@ class _Eval:
         return ch
 
     def warn(self, n, message: str) -> None:
-        self.problems.append(UNRESOLVED.diagnostic(self.loc(n), message))
+        self.unevaluated.append(Unevaluated(self.loc(n), message))
+
+    def on_command(self, n, fields: list[tuple[str, Location]], assignments: dict[str, tuple[str, Location]],
+                   passthrough: Location | None) -> None:
+        """A simple command, expanded: its fields (`PASSTHROUGH_FIELD` where the script's arguments go), its
+        prefix assignments (name -> (readable value, location)) and where `"$@"` is passed, if it is."""
 
     # ------------------------------------------------------------------ statements
-    def run(self, node) -> None:
-        for child in node.named_children:
-            self.stmt(child)
+    def run(self, root) -> None:
+        """Evaluate the whole script; one past the step limit or Python's recursion limit is recorded."""
+        try:
+            for child in root.named_children:
+                self.stmt(child)
+        except (_TooManySteps, RecursionError):
+            self.unevaluated.append(Unevaluated(Location(self.path), "script too large or too deeply nested to "
+                                                "evaluate statically"))
 
     def stmt(self, n) -> None:
         self.steps += 1
         if self.steps > MAX_STEPS:
-            raise _Abort()
+            raise _TooManySteps()
         t = n.type
         if t in ("comment",):
             return
@@ -151,14 +152,15 @@ class _Eval:
                 self.functions[self.text(name)] = body
         elif t in ("for_statement", "c_style_for_statement", "while_statement"):
             body = n.child_by_field_name("body")
-            if body is not None and self._has_trainer_text(body):
-                self.warn(n, f"loop `{self.text(n).splitlines()[0]}` is not evaluated; its body runs the trainer")
+            if body is not None and self._has_watched_text(body):
+                self.warn(n, f"loop `{self.text(n).splitlines()[0]}` is not evaluated; its body runs "
+                          f"{self.watched_name}")
         elif t in ("test_command", "negated_command"):
             pass
-        # other statements (arithmetic commands, heredocs, ...) do not change what the trainer receives
+        # other statements (arithmetic commands, heredocs, ...) set nothing a later command receives
 
-    def _has_trainer_text(self, n) -> bool:
-        return b"verl." in self.src[n.start_byte:n.end_byte]
+    def _has_watched_text(self, n) -> bool:
+        return self.watched_text is not None and self.watched_text in self.src[n.start_byte:n.end_byte]
 
     def list_(self, n) -> None:
         kids = n.children
@@ -181,7 +183,7 @@ class _Eval:
         stack = [n]
         while stack:
             x = stack.pop()
-            if x.type in ("variable_assignment", "declaration_command") or (x.type == "command" and self._has_trainer_text(x)):
+            if x.type in ("variable_assignment", "declaration_command") or (x.type == "command" and self._has_watched_text(x)):
                 return True
             stack.extend(x.named_children)
         return False
@@ -247,7 +249,7 @@ class _Eval:
                 return None
             if op in ("==", "=", "!="):
                 pattern_ok = right.type in ("word", "extglob_pattern", "regex")
-                same = fnmatch.fnmatchcase(a, b) if pattern_ok and _GLOB.search(b) else a == b
+                same = fnmatch.fnmatchcase(a, b) if pattern_ok and GLOB_CHAR.search(b) else a == b
                 return same if op != "!=" else not same
             if op in ("-eq", "-ne", "-lt", "-gt", "-le", "-ge"):
                 try:
@@ -260,7 +262,7 @@ class _Eval:
 
     def scalar(self, n) -> str | None:
         """A test operand as one string; None when it holds an unresolved construct. Records switch values."""
-        var = _switch_var(self, n)
+        var = switch_variable(self, n)
         fields = self.word(n, split=False)
         s = "".join(f for f, _ in fields) if fields else ""
         if any(ch in self.marks for ch in s):
@@ -273,7 +275,6 @@ class _Eval:
         clauses = []  # (condition nodes, body nodes)
         cond, body, seen_then = [], [], False
         for c in n.children:
-            f = None
             if c.type in ("if", "fi", "then", ";", "\n"):
                 if c.type == "then":
                     seen_then = True
@@ -285,7 +286,6 @@ class _Eval:
                 clauses.append((None, [x for x in c.named_children]))
                 continue
             (body if seen_then else cond).append(c)
-            del f
         clauses.insert(0, (cond, body))
         for cond_nodes, body_nodes in clauses:
             if cond_nodes is None:
@@ -294,7 +294,8 @@ class _Eval:
                 return
             value = None
             for c in cond_nodes:
-                self.stmt(c) if c.type not in ("test_command",) else None
+                if c.type != "test_command":
+                    self.stmt(c)
                 value = self.cond_value(c)
             if value is None:
                 if any(self._assigns(b) for b in body_nodes):
@@ -411,10 +412,10 @@ class _Eval:
         if v is None:
             return
         s = v if isinstance(v, str) else (v[0][0] if v else "")
-        self.exported[name] = EnvVar(name, self.unmark(s), self.loc(n))
+        self.exported[name] = (self.unmark(s), self.loc(n))
 
     def unmark(self, s: str) -> str:
-        return _readable(s, self.marks)
+        return readable(s, self.marks)
 
     def declaration(self, n) -> None:
         kw = n.children[0].type if n.children else ""
@@ -427,17 +428,17 @@ class _Eval:
                 name = self.text(c)
                 if export:
                     if name in self.vars:
-                        self.exported[name] = EnvVar(name, "", self.loc(c))
+                        self.exported[name] = ("", self.loc(c))
                         self._export(name, c)
                     else:
-                        self.exported[name] = EnvVar(name, "", self.loc(c))
+                        self.exported[name] = ("", self.loc(c))
                 elif name not in self.vars and any("a" in f for f in flags):
                     self.vars[name] = []
 
     # ------------------------------------------------------------------ commands
     def command(self, n) -> None:
         name_node = n.child_by_field_name("name")
-        prefix_env: dict[str, EnvVar] = {}
+        assignments: dict[str, tuple[str, Location]] = {}
         saved = {}
         for c in n.named_children:
             if c.type == "variable_assignment":
@@ -448,7 +449,7 @@ class _Eval:
                     self.assign(c)
                     v = self.vars.get(key)
                     s = v if isinstance(v, str) else ""
-                    prefix_env[key] = EnvVar(key, self.unmark(s), self.loc(c))
+                    assignments[key] = (self.unmark(s), self.loc(c))
         try:
             if name_node is None:
                 # a bare assignment list (`A=1 B=2`) keeps its values
@@ -476,10 +477,10 @@ class _Eval:
             for a in args_nodes:
                 if _is_passthrough(self, a):
                     passthrough = self.loc(a)
-                    fields.append(("\0@", self.loc(a)))
+                    fields.append((PASSTHROUGH_FIELD, self.loc(a)))
                     continue
                 fields.extend(self.word(a, split=True, loc=self.loc(a)))
-            self._maybe_trainer(n, fields, prefix_env, passthrough)
+            self.on_command(n, fields, assignments, passthrough)
         finally:
             for k, v in saved.items():
                 if v is None:
@@ -487,64 +488,21 @@ class _Eval:
                 else:
                     self.vars[k] = v
 
-    def _maybe_trainer(self, n, fields, prefix_env, passthrough) -> None:
-        for i, (f, _) in enumerate(fields):
-            base = f.rsplit("/", 1)[-1]
-            if _PYTHON.match(base) and i + 2 < len(fields) + 1:
-                rest = fields[i + 1:]
-                j = 0
-                while j < len(rest) and rest[j][0].startswith("-") and rest[j][0] != "-m":
-                    j += 1  # interpreter flags (-u, -X ...)
-                if j + 1 < len(rest) and rest[j][0] == "-m" and rest[j + 1][0].startswith("verl."):
-                    module = rest[j + 1][0]
-                    self._trainer(n, module, rest[j + 2:], prefix_env, passthrough)
-                    return
-
-    def _trainer(self, n, module, args, prefix_env, passthrough) -> None:
-        config_name = config_path = None
-        out = []
-        k = 0
-        while k < len(args):
-            text, loc = args[k]
-            if text == "\0@":
-                k += 1
-                continue
-            for flag, short in (("--config-name", "-cn"), ("--config-path", "-cp")):
-                if text in (flag, short) and k + 1 < len(args):
-                    value = args[k + 1][0]
-                    k += 1
-                    break
-                if text.startswith(flag + "="):
-                    value = text.split("=", 1)[1]
-                    break
-            else:
-                flag = None
-            if flag == "--config-name":
-                config_name = value.removesuffix(".yaml")
-            elif flag == "--config-path":
-                config_path = value
-            else:
-                out.append((text, loc))
-            k += 1
-        env = dict(self.exported)
-        env.update(prefix_env)
-        self.trainers.append(_Trainer(self.loc(n), module, config_name, config_path, out, env, passthrough))
-
     # ------------------------------------------------------------------ words
     def word(self, n, split: bool, loc: Location | None = None) -> list[tuple[str, Location]]:
         """Expand one word into fields (text, location): the word's own location, or an array element's."""
-        b = _Builder(loc or self.loc(n))
+        b = FieldBuilder(loc or self.loc(n))
         self._word(n, b, quoted=False, split=split)
         return b.finish()
 
-    def _word(self, n, b: _Builder, quoted: bool, split: bool) -> None:
+    def _word(self, n, b: FieldBuilder, quoted: bool, split: bool) -> None:
         t = n.type
         if t in ("word", "number", "extglob_pattern", "regex", "special_character"):
-            b.literal(_unescape(self.text(n)) if not quoted else self.text(n))
+            b.literal(unescape(self.text(n)) if not quoted else self.text(n))
         elif t == "raw_string":
             b.literal(self.text(n)[1:-1])
         elif t == "ansi_c_string":
-            b.literal(_ansi_c(self.text(n)[2:-1]))
+            b.literal(ansi_c(self.text(n)[2:-1]))
         elif t == "string":
             b.quoted_start()
             prev_end = n.start_byte + 1
@@ -552,7 +510,7 @@ class _Eval:
                 if c.start_byte > prev_end:  # whitespace/newlines not in a node
                     b.literal(self.src[prev_end:c.start_byte].decode("utf-8", "replace"))
                 if c.type == "string_content":
-                    b.literal(_unescape_dq(self.text(c)))
+                    b.literal(unescape_double_quoted(self.text(c)))
                 elif c.is_named:
                     self._word(c, b, quoted=True, split=False)
                 else:
@@ -579,7 +537,7 @@ class _Eval:
         else:
             b.literal(self.text(n))
 
-    def _expansion(self, n, b: _Builder, quoted: bool, split: bool) -> None:
+    def _expansion(self, n, b: FieldBuilder, quoted: bool, split: bool) -> None:
         raw = self.text(n)
         if n.type == "simple_expansion":
             inner = n.named_children[0] if n.named_children else None
@@ -650,7 +608,7 @@ class _Eval:
                 b.expanded(self.mark(raw), quoted, split)
                 return
             if use_word:
-                wb = _Builder(b.loc)
+                wb = FieldBuilder(b.loc)
                 for c in ops[1:]:
                     self._word(c, wb, quoted, split=False)
                 word = "".join(wb.fields_text())
@@ -698,7 +656,7 @@ class _Eval:
             return v if i == 0 else None
         return v[i][0] if 0 <= i < len(v) else None
 
-    def _var(self, name: str, raw: str, b: _Builder, quoted: bool, split: bool, index) -> None:
+    def _var(self, name: str, raw: str, b: FieldBuilder, quoted: bool, split: bool, index) -> None:
         v = self.vars.get(name)
         if index is not None:
             idx = self._index_text(index)
@@ -746,7 +704,7 @@ class _Eval:
                 return int(s)
             v = self.vars.get(s)
             if v is None:
-                return 0 if re.fullmatch(r"[A-Za-z_]\w*", s) and False else None
+                return None
             v = v if isinstance(v, str) else (v[0][0] if v else "")
             return int(v) if re.fullmatch(r"\s*-?\d+\s*", v) else None
         if t in ("simple_expansion", "expansion", "string", "concatenation"):
@@ -786,7 +744,7 @@ class _Eval:
         return None
 
 
-_UNKNOWN = object()
+_UNKNOWN = object()  # an array element whose index cannot be evaluated
 
 
 def _index(parent, child) -> int:
@@ -796,75 +754,7 @@ def _index(parent, child) -> int:
     return -1
 
 
-class _Builder:
-    """Builds the fields of one word the way bash does: quoted text joins, unquoted expansions split on IFS,
-    `"${A[@]}"` gives one field per element (none for an empty array)."""
-
-    def __init__(self, loc: Location):
-        self.loc = loc
-        self.fields: list[tuple[str, Location]] = []
-        self.cur: str | None = None
-        self.cur_loc: Location | None = None
-        self.quoted_empty = False  # a quoted part was seen: the field exists even when empty
-        self.vanished = False  # a quoted "${A[@]}" of no elements: the empty field vanishes with it
-
-    def quoted_start(self) -> None:
-        self.quoted_empty = True
-
-    def literal(self, s: str) -> None:
-        self.cur = (self.cur or "") + s
-
-    def expanded(self, s: str, quoted: bool, split: bool) -> None:
-        if quoted or not split:
-            self.cur = (self.cur or "") + s
-            return
-        if not s:
-            return
-        for i, p in enumerate(re.split(r"[ \t\n]+", s)):
-            if i > 0:
-                self._end()
-            if p:
-                self.cur = (self.cur or "") + p
-
-    def multi(self, elems: list[tuple[str, Location | None]], quoted: bool) -> None:
-        if not elems:
-            if quoted:
-                self.vanished = True
-            return
-        for i, (e, loc) in enumerate(elems):
-            if i > 0:
-                self._end()
-            if quoted:
-                self.cur = (self.cur or "") + e
-                self.quoted_empty = True
-                self.cur_loc = loc or self.cur_loc
-                continue
-            for j, p in enumerate(re.split(r"[ \t\n]+", e)):
-                if j > 0:
-                    self._end()
-                if p:
-                    self.cur = (self.cur or "") + p
-                    self.cur_loc = loc or self.cur_loc
-
-    def vanish(self) -> None:
-        self.vanished = True
-
-    def _end(self) -> None:
-        if self.cur is None and self.quoted_empty and not self.vanished:
-            self.cur = ""
-        if self.cur is not None:
-            self.fields.append((self.cur, self.cur_loc or self.loc))
-        self.cur, self.cur_loc, self.quoted_empty, self.vanished = None, None, False, False
-
-    def finish(self) -> list[tuple[str, Location]]:
-        self._end()
-        return self.fields
-
-    def fields_text(self) -> list[str]:
-        return [f for f, _ in self.finish()]
-
-
-def _switch_var(ev: _Eval, n) -> str | None:
+def switch_variable(ev: Interpreter, n) -> str | None:
     """The variable a test operand or case subject is: `$X`, `"$X"`, `${X}`, `"${X}"`, `${X:-d}`."""
     if n is None:
         return None
@@ -883,245 +773,7 @@ def _switch_var(ev: _Eval, n) -> str | None:
     return None
 
 
-def _is_passthrough(ev: _Eval, n) -> bool:
+def _is_passthrough(ev: Interpreter, n) -> bool:
     t = ev.text(n)
     return t in ('"$@"', "$@", '"${@}"', "${@}", "$*", '"$*"')
 
-
-_ESC = re.compile(r"\\(.)", re.DOTALL)
-
-
-def _unescape(s: str) -> str:
-    s = s.replace("\\\n", "")
-    return _ESC.sub(lambda m: m.group(1), s)
-
-
-def _unescape_dq(s: str) -> str:
-    s = s.replace("\\\n", "")
-    return re.sub(r'\\([$`"\\])', r"\1", s)
-
-
-def _ansi_c(s: str) -> str:
-    table = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "a": "\a", "b": "\b", "e": "\x1b",
-             "f": "\f", "v": "\v"}
-    def one(m: re.Match) -> str:
-        c = m.group(1)
-        if c[0] == "x":
-            return chr(int(c[1:], 16)) if len(c) > 1 else "\\x"
-        if c[0] in "01234567":
-            return chr(int(c, 8) & 0xFF)
-        return table.get(c, "\\" + c)
-
-    return re.sub(r"\\(x[0-9A-Fa-f]{0,2}|[0-7]{1,3}|.)", one, s, flags=re.DOTALL)
-
-
-# ---------------------------------------------------------------------- switches and variants
-def _collect_switches(ev: _Eval, root) -> dict[str, list[str]]:
-    """Every variable a `case` or an `if`/`[[ ]]` comparison switches on, with the literal values named."""
-    out: dict[str, list[str]] = {}
-
-    def add(var: str, value: str) -> None:
-        vals = out.setdefault(var, [])
-        if value not in vals:
-            vals.append(value)
-
-    stack = [root]
-    while stack:
-        n = stack.pop()
-        if n.type == "case_statement":
-            var = _switch_var(ev, n.child_by_field_name("value"))
-            if var is not None:
-                out.setdefault(var, [])
-                for item in (c for c in n.named_children if c.type == "case_item"):
-                    for i in range(item.child_count):
-                        if item.field_name_for_child(i) == "value":
-                            p = item.children[i]
-                            text = "".join(f for f, _ in ev.word(p, split=False)) if p.type != "extglob_pattern" else ev.text(p)
-                            if text and not _GLOB.search(text) and not any(ch in ev.marks for ch in text):
-                                add(var, text)
-        elif n.type == "binary_expression" and n.parent is not None and _in_test(n):
-            op = n.child_by_field_name("operator")
-            if op is not None and ev.text(op) in ("==", "=", "!=", "-eq", "-ne"):
-                left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
-                for a, c in ((left, right), (right, left)):
-                    var = _switch_var(ev, a)
-                    if var is not None and c is not None and _switch_var(ev, c) is None:
-                        text = "".join(f for f, _ in ev.word(c, split=False))
-                        if not _GLOB.search(text) and not any(ch in ev.marks for ch in text):
-                            add(var, text)
-        stack.extend(reversed(n.children))
-    # preserve first-appearance order
-    return out
-
-
-def _in_test(n) -> bool:
-    p = n.parent
-    while p is not None:
-        if p.type == "test_command":
-            return True
-        if p.type not in ("binary_expression", "parenthesized_expression", "unary_expression"):
-            return False
-        p = p.parent
-    return False
-
-
-def _syntax_errors(path: str, root, lines: list[bytes]) -> list[Diagnostic]:
-    out = []
-    stack = [root]
-    while stack and len(out) < 10:
-        n = stack.pop()
-        if n.is_missing or n.type == "ERROR":
-            row, col = n.start_point
-            line = lines[row] if row < len(lines) else b""
-            loc = Location(path, row + 1, len(line[:col].decode("utf-8", "replace")) + 1)
-            what = f"missing `{n.type}`" if n.is_missing else "unexpected text"
-            out.append(SYNTAX.diagnostic(loc, f"bash syntax error: {what} at line {row + 1}, column {loc.column}"))
-            continue
-        if n.has_error:
-            stack.extend(reversed(n.children))
-    return out
-
-
-def _readable(s: str, marks: dict[str, str]) -> str:
-    """The text with each marker replaced by the construct it stands for (without the reason)."""
-    return "".join(marks[ch].split(" (", 1)[0] if ch in marks else ch for ch in s)
-
-
-def _located_override(text: str, loc: Location, marks: dict[str, str], diagnostics: list[Diagnostic]
-                      ) -> LocatedOverride | None:
-    used = [marks[ch] for ch in dict.fromkeys(ch for ch in text if ch in marks)]
-    key_text = text.split("=", 1)[0]
-    readable = _readable(text, marks)
-    if any(ch in marks for ch in key_text):
-        diagnostics.append(UNRESOLVED.diagnostic(
-            loc, f"override key `{_readable(key_text, marks)}` uses {', '.join(f'`{u}`' for u in used)}, "
-                 "which cannot be evaluated statically; the override is not checked"))
-        return None
-    if used:
-        diagnostics.append(UNRESOLVED.diagnostic(
-            loc, f"`{readable}`: {', '.join(f'`{u}`' for u in used)} cannot be evaluated statically; the value is "
-                 "not checked"))
-        try:
-            head = parse_override(key_text if key_text.startswith("~") and "=" not in text else key_text + "=0")
-        except OverrideSyntaxError as exc:
-            return LocatedOverride(loc, key_text, None, f"`{readable}`: {exc.message}")
-        return LocatedOverride(loc, key_text, ParsedOverride(head.op, head.key, head.package, UNRESOLVED_VALUE))
-    return locate_override(text, loc, key_text)
-
-
-def evaluate(source: TextFile, env: dict[str, str] | None = None):
-    """Evaluate a script once under the given environment: (_Eval, syntax diagnostics). For tests and convert."""
-    src = source.text.encode("utf-8")
-    tree = _parser().parse(src)
-    lines = src.split(b"\n")
-    errors = _syntax_errors(source.path, tree.root_node, lines)
-    ev = _Eval(source.path, src, lines, dict(env or {}), {})
-    if not errors:
-        try:
-            ev.run(tree.root_node)
-        except (_Abort, RecursionError):
-            ev.problems.append(UNRESOLVED.diagnostic(Location(source.path), "script too large to evaluate"))
-    return ev, errors
-
-
-def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
-    from ..catalog import ModelNotFound, accelerators, find_model
-    from ..rules.rf_recipe import UNKNOWN_ACCELERATOR, UNKNOWN_MODEL
-
-    src = source.text.encode("utf-8")
-    tree = _parser().parse(src)
-    lines = src.split(b"\n")
-    verl_version = options.cli_verl or options.default_verl
-    errors = _syntax_errors(source.path, tree.root_node, lines)
-    if errors:
-        return ScriptRead([], errors, verl_version)
-    marks: dict[str, str] = {}
-
-    def run(env: dict[str, str]) -> _Eval:
-        ev = _Eval(source.path, src, lines, env, marks, frozenset(named))
-        try:
-            ev.run(tree.root_node)
-        except (_Abort, RecursionError):
-            ev.problems.append(UNRESOLVED.diagnostic(Location(source.path), "script too large or too deeply "
-                                                     "nested to evaluate statically"))
-        return ev
-
-    named: dict[str, list[str]] = {}
-    probe = _Eval(source.path, src, lines, {}, marks)
-    named.update(_collect_switches(probe, tree.root_node))
-    default = run({})
-    axes: list[tuple[str, list[str | None]]] = []
-    for var, values in named.items():
-        vals: list[str | None] = list(values)
-        d = default.observed.get(var, default.vars.get(var) if isinstance(default.vars.get(var), str) else None)
-        if d not in vals and not (d == "" and "" in vals):
-            vals.append(d if d else None)
-        axes.append((var, vals))
-    diagnostics: list[Diagnostic] = []
-    combos = list(itertools.product(*[[(var, v) for v in vals] for var, vals in axes])) if axes else [()]
-    if len(combos) > MAX_VARIANTS:
-        diagnostics.append(UNRESOLVED.diagnostic(Location(source.path), f"{len(combos)} variant combinations of "
-                                                 f"{', '.join(v for v, _ in axes)}; only the first {MAX_VARIANTS} are checked"))
-        combos = combos[:MAX_VARIANTS]
-    runs: list[tuple[str | None, _Eval]] = []
-    for combo in combos:
-        env = {var: v for var, v in combo if v is not None}
-        ev = default if not env else run(env)
-        reachable = all(ev.observed.get(var, "" if v is None else v) == ("" if v is None else v) for var, v in combo)
-        if not reachable:
-            continue
-        label = ",".join(f"{var}={v if v is not None else 'unset'}" for var, v in combo) or None
-        runs.append((label, ev))
-    if not runs:
-        runs = [(None, default)]
-
-    accelerator = None
-    if options.cli_accelerator:
-        accelerator = accelerators().get(options.cli_accelerator)
-        if accelerator is None:
-            diagnostics.append(UNKNOWN_ACCELERATOR.diagnostic(Location(source.path), f"unknown accelerator "
-                                                              f"`{options.cli_accelerator}`; known: {', '.join(accelerators())}"))
-    entry = entrypoints(verl_version)
-    commands: list[Command] = []
-    per_variant: list[list[Diagnostic]] = []
-    models: dict[str | None, object] = {}
-    for label, ev in runs:
-        found = list(ev.problems)
-        for tr in ev.trainers:
-            overrides = []
-            for text, loc in tr.args:
-                if text.startswith("-"):
-                    found.append(UNRESOLVED.diagnostic(loc, f"`{text}` is not a Hydra override; ignored"))
-                    continue
-                lo = _located_override(text, loc, marks, found)
-                if lo is not None:
-                    overrides.append(lo)
-            if tr.passthrough is not None:
-                found.append(PASSTHROUGH.diagnostic(tr.passthrough, "the trainer command passes the script's "
-                                                    "arguments through (`\"$@\"`); overrides given at run time are "
-                                                    "not checked (pass them with --override)"))
-            config_name = tr.config_name
-            if config_name is None:
-                config_name = entry.get(tr.module)
-                if config_name is None:
-                    found.append(UNRESOLVED.diagnostic(tr.node_loc, f"entry module `{tr.module}` has no "
-                                                       f"`@hydra.main` in verl {verl_version}; assumed `{DEFAULT_CONFIG_NAME}`"))
-                    config_name = DEFAULT_CONFIG_NAME
-            path_lo = next((lo for lo in overrides if lo.parsed and lo.parsed.key == "actor_rollout_ref.model.path"
-                            and isinstance(lo.parsed.value, str)), None)
-            mpath = path_lo.parsed.value if path_lo else None
-            if mpath not in models:
-                try:
-                    models[mpath] = find_model(mpath, None, Path(source.path).parent)
-                except ModelNotFound as exc:
-                    models[mpath] = None
-                    found.append(UNKNOWN_MODEL.diagnostic(
-                        path_lo.location if path_lo else tr.node_loc,
-                        f"{exc}; skipped the topology rules that need the model's shape (TP003 and up). Point "
-                        "actor_rollout_ref.model.path at a directory holding config.json"))
-            commands.append(Command(config_name, merge_overrides(overrides, options.cli_overrides), options.stack, label,
-                                    tr.node_loc, models[mpath], accelerator, tuple(tr.env.values()),
-                                    site_limits(options.resources)))
-        per_variant.append(list(dict.fromkeys(found)))
-    diagnostics.extend(collapse_variants(per_variant, [label for label, _ in runs]))
-    return ScriptRead(commands, diagnostics, verl_version, {var: vals for var, vals in axes})

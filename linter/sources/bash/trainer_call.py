@@ -1,0 +1,81 @@
+"""Recognising verl trainer calls in a script being evaluated: `python3 -m verl.<module> ...` (also `torchrun`,
+a versioned or absolute interpreter, interpreter flags before `-m`, and a launcher held in an array), with
+Hydra's `--config-name`/`-cn` and `--config-path`/`-cp` taken out of the overrides."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ...core.command import EnvVar
+from ...core.diagnostics import Location
+from .interpreter import PASSTHROUGH_FIELD, Interpreter
+
+_PYTHON = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun)$")
+
+
+@dataclass
+class TrainerCall:
+    """One trainer invocation found while evaluating a variant."""
+
+    node_loc: Location
+    module: str
+    config_name: str | None
+    config_path: str | None
+    args: list[tuple[str, Location]]
+    env: dict[str, EnvVar]
+    passthrough: Location | None
+
+
+class TrainerCallFinder(Interpreter):
+    """Evaluates one variant of a script and records the verl trainer calls it makes."""
+
+    watched_text = b"verl."
+    watched_name = "the trainer"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.trainers: list[TrainerCall] = []
+
+    def on_command(self, n, fields, assignments, passthrough) -> None:
+        for i, (f, _) in enumerate(fields):
+            base = f.rsplit("/", 1)[-1]
+            if _PYTHON.match(base) and i + 2 < len(fields) + 1:
+                rest = fields[i + 1:]
+                j = 0
+                while j < len(rest) and rest[j][0].startswith("-") and rest[j][0] != "-m":
+                    j += 1  # interpreter flags (-u, -X ...)
+                if j + 1 < len(rest) and rest[j][0] == "-m" and rest[j + 1][0].startswith("verl."):
+                    module = rest[j + 1][0]
+                    self._trainer(n, module, rest[j + 2:], assignments, passthrough)
+                    return
+
+    def _trainer(self, n, module, args, assignments, passthrough) -> None:
+        config_name = config_path = None
+        out = []
+        k = 0
+        while k < len(args):
+            text, loc = args[k]
+            if text == PASSTHROUGH_FIELD:
+                k += 1
+                continue
+            for flag, short in (("--config-name", "-cn"), ("--config-path", "-cp")):
+                if text in (flag, short) and k + 1 < len(args):
+                    value = args[k + 1][0]
+                    k += 1
+                    break
+                if text.startswith(flag + "="):
+                    value = text.split("=", 1)[1]
+                    break
+            else:
+                flag = None
+            if flag == "--config-name":
+                config_name = value.removesuffix(".yaml")
+            elif flag == "--config-path":
+                config_path = value
+            else:
+                out.append((text, loc))
+            k += 1
+        # the command's own prefix assignments win over exported variables of the same name
+        env = {name: EnvVar(name, value, loc) for name, (value, loc) in {**self.exported, **assignments}.items()}
+        self.trainers.append(TrainerCall(self.loc(n), module, config_name, config_path, out, env, passthrough))
