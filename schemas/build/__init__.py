@@ -2,18 +2,16 @@
 
 Everything here reads *files* of the real packages: verl's Hydra YAML (composed with hydra-core) and the Python
 sources of verl, megatron-core and mbridge (parsed with libcst).  verl, torch and megatron are never imported.
-The linter imports nothing from here but ``sapo-lint schema build`` does; this package imports nothing from the
-linter.
+In the linter only ``sapo-lint schema build`` (linter/cli.py) imports this package, and it imports nothing from
+the linter: imports flow linter -> schemas.  Importing this facade is cheap: each name below loads its module (and
+hydra, omegaconf, libcst) on first use.
 
-Importing this facade is cheap: each name loads its module (and hydra, omegaconf, libcst) on first use.
-
-* :func:`locate_verl` -> ``(package_dir, version, source_label)``            (distributions.py)
-* :func:`build_verl_snapshot` -> the snapshot of one verl version               (verl.py)
-* :func:`entrypoint_defaults` -> entry module -> default config name          (verl.py)
-* :func:`build_consumer_snapshot` -> snapshot of a megatron-core or mbridge wheel (or extracted directory)
-* :func:`write_snapshot` -> atomic, deterministic JSON writer                   (writer.py)
-* :func:`build_all` -> regenerate every committed snapshot under ``schemas/``  (writer.py)
-* :func:`recipe_validator_code` -> ``schemas/recipe_validator.py``            (validator_codegen.py)
+* ``locate_verl`` -> ``(package_dir, version, source_label)`` (distributions.py)
+* ``build_verl_snapshot`` -> the snapshot of one verl version; ``entrypoint_defaults`` (verl.py)
+* ``build_consumer_snapshot``, ``mbridge_git_main_snapshot`` -> megatron-core / mbridge snapshots (consumers.py)
+* ``snapshot_text`` -> the deterministic JSON text (layout.py)
+* ``write_snapshot``, ``build_all`` (regenerate every committed snapshot under ``schemas/``) (writer.py)
+* ``recipe_validator_code`` -> ``schemas/recipe_validator.py`` (validator_codegen.py)
 
 Regenerate the committed files with::
 

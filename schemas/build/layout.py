@@ -51,6 +51,7 @@ def verl_document(version: str, source: str, configs: dict[str, dict], trees: di
 
 
 def _dumps(obj: Any, layout: dict | None) -> str:
+    """``obj`` one item per line where ``layout`` names it (None: one compact line)."""
     if layout is not None and obj and isinstance(obj, (dict, list)):
         if isinstance(obj, list):
             return "[\n" + ",\n".join(_dumps(v, None) for v in obj) + "\n]"
