@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sapo_toolkit.linter.core.overrides import OverrideSyntaxError, parse_override
 from sapo_toolkit.linter.api import read_options
+from sapo_toolkit.linter.core.overrides import OverrideSyntaxError, parse_override
 from sapo_toolkit.linter.settings import Settings
 from sapo_toolkit.linter.sources.bash import read_script
 from sapo_toolkit.linter.sources.files import TextFile

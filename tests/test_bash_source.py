@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sapo_toolkit.linter.engine import lint_command
 from sapo_toolkit.linter.api import read_options
+from sapo_toolkit.linter.engine import lint_command
 from sapo_toolkit.linter.rules import all_rules
 from sapo_toolkit.linter.schema import entrypoints, load_snapshot
 from sapo_toolkit.linter.settings import Settings

@@ -1,4 +1,4 @@
-"""Bash run-script rules (SH): reported by the script source (`linter/sources/bash.py`) while it evaluates a
+"""Bash run-script rules (SH): reported by the script source (`linter/sources/bash/`) while it evaluates a
 verl-style run script statically, before any override is checked."""
 
 from ..core.diagnostics import Severity

@@ -139,15 +139,6 @@ def _parse(source: TextFile) -> _Parsed:
     return _Parsed(src, lines, root, _syntax_errors(source.path, root, lines))
 
 
-def evaluate(source: TextFile, env: dict[str, str] | None = None) -> tuple[TrainerCallFinder, list[Diagnostic]]:
-    """Evaluate a script once under the given environment: the evaluation and the syntax diagnostics."""
-    parsed = _parse(source)
-    ev = TrainerCallFinder(source.path, parsed.src, parsed.lines, dict(env or {}), {})
-    if not parsed.errors:
-        ev.run(parsed.root)
-    return ev, parsed.errors
-
-
 def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     """The commands the script runs, one per trainer call in each variant, and what was reported on the way."""
     from ...catalog import ModelNotFound, accelerators, find_model
