@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ from sapo_toolkit.linter.schema import entrypoints, load_snapshot
 from sapo_toolkit.linter.settings import Settings
 from sapo_toolkit.linter.sources.bash import UNRESOLVED_VALUE, read_script
 from sapo_toolkit.linter.sources.files import TextFile, read_text
+
+from .helpers import REPO, fetch_wheel
 
 FIXTURES = Path(__file__).parent / "fixtures" / "scripts"
 OPTIONS = read_options(Settings(verl_version="0.9.1"))
@@ -383,16 +386,17 @@ def test_entry_module_default_config_from_verl_source():
     assert env == {"VLLM_USE_V1": "1", "WANDB_MODE": "offline", "CUDA_DEVICE_MAX_CONNECTIONS": "1"}
 
 
-def test_entrypoints_json_matches_verl_source():
+def test_entrypoints_json_matches_verl_source(tmp_path):
+    """The committed entry-module defaults are what the generator reads from the real verl wheels."""
     from sapo_toolkit.schemas.build import entrypoint_defaults
 
     for version in ("0.9.1", "0.8.0"):
-        committed = json.loads((Path("schemas/verl") / version / "entrypoints.json").read_text())
+        committed = json.loads((REPO / "schemas" / "verl" / f"{version}.json").read_text())["entrypoints"]
         assert committed["verl.trainer.main_ppo"] == "ppo_trainer"
         assert entrypoints(version) == committed
-        wheel = Path(f"/work/wheels/x/verl-{version}/verl")
-        if wheel.is_dir():
-            assert entrypoint_defaults(wheel) == committed
+        with zipfile.ZipFile(fetch_wheel(f"verl=={version}")) as zf:
+            zf.extractall(tmp_path / version, [n for n in zf.namelist() if n.startswith("verl/")])
+        assert entrypoint_defaults(tmp_path / version / "verl") == committed
 
 
 def codes(result):
