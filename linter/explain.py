@@ -15,18 +15,8 @@ from typing import Any
 
 import click
 
-from .estimate import (
-    DEVICE_TERMS,
-    GIB,
-    HOST_TERMS,
-    WARN_FRACTION,
-    Estimate,
-    Limits,
-    env_of,
-    estimate,
-    plan_inputs,
-    prime_estimate,
-)
+from .estimate.inputs import GIB, WARN_FRACTION
+from .estimate.plan import DEVICE_TERMS, HOST_TERMS, Estimate
 
 EXIT_OK, EXIT_USAGE = 0, 2
 ESTIMATE_RULES = ("MEM001", "MEM002", "CK001", "CK002", "CK003")
@@ -50,7 +40,7 @@ TERM_LABELS = {
 }
 
 
-@dataclass
+@dataclass(slots=True)
 class Item:
     """One variant: its label, and either an estimate (with the rule findings about it) or why there is none."""
 
@@ -58,44 +48,19 @@ class Item:
     estimate: Estimate | None = None
     findings: list[dict] | None = None
     error: str | None = None
-    env: dict | None = None
 
 
 # ------------------------------------------------------------------------------------------------ loading
 
 
-def variant_env(data: dict, variant: str | None) -> dict[str, str]:
-    """The recipe's `env` merged with the env of each variant value in the label (`DEVICE=npu,RECOMPUTE=full`)."""
-    env = {str(k): str(v) for k, v in (data.get("env") or {}).items()} if isinstance(data.get("env"), dict) else {}
-    axes = data.get("variants") if isinstance(data.get("variants"), dict) else {}
-    for token in (variant or "").split(","):
-        if "=" not in token:
-            continue
-        axis, value = token.split("=", 1)
-        for key, choices in axes.items():
-            if str(key).upper() == axis and isinstance(choices, dict):
-                body = choices.get(value)
-                if not isinstance(body, dict):
-                    body = next((b for k, b in choices.items() if str(k) == value), None)
-                if isinstance(body, dict) and isinstance(body.get("env"), dict):
-                    env.update({str(k): str(v) for k, v in body["env"].items()})
-    return env
-
-
-def matches(variant: str | None, wanted: tuple[str, ...]) -> bool:
-    """Whether a variant label has every `AXIS=value` token of one of the wanted selections (case-insensitive)."""
-    if not wanted:
-        return True
-    have = {t.strip().lower() for t in (variant or "").split(",") if t.strip()}
-    return any({t.strip().lower() for t in w.split(",") if t.strip()} <= have for w in wanted)
-
-
 def explain_recipe(path: Path, *, variants: tuple[str, ...] = (), overrides: tuple[str, ...] = (),
                    verl_version: str | None = None, accelerator: str | None = None,
-                   limits: Limits | None = None) -> tuple[list[Item], list[str]]:
-    """Estimate every (selected) variant of a recipe: (items, problems that stop the whole file)."""
+                   resources: dict | None = None) -> tuple[list[Item], list[str]]:
+    """Estimate every (selected) variant of a recipe: (items, problems that stop the whole file). `resources`: site
+    limits from the command line; they reach the estimate as the linter's do, through `Command.resources`."""
+    from .api import read_options, select
     from .engine import resolve
-    from .api import read_options
+    from .estimate.from_context import estimate_for
     from .rules import load_rules
     from .schema import SnapshotNotFound, load_snapshot
     from .settings import SettingsError, load_settings
@@ -113,7 +78,7 @@ def explain_recipe(path: Path, *, variants: tuple[str, ...] = (), overrides: tup
     if not looks_like_recipe(source.text):
         return [], [f"{path}: not a recipe (a YAML file with a top-level `recipe:` key); "
                     "run scripts are not read by `explain` yet"]
-    read = read_recipe(source, read_options(settings, overrides, verl_version, accelerator))
+    read = read_recipe(source, read_options(settings, overrides, verl_version, accelerator, resources))
     if read.recipe is None:
         return [], [f"{d.location.path}:{d.location.line}:{d.location.column}: {d.code} {d.message}" for d in read.diagnostics]
     recipe = read.recipe
@@ -121,30 +86,26 @@ def explain_recipe(path: Path, *, variants: tuple[str, ...] = (), overrides: tup
         snapshot = load_snapshot(recipe.verl_version, recipe.config_name)
     except SnapshotNotFound as exc:
         return [], [str(exc)]
-    commands = [c for c in recipe.commands if matches(c.variant, variants)]
+    commands = select(recipe.commands, variants)
     if not commands:
         known = ", ".join(c.variant or "(none)" for c in recipe.commands)
         return [], [f"no variant matches {', '.join(variants)}; variants: {known}"]
     rules = load_rules(lambda code: code in ESTIMATE_RULES)
     items = []
     for command in commands:
-        ctx = resolve(command, snapshot)
-        env = env_of(ctx) if hasattr(command, "env") else variant_env(recipe.data, command.variant)
         if command.model is None:
             items.append(Item(command.variant, error="unknown model: name a shipped card (`model.card`) or a directory "
-                                                     "with config.json (`model.path`)", env=env))
+                                                     "with config.json (`model.path`)"))
             continue
         if command.accelerator is None:
-            items.append(Item(command.variant, error="no accelerator: set `hardware.accelerator` or --accelerator",
-                              env=env))
+            items.append(Item(command.variant, error="no accelerator: set `hardware.accelerator` or --accelerator"))
             continue
-        inputs = plan_inputs(ctx, env=env, limits=limits)
-        if inputs is None:
+        ctx = resolve(command, snapshot)
+        est = estimate_for(ctx)  # the estimate the MEM/CK rules below report from
+        if est is None:
             items.append(Item(command.variant, error="the actor does not run on the Megatron engine or its world size / "
-                                                     "parallel sizes are not numbers", env=env))
+                                                     "parallel sizes are not numbers"))
             continue
-        est = estimate(inputs)
-        prime_estimate(ctx, est)  # the MEM/CK rules read this estimate (this variant's env, these limits)
         findings = []
         for r in rules:
             if r.check is None:
@@ -152,7 +113,7 @@ def explain_recipe(path: Path, *, variants: tuple[str, ...] = (), overrides: tup
             for f in r.check(ctx):
                 severity = (f.severity or r.severity).value
                 findings.append({"code": r.code, "severity": severity, "message": f.message})
-        items.append(Item(command.variant, est, findings, env=env))
+        items.append(Item(command.variant, est, findings))
     return items, []
 
 
@@ -191,7 +152,7 @@ def to_json(item: Item, recipe_path: str | None = None) -> dict[str, Any]:
     host["node_ram_assumed"] = p.limits.assumed("host_ram_gib")
     ck = e.checkpoint
     out.update({
-        "model": p.arch.name,
+        "model": p.model.name,
         "accelerator": p.accelerator,
         "device": p.device,
         "world": e.world,
@@ -253,9 +214,9 @@ def render_text(items: list[Item], title: str, color: bool = False, width: int =
         p = e.inputs
         L = p.actor.layout
         pc = e.params
-        moe = p.arch.is_moe
+        moe = p.model.is_moe
         console.print(
-            f"  model {p.arch.name}: {pc.total / 1e9:.2f} B parameters (embedding {pc.embedding / 1e9:.2f} B, "
+            f"  model {p.model.name}: {pc.total / 1e9:.2f} B parameters (embedding {pc.embedding / 1e9:.2f} B, "
             f"dense {pc.dense / 1e9:.2f} B" + (f", routed experts {pc.expert / 1e9:.2f} B; {pc.active / 1e9:.2f} B active"
                                               if moe else "") + ")")
         console.print(
@@ -365,7 +326,7 @@ def plot(items: list[Item], out: Path, title: str) -> Path:
     fig.legend([used_terms[t] for t in used_terms], [TERM_LABELS.get(t, t) for t in used_terms],
                loc="lower center", ncol=min(6, len(used_terms)), fontsize=8, frameon=False)
     first = shown[0].estimate.inputs
-    fig.suptitle(f"{title}: {first.arch.name} on {first.world} x {first.accelerator} -- device memory by phase",
+    fig.suptitle(f"{title}: {first.model.name} on {first.world} x {first.accelerator} -- device memory by phase",
                  fontsize=11)
     fig.tight_layout(rect=(0, 0.07, 1, 0.95))
     from .sources.files import write_atomically
@@ -404,10 +365,10 @@ def explain(recipe, variants, fmt, plot_path, overrides, accelerator, verl_versi
     list with one object per variant."""
     import json
 
-    limits = Limits.from_mapping({"write_gib_per_s": write_gib_per_s, "host_ram_gib": host_ram_gib,
-                                  "disk_budget_gib": disk_budget_gib})
+    resources = {"write_gib_per_s": write_gib_per_s, "host_ram_gib": host_ram_gib, "disk_budget_gib": disk_budget_gib}
     items, problems = explain_recipe(recipe, variants=tuple(variants), overrides=tuple(overrides),
-                                     verl_version=verl_version, accelerator=accelerator, limits=limits)
+                                     verl_version=verl_version, accelerator=accelerator,
+                                     resources={k: v for k, v in resources.items() if v is not None})
     if problems:
         for problem in problems:
             click.echo(f"sapo-lint explain: {problem}", err=True)
@@ -424,4 +385,4 @@ def explain(recipe, variants, fmt, plot_path, overrides, accelerator, verl_versi
     sys.exit(EXIT_OK)
 
 
-__all__ = ["HOST_TERMS", "explain", "explain_recipe", "plot", "render_text", "to_json", "variant_env"]
+__all__ = ["HOST_TERMS", "explain", "explain_recipe", "plot", "render_text", "to_json"]

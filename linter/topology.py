@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .engine import LintContext
 
-ROLE_PREFIX = {
-    "actor": "actor_rollout_ref.actor.megatron",
-    "ref": "actor_rollout_ref.ref.megatron",
-    "critic": "critic.megatron",
-}
+#: Each role's config node.
+ROLE_NODE = {"actor": "actor_rollout_ref.actor", "ref": "actor_rollout_ref.ref", "critic": "critic"}
+#: Each role's Megatron settings.
+ROLE_PREFIX = {role: f"{node}.megatron" for role, node in ROLE_NODE.items()}
 ROLLOUT = "actor_rollout_ref.rollout"
 
 
-@dataclass(frozen=True)
-class Parallelism:
+class Parallelism(NamedTuple):
     role: str
     prefix: str
     tp: int

@@ -1,8 +1,8 @@
-"""The resource estimator (linter/estimate.py) and the MEM/CK rules built on it.
+"""The resource estimator (linter/estimate/) and the MEM/CK rules built on it.
 
 The worked examples' expected numbers are derived by hand in the comments from the HF config values
-(schemas/models/*.json, shared/reference/megatron.md §8) and the formulas in the estimator's docstrings; they are
-not computed by the code under test.
+(schemas/models/*.json) and the formulas in the estimator's docstrings; they are not computed by the code under
+test.
 """
 
 import json
@@ -10,23 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from sapo_toolkit.linter.catalog import _cards
+from sapo_toolkit.linter.catalog import _cards, find_model
 from sapo_toolkit.linter.core.command import Stack
 from sapo_toolkit.linter.engine import resolve
-from sapo_toolkit.linter.estimate import (
-    GIB,
-    Layout,
-    Limits,
-    Optimizer,
-    Recompute,
-    arch_from_hf_config,
-    count_params,
-    estimate,
-    params_per_rank,
-    plan_inputs,
-    stage_layers,
-    train_activations,
-)
+from sapo_toolkit.linter.estimate.activations import Recompute, train_activations
+from sapo_toolkit.linter.estimate.from_context import estimate_for, plan_inputs
+from sapo_toolkit.linter.estimate.inputs import GIB, Limits
+from sapo_toolkit.linter.estimate.optimizer import Optimizer
+from sapo_toolkit.linter.estimate.params import Layout, count_params, params_per_rank, stage_layers, stage_params
+from sapo_toolkit.linter.estimate.plan import estimate
 from sapo_toolkit.linter.lint import lint_paths
 from sapo_toolkit.linter.rules.ck003_broken_save_mode import broken_modes
 from sapo_toolkit.linter.schema import DEFAULT_MBRIDGE, DEFAULT_MEGATRON_CORE, load_snapshot
@@ -43,12 +35,14 @@ GB = 10**9
 
 
 def arch(card):
-    return arch_from_hf_config(_cards()[card]["config"], card)
+    return find_model(None, card, REPO)
 
 
-def contexts(path: Path, text: str | None = None):
-    """{variant: LintContext} of a recipe file (or of `text` written next to nothing: a tmp file)."""
-    read = read_recipe(read_text(path), ReadOptions("0.9.1", Stack(DEFAULT_MEGATRON_CORE, DEFAULT_MBRIDGE)))
+def contexts(path: Path, resources: dict | None = None):
+    """{variant: LintContext} of a recipe file; `resources`: site limits, as `[tool.sapo-lint]` or the command line
+    give them."""
+    options = ReadOptions("0.9.1", Stack(DEFAULT_MEGATRON_CORE, DEFAULT_MBRIDGE), resources=resources or {})
+    read = read_recipe(read_text(path), options)
     assert read.recipe is not None, read.diagnostics
     snapshot = load_snapshot(read.recipe.verl_version, read.recipe.config_name)
     return {c.variant: resolve(c, snapshot) for c in read.recipe.commands}
@@ -56,7 +50,7 @@ def contexts(path: Path, text: str | None = None):
 
 # ---------------------------------------------------------------------------------------------- parameter counts
 
-# megatron.md §8 totals (computed with Megatron's formula plus QK-norm / QKV bias), in billions, and the tolerance
+# Published totals (computed with Megatron's formula plus QK-norm / QKV bias), in billions, and the tolerance
 # of the table's rounding.
 TABLE = {
     "qwen3-0.6b": 0.596, "qwen3-1.7b": 1.72, "qwen3-4b": 4.02, "qwen3-8b": 8.19, "qwen3-14b": 14.77,
@@ -76,7 +70,7 @@ def test_dense_worked_example_qwen3_8b():
     # embedding: input 151936*4096 = 622,329,856, output the same -> 1,244,659,712
     # per layer: q 4096*4096 = 16,777,216; k, v 4096*1024 = 4,194,304 each; o 16,777,216 -> 41,943,040 attention;
     #   MLP 3*4096*12288 = 150,994,944; norms 2*4096 + QK-norm 2*128 = 8,448 -> 192,946,432; x36 = 6,946,071,552
-    # final norm 4,096 -> dense 6,946,075,648; total 8,190,735,360 (megatron.md: 8.19 B)
+    # final norm 4,096 -> dense 6,946,075,648; total 8,190,735,360 (8.19 B)
     c = count_params(arch("qwen3-8b"))
     assert (c.embedding, c.dense, c.expert, c.total) == (1_244_659_712, 6_946_075_648, 0, 8_190_735_360)
     # TP2 (PP1): embedding and output split: 2*311,164,928; per layer (41,943,040 + 150,994,944)/2 = 96,468,992
@@ -90,7 +84,7 @@ def test_moe_worked_example_qwen3_30b_a3b():
     # embedding 2*151936*2048 = 622,329,856
     # per layer: q 2048*4096 = 8,388,608, k and v 2048*512 = 1,048,576 each, o 8,388,608 -> 18,874,368;
     #   norms 2*2048 + QK-norm 256 = 4,352; router 128*2048 = 262,144 -> 19,140,864 non-expert; x48 = 918,761,472
-    #   experts 128 * 3*2048*768 = 603,979,776 per layer; x48 = 28,991,029,248 (megatron.md: experts 28.99 B)
+    #   experts 128 * 3*2048*768 = 603,979,776 per layer; x48 = 28,991,029,248 (experts 28.99 B)
     # dense = 918,761,472 + final norm 2,048 = 918,763,520; total 30,532,122,624 (30.53 B)
     # active = embedding + dense + 48 * 8 * 4,718,592 = 3,353,032,704 (3.35 B)
     c = count_params(arch("qwen3-30b-a3b"))
@@ -113,8 +107,6 @@ def test_pipeline_stages_and_tied_embeddings():
     a = arch("qwen3-0.6b")
     one = params_per_rank(a, Layout(world=1))
     assert one.total == count_params(a).total == 596_049_920
-    from sapo_toolkit.linter.estimate import stage_params
-
     last = stage_params(a, Layout(world=2, pp=2), 1)
     first = stage_params(a, Layout(world=2, pp=2), 0)
     assert first.total + last.total == 596_049_920 + 155_582_464
@@ -122,10 +114,31 @@ def test_pipeline_stages_and_tied_embeddings():
 
 def test_deepseek_v3_dense_layers_and_mla():
     a = arch("deepseek-v3")
-    assert a.is_mla and a.moe_layers[:4] == (False, False, False, True) and a.shared_ffn == 2048
+    assert a.is_mla and a.moe_layers[:4] == (False, False, False, True) and a.moe_shared_expert_intermediate_size == 2048
     c = count_params(a)
     # routed experts: 58 MoE layers (61 - 3 dense) * 256 experts * 3*7168*2048 (44,040,192) = 653,908,770,816
     assert c.expert == 653_908_770_816
+
+
+@pytest.mark.parametrize("card", ["qwen3-8b", "deepseek-v3"])
+def test_local_config_json_estimates_like_its_card(tmp_path, card):
+    # A directory with the card's config.json (`model.path`) is read by the same reader as the card: QK-norm (Qwen3)
+    # and multi-latent attention with shared experts (DeepSeek-V3) reach the estimate either way.
+    local = tmp_path / card
+    local.mkdir()
+    (local / "config.json").write_text(json.dumps(_cards()[card]["config"]))
+    text = RECIPE_8B.read_text()
+    assert "model: {path: Qwen/Qwen3-8B}" in text
+    estimates = {}
+    for kind, model in (("card", f"{{card: {card}}}"), ("local", f"{{path: {local}}}")):
+        path = tmp_path / f"{kind}.yaml"
+        path.write_text(text.replace("model: {path: Qwen/Qwen3-8B}", f"model: {model}"))
+        estimates[kind] = estimate_for(contexts(path)["DEVICE=gpu,INFER_BACKEND=vllm"])
+    by_card, by_local = estimates["card"], estimates["local"]
+    assert by_local.inputs.model.source == str(local / "config.json")
+    assert by_local.inputs.model == by_card.inputs.model._replace(source=by_local.inputs.model.source)
+    assert by_local._replace(inputs=by_local.inputs._replace(model=by_card.inputs.model)) == by_card
+    assert by_local.params == count_params(arch(card))
 
 
 # Optional: the same architectures built by transformers on the meta device (no weights, no download).
@@ -214,7 +227,7 @@ def test_checkpoint_worked_example_qwen3_30b():
     ck = e.checkpoint
     total = 30_532_122_624
     assert ck.weights_bytes == 2 * total  # bf16 HF weights: 61.06 GB (56.9 GiB)
-    assert ck.full_bytes == 14 * total  # + fp32 master and two moments: 427.4 GB (megatron.md §4.4)
+    assert ck.full_bytes == 14 * total  # + fp32 master and two moments: 427.4 GB
     assert ck.saved_bytes == 2 * total  # save_contents: [model]
     assert ck.rank_dist_bytes == 0 and ck.rank0_hf_bytes == 2 * total  # rank 0 writes the HF weights alone
     # at the assumed 0.25 GiB/s: 61,064,245,248 / 268,435,456 = 227.5 s, under verl's 600 s nccl_timeout
@@ -231,7 +244,7 @@ def test_optimizer_bytes_per_element():
     assert offload.device_bytes_per_element() == 0.75 * 12 and offload.host_bytes_per_element() == 0.25 * 16
     # without precision-aware the fp32 main shard stays on the device
     assert Optimizer(cpu_offload=True, offload_fraction=1.0).device_bytes_per_element() == 4
-    # offload switched on with the default fraction 0.0 moves nothing (megatron.md §3.3)
+    # offload switched on with the default fraction 0.0 moves nothing (hybrid_optimizer.py)
     assert Optimizer(cpu_offload=True).host_bytes_per_element() == 0
 
 
@@ -301,28 +314,22 @@ def test_mem001_silent_without_accelerator(lint_text):
 
 
 def test_mem002_stated_ram_is_an_error():
-    ctx = contexts(RECIPE_30B)["DEVICE=npu,RECOMPUTE=full"]
-    inputs = plan_inputs(ctx, limits=Limits.from_mapping({"host_ram_gib": 256}))
-    e = estimate(inputs)
+    ctx = contexts(RECIPE_30B, resources={"host_ram_gib": 256})["DEVICE=npu,RECOMPUTE=full"]
+    e = estimate_for(ctx)
     # per rank 30,570,504,192 B offloaded Adam state + rollout weights asleep 30,532,122,624*2/4 = 15,266,061,312
     # -> 45,836,565,504 B; x8 ranks = 366,692,524,032 B = 341.5 GiB > 256 GiB
     assert e.host_peak_per_node == 8 * (30_570_504_192 + 15_266_061_312)
-    from sapo_toolkit.linter.estimate import prime_estimate
     from sapo_toolkit.linter.rules import all_rules
 
-    prime_estimate(ctx, e)
     findings = list(all_rules()["MEM002"].check(ctx))
     assert len(findings) == 1 and findings[0].severity is None  # the rule's own severity: error
     assert "exceeds the node's 256 GiB;" in findings[0].message
 
 
 def test_ck001_slow_storage_and_weight_only_advice():
-    ctx = contexts(RECIPE_30B)["DEVICE=npu,RECOMPUTE=full"]
-    from sapo_toolkit.linter.estimate import prime_estimate
+    ctx = contexts(RECIPE_30B, resources={"write_gib_per_s": 0.05})["DEVICE=npu,RECOMPUTE=full"]
     from sapo_toolkit.linter.rules import all_rules
 
-    slow = Limits.from_mapping({"write_gib_per_s": 0.05})
-    prime_estimate(ctx, estimate(plan_inputs(ctx, limits=slow)))
     findings = list(all_rules()["CK001"].check(ctx))
     # 56.9 GiB at 0.05 GiB/s = 1137 s > 600 s
     assert len(findings) == 1
@@ -366,8 +373,6 @@ def test_recipe_env_reaches_hccl_buffers(tmp_path):
     path = tmp_path / "r.yaml"
     path.write_text(text)
     ctx = contexts(path)["DEVICE=npu,RECOMPUTE=full"]
-    if not getattr(ctx.command, "env", None):
-        pytest.skip("this tree's Command carries no env")
     e = estimate(plan_inputs(ctx))
     assert e.phases["train"]["comm_buffers"] == 6 * 2 * 100 * 10**6
     assert e.checkpoint.timeout_s == 300 and e.checkpoint.timeout_source == "HCCL_EXEC_TIMEOUT"

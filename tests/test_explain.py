@@ -5,7 +5,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from sapo_toolkit.linter.explain import explain, matches, variant_env
+from sapo_toolkit.linter.core.variants import matches
+from sapo_toolkit.linter.explain import explain
 
 from .helpers import REPO
 
@@ -125,5 +126,3 @@ def test_helpers():
     assert matches("DEVICE=npu,RECOMPUTE=full", ("recompute=full",))
     assert not matches("DEVICE=npu,RECOMPUTE=full", ("DEVICE=gpu", "RECOMPUTE=none"))
     assert matches(None, ())
-    data = {"env": {"A": "1"}, "variants": {"device": {"npu": {"env": {"B": 2}}}}}
-    assert variant_env(data, "DEVICE=npu") == {"A": "1", "B": "2"}

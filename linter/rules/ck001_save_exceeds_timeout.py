@@ -1,6 +1,7 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
-from ..estimate import GIB, estimate_context
+from ..estimate.from_context import estimate_for
+from ..estimate.inputs import GIB
 from ..rulekit.registry import Finding, rule
 
 CHECKPOINT = "actor_rollout_ref.actor.checkpoint"
@@ -49,7 +50,7 @@ def check(ctx: LintContext):
     recipe or `[tool.sapo-lint]` can state it; the message says which was used). Weight-only checkpoints
     (`checkpoint.save_contents: [model]`) or a longer `nccl_timeout` are the usual fixes. Only checked when
     `trainer.save_freq` > 0."""
-    est = estimate_context(ctx)
+    est = estimate_for(ctx)
     if est is None or not est.checkpoint.saves:
         return
     ck = est.checkpoint

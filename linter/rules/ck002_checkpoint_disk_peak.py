@@ -1,6 +1,7 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
-from ..estimate import GIB, estimate_context
+from ..estimate.from_context import estimate_for
+from ..estimate.inputs import GIB
 from ..rulekit.registry import Finding, rule
 
 
@@ -42,7 +43,7 @@ def check(ctx: LintContext):
     when a critic trains. The budget is a site fact verl's config has no place for: until it is stated the check
     uses a documented default (`linter/estimate.py` DEFAULT_DISK_BUDGET_GIB) and reports a warning. Only checked
     when `trainer.save_freq` > 0."""
-    est = estimate_context(ctx)
+    est = estimate_for(ctx)
     if est is None or not est.checkpoint.saves:
         return
     ck, limits = est.checkpoint, est.inputs.limits

@@ -8,9 +8,7 @@ from ..core.diagnostics import Severity
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..schema import version_key
-from ..topology import active_roles
-
-ROLE_CHECKPOINT = {"actor": "actor_rollout_ref.actor", "critic": "critic"}
+from ..topology import ROLE_NODE, active_roles
 
 
 @dataclass(frozen=True)
@@ -105,9 +103,9 @@ def check(ctx: LintContext):
         return
     verl = ctx.snapshot.verl_version
     for role in ("actor", "critic"):
-        if role not in active_roles(ctx) or ctx.tree.get(f"{ROLE_CHECKPOINT[role]}.checkpoint") is None:
+        if role not in active_roles(ctx) or ctx.tree.get(f"{ROLE_NODE[role]}.checkpoint") is None:
             continue
-        prefix = ROLE_CHECKPOINT[role]
+        prefix = ROLE_NODE[role]
         contents = ctx.config.value(f"{prefix}.checkpoint.save_contents")
         contents = contents if isinstance(contents, list) else ["model", "optimizer", "extra"]
         found = broken_modes(

@@ -1,6 +1,9 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
-from ..estimate import GIB, WARN_FRACTION, estimate_context
+from ..estimate.activations import Recompute, train_activations
+from ..estimate.from_context import estimate_for
+from ..estimate.inputs import GIB, WARN_FRACTION
+from ..estimate.plan import Estimate
 from ..rulekit.registry import Finding, rule
 from ..topology import ROLLOUT
 
@@ -26,10 +29,8 @@ BLAME = {
 FALLBACK = ("trainer.nnodes", "trainer.n_gpus_per_node")
 
 
-def fixes(est, phase: str) -> list[tuple[float, str]]:
+def fixes(est: Estimate, phase: str) -> list[tuple[float, str]]:
     """(bytes it saves in `phase`, the change) for each knob that shrinks a term of that phase."""
-    from ..estimate import Recompute, train_activations
-
     p = est.inputs
     actor = p.actor
     terms = est.phases[phase]
@@ -55,7 +56,7 @@ def fixes(est, phase: str) -> list[tuple[float, str]]:
     elif terms["rollout"]:
         out.append((terms["rollout"], f"`{ROLLOUT}.free_cache_engine: true` (the rollout engine sleeps while training)"))
     if phase == "train" and terms["activations"] and actor.recompute.granularity != "full":
-        recomputed = train_activations(p.arch, actor.layout, actor.sp, actor.train_tokens, Recompute("full", "uniform", 1))
+        recomputed = train_activations(p.model, actor.layout, actor.sp, actor.train_tokens, Recompute("full", "uniform", 1))
         out.append((terms["activations"] - recomputed.layers,
                     f"full recompute (`{TRANSFORMER}.recompute_granularity: full`, `recompute_method: uniform`, "
                     "`recompute_num_layers: 1`)"))
@@ -63,9 +64,9 @@ def fixes(est, phase: str) -> list[tuple[float, str]]:
         out.append(((terms["activations"] + terms["logits"]) / 2,
                     f"half the tokens per micro-batch (now {actor.token_source})"))
     layout = actor.layout
-    if p.arch.is_moe and est.actor.params.expert and terms["weights"]:
+    if p.model.is_moe and est.actor.params.expert and terms["weights"]:
         ep = layout.ep * 2
-        if p.arch.num_experts % ep == 0 and layout.world % (ep * layout.expert_tp * layout.pp) == 0:
+        if p.model.num_experts % ep == 0 and layout.world % (ep * layout.expert_tp * layout.pp) == 0:
             share = est.actor.params.expert / est.actor.params.total
             out.append(((terms["weights"] + terms["grads"]) * share / 2,
                         f"`{ACTOR}.megatron.expert_model_parallel_size: {ep}` (expert weights and grads split further)"))
@@ -78,7 +79,7 @@ def fixes(est, phase: str) -> list[tuple[float, str]]:
     return [(saving, text) for saving, text in out if saving > 0]
 
 
-def advice(est, phase: str) -> str:
+def advice(est: Estimate, phase: str) -> str:
     """The changes that alone bring `phase` under the warning line, biggest saving first; else the biggest ones."""
     need = est.total(phase) - WARN_FRACTION * est.hbm_bytes
     ranked = sorted(fixes(est, phase), key=lambda f: -f[0])
@@ -127,7 +128,7 @@ def check(ctx: LintContext):
     optimizer; activations follow the recompute mode and the micro-batch or dynamic-bsz token budget; Ascend adds
     2 x HCCL_BUFFSIZE per communicator. The message names the phase, its biggest term and the knob that shrinks it.
     Not counted: allocator fragmentation, imbalanced MoE routing -- hence the warning above 90%."""
-    est = estimate_context(ctx)
+    est = estimate_for(ctx)
     if est is None:
         return
     hbm = est.hbm_bytes
@@ -139,13 +140,13 @@ def check(ctx: LintContext):
     over = peak > hbm
     p = est.inputs
     layout = p.actor.layout
-    shape = (f"TP{layout.tp} PP{layout.pp} CP{layout.cp}" + (f" EP{layout.ep} ETP{layout.expert_tp}" if p.arch.is_moe else "")
-             + f", dp {est.dp}" + (f", edp {est.edp}" if p.arch.is_moe else ""))
+    shape = (f"TP{layout.tp} PP{layout.pp} CP{layout.cp}" + (f" EP{layout.ep} ETP{layout.expert_tp}" if p.model.is_moe else "")
+             + f", dp {est.dp}" + (f", edp {est.edp}" if p.model.is_moe else ""))
     verdict = "exceeds" if over else f"is over {WARN_FRACTION:.0%} of"
     yield Finding(
         ctx.blame(*BLAME.get(term, ()), *FALLBACK),
         f"{phase} phase: estimated {peak / GIB:.1f} GiB per device {verdict} the {p.hbm_gib:g} GiB HBM of "
-        f"{p.accelerator} ({p.arch.name} on {est.world} devices, {shape}); biggest term: {term} {size / GIB:.1f} GiB. "
+        f"{p.accelerator} ({p.model.name} on {est.world} devices, {shape}); biggest term: {term} {size / GIB:.1f} GiB. "
         f"Fix: {advice(est, phase)}. See `sapo-lint explain` for every term",
         severity=None if over else Severity.WARNING,
     )

@@ -1,6 +1,7 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
-from ..estimate import GIB, estimate_context
+from ..estimate.from_context import estimate_for
+from ..estimate.inputs import GIB
 from ..rulekit.registry import Finding, rule
 
 OVERRIDE_OPTIM = "actor_rollout_ref.actor.optim.override_optimizer_config"
@@ -41,7 +42,7 @@ def check(ctx: LintContext):
     data-parallel rank keeps a full copy of the state. The node's RAM is a site fact verl's config has no place
     for: until it is stated the check uses a documented default (`linter/estimate.py` DEFAULT_HOST_RAM_GIB) and
     reports a warning."""
-    est = estimate_context(ctx)
+    est = estimate_for(ctx)
     if est is None:
         return
     limits = est.inputs.limits

@@ -1,0 +1,227 @@
+"""From a resolved command (`LintContext`) to the estimator's `PlanInputs`, and the estimate of a context,
+computed once for the MEM/CK rules and `sapo-lint explain`.
+
+Config values are read the way verl 0.9.1 reads them; per-role Megatron sizes come from `linter/topology.py`, the
+model and the accelerator from the command, the environment and the site limits from `Command.env` and
+`Command.resources`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..core.model import Accelerator
+from ..engine import LintContext
+from ..schema import version_key
+from ..topology import ROLE_NODE, ROLLOUT, Parallelism, active_roles, parallelism, world_size
+from .activations import Recompute
+from .inputs import (
+    DEFAULT_HCCL_BUFFSIZE_MB,
+    DEFAULT_HCCL_EXEC_TIMEOUT_S,
+    DEFAULT_NCCL_TIMEOUT_S,
+    CheckpointSetup,
+    Limits,
+    PlanInputs,
+    RoleSetup,
+    RolloutSetup,
+)
+from .optimizer import Optimizer
+from .params import Layout
+from .plan import Estimate, estimate
+
+
+def estimate_for(ctx: LintContext) -> Estimate | None:
+    """`estimate(plan_inputs(ctx))`, computed once per context (kept in `ctx.derived`, read only here) so that the
+    MEM/CK rules and `explain` share one computation."""
+    if "estimate" not in ctx.derived:
+        inputs = plan_inputs(ctx)
+        ctx.derived["estimate"] = estimate(inputs) if inputs is not None else None
+    return ctx.derived["estimate"]
+
+
+def plan_inputs(ctx: LintContext) -> PlanInputs | None:
+    """Everything the estimate needs, read from a resolved command; None when the model, the accelerator, the
+    world size or the actor's Megatron sizes are unknown (other rules report those)."""
+    command = ctx.command
+    if command is None or command.model is None or command.accelerator is None:
+        return None
+    world = world_size(ctx)
+    actor_par = parallelism(ctx, "actor")
+    if not world or actor_par is None:
+        return None
+    env = {var.name: var.value for var in command.env}
+    seq = _int(ctx.config.value("data.max_prompt_length"), 512) + _int(ctx.config.value("data.max_response_length"), 512)
+    roles = active_roles(ctx)
+    actor = _role(ctx, "actor", actor_par, world, seq)
+    ref = critic = None
+    if "ref" in roles and (p := parallelism(ctx, "ref")) is not None:
+        ref = _role(ctx, "ref", p, world, seq)
+    if "critic" in roles and (p := parallelism(ctx, "critic")) is not None:
+        critic = _role(ctx, "critic", p, world, seq)
+    accelerator = command.accelerator
+    device = _device(ctx, accelerator)
+    rollout = RolloutSetup(
+        gpu_memory_utilization=_num(ctx.config.value(f"{ROLLOUT}.gpu_memory_utilization"), 0.5),
+        free_cache_engine=ctx.config.value(f"{ROLLOUT}.free_cache_engine") is not False,
+        tp=_int(ctx.config.value(f"{ROLLOUT}.tensor_model_parallel_size"), 1),
+        sleep_keeps_weights_on_host=device == "npu",
+    )
+    contents = ctx.config.value("actor_rollout_ref.actor.checkpoint.save_contents")
+    mbridge_cfg = "actor_rollout_ref.actor.checkpoint.mbridge_config"
+    hf_distributed = (
+        bool(ctx.config.value("actor_rollout_ref.actor.megatron.vanilla_mbridge"))
+        and bool(ctx.config.value(f"{mbridge_cfg}.distributed_filesystem"))
+        and bool(ctx.config.value(f"{mbridge_cfg}.memory_efficient"))
+        and not ctx.stack.mbridge[:1].isdigit()  # released mbridge (<= 0.15.1) has no distributed_filesystem
+    )
+    timeout = _num(ctx.config.value("actor_rollout_ref.nccl_timeout"), DEFAULT_NCCL_TIMEOUT_S)
+    source = "actor_rollout_ref.nccl_timeout"
+    if device == "npu":
+        exec_timeout = _num(_float_or_none(env.get("HCCL_EXEC_TIMEOUT")), DEFAULT_HCCL_EXEC_TIMEOUT_S)
+        if 0 < exec_timeout < timeout:
+            timeout, source = exec_timeout, "HCCL_EXEC_TIMEOUT"
+    checkpoint = CheckpointSetup(
+        saves=_num(ctx.config.value("trainer.save_freq"), -1) > 0,
+        contents=tuple(str(c) for c in contents) if isinstance(contents, list) else ("model", "optimizer", "extra"),
+        use_dist_checkpointing=bool(ctx.config.value("actor_rollout_ref.actor.megatron.use_dist_checkpointing")),
+        hf_distributed=hf_distributed,
+        async_save=bool(ctx.config.value("actor_rollout_ref.actor.checkpoint.async_save")),
+        timeout_s=timeout, timeout_source=source,
+    )
+    per_node = _int(ctx.config.value("trainer.n_gpus_per_node"), accelerator.devices_per_node)
+    return PlanInputs(
+        model=command.model, world=world, devices_per_node=per_node, hbm_gib=float(accelerator.hbm_gib),
+        device=device, actor=actor, ref=ref, critic=critic, rollout=rollout, checkpoint=checkpoint,
+        limits=Limits.from_mapping(dict(command.resources)),
+        hccl_buffsize_mb=_num(_float_or_none(env.get("HCCL_BUFFSIZE")), DEFAULT_HCCL_BUFFSIZE_MB),
+        mla_down_replicated=version_key(ctx.stack.megatron_core) >= (0, 15),
+        accelerator=accelerator.name,
+    )
+
+
+def _role(ctx: LintContext, role: str, par: Parallelism, world: int, seq: int) -> RoleSetup:
+    layout = Layout(world, par.tp, par.pp, par.vpp, par.cp, par.ep, par.etp)
+    prefix, megatron = ROLE_NODE[role], par.prefix
+    param_bytes = float(dtype_bytes(ctx.config.value(f"{megatron}.dtype"), 2))
+    common = {"role": role, "layout": layout, "sp": par.sp and par.tp > 1, "param_bytes": param_bytes,
+              "param_offload": bool(ctx.config.value(f"{megatron}.param_offload"))}
+    if role == "ref":
+        tokens, _ = _tokens(ctx, f"{prefix}.log_prob_use_dynamic_bsz", f"{prefix}.log_prob_max_token_len_per_gpu",
+                            f"{prefix}.log_prob_micro_batch_size_per_gpu", seq, par.cp, 16384)
+        return RoleSetup(**common, logprob_tokens=tokens)
+    opt, grad = _optimizer(ctx, prefix, param_bytes)
+    budget_default = 32768 if role == "critic" else 16384
+    train, source = _tokens(ctx, f"{prefix}.use_dynamic_bsz", f"{prefix}.ppo_max_token_len_per_gpu",
+                            f"{prefix}.ppo_micro_batch_size_per_gpu", seq, par.cp, budget_default)
+    if role == "actor":
+        logprob, _ = _tokens(ctx, f"{ROLLOUT}.log_prob_use_dynamic_bsz", f"{ROLLOUT}.log_prob_max_token_len_per_gpu",
+                             f"{ROLLOUT}.log_prob_micro_batch_size_per_gpu", seq, par.cp, 16384)
+    else:
+        logprob, _ = _tokens(ctx, f"{prefix}.use_dynamic_bsz", f"{prefix}.forward_max_token_len_per_gpu",
+                             f"{prefix}.forward_micro_batch_size_per_gpu", seq, par.cp, budget_default)
+    return RoleSetup(**common, grad_bytes=grad, optimizer=opt,
+                     optimizer_offload=bool(ctx.config.value(f"{megatron}.optimizer_offload")),
+                     recompute=_recompute(ctx, megatron), train_tokens=train, logprob_tokens=logprob,
+                     value_head=role == "critic", token_source=source)
+
+
+def _tokens(ctx: LintContext, dynamic_path: str, budget_path: str, micro_path: str, seq: int, cp: int,
+            budget_default: int) -> tuple[float, str]:
+    """Tokens of one micro-batch on one rank: the dynamic-bsz budget (a sequence longer than it is still one
+    micro-batch), or micro-batch size x (prompt + response); divided over CP (verl multiplies the budget by CP)."""
+    if ctx.config.value(dynamic_path):
+        budget = _int(ctx.config.value(budget_path), budget_default)
+        return float(max(budget, math.ceil(seq / cp))), f"dynamic bsz, {budget_path.rsplit('.', 1)[-1]}={budget}"
+    micro = _int(ctx.config.value(micro_path), 1)
+    return micro * seq / cp, f"{micro_path.rsplit('.', 1)[-1]}={micro} x {seq} tokens"
+
+
+def _recompute(ctx: LintContext, megatron: str) -> Recompute:
+    def get(name):
+        return ctx.config.value(f"{megatron}.override_transformer_config.{name}")
+
+    modules = get("recompute_modules")
+    return Recompute(
+        granularity=get("recompute_granularity") if get("recompute_granularity") in ("full", "selective") else None,
+        method=get("recompute_method") if get("recompute_method") in ("uniform", "block") else None,
+        num_layers=_int(get("recompute_num_layers"), 0) or None,
+        modules=tuple(str(m) for m in modules) if isinstance(modules, list) else ("core_attn",),
+    )
+
+
+def _optimizer(ctx: LintContext, prefix: str, param_bytes: float) -> tuple[Optimizer, float]:
+    """(Optimizer, main-grad bytes) from `<prefix>.optim` and its `override_optimizer_config` the way verl 0.9.1's
+    `init_megatron_optim_config` builds Megatron's OptimizerConfig (overrides win), and the DDP grad buffer dtype
+    the way its engine sets `grad_reduce_in_fp32`."""
+    optim, megatron = f"{prefix}.optim", f"{prefix}.megatron"
+
+    def ov(name, default=None):
+        path = f"{optim}.override_optimizer_config.{name}"
+        return ctx.config.value(path) if ctx.config.exists(path) else default
+
+    verl_pa = bool(ctx.config.value(f"{optim}.use_precision_aware_optimizer"))
+    pa = bool(ov("use_precision_aware_optimizer", verl_pa))
+
+    def dtype(name):
+        default = ctx.config.value(f"{optim}.{name}") if verl_pa else "fp32"
+        return dtype_bytes(ov(name, default))
+
+    distributed = bool(ov("use_distributed_optimizer", ctx.config.value(f"{megatron}.use_distributed_optimizer")))
+    main_params = dtype_bytes(ov("main_params_dtype", "fp32"))
+    remainders = bool(ov("store_param_remainders", True))
+    if pa and (main_params < 4 or (remainders and param_bytes == 2)):
+        master = 2.0
+    else:
+        master = 4.0
+    kind = "sgd" if str(ctx.config.value(f"{optim}.optimizer") or "adam").lower() == "sgd" else "adam"
+    opt = Optimizer(
+        distributed=distributed, precision_aware=pa, master_bytes=master,
+        exp_avg_bytes=dtype("exp_avg_dtype") if pa else 4, exp_avg_sq_bytes=dtype("exp_avg_sq_dtype") if pa else 4,
+        cpu_offload=bool(ov("optimizer_cpu_offload", False)),
+        offload_fraction=_num(ov("optimizer_offload_fraction", 0.0), 0.0), kind=kind,
+    )
+    ddp = f"{megatron}.override_ddp_config.grad_reduce_in_fp32"
+    if ctx.config.exists(ddp):
+        grad = 4.0 if ctx.config.value(ddp) else param_bytes
+    elif verl_pa and dtype_bytes(ctx.config.value(f"{optim}.main_grads_dtype")) < 4:
+        grad = 2.0
+    else:
+        grad = 4.0
+    return opt, grad
+
+
+def _device(ctx: LintContext, accelerator: Accelerator) -> str:
+    """`npu` or `gpu`: `trainer.device` when the recipe sets it, else the accelerator's."""
+    if ctx.explicit("trainer.device") is not None:
+        return "npu" if ctx.config.value("trainer.device") == "npu" else "gpu"
+    return accelerator.device
+
+
+def dtype_bytes(name: Any, default: int = 4) -> int:
+    """Bytes per element of a dtype as verl/Megatron configs spell it (`fp32`, `bf16`, `torch.bfloat16`, ...)."""
+    if name is None:
+        return default
+    text = str(name).lower().removeprefix("torch.")
+    if text in ("fp32", "float32", "float", "32"):
+        return 4
+    if text in ("bf16", "bfloat16", "fp16", "float16", "half", "16"):
+        return 2
+    if text in ("fp8", "uint8", "int8", "float8_e4m3fn", "float8_e5m2"):
+        return 1
+    return default
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _num(value: Any, default: float) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+def _float_or_none(text: str | None) -> float | None:
+    try:
+        return float(text) if text is not None else None
+    except ValueError:
+        return None
