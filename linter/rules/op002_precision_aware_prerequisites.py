@@ -1,7 +1,7 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
+from ..rulekit.optimizer import optimizer_views
 from ..rulekit.registry import Finding, rule
-from .op001_cpu_offload_fraction_zero import optimizer_views
 
 
 @rule(

@@ -2,7 +2,7 @@ from ..core.diagnostics import Severity
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 
-# (lowest, highest) accepted integer values; CANN documentation as collected in megatron.md §6.5.
+# (lowest, highest) accepted integer values; from CANN's environment-variable reference (HCCL_*).
 RANGES = {
     "HCCL_CONNECT_TIMEOUT": (120, 7200),
     "HCCL_EXEC_TIMEOUT": (0, 2147483647),

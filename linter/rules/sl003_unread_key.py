@@ -2,7 +2,7 @@ from ..core.diagnostics import Severity
 from ..engine import LintContext
 from ..rulekit.common import did_you_mean, first_missing, short_class
 from ..rulekit.registry import Finding, rule
-from .sp001_sapo_tau_nested import is_nested_tau
+from ..rulekit.sapo import is_nested_tau
 
 
 @rule(

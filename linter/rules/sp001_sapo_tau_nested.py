@@ -1,13 +1,7 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
-
-TAUS = ("tau_pos", "tau_neg")
-
-
-def is_nested_tau(path: str) -> bool:
-    parts = path.split(".")
-    return len(parts) >= 2 and parts[-1] in TAUS and parts[-2] == "policy_loss"
+from ..rulekit.sapo import is_nested_tau
 
 
 @rule(
