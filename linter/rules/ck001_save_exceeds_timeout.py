@@ -42,11 +42,11 @@ def check(ctx: LintContext):
     alone gathers and writes through the bridge. The world group's timeout is verl's
     `actor_rollout_ref.nccl_timeout` (600 s by default; verl does not pass Megatron's 30-minute
     `distributed_timeout_minutes` to it), and on Ascend also HCCL_EXEC_TIMEOUT (1836 s by default), whichever is
-    shorter. A save longer than that kills every rank at the first checkpoint, hours into the run (SPEC incident 4).
+    shorter. A save longer than that kills every rank at the first checkpoint, hours into the run (incident 4).
 
     Estimate: each rank's shard of the dist checkpoint (its fp32 master and Adam moments, 12 B per sharded element,
     and with `use_dist_checkpointing` its share of the bf16 weights) and rank 0's HF weights (2 B per parameter),
-    at an assumed write bandwidth per writing process (`linter/estimate.py` DEFAULT_WRITE_GIB_PER_S until the
+    at an assumed write bandwidth per writing process (`linter/estimate/inputs.py` DEFAULT_WRITE_GIB_PER_S until the
     recipe or `[tool.sapo-lint]` can state it; the message says which was used). Weight-only checkpoints
     (`checkpoint.save_contents: [model]`) or a longer `nccl_timeout` are the usual fixes. Only checked when
     `trainer.save_freq` > 0."""

@@ -38,10 +38,10 @@ from ..rulekit.registry import Finding, rule
 def check(ctx: LintContext):
     """`trainer.max_actor_ckpt_to_keep: 1` does not bound peak disk: verl removes the previous checkpoint only
     after the new one is complete (`register_checkpoint` / `ensure_checkpoint_capacity`), so while a save runs two
-    checkpoints sit on disk (SPEC incident 7). A full checkpoint holds the bf16 weights and the fp32 master copy
+    checkpoints sit on disk (incident 7). A full checkpoint holds the bf16 weights and the fp32 master copy
     with both Adam moments (~14 B per parameter; weight-only `save_contents: [model]` is 2 B), plus the critic's
     when a critic trains. The budget is a site fact verl's config has no place for: until it is stated the check
-    uses a documented default (`linter/estimate.py` DEFAULT_DISK_BUDGET_GIB) and reports a warning. Only checked
+    uses a documented default (`linter/estimate/inputs.py` DEFAULT_DISK_BUDGET_GIB) and reports a warning. Only checked
     when `trainer.save_freq` > 0."""
     est = estimate_for(ctx)
     if est is None or not est.checkpoint.saves:

@@ -123,7 +123,7 @@ def check(ctx: LintContext):
     fp32 main grads (unless `megatron.param_offload`) and its Adam state (unless `megatron.optimizer_offload`).
     `train`: the actor update, optimizer step included -- verl loads everything it offloaded back, so only
     Megatron's own `optimizer_cpu_offload` / `optimizer_offload_fraction` take Adam's state off the device
-    (SPEC incident 3: the 30B MoE on 8 devices ran out of memory in the first `optimizer.step()`, after a complete
+    (incident 3: the 30B MoE on 8 devices ran out of memory in the first `optimizer.step()`, after a complete
     rollout). The optimizer state is sharded over DP x CP (dense) and expert-DP (experts) by the distributed
     optimizer; activations follow the recompute mode and the micro-batch or dynamic-bsz token budget; Ascend adds
     2 x HCCL_BUFFSIZE per communicator. The message names the phase, its biggest term and the knob that shrinks it.

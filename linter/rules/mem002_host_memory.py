@@ -40,7 +40,7 @@ def check(ctx: LintContext):
     engine's weights while it sleeps at level 1 (verl's choice on Ascend). Pinned memory cannot be swapped: past
     the node's RAM the job is killed by the OOM killer or fails to pin. Without the distributed optimizer every
     data-parallel rank keeps a full copy of the state. The node's RAM is a site fact verl's config has no place
-    for: until it is stated the check uses a documented default (`linter/estimate.py` DEFAULT_HOST_RAM_GIB) and
+    for: until it is stated the check uses a documented default (`linter/estimate/inputs.py` DEFAULT_HOST_RAM_GIB) and
     reports a warning."""
     est = estimate_for(ctx)
     if est is None:
