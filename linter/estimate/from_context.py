@@ -110,7 +110,7 @@ def _role(ctx: LintContext, role: str, par: Parallelism, world: int, seq: int) -
         tokens, _ = _tokens(ctx, f"{prefix}.log_prob_use_dynamic_bsz", f"{prefix}.log_prob_max_token_len_per_gpu",
                             f"{prefix}.log_prob_micro_batch_size_per_gpu", seq, par.cp, 16384)
         return RoleSetup(**common, logprob_tokens=tokens)
-    opt, grad = _optimizer(ctx, prefix, param_bytes)
+    opt, grad = _optimizer(ctx, prefix, megatron, param_bytes)
     budget_default = 32768 if role == "critic" else 16384
     train, source = _tokens(ctx, f"{prefix}.use_dynamic_bsz", f"{prefix}.ppo_max_token_len_per_gpu",
                             f"{prefix}.ppo_micro_batch_size_per_gpu", seq, par.cp, budget_default)
@@ -150,11 +150,11 @@ def _recompute(ctx: LintContext, megatron: str) -> Recompute:
     )
 
 
-def _optimizer(ctx: LintContext, prefix: str, param_bytes: float) -> tuple[Optimizer, float]:
+def _optimizer(ctx: LintContext, prefix: str, megatron: str, param_bytes: float) -> tuple[Optimizer, float]:
     """(Optimizer, main-grad bytes) from `<prefix>.optim` and its `override_optimizer_config` the way verl 0.9.1's
     `init_megatron_optim_config` builds Megatron's OptimizerConfig (overrides win), and the DDP grad buffer dtype
     the way its engine sets `grad_reduce_in_fp32`."""
-    optim, megatron = f"{prefix}.optim", f"{prefix}.megatron"
+    optim = f"{prefix}.optim"
 
     def ov(name, default=None):
         path = f"{optim}.override_optimizer_config.{name}"

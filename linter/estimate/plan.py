@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import NamedTuple
 
 from ..core.model import ModelShape
@@ -75,8 +77,8 @@ class Estimate(NamedTuple):
     actor: RoleState
     ref: RoleState | None
     critic: RoleState | None
-    phases: dict[str, dict[str, float]]  # phase -> term -> bytes per device
-    host: dict[str, dict[str, float]]  # phase -> term -> bytes per rank in host RAM
+    phases: Mapping[str, Mapping[str, float]]  # phase -> term -> bytes per device (read-only)
+    host: Mapping[str, Mapping[str, float]]  # phase -> term -> bytes per rank in host RAM (read-only)
     checkpoint: CheckpointEstimate
     communicators: tuple[str, ...]
     notes: tuple[str, ...]
@@ -260,7 +262,7 @@ def estimate(inputs: PlanInputs) -> Estimate:
         return terms
 
     names = list(PHASES) + (["critic"] if critic is not None else [])
-    phases = {n: phase(n) for n in names}
+    phases = _read_only({n: phase(n) for n in names})
 
     def host(name: str) -> dict[str, float]:
         terms = dict.fromkeys(HOST_TERMS, 0.0)
@@ -282,9 +284,15 @@ def estimate(inputs: PlanInputs) -> Estimate:
             terms["rollout_sleep"] = counts.total * 2.0 / max(1, inputs.rollout.tp)
         return terms
 
-    hosts = {n: host(n) for n in names}
+    hosts = _read_only({n: host(n) for n in names})
     ck = checkpoint_estimate(inputs, act, counts)
     if actor.layout.world % (actor.layout.tp * actor.layout.pp * actor.layout.cp) or (
             m.is_moe and actor.layout.world % (actor.layout.ep * actor.layout.expert_tp * actor.layout.pp)):
         notes.append("the world size does not divide the parallel layout (see TP001/TP002); dp/edp rounded up to 1")
     return Estimate(inputs, counts, act, ref, critic, phases, hosts, ck, comms, tuple(notes))
+
+
+def _read_only(by_phase: dict[str, dict[str, float]]) -> Mapping[str, Mapping[str, float]]:
+    """Read-only views, so that an `Estimate` (an immutable record, shared by the rules of one command) stays as
+    computed."""
+    return MappingProxyType({name: MappingProxyType(terms) for name, terms in by_phase.items()})
