@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from .core.command import Command, LocatedOverride, Stack, locate_override
+from .core.command import Command, LocatedOverride, Stack, locate_override, site_limits
 from .core.diagnostics import Diagnostic, Location
 from .core.variants import collapse_variants, matches
 from .engine import LintContext, lint_command
@@ -55,16 +55,18 @@ def command_line_overrides(texts: Iterable[str]) -> tuple[LocatedOverride, ...]:
 
 
 def read_options(settings: Settings, cli_overrides: Iterable[str] = (), cli_verl: str | None = None,
-                 cli_accelerator: str | None = None, resources: dict | None = None) -> ReadOptions:
+                 cli_accelerator: str | None = None, cli_resources: dict | None = None) -> ReadOptions:
     """Defaults for every file of a run: the command line first, then `[tool.sapo-lint]`, then the installed
-    verl, then the built-in defaults. `resources` (site limits) refine the settings' ones."""
+    verl, then the built-in defaults. `cli_resources`: site limits from the command line (they win over a
+    recipe's `hardware` and `[tool.sapo-lint]`)."""
     return ReadOptions(
         default_verl=settings.verl_version or installed_verl_version() or DEFAULT_VERL_VERSION,
         stack=Stack(settings.megatron_core or DEFAULT_MEGATRON_CORE, settings.mbridge or DEFAULT_MBRIDGE),
         cli_verl=cli_verl,
         cli_overrides=command_line_overrides(cli_overrides),
         cli_accelerator=cli_accelerator,
-        resources={**settings.resources(), **(resources or {})},
+        resources=site_limits(settings.resources()),
+        cli_resources=site_limits(cli_resources or {}),
     )
 
 

@@ -198,7 +198,7 @@ def load_snapshot(verl_version: str, config_name: str) -> Snapshot:
     return Snapshot(versioned, config_name)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Consumer:
     package: str
     version: str  # the snapshot actually used

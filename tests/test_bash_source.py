@@ -441,11 +441,9 @@ def test_unknown_if_condition_is_reported():
 
 
 def test_cli_overrides_merged_last():
-    from dataclasses import replace
-
     from sapo_toolkit.linter.api import command_line_overrides
 
-    options = replace(OPTIONS, cli_overrides=command_line_overrides(["trainer.nnodes=4"]))
+    options = OPTIONS._replace(cli_overrides=command_line_overrides(["trainer.nnodes=4"]))
     result = read_script(read_text(FIXTURES / "run_qwen3_14b_megatron.sh"), options)
     last = result.commands[0].overrides[-1]
     assert last.key_text == "trainer.nnodes" and last.parsed.value == 4

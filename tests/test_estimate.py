@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sapo_toolkit.linter.catalog import _cards, find_model
-from sapo_toolkit.linter.core.command import Stack
+from sapo_toolkit.linter.core.command import Stack, site_limits
 from sapo_toolkit.linter.engine import resolve
 from sapo_toolkit.linter.estimate.activations import Recompute, train_activations
 from sapo_toolkit.linter.estimate.from_context import estimate_for, plan_inputs
@@ -41,7 +41,7 @@ def arch(card):
 def contexts(path: Path, resources: dict | None = None):
     """{variant: LintContext} of a recipe file; `resources`: site limits, as `[tool.sapo-lint]` or the command line
     give them."""
-    options = ReadOptions("0.9.1", Stack(DEFAULT_MEGATRON_CORE, DEFAULT_MBRIDGE), resources=resources or {})
+    options = ReadOptions("0.9.1", Stack(DEFAULT_MEGATRON_CORE, DEFAULT_MBRIDGE), resources=site_limits(resources or {}))
     read = read_recipe(read_text(path), options)
     assert read.recipe is not None, read.diagnostics
     snapshot = load_snapshot(read.recipe.verl_version, read.recipe.config_name)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 # One definition, in schemas (the linter imports schemas, never the reverse); re-exported for --fix, convert, caches.
 from sapo_toolkit.schemas.atomic import write_atomically
@@ -13,8 +13,7 @@ __all__ = ["MAX_BYTES", "TextFile", "UnreadableFile", "read_text", "write_atomic
 MAX_BYTES = 4 * 1024 * 1024  # far above any real recipe or run script
 
 
-@dataclass(frozen=True)
-class TextFile:
+class TextFile(NamedTuple):
     path: str
     text: str
 

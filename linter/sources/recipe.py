@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -35,7 +35,7 @@ def looks_like_recipe(text: str) -> bool:
     return RECIPE_MARKER.search(text) is not None
 
 
-@dataclass
+@dataclass(slots=True)
 class Recipe:
     path: str
     data: dict
@@ -44,7 +44,7 @@ class Recipe:
     config_name: str = DEFAULT_CONFIG_NAME
 
 
-@dataclass
+@dataclass(slots=True)
 class RecipeRead:
     recipe: Recipe | None
     diagnostics: list[Diagnostic]
@@ -157,16 +157,18 @@ def _accelerator(source: TextFile, root, data: dict, diagnostics: list[Diagnosti
     return known[name]
 
 
-@dataclass(frozen=True)
-class ReadOptions:
-    """What the command line and `[tool.sapo-lint]` add to every recipe read in one run."""
+class ReadOptions(NamedTuple):
+    """What the command line and `[tool.sapo-lint]` add to every file read in one run."""
 
     default_verl: str
     stack: Stack
     cli_verl: str | None = None
     cli_overrides: tuple[LocatedOverride, ...] = ()
     cli_accelerator: str | None = None
-    resources: dict = field(default_factory=dict)  # site limits (RESOURCE_KEYS) a recipe's `hardware` may refine
+    # Site limits as (name, value) pairs (`core.command.RESOURCE_KEYS`): `[tool.sapo-lint]`'s, which a recipe's
+    # `hardware` refines, and the command line's, which win over both.
+    resources: tuple[tuple[str, float], ...] = ()
+    cli_resources: tuple[tuple[str, float], ...] = ()
 
 
 def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
@@ -209,7 +211,8 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
             axes.append(choices)
     base_env = _env(source.path, loader, yaml_nodes.child(root, "env"))
     hardware = data.get("hardware") if isinstance(data.get("hardware"), dict) else {}
-    resources = {**options.resources, **{k: hardware[k] for k in RESOURCE_KEYS if k in hardware}}
+    resources = {**dict(options.resources), **{k: hardware[k] for k in RESOURCE_KEYS if k in hardware},
+                 **dict(options.cli_resources)}
     for label, chosen in expand(axes):
         overrides, env = list(base), dict(base_env)
         for extra, extra_env in chosen:
