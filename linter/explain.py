@@ -58,41 +58,37 @@ def explain_recipe(path: Path, *, variants: tuple[str, ...] = (), overrides: tup
                    resources: dict | None = None) -> tuple[list[Item], list[str]]:
     """Estimate every (selected) variant of a recipe: (items, problems that stop the whole file). `resources`: site
     limits from the command line; they reach the estimate as the linter's do, through `Command.resources`."""
-    from .api import read_options, select
-    from .engine import resolve
+    from . import api
     from .estimate.from_context import estimate_for
     from .rules import load_rules
-    from .schema import SnapshotNotFound, load_snapshot
+    from .schema import SnapshotNotFound
     from .settings import SettingsError, load_settings
-    from .sources.files import UnreadableFile, read_text
-    from .sources.recipe import looks_like_recipe, read_recipe
+    from .sources.files import UnreadableFile
 
     try:
         settings, _ = load_settings(Path.cwd())
     except SettingsError as exc:
         return [], [str(exc)]
     try:
-        source = read_text(path)
+        loaded = api.load(path, api.read_options(settings, overrides, verl_version, accelerator, resources))
     except UnreadableFile as exc:
         return [], [str(exc)]
-    if not looks_like_recipe(source.text):
+    if loaded is None or loaded.kind != "recipe":
         return [], [f"{path}: not a recipe (a YAML file with a top-level `recipe:` key); "
                     "run scripts are not read by `explain` yet"]
-    read = read_recipe(source, read_options(settings, overrides, verl_version, accelerator, resources))
-    if read.recipe is None:
-        return [], [f"{d.location.path}:{d.location.line}:{d.location.column}: {d.code} {d.message}" for d in read.diagnostics]
-    recipe = read.recipe
-    try:
-        snapshot = load_snapshot(recipe.verl_version, recipe.config_name)
-    except SnapshotNotFound as exc:
-        return [], [str(exc)]
-    commands = select(recipe.commands, variants)
+    if loaded.recipe is None:
+        return [], [f"{d.location.path}:{d.location.line}:{d.location.column}: {d.code} {d.message}" for d in loaded.diagnostics]
+    commands = api.select(loaded.commands, variants)
     if not commands:
-        known = ", ".join(c.variant or "(none)" for c in recipe.commands)
+        known = ", ".join(c.variant or "(none)" for c in loaded.commands)
         return [], [f"no variant matches {', '.join(variants)}; variants: {known}"]
     rules = load_rules(lambda code: code in ESTIMATE_RULES)
     items = []
     for command in commands:
+        try:
+            ctx = api.resolve(command, loaded.verl_version)
+        except SnapshotNotFound as exc:
+            return [], [str(exc)]
         if command.model is None:
             items.append(Item(command.variant, error="unknown model: name a shipped card (`model.card`) or a directory "
                                                      "with config.json (`model.path`)"))
@@ -100,7 +96,6 @@ def explain_recipe(path: Path, *, variants: tuple[str, ...] = (), overrides: tup
         if command.accelerator is None:
             items.append(Item(command.variant, error="no accelerator: set `hardware.accelerator` or --accelerator"))
             continue
-        ctx = resolve(command, snapshot)
         est = estimate_for(ctx)  # the estimate the MEM/CK rules below report from
         if est is None:
             items.append(Item(command.variant, error="the actor does not run on the Megatron engine or its world size / "
