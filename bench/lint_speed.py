@@ -1,11 +1,13 @@
 """Cold-start speed of `sapo-lint` on generated recipes (run by hand; figures go into notes, not tests).
 
-    python bench/lint_speed.py [--files 300] [--runs 7] [--scripts 120]
+    python bench/lint_speed.py [--files 300] [--runs 7] [--scripts 120] [--corpus DIR]
 
 Generates realistic recipes (the shipped ones, re-parameterised, a few with typical mistakes) in a
 temporary directory, then times fresh `sapo-lint` processes: over ~100 files, over all files, and on one file.
 Then the same for verl-style run scripts (the test fixtures, re-parameterised): without shellcheck, with
 shellcheck and an empty cache, and with the cache warm.
+Then the real run scripts of `--corpus` (default: `../shared/corpus` beside the checkout, when it exists), which
+are slower and noisier than copies of the fixtures.
 Targets: <= 1 s for ~100 files, <= 150 ms for one file, on a 2-core machine.
 """
 
@@ -92,6 +94,8 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=300)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--scripts", type=int, default=120)
+    parser.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus",
+                        help="a directory of real run scripts (skipped when it does not exist)")
     args = parser.parse_args()
     exe = shutil.which("sapo-lint")
     base = [exe] if exe else [sys.executable, "-m", "sapo_toolkit.linter"]
@@ -124,6 +128,10 @@ def main() -> None:
             f"{args.scripts} scripts, shellcheck cold": timed([*base, str(scripts)], args.runs, fresh_cache=True),
             f"{args.scripts} scripts, shellcheck warm": timed([*base, str(scripts)], args.runs, env=warm_env),
         })
+    if args.corpus.is_dir():
+        count = sum(1 for _ in args.corpus.rglob("*.sh"))
+        results[f"{count} real scripts ({args.corpus.name}), --no-shellcheck"] = timed(
+            [*base, "--no-shellcheck", str(args.corpus)], args.runs)
     print(f"sapo-lint cold runs over {args.runs} runs ({' '.join(base)}):")
     print(f"  {'':<56} {'median':>10} {'best':>10}")
     for name, (median, best) in results.items():
