@@ -8,6 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from sapo_toolkit.linter.core.command import Stack, site_limits
+from sapo_toolkit.linter.engine import resolve
+from sapo_toolkit.linter.schema import DEFAULT_MBRIDGE, DEFAULT_MEGATRON_CORE, load_snapshot
+from sapo_toolkit.linter.sources.files import read_text
+from sapo_toolkit.linter.sources.recipe import ReadOptions, read_recipe
+
 REPO = Path(__file__).resolve().parent.parent
 
 # Overrides that verl's own start-up checks need on top of its defaults (a micro-batch size for each static
@@ -76,3 +82,13 @@ DYNAMIC = """overrides:
 # Prompt + response longer than the actor's dynamic-bsz token budget (BS010).
 LONG = ("data.max_prompt_length: 2048", "data.max_response_length: 8192",
         "actor_rollout_ref.actor.ppo_max_token_len_per_gpu: 8192")
+
+
+def contexts(path: Path, resources: dict | None = None):
+    """{variant: LintContext} of a recipe file; `resources`: site limits, as `[tool.sapo-lint]` or the command line
+    give them."""
+    options = ReadOptions("0.9.1", Stack(DEFAULT_MEGATRON_CORE, DEFAULT_MBRIDGE), resources=site_limits(resources or {}))
+    read = read_recipe(read_text(path), options)
+    assert read.recipe is not None, read.diagnostics
+    snapshot = load_snapshot(read.recipe.verl_version, read.recipe.config_name)
+    return {c.variant: resolve(c, snapshot) for c in read.recipe.commands}
