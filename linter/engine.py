@@ -171,7 +171,7 @@ def _scalar(text: str) -> Any:
     return text.strip()
 
 
-@dataclass
+@dataclass(slots=True)
 class LintContext:
     """What rules see: the resolved overrides of one command and the config they produce."""
 

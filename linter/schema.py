@@ -45,7 +45,7 @@ def installed_verl_version() -> str | None:
     return None
 
 
-@dataclass
+@dataclass(slots=True)
 class Tree:
     """One composed key tree: dotted path -> entry (schemas/FORMAT.md)."""
 

@@ -40,7 +40,7 @@ def _naming_defaults() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return DEFAULT_IGNORE_DIRS, DEFAULT_IGNORE_FILES
 
 
-@dataclass
+@dataclass(slots=True)
 class Settings:
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)

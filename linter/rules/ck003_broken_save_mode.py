@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..core.diagnostics import Severity
 from ..engine import LintContext
@@ -11,8 +11,7 @@ from ..schema import version_key
 from ..topology import ROLE_NODE, active_roles
 
 
-@dataclass(frozen=True)
-class Broken:
+class Broken(NamedTuple):
     """A save mode that fails with verl versions in [verl_min, verl_max) (and mbridge releases up to
     `mbridge_max`, when set)."""
 

@@ -16,7 +16,7 @@ _DICT_NAMES = {"dict", "Dict", "Mapping", "MutableMapping", "DictConfig", "Order
 _ANY_NAMES = {"Any", "object"}
 
 
-@dataclass
+@dataclass(slots=True)
 class Annotation:
     type: str = "any"
     nullable: bool = False

@@ -18,7 +18,7 @@ from .source_index import Index, dotted_name, string_value
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(slots=True)
 class Choices:
     loss_mode: list[str]
     adv_estimator: list[str]

@@ -21,7 +21,7 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OC_SELECT = re.compile(r"\$\{oc\.select:\s*([^,}\s]+)")
 
 
-@dataclass
+@dataclass(slots=True)
 class FieldRecord:
     name: str
     ann: str | None  # annotation source
@@ -29,7 +29,7 @@ class FieldRecord:
     module: str  # module of the declaring class (scope for names in `ann`)
 
 
-@dataclass
+@dataclass(slots=True)
 class ClassRecord:
     name: str
     module: str
@@ -40,7 +40,7 @@ class ClassRecord:
     methods: dict[str, list[dict]] = field(default_factory=dict)  # name -> parameters (for mbridge)
 
 
-@dataclass
+@dataclass(slots=True)
 class ModuleRecord:
     name: str
     classes: dict[str, ClassRecord] = field(default_factory=dict)

@@ -28,7 +28,7 @@ UNRESOLVED_VALUE = "${oc.env:SAPO_LINT_UNRESOLVED}"
 MAX_VARIANTS = 64
 
 
-@dataclass
+@dataclass(slots=True)
 class ScriptRead:
     """A run script read: a command per trainer call per variant, and what was reported while reading it."""
 
@@ -124,7 +124,7 @@ def _located_override(text: str, loc: Location, marks: dict[str, str], diagnosti
     return locate_override(text, loc, key_text)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Parsed:
     src: bytes
     lines: list[bytes]

@@ -14,7 +14,7 @@ from .interpreter import PASSTHROUGH_FIELD, Interpreter
 _PYTHON = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun)$")
 
 
-@dataclass
+@dataclass(slots=True)
 class TrainerCall:
     """One trainer invocation found while evaluating a variant."""
 
