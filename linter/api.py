@@ -28,7 +28,7 @@ from .schema import (
     load_snapshot,
 )
 from .settings import Settings
-from .sources.files import TextFile, read_text
+from .sources.files import TextFile, UnreadableFile, read_text
 from .sources.recipe import ReadOptions, Recipe, looks_like_recipe, read_recipe
 
 RECIPE_SUFFIXES = (".yaml", ".yml")
@@ -72,7 +72,7 @@ def read_options(settings: Settings, cli_overrides: Iterable[str] = (), cli_verl
 
 def load(path: Path, options: ReadOptions) -> Loaded | None:
     """Read a recipe (`*.yaml`/`*.yml` with a top-level `recipe:` key) or a run script (`*.sh`) into commands;
-    None for any other file. Raises `sources.files.UnreadableFile` (its message says why, in one line)."""
+    None for any other file. Raises `UnreadableFile` (its message says why, in one line)."""
     if path.suffix not in RECIPE_SUFFIXES + SCRIPT_SUFFIXES:
         return None
     source = read_text(path)
@@ -145,4 +145,4 @@ def _without_noqa(source: TextFile, diagnostics: list[Diagnostic]) -> list[Diagn
     return kept
 
 
-__all__ = ["Loaded", "check", "command_line_overrides", "load", "read_options", "resolve", "select"]
+__all__ = ["Loaded", "UnreadableFile", "check", "command_line_overrides", "load", "read_options", "resolve", "select"]

@@ -15,15 +15,8 @@ def summary(diagnostics: list[Diagnostic], files: int) -> dict:
     return {"files": files, "error": counts["error"], "warning": counts["warning"], "info": counts["info"]}
 
 
-def as_dict(d: Diagnostic) -> dict:
-    return {
-        "path": d.location.path, "line": d.location.line, "column": d.location.column, "code": d.code,
-        "name": d.name, "severity": d.severity.value, "message": d.message, "variant": d.variant, "fix": d.fix,
-    }
-
-
 def render_json(diagnostics: list[Diagnostic], files: int) -> str:
-    return json.dumps({"version": 1, "diagnostics": [as_dict(d) for d in diagnostics],
+    return json.dumps({"version": 1, "diagnostics": [d.as_dict() for d in diagnostics],
                        "summary": summary(diagnostics, files)}, indent=2)
 
 
@@ -33,10 +26,7 @@ def render_text(diagnostics: list[Diagnostic], files: int, color: bool = False) 
     colors = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
     lines = []
     for d in diagnostics:
-        code = click.style(d.code, fg=colors[d.severity], bold=True) if color else d.code
-        variant = f" [{d.variant}]" if d.variant else ""
-        fix = f" (fix: {d.fix})" if d.fix else ""
-        lines.append(f"{d.location.path}:{d.location.line}:{d.location.column}: {code} {d.message}{variant}{fix}")
+        lines.append(d.text_line(click.style(d.code, fg=colors[d.severity], bold=True) if color else None))
     s = summary(diagnostics, files)
     noun = "file" if files == 1 else "files"
     if diagnostics:

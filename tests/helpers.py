@@ -92,3 +92,13 @@ def contexts(path: Path, resources: dict | None = None):
     assert read.recipe is not None, read.diagnostics
     snapshot = load_snapshot(read.recipe.verl_version, read.recipe.config_name)
     return {c.variant: resolve(c, snapshot) for c in read.recipe.commands}
+
+
+def composed(config_dir, config_name, overrides):
+    """The config real Hydra composes from verl's config directory with these command-line overrides."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(config_dir), version_base=None):
+        return compose(config_name, overrides=overrides)

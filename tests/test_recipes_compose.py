@@ -12,7 +12,7 @@ from sapo_toolkit.linter.settings import Settings
 from sapo_toolkit.linter.sources.files import read_text
 from sapo_toolkit.linter.sources.recipe import ReadOptions, read_recipe
 
-from .helpers import REPO
+from .helpers import REPO, composed
 
 RECIPES = sorted((REPO / "recipes").glob("*.yaml"))
 
@@ -21,15 +21,6 @@ def commands(path: Path):
     read = read_recipe(read_text(path), ReadOptions("0.9.1", Stack(DEFAULT_MEGATRON_CORE, DEFAULT_MBRIDGE)))
     assert read.recipe is not None and not read.diagnostics, read.diagnostics
     return read.recipe.commands
-
-
-def composed(config_dir, config_name, overrides):
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(config_dir), version_base=None):
-        return compose(config_name, overrides=overrides)
 
 
 @pytest.mark.parametrize("path", RECIPES, ids=[p.stem for p in RECIPES])

@@ -40,5 +40,20 @@ class Diagnostic(NamedTuple):
     def with_variant(self, variant: str | None) -> Diagnostic:
         return self._replace(variant=variant)
 
+    def as_dict(self) -> dict:
+        """The JSON record of a finding (README, "Usage": the `json` format's `diagnostics` items)."""
+        return {
+            "path": self.location.path, "line": self.location.line, "column": self.location.column,
+            "code": self.code, "name": self.name, "severity": self.severity.value, "message": self.message,
+            "variant": self.variant, "fix": self.fix,
+        }
+
+    def text_line(self, code: str | None = None) -> str:
+        """`path:line:col: CODE message [variant] (fix: ...)`; `code` replaces the code's text (e.g. coloured)."""
+        variant = f" [{self.variant}]" if self.variant else ""
+        fix = f" (fix: {self.fix})" if self.fix else ""
+        where = f"{self.location.path}:{self.location.line}:{self.location.column}"
+        return f"{where}: {code or self.code} {self.message}{variant}{fix}"
+
     def sort_key(self) -> tuple:
         return (self.location.path, self.location.line, self.location.column, self.code, self.variant or "")

@@ -1,0 +1,154 @@
+"""`sapo-launch`: lint, plan and run a recipe (`sapo-launch RECIPE [KEY=VALUE ...]`), `doctor`, `rerun`.
+
+Exit codes: the trainer's own exit code when it ran (128 + N when signal N ended it); 1 when the lint gate
+refuses the recipe (or `doctor` finds a blocking incompatibility); 2 for a usage error or a recipe that cannot be
+planned. Errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+
+from sapo_toolkit.linter.core.diagnostics import Severity
+
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+
+
+class DefaultToRun(click.Group):
+    """`sapo-launch RECIPE ...` means `sapo-launch run RECIPE ...` unless the first word is a subcommand."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=DefaultToRun, context_settings={"help_option_names": ["-h", "--help"]})
+def cli():
+    """Lint-gated, device-aware launcher for verl SAPO recipes."""
+
+
+@cli.command("run", context_settings={"ignore_unknown_options": False})
+@click.argument("recipe", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("overrides", nargs=-1)
+@click.option("--device", type=click.Choice(["auto", "npu", "gpu"]), default="auto", show_default=True,
+              help="Device kind; auto: the DEVICE environment variable, else what this machine has (Ascend first).")
+@click.option("--infer-backend", help="The recipe's INFER_BACKEND variant (vllm, sglang, ...).")
+@click.option("--variant", "variants", multiple=True, metavar="AXIS=VALUE", help="Choose a value of another axis.")
+@click.option("--dry-run", is_flag=True, help="Print the plan (argv, env, lint summary) and exit: 0, or 1 when the "
+                                              "lint gate would refuse.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True,
+              help="Where run directories are created.")
+@click.option("--secret-env", multiple=True, metavar="NAME",
+              help="Redact this variable too (names containing KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL always are).")
+def run(recipe, overrides, device, infer_backend, variants, dry_run, fmt, runs_dir, secret_env):
+    """Lint RECIPE for the chosen variant with OVERRIDES (Hydra `key=value`), then run verl's trainer locally."""
+    from sapo_toolkit.linter.api import UnreadableFile
+    from sapo_toolkit.linter.settings import SettingsError, load_settings
+
+    from . import device as devices
+    from .plan import Facts, PlanError, plan
+
+    if recipe.suffix == ".sh":
+        raise click.UsageError(f"{recipe} is a run script: launch it by converting it first "
+                               f"(`sapo-lint convert {recipe} -o recipe.yaml`, then `sapo-launch recipe.yaml`)")
+    detected = devices.detect_device(None if device == "auto" else device, os.environ, devices.DEFAULT_PROBE)
+    facts = Facts(detected.kind, sys.executable, os.getcwd(), os.cpu_count() or 1, datetime.now(timezone.utc),
+                  str(runs_dir))
+    try:
+        settings, _ = load_settings(recipe.resolve().parent)
+        launch = plan(recipe, settings=settings, facts=facts, device=detected.kind, infer_backend=infer_backend,
+                      variants=variants, overrides=overrides)
+    except (PlanError, SettingsError, UnreadableFile) as exc:
+        hint = "" if detected.kind else f" (no device detected: {detected.how}; pass --device npu|gpu)"
+        raise click.UsageError(f"{exc}{hint}") from None
+    if dry_run:
+        _print_plan(launch, fmt, secret_env)
+        sys.exit(EXIT_REFUSED if launch.lint.refuses else 0)
+    from . import rundir
+    from .versions import installed_versions
+
+    environment = rundir.environment_facts(recipe, detected.kind, detected.count, installed_versions())
+    run_dir = rundir.create(launch, environment, secret_env)
+    _print_lint(launch)
+    if launch.lint.refuses:
+        rundir.write_json(run_dir / rundir.SUMMARY_FILE, {"status": "refused", "exit_code": EXIT_REFUSED,
+                                                          "errors": launch.lint.count(Severity.ERROR)})
+        click.echo(f"sapo-launch: refused: the recipe has lint errors (run directory {run_dir})", err=True)
+        sys.exit(EXIT_REFUSED)
+    from .local import run_local
+
+    click.echo(f"sapo-launch: run directory {run_dir}", err=True)
+    sys.exit(run_local(launch, run_dir))
+
+
+@cli.command("rerun")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where the new run directory goes (default: beside RUN_DIR).")
+def rerun(run_dir, runs_dir):
+    """Run again exactly what RUN_DIR ran (same argv, environment and working directory) in a new run directory.
+    Redacted variables are taken from the current environment."""
+    from .local import run_local
+    from .replay import ReplayError, replay
+
+    try:
+        launch, new_dir = replay(run_dir, runs_dir or run_dir.parent, datetime.now(timezone.utc), os.environ)
+    except ReplayError as exc:
+        raise click.UsageError(str(exc)) from None
+    click.echo(f"sapo-launch: rerun of {run_dir} in {new_dir}", err=True)
+    sys.exit(run_local(launch, new_dir))
+
+
+def _print_lint(launch) -> None:
+    for d in launch.lint.diagnostics:
+        click.echo(d.text_line(), err=True)
+
+
+def _print_plan(launch, fmt: str, secret_env) -> None:
+    from .plan import redact
+
+    env = redact(launch.env_dict(), secret_env)
+    if fmt == "json":
+        click.echo(json.dumps({"argv": list(launch.argv), "env": env, "cwd": launch.cwd, "run_dir": launch.run_dir,
+                               "variant": launch.variant, "device": launch.device, "notes": list(launch.notes),
+                               "recipe_hash": launch.recipe_hash, "lint": launch.lint.to_json()}, indent=2))
+        return
+    lines = [f"recipe   {launch.recipe_path}" + (f"  [{launch.variant}]" if launch.variant else ""),
+             f"cwd      {launch.cwd}", f"run dir  {launch.run_dir}", "argv"]
+    head, overrides = launch.argv[:5], launch.argv[5:]
+    lines.append("  " + " ".join(head))
+    lines.extend(f"    {o}" for o in overrides)
+    lines.append("env")
+    lines.extend(f"  {k}={v}" for k, v in env.items())
+    lines.extend(f"note     {n}" for n in launch.notes)
+    lines.extend(d.text_line() for d in launch.lint.diagnostics)
+    errors, warnings = launch.lint.count(Severity.ERROR), launch.lint.count(Severity.WARNING)
+    lines.append(f"lint     {errors} error(s), {warnings} warning(s): "
+                 + ("refused" if launch.lint.refuses else "would launch"))
+    click.echo("\n".join(lines))
+
+
+def main() -> None:
+    """Console entry point: click's own errors exit 2; anything unexpected is one line, never a traceback."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        click.echo(f"sapo-launch: {exc.format_message()}", err=True)
+        sys.exit(EXIT_USAGE)
+    except Exception as exc:  # noqa: BLE001 - one line for the user, not a traceback
+        click.echo(f"sapo-launch: internal error: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(EXIT_USAGE)

@@ -1,0 +1,212 @@
+"""The launch plan: recipe + variant selection + launch-time overrides + facts about this machine -> the exact
+argv, environment and working directory of the trainer, and the lint verdict that gates it.
+
+Pure: everything it depends on comes in as arguments (`Facts` holds the clock, CPU count, interpreter and working
+directory), nothing is written or started here; the executors take a `Plan`. Recipes are read and linted only
+through the linter's public door (`sapo_toolkit.linter.api`) and its shared records (`core`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from typing import Iterable, Mapping, NamedTuple
+
+from sapo_toolkit.linter import api
+from sapo_toolkit.linter.core.command import Command, locate_override, merge_overrides
+from sapo_toolkit.linter.core.diagnostics import Diagnostic, Location, Severity
+from sapo_toolkit.linter.settings import Settings
+
+DEFAULT_ENTRYPOINT = "verl.trainer.main_ppo"
+METRICS_FILE = "metrics.jsonl"
+# The environment variable verl's `file` logger writes its JSONL to (verl 0.9.1 verl/utils/tracking.py FileLogger).
+FILE_LOGGER_ENV = "VERL_FILE_LOGGER_PATH"
+# Where a value the launcher adds is reported in the lint output and the dry run.
+LAUNCHER = "sapo-launch"
+SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
+REDACTED = "<redacted>"
+
+
+class PlanError(Exception):
+    """The recipe or the selection cannot be planned; the message says why, in one line."""
+
+
+class Facts(NamedTuple):
+    """What the plan needs to know about this machine and this moment (injected, so the plan stays pure)."""
+
+    device: str | None  # "npu" | "gpu" | None (nothing detected)
+    python: str  # the interpreter that runs the trainer
+    cwd: str  # the trainer's working directory
+    cpu_count: int
+    now: datetime  # UTC; names the run directory
+    runs_dir: str  # where run directories are created
+
+
+class LintReport(NamedTuple):
+    diagnostics: tuple[Diagnostic, ...]
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for d in self.diagnostics if d.severity == severity)
+
+    @property
+    def refuses(self) -> bool:
+        """Any error refuses the launch; there is no switch to skip the gate (`# sapo-lint: noqa` in the recipe
+        silences a finding the team has judged)."""
+        return self.count(Severity.ERROR) > 0
+
+    def to_json(self) -> dict:
+        return {
+            "diagnostics": [d.as_dict() for d in self.diagnostics],
+            "summary": {s.value: self.count(s) for s in Severity},
+        }
+
+
+class Plan(NamedTuple):
+    recipe_path: str
+    name: str
+    variant: str | None  # the chosen variant's label (`DEVICE=npu,INFER_BACKEND=vllm`), None without variants
+    device: str | None
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]  # what the plan sets on top of the launching environment
+    cwd: str
+    run_dir: str
+    lint: LintReport
+    resolved: dict  # the resolved recipe (`recipe.resolved.yaml`): the chosen variant's overrides and env
+    recipe_hash: str  # sha256 of the resolved recipe
+    notes: tuple[str, ...]  # what the launcher changed or decided, for the dry run
+
+    def env_dict(self) -> dict[str, str]:
+        return dict(self.env)
+
+
+def is_secret(name: str, extra: Iterable[str] = ()) -> bool:
+    """Variables whose values never reach a file or the terminal: names containing KEY, TOKEN, SECRET, PASSWORD or
+    CREDENTIAL, and those named with `--secret-env`."""
+    upper = name.upper()
+    return any(m in upper for m in SECRET_MARKERS) or name in set(extra)
+
+
+def redact(env: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
+    extra = tuple(extra)
+    return {k: (REDACTED if is_secret(k, extra) else v) for k, v in env.items()}
+
+
+def selection_tokens(device: str | None, infer_backend: str | None, variants: Iterable[str]) -> list[str]:
+    """`--device npu --infer-backend vllm --variant recompute=full` -> ["DEVICE=npu", "INFER_BACKEND=vllm",
+    "RECOMPUTE=full"] (axis names upper-case, as variant labels write them)."""
+    tokens = []
+    if device:
+        tokens.append(f"DEVICE={device}")
+    if infer_backend:
+        tokens.append(f"INFER_BACKEND={infer_backend}")
+    for text in variants:
+        axis, sep, value = text.partition("=")
+        if not sep or not axis or not value:
+            raise PlanError(f"--variant expects AXIS=VALUE, got `{text}`")
+        tokens.append(f"{axis.strip().upper()}={value.strip()}")
+    return tokens
+
+
+def choose_command(commands: list[Command], tokens: list[str]) -> Command:
+    """The one variant the selection names. A token for an axis the recipe does not have is ignored (a device for a
+    recipe without device variants); a value the axis does not have, or an axis left open, is an error."""
+    axes: dict[str, set[str]] = {}
+    for c in commands:
+        for t in (c.variant or "").split(","):
+            if "=" in t:
+                axis, value = t.split("=", 1)
+                axes.setdefault(axis, set()).add(value)
+    wanted = []
+    for t in tokens:
+        axis, value = t.split("=", 1)
+        if axis not in axes:
+            continue
+        match = next((v for v in axes[axis] if v.lower() == value.lower()), None)
+        if match is None:
+            raise PlanError(f"the recipe has no {axis}={value} variant; {axis} is one of {', '.join(sorted(axes[axis]))}")
+        wanted.append(f"{axis}={match}")
+    chosen = api.select(commands, [",".join(wanted)] if wanted else [])
+    if len(chosen) != 1:
+        open_axes = sorted(a for a in axes if not any(w.startswith(a + "=") for w in wanted))
+        raise PlanError("choose a variant: " + "; ".join(
+            f"{_option(a)} {'|'.join(sorted(axes[a]))}" for a in open_axes))
+    return chosen[0]
+
+
+def _option(axis: str) -> str:
+    return {"DEVICE": "--device", "INFER_BACKEND": "--infer-backend"}.get(axis, f"--variant {axis.lower()}=")
+
+
+def run_dir_name(name: str, now: datetime) -> str:
+    return f"{re.sub(r'[^A-Za-z0-9._-]+', '-', name)}-{now.strftime('%Y%m%dT%H%M%SZ')}"
+
+
+def plan(recipe_path: Path, *, settings: Settings, facts: Facts, device: str | None = None,
+         infer_backend: str | None = None, variants: Iterable[str] = (), overrides: Iterable[str] = ()) -> Plan:
+    """Read, choose, complete and lint one variant of a recipe. Raises `PlanError` (and the linter's
+    `UnreadableFile`) for what cannot be planned; lint errors do not raise: `Plan.lint.refuses` says so."""
+    overrides = tuple(overrides)
+    loaded = api.load(recipe_path, api.read_options(settings, overrides))
+    if loaded is None or loaded.kind != "recipe":
+        raise PlanError(f"{recipe_path}: not a recipe (a YAML file with a top-level `recipe:` key)")
+    if loaded.recipe is None:  # the file could not be read as a recipe: the lint report says why
+        return _refused(recipe_path, loaded, facts)
+    data = loaded.recipe.data
+    command = choose_command(loaded.commands, selection_tokens(device, infer_backend, variants))
+    run_dir = str(Path(facts.runs_dir) / run_dir_name(str(data.get("name") or recipe_path.stem), facts.now))
+    command, notes = _complete(command, loaded.verl_version, facts)
+    chosen = replace(loaded, commands=[command])
+    lint = LintReport(tuple(d for d in sorted(api.check(chosen, settings), key=Diagnostic.sort_key)
+                            if settings.enabled(d.code)))
+    entrypoint = str(data.get("entrypoint") or DEFAULT_ENTRYPOINT)
+    argv = (facts.python, "-m", entrypoint, "--config-name", command.config_name, *command.hydra_overrides())
+    env = {e.name: e.value for e in command.env}
+    env[FILE_LOGGER_ENV] = str(Path(run_dir) / METRICS_FILE)
+    resolved = {
+        "recipe": data.get("recipe"), "name": data.get("name"), "verl": loaded.verl_version,
+        "entrypoint": entrypoint, "config_name": command.config_name, "variant": command.variant,
+        "overrides": list(argv[5:]), "env": {e.name: e.value for e in command.env},
+    }
+    return Plan(str(recipe_path), str(data.get("name") or recipe_path.stem), command.variant, device, argv,
+                tuple(env.items()), facts.cwd, run_dir, lint, resolved, _hash(resolved), tuple(notes))
+
+
+def _complete(command: Command, verl_version: str, facts: Facts) -> tuple[Command, list[str]]:
+    """What the launcher adds to every run, as located overrides so that they are linted like the recipe's:
+    verl's `file` logger (metrics as JSONL for the run directory), and prompt-filter workers when the recipe
+    filters overlong prompts with verl's single-worker default (incident 6)."""
+    ctx = api.resolve(command, verl_version)
+    added, notes = [], []
+    logger = ctx.config.value("trainer.logger")
+    loggers = [logger] if isinstance(logger, str) else list(logger or [])
+    if "file" not in loggers:
+        added.append(f"trainer.logger={_flat_list([*loggers, 'file'])}")
+        notes.append(f"added verl's `file` logger: per-step metrics go to the run directory's {METRICS_FILE}")
+    if ctx.config.value("data.filter_overlong_prompts") and ctx.explicit("data.filter_overlong_prompts_workers") is None:
+        workers = max(1, facts.cpu_count // 4)
+        added.append(f"data.filter_overlong_prompts_workers={workers}")
+        notes.append(f"set data.filter_overlong_prompts_workers={workers} (a quarter of {facts.cpu_count} CPUs): "
+                     "verl's default filters overlong prompts in one process (incident 6)")
+    if not added:
+        return command, notes
+    extra = [locate_override(text, Location(LAUNCHER, i, 1)) for i, text in enumerate(added, 1)]
+    return command._replace(overrides=merge_overrides(command.overrides, extra)), notes
+
+
+def _flat_list(items: list[str]) -> str:
+    return "[" + ",".join(items) + "]"
+
+
+def _refused(recipe_path: Path, loaded: api.Loaded, facts: Facts) -> Plan:
+    name = recipe_path.stem
+    run_dir = str(Path(facts.runs_dir) / run_dir_name(name, facts.now))
+    lint = LintReport(tuple(sorted(loaded.diagnostics, key=Diagnostic.sort_key)))
+    return Plan(str(recipe_path), name, None, None, (), (), facts.cwd, run_dir, lint, {}, _hash({}), ())
+
+
+def _hash(resolved: dict) -> str:
+    return hashlib.sha256(json.dumps(resolved, sort_keys=True, default=str).encode()).hexdigest()

@@ -1,0 +1,82 @@
+"""The run directory: everything needed to see what ran and to run it again, each file written atomically.
+
+    recipe.resolved.yaml  the chosen variant: entrypoint, config, overrides, env (secrets redacted)
+    plan.json             argv, env (redacted), cwd, variant, recipe hash, notes, the secret names
+    environment.json      python, installed versions, device, host, git revision of the recipe's repository
+    lint.json             the lint report that gated the launch
+    train.log             the trainer's stdout and stderr (written by the executor)
+    metrics.jsonl         verl's `file` logger output (written by the trainer)
+    summary.json          status (refused | running | succeeded | failed | interrupted), exit code, duration, the
+                          last log lines
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import socket
+import subprocess
+from pathlib import Path
+from typing import Iterable
+
+from sapo_toolkit.schemas.atomic import write_atomically
+
+from .plan import Plan, redact
+
+LOG_FILE = "train.log"
+SUMMARY_FILE = "summary.json"
+PLAN_FILE = "plan.json"
+
+
+def write_json(path: Path, data: dict) -> None:
+    write_atomically(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def plan_json(plan: Plan, secret_env: Iterable[str] = ()) -> dict:
+    secret_env = tuple(secret_env)
+    return {
+        "recipe": plan.recipe_path, "name": plan.name, "variant": plan.variant, "device": plan.device,
+        "argv": list(plan.argv), "env": redact(plan.env_dict(), secret_env), "cwd": plan.cwd,
+        "run_dir": plan.run_dir, "recipe_hash": plan.recipe_hash, "notes": list(plan.notes),
+        "secret_env": sorted(set(secret_env)),
+    }
+
+
+def create(plan: Plan, environment: dict, secret_env: Iterable[str] = ()) -> Path:
+    """Make the run directory and write what is known before the trainer starts."""
+    import yaml
+
+    run_dir = Path(plan.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=False)
+    resolved = dict(plan.resolved)
+    if "env" in resolved:
+        resolved["env"] = redact(resolved["env"], secret_env)
+    write_atomically(run_dir / "recipe.resolved.yaml",
+                     f"# recipe sha256 {plan.recipe_hash}\n" + yaml.safe_dump(resolved, sort_keys=False))
+    write_json(run_dir / PLAN_FILE, plan_json(plan, secret_env))
+    write_json(run_dir / "environment.json", environment)
+    write_json(run_dir / "lint.json", plan.lint.to_json())
+    return run_dir
+
+
+def environment_facts(recipe_path: Path, device: str | None, device_count: int, versions: dict) -> dict:
+    return {
+        "python": platform.python_version(), "platform": platform.platform(), "host": socket.gethostname(),
+        "versions": versions, "device": {"kind": device, "count": device_count},
+        "git": git_state(recipe_path.resolve().parent),
+    }
+
+
+def git_state(directory: Path) -> dict | None:
+    """The revision and dirty flag of the repository holding `directory`; None outside a git repository."""
+    def git(*args: str) -> str | None:
+        try:
+            proc = subprocess.run(["git", "-C", str(directory), *args], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return proc.stdout.strip() if proc.returncode == 0 else None
+
+    revision = git("rev-parse", "HEAD")
+    if revision is None:
+        return None
+    return {"revision": revision, "dirty": bool(git("status", "--porcelain"))}
