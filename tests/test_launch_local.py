@@ -1,0 +1,155 @@
+"""`sapo-launch` end to end on this machine, with a stand-in trainer (tests/fake_trainer.py) as the recipe's
+entrypoint: exit codes propagate, SIGTERM reaches the trainer and the run is marked interrupted, the run directory
+is complete, secrets never reach a file, and a recipe that does not lint never starts."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .helpers import REPO
+
+SECRET = "s3cr3t-value-never-written"
+RUN_FILES = {"recipe.resolved.yaml", "plan.json", "environment.json", "lint.json", "train.log", "metrics.jsonl",
+             "summary.json"}
+
+
+def launcher() -> list[str]:
+    exe = shutil.which("sapo-launch")
+    return [exe] if exe else [sys.executable, "-m", "sapo_toolkit.launcher"]
+
+
+def fake_recipe(tmp_path: Path, env: dict, overrides: str = "") -> Path:
+    env_lines = "".join(f"  {k}: \"{v}\"\n" for k, v in {"WANDB_API_KEY": SECRET, **env}.items())
+    path = tmp_path / "fake.yaml"
+    path.write_text(
+        "recipe: sapo-recipe/v1\nname: fake\nentrypoint: tests.fake_trainer\nconfig_name: ppo_trainer\n"
+        "overrides:\n  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n"
+        "  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 2\n"
+        "  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 4\n" + overrides + "env:\n" + env_lines)
+    return path
+
+
+def launch(tmp_path, recipe, *args, **kwargs):
+    return subprocess.run([*launcher(), str(recipe), "--runs-dir", str(tmp_path / "runs"), *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=120, **kwargs)
+
+
+def only_run_dir(tmp_path) -> Path:
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    return run_dir
+
+
+def assert_no_secret(run_dir: Path):
+    for f in run_dir.iterdir():
+        assert SECRET not in f.read_text(errors="replace"), f.name
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_exit_code_propagates_and_the_run_directory_is_complete(tmp_path, code):
+    proc = launch(tmp_path, fake_recipe(tmp_path, {"FAKE_EXIT_CODE": code}))
+    assert proc.returncode == code, proc.stderr
+    run_dir = only_run_dir(tmp_path)
+    assert {f.name for f in run_dir.iterdir()} == RUN_FILES
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == ("succeeded" if code == 0 else "failed") and summary["exit_code"] == code
+    assert summary["last_lines"][-1].startswith("step:3 - perf/throughput:103.0")
+    assert "step:2 - perf/throughput:102.0" in proc.stdout  # teed to the terminal too
+    metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [1, 2, 3]
+    plan = json.loads((run_dir / "plan.json").read_text())
+    assert plan["env"]["WANDB_API_KEY"] == "<redacted>"
+    assert plan["argv"][1:5] == ["-m", "tests.fake_trainer", "--config-name", "ppo_trainer"]
+    assert "trainer.logger=[console,wandb,file]" in plan["argv"]
+    environment = json.loads((run_dir / "environment.json").read_text())
+    assert set(environment["versions"]) >= {"torch", "verl", "ray", "vllm"} and environment["git"]["revision"]
+    assert_no_secret(run_dir)
+
+
+def test_sigterm_reaches_the_trainer_and_the_run_is_interrupted(tmp_path):
+    recipe = fake_recipe(tmp_path, {"FAKE_STEPS": 100, "FAKE_SLEEP": 0.2, "CUSTOM_PASSWD": "plain"})
+    proc = subprocess.Popen([*launcher(), str(recipe), "--runs-dir", str(tmp_path / "runs"), "--secret-env",
+                             "CUSTOM_PASSWD"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        logs = list((tmp_path / "runs").glob("*/train.log"))
+        if logs and "step:2 " in logs[0].read_text():
+            break
+        time.sleep(0.1)
+    else:
+        proc.kill()
+        pytest.fail("the trainer never reached step 2")
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    run_dir = only_run_dir(tmp_path)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and summary["signals"] == ["SIGTERM"]
+    with pytest.raises(ProcessLookupError):  # the trainer's group is gone
+        os.killpg(summary["pid"], 0)
+    plan = json.loads((run_dir / "plan.json").read_text())
+    assert plan["env"]["CUSTOM_PASSWD"] == "<redacted>"
+    assert "plain" not in (run_dir / "recipe.resolved.yaml").read_text()
+    assert_no_secret(run_dir)
+
+
+def test_a_recipe_with_the_tau_bug_is_refused_before_anything_starts(tmp_path):
+    recipe = fake_recipe(tmp_path, {}, overrides="  +actor_rollout_ref.actor.policy_loss.tau_pos: 1.2\n")
+    proc = launch(tmp_path, recipe)
+    assert proc.returncode == 1
+    assert "SP001" in proc.stderr and "refused" in proc.stderr
+    run_dir = only_run_dir(tmp_path)
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "refused"
+    assert not (run_dir / "train.log").exists()  # no trainer ran
+    assert {d["code"] for d in json.loads((run_dir / "lint.json").read_text())["diagnostics"]} >= {"SP001"}
+
+
+def test_dry_run_prints_the_plan_and_starts_nothing(tmp_path):
+    proc = launch(tmp_path, REPO / "recipes" / "qwen3-30b-a3b-sapo.yaml", "--dry-run", "--format", "json",
+                  "--device", "npu", "--variant", "recompute=full")
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert plan["argv"][2:5] == ["verl.trainer.main_ppo", "--config-name", "ppo_megatron_trainer"]
+    assert "trainer.device=npu" in plan["argv"] and plan["lint"]["summary"]["error"] == 0
+    assert not (tmp_path / "runs").exists()
+    text = launch(tmp_path, REPO / "recipes" / "qwen3-30b-a3b-sapo.yaml", "--dry-run", "--device", "gpu",
+                  "--variant", "recompute=selective")
+    assert text.returncode == 0 and "    actor_rollout_ref.actor.policy_loss.loss_mode=sapo" in text.stdout
+
+
+def test_dry_run_of_a_refused_recipe_exits_1(tmp_path):
+    recipe = fake_recipe(tmp_path, {}, overrides="  +actor_rollout_ref.actor.policy_loss.tau_pos: 1.2\n")
+    proc = launch(tmp_path, recipe, "--dry-run")
+    assert proc.returncode == 1 and "SP001" in proc.stdout and "refused" in proc.stdout
+
+
+def test_a_run_script_is_pointed_at_convert(tmp_path):
+    script = tmp_path / "run_x_megatron.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo trainer.nnodes=1\n")
+    proc = launch(tmp_path, script)
+    assert proc.returncode == 2 and "sapo-lint convert" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_rerun_replays_the_recorded_plan(tmp_path):
+    assert launch(tmp_path, fake_recipe(tmp_path, {"FAKE_EXIT_CODE": 4})).returncode == 4
+    first = only_run_dir(tmp_path)
+    time.sleep(1.1)  # run directories are named to the second
+    env = {**os.environ, "WANDB_API_KEY": SECRET}
+    proc = subprocess.run([*launcher(), "rerun", str(first)], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env=env)
+    assert proc.returncode == 4, proc.stderr
+    (second,) = [d for d in (tmp_path / "runs").iterdir() if d != first]
+    plan = json.loads((second / "plan.json").read_text())
+    assert plan["rerun_of"] == str(first)
+    assert plan["argv"] == json.loads((first / "plan.json").read_text())["argv"]
+    assert plan["env"]["VERL_FILE_LOGGER_PATH"] == str(second / "metrics.jsonl")
+    assert_no_secret(second)
+    proc = subprocess.run([*launcher(), "rerun", str(first)], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={k: v for k, v in os.environ.items() if k != "WANDB_API_KEY"})
+    assert proc.returncode == 2 and "WANDB_API_KEY was redacted" in proc.stderr
