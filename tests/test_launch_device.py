@@ -18,7 +18,8 @@ from sapo_toolkit.launcher.device import (
     visible_count,
 )
 
-# `npu-smi info` on an Atlas 800T A2 (two of its eight 910B3 chips shown): one chip row per device, with its bus id.
+# `npu-smi info` as npu-smi 23.x lays it out on an Atlas 800T A2 (two of its eight 910B3 chips shown): one chip row
+# per device, with its bus id. Reconstructed from the tool's documented layout, not captured on a machine here.
 NPU_SMI_A2 = """\
 +------------------------------------------------------------------------------------------------+
 | npu-smi 23.0.6                   Version: 23.0.6                                               |
