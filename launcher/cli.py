@@ -22,10 +22,24 @@ EXIT_USAGE = 2
 
 
 class DefaultToRun(click.Group):
-    """`sapo-launch RECIPE ...` means `sapo-launch run RECIPE ...` unless the first word is a subcommand."""
+    """`sapo-launch RECIPE ...` means `sapo-launch run RECIPE ...` unless the first word is a subcommand.
+    `doctor` is imported only when asked for, to keep planning fast."""
+
+    lazy = {"doctor": ("sapo_toolkit.launcher.doctor", "doctor")}
+
+    def list_commands(self, ctx):
+        return sorted([*self.commands, *self.lazy])
+
+    def get_command(self, ctx, name):
+        if name in self.lazy and name not in self.commands:
+            from importlib import import_module
+
+            module, attribute = self.lazy[name]
+            self.add_command(getattr(import_module(module), attribute), name)
+        return super().get_command(ctx, name)
 
     def parse_args(self, ctx, args):
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+        if args and args[0] not in [*self.commands, *self.lazy] and args[0] not in ("--help", "-h", "--version"):
             args = ["run", *args]
         return super().parse_args(ctx, args)
 

@@ -43,7 +43,7 @@ class Facts(NamedTuple):
     cwd: str  # the trainer's working directory
     cpu_count: int
     now: datetime  # UTC; names the run directory
-    runs_dir: str  # where run directories are created
+    runs_dir: str  # where run directories are created (relative to `cwd` unless absolute)
 
 
 class LintReport(NamedTuple):
@@ -132,13 +132,14 @@ def choose_command(commands: list[Command], tokens: list[str]) -> Command:
     chosen = api.select(commands, [",".join(wanted)] if wanted else [])
     if len(chosen) != 1:
         open_axes = sorted(a for a in axes if not any(w.startswith(a + "=") for w in wanted))
-        raise PlanError("choose a variant: " + "; ".join(
-            f"{_option(a)} {'|'.join(sorted(axes[a]))}" for a in open_axes))
+        raise PlanError("choose a variant: " + "; ".join(_option(a, sorted(axes[a])) for a in open_axes))
     return chosen[0]
 
 
-def _option(axis: str) -> str:
-    return {"DEVICE": "--device", "INFER_BACKEND": "--infer-backend"}.get(axis, f"--variant {axis.lower()}=")
+def _option(axis: str, values: list[str]) -> str:
+    """How the command line chooses a value of `axis`: `--device gpu|npu`, `--variant recompute=full|none`."""
+    flag = {"DEVICE": "--device", "INFER_BACKEND": "--infer-backend"}.get(axis)
+    return f"{flag} {'|'.join(values)}" if flag else f"--variant {axis.lower()}={'|'.join(values)}"
 
 
 def run_dir_name(name: str, now: datetime) -> str:
@@ -157,7 +158,7 @@ def plan(recipe_path: Path, *, settings: Settings, facts: Facts, device: str | N
         return _refused(recipe_path, loaded, facts)
     data = loaded.recipe.data
     command = choose_command(loaded.commands, selection_tokens(device, infer_backend, variants))
-    run_dir = str(Path(facts.runs_dir) / run_dir_name(str(data.get("name") or recipe_path.stem), facts.now))
+    run_dir = str(Path(facts.cwd, facts.runs_dir) / run_dir_name(str(data.get("name") or recipe_path.stem), facts.now))
     command, notes = _complete(command, loaded.verl_version, facts)
     chosen = replace(loaded, commands=[command])
     lint = LintReport(tuple(d for d in sorted(api.check(chosen, settings), key=Diagnostic.sort_key)
@@ -203,7 +204,7 @@ def _flat_list(items: list[str]) -> str:
 
 def _refused(recipe_path: Path, loaded: api.Loaded, facts: Facts) -> Plan:
     name = recipe_path.stem
-    run_dir = str(Path(facts.runs_dir) / run_dir_name(name, facts.now))
+    run_dir = str(Path(facts.cwd, facts.runs_dir) / run_dir_name(name, facts.now))
     lint = LintReport(tuple(sorted(loaded.diagnostics, key=Diagnostic.sort_key)))
     return Plan(str(recipe_path), name, None, None, (), (), facts.cwd, run_dir, lint, {}, _hash({}), ())
 
