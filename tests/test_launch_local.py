@@ -100,15 +100,17 @@ def test_sigterm_reaches_the_trainer_and_the_run_is_interrupted(tmp_path):
     assert_no_secret(run_dir)
 
 
-def test_a_recipe_with_the_tau_bug_is_refused_before_anything_starts(tmp_path):
-    recipe = fake_recipe(tmp_path, {}, overrides="  +actor_rollout_ref.actor.policy_loss.tau_pos: 1.2\n")
+@pytest.mark.parametrize("override,code", [("+actor_rollout_ref.rollout.sampling_temperature: 0.7", "SL003"),
+                                           ("+actor_rollout_ref.actor.policy_loss.tau_pos: 1.2", "SP001")])
+def test_a_recipe_that_does_not_lint_is_refused_before_anything_starts(tmp_path, override, code):
+    recipe = fake_recipe(tmp_path, {"FAKE_EXIT_CODE": 0}, overrides=f"  {override}\n")
     proc = launch(tmp_path, recipe)
     assert proc.returncode == 1
-    assert "SP001" in proc.stderr and "refused" in proc.stderr
+    assert code in proc.stderr and "refused" in proc.stderr
     run_dir = only_run_dir(tmp_path)
     assert json.loads((run_dir / "summary.json").read_text())["status"] == "refused"
-    assert not (run_dir / "train.log").exists()  # no trainer ran
-    assert {d["code"] for d in json.loads((run_dir / "lint.json").read_text())["diagnostics"]} >= {"SP001"}
+    assert not (run_dir / "train.log").exists() and "argv:" not in proc.stdout  # no trainer ran
+    assert code in {d["code"] for d in json.loads((run_dir / "lint.json").read_text())["diagnostics"]}
 
 
 def test_dry_run_prints_the_plan_and_starts_nothing(tmp_path):
