@@ -1,4 +1,4 @@
-"""`sapo-launch doctor [RECIPE]`: is this environment able to run the recipe? (SPEC §8)
+"""`sapo-launch doctor [RECIPE]`: is this environment able to run the recipe?
 
 It reports the installed versions of the training stack (`versions.PACKAGES`), checks them against the compatibility
 table (`compatibility.json`, every fact with its source), counts the visible devices against the recipe's devices

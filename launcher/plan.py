@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Iterable, Mapping, NamedTuple
@@ -65,7 +65,8 @@ class LintReport(NamedTuple):
         }
 
 
-class Plan(NamedTuple):
+@dataclass(slots=True)
+class Plan:
     recipe_path: str
     name: str
     variant: str | None  # the chosen variant's label (`DEVICE=npu,INFER_BACKEND=vllm`), None without variants
@@ -78,6 +79,11 @@ class Plan(NamedTuple):
     resolved: dict  # the resolved recipe (`recipe.resolved.yaml`): the chosen variant's overrides and env
     recipe_hash: str  # sha256 of the resolved recipe
     notes: tuple[str, ...]  # what the launcher changed or decided, for the dry run
+    # What executors and the metrics watcher need from the resolved config (None when not a number).
+    nnodes: int | None = None
+    devices_per_node: int | None = None
+    total_steps: int | None = None  # trainer.total_training_steps; None: verl derives it from the data
+    gates: tuple = ()  # the recipe's `gates:` entries, as written
 
     def env_dict(self) -> dict[str, str]:
         return dict(self.env)
@@ -160,6 +166,7 @@ def plan(recipe_path: Path, *, settings: Settings, facts: Facts, device: str | N
     command = choose_command(loaded.commands, selection_tokens(device, infer_backend, variants))
     run_dir = str(Path(facts.cwd, facts.runs_dir) / run_dir_name(str(data.get("name") or recipe_path.stem), facts.now))
     command, notes = _complete(command, loaded.verl_version, facts)
+    config = api.resolve(command, loaded.verl_version).config
     chosen = replace(loaded, commands=[command])
     lint = LintReport(tuple(d for d in sorted(api.check(chosen, settings), key=Diagnostic.sort_key)
                             if settings.enabled(d.code)))
@@ -173,7 +180,14 @@ def plan(recipe_path: Path, *, settings: Settings, facts: Facts, device: str | N
         "overrides": list(argv[5:]), "env": {e.name: e.value for e in command.env},
     }
     return Plan(str(recipe_path), str(data.get("name") or recipe_path.stem), command.variant, device, argv,
-                tuple(env.items()), facts.cwd, run_dir, lint, resolved, _hash(resolved), tuple(notes))
+                tuple(env.items()), facts.cwd, run_dir, lint, resolved, _hash(resolved), tuple(notes),
+                nnodes=_int(config.value("trainer.nnodes")), devices_per_node=_int(config.value("trainer.n_gpus_per_node")),
+                total_steps=_int(config.value("trainer.total_training_steps")),
+                gates=tuple(data.get("gates") or ()))
+
+
+def _int(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _complete(command: Command, verl_version: str, facts: Facts) -> tuple[Command, list[str]]:

@@ -44,7 +44,9 @@ def replay(run_dir: Path, runs_dir: Path, now: datetime, environ: Mapping[str, s
     env[FILE_LOGGER_ENV] = str(new_dir / METRICS_FILE)  # this run's metrics, not the recorded run's
     plan = Plan(recorded["recipe"], recorded["name"], recorded["variant"], recorded["device"],
                 tuple(recorded["argv"]), tuple(env.items()), recorded["cwd"], str(new_dir), LintReport(()),
-                yaml.safe_load(resolved_text), recorded["recipe_hash"], tuple(recorded["notes"]))
+                yaml.safe_load(resolved_text), recorded["recipe_hash"], tuple(recorded["notes"]),
+                nnodes=recorded.get("nnodes"), devices_per_node=recorded.get("devices_per_node"),
+                total_steps=recorded.get("total_steps"), gates=tuple(recorded.get("gates") or ()))
     secret_env = recorded.get("secret_env", [])
     environment = environment_facts(Path(recorded["recipe"]), recorded["device"], 0, installed_versions())
     created = create(plan, environment, secret_env)

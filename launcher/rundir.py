@@ -38,7 +38,8 @@ def plan_json(plan: Plan, secret_env: Iterable[str] = ()) -> dict:
         "recipe": plan.recipe_path, "name": plan.name, "variant": plan.variant, "device": plan.device,
         "argv": list(plan.argv), "env": redact(plan.env_dict(), secret_env), "cwd": plan.cwd,
         "run_dir": plan.run_dir, "recipe_hash": plan.recipe_hash, "notes": list(plan.notes),
-        "secret_env": sorted(set(secret_env)),
+        "secret_env": sorted(set(secret_env)), "nnodes": plan.nnodes, "devices_per_node": plan.devices_per_node,
+        "total_steps": plan.total_steps, "gates": list(plan.gates),
     }
 
 

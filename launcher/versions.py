@@ -2,7 +2,7 @@
 
 Public:
 
-* ``PACKAGES``: the distributions `sapo-launch doctor` reports (SPEC §8).
+* ``PACKAGES``: the distributions `sapo-launch doctor` reports.
 * ``installed_versions(names=PACKAGES, lookup=None) -> dict[str, str | None]``: name -> version, None when absent.
 * ``parse_version(text) -> packaging.version.Version``: full PEP 440 ordering; ``VersionError`` on bad text.
 * ``version_tuple(text) -> tuple[int, ...]``: the release numbers only (``0.18.0+empty`` -> ``(0, 18, 0)``,
