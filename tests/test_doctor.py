@@ -24,6 +24,7 @@ from sapo_toolkit.launcher.doctor import (
     read_recipe_facts,
     render_text,
 )
+from sapo_toolkit.launcher.doctor.checks import _gate_applies
 from sapo_toolkit.launcher.versions import (
     PACKAGES,
     VersionError,
@@ -149,7 +150,7 @@ def gate(verl: str) -> dict:
     ("0.10.2", ()),
 ])
 def test_verl_080_gate_as_verl_evaluates_it(vllm, applied):
-    got = doctor_module._gate_applies(gate("0.8.0"), vllm)
+    got = _gate_applies(gate("0.8.0"), vllm)
     assert tuple(name.rsplit("[", 1)[1].rstrip("]") for name in got) == applied
 
 

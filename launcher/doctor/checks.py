@@ -1,61 +1,11 @@
-"""`sapo-launch doctor [RECIPE]`: is this environment able to run the recipe?
-
-It reports the installed versions of the training stack (`versions.PACKAGES`), checks them against the compatibility
-table (`compatibility.json`, every fact with its source), counts the visible devices against the recipe's devices
-per node, checks the CANN toolkit environment on Ascend, and resolves the vLLM NPU patch variant -- both the
-open-ended resolution (`versions.vllm_patch_variant`) and what the installed verl's own gate applies.
-
-Public:
-
-* ``read_recipe_facts(path, settings=None) -> RecipeFacts``: what the doctor needs from a recipe or run script, read
-  through `sapo_toolkit.linter.api` only; raises ``DoctorError`` (one line) when it cannot be read.
-* ``doctor_report(recipe, env, probe, versions, *, requested=None, mbridge_params=None, read_text=None,
-  machine=None) -> Report``: pure given its inputs (the probe, `read_text` and `machine` are the only look-ups).
-* ``render_text(report) -> str``, ``Report.to_json() -> dict``; the click command ``doctor``.
-
-Severities: ``blocking`` (the run cannot work, or silently runs wrong), ``advisory`` (worth a look; the run may
-work), ``ok`` (a check that passed). Exit 1 when any finding is blocking, else 0; a usage error (an unreadable or
-unknown RECIPE, a bad option) is one line on stderr and exit 2.
-
-No device at all: without a recipe that is advisory (the machine can still lint, plan and dry-run); with a recipe it
-is blocking, because the recipe needs `trainer.n_gpus_per_node` devices on every node and verl refuses to start with
-fewer (verl 0.9.1 verl/single_controller/ray/base.py `_check_resource_available`: "Total available GPUs ... is
-less than total desired GPUs ..."). Fewer visible devices than the recipe's per-node count is blocking; more is
-advisory. Only this node is counted. Likewise a package the recipe needs (torch, ray, verl; vllm for a vLLM
-rollout; megatron-core for the Megatron engine; torch_npu, plus vllm-ascend / mindspeed when used, on NPU) is
-blocking when missing with a recipe, advisory without one. Checks that depend on the rollout engine (verl's vLLM
-version floor, the NPU patch gate) are blocking when the recipe's rollout is vLLM, or when there is no recipe and
-vLLM is installed (an installed vLLM is taken to be the rollout engine).
-
-JSON (`--format json`), version 1::
-
-    {"version": 1,
-     "device": {"requested": "auto"|"npu"|"gpu", "kind": "npu"|"gpu"|null, "count": int, "how": str},
-     "packages": {NAME: {"version": str|null, "present": bool}, ...},   # present: metadata, or importable without
-     "cann": null | {"env": {VAR: value, ...}, "info_file": str|null, "version": str|null},
-     "vllm_patch": {"vllm": str|null, "variant": "v013"|"v011"|null, "npu": bool, "verl": str|null,
-                    "verl_applies": [str, ...]|null, "verl_gate": str},
-     "recipe": null | {"path": str, "verl": str, "stack": {"megatron_core": str|null, "mbridge": str|null},
-                       "variants": [{"variant": str|null, "device": "npu"|"gpu"|null, "n_gpus_per_node": int|null,
-                                     "nnodes": int|null, "rollout": str|null, "model_engine": str|null,
-                                     "mbridge_config": [str, ...]}]},
-     "mbridge_save_weights": [str, ...]|null,
-     "findings": [{"check": str, "severity": "blocking"|"advisory"|"ok", "message": str, "source": str|null}],
-     "summary": {"blocking": int, "advisory": int, "ok": int},
-     "exit_code": 0|1}
-"""
+"""The doctor's checks: `doctor_report` runs each `_check_*` over the injected facts and builds the `Report`."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import NamedTuple
 
-import click
-
-from .device import DEFAULT_PROBE, DeviceFacts, DeviceProbe, detect_device
-from .versions import (
+from ..device import DeviceFacts, DeviceProbe, detect_device
+from ..versions import (
     PACKAGES,
     VersionError,
     load_compatibility,
@@ -64,233 +14,35 @@ from .versions import (
     version_tuple,
     vllm_patch_variant,
 )
+from .facts import (
+    ADVISORY,
+    BLOCKING,
+    CANN_DEFAULT_HOME,
+    CANN_VARIABLES,
+    OK,
+    SEVERITIES,
+    CannFacts,
+    Finding,
+    PatchFacts,
+    RecipeFacts,
+    Report,
+    VariantFacts,
+    _join,
+    _read_text,
+    read_cann,
+)
 
-EXIT_OK, EXIT_BLOCKING, EXIT_USAGE = 0, 1, 2
-BLOCKING, ADVISORY, OK = "blocking", "advisory", "ok"
-SEVERITIES = (BLOCKING, ADVISORY, OK)
 # The module each distribution is imported as: a package installed without metadata (PYTHONPATH, a copied tree --
 # common for Megatron-LM and MindSpeed on Ascend) is still found, version unknown.
 IMPORT_NAMES = {"torch": "torch", "torch_npu": "torch_npu", "vllm": "vllm", "vllm-ascend": "vllm_ascend",
                 "megatron-core": "megatron", "mindspeed": "mindspeed", "mbridge": "mbridge", "verl": "verl",
                 "ray": "ray"}
-CANN_VARIABLES = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_OPP_PATH")
-CANN_DEFAULT_HOME = "/usr/local/Ascend/ascend-toolkit/latest"
-MBRIDGE_CONFIG_PREFIXES = ("actor_rollout_ref.actor.checkpoint.mbridge_config", "critic.checkpoint.mbridge_config")
 RESOURCE_CHECK_SOURCE = ("verl 0.9.1 verl/single_controller/ray/base.py _check_resource_available (ValueError: "
                          "'Total available GPUs ... is less than total desired GPUs ...'); the resource pool is "
                          "[n_gpus_per_node] * nnodes")
 
 
-class DoctorError(Exception):
-    """The recipe cannot be read for the doctor; the message says why, in one line."""
-
-
-class Finding(NamedTuple):
-    check: str
-    severity: str  # blocking | advisory | ok
-    message: str
-    source: str | None = None
-
-    def to_json(self) -> dict:
-        return {"check": self.check, "severity": self.severity, "message": self.message, "source": self.source}
-
-
-class VariantFacts(NamedTuple):
-    """One command (variant) of the recipe, resolved against its verl snapshot."""
-
-    variant: str | None  # the label, `DEVICE=npu,RECOMPUTE=full`; None without variants
-    device: str | None  # npu | gpu from the DEVICE axis or the recipe's accelerator; None: not said
-    n_gpus_per_node: int | None
-    nnodes: int | None
-    rollout: str | None  # actor_rollout_ref.rollout.name
-    model_engine: str | None
-    mbridge_config: tuple[str, ...]  # keys the recipe sets under *.checkpoint.mbridge_config
-
-
-class RecipeFacts(NamedTuple):
-    path: str
-    verl: str  # the verl version the recipe is checked against
-    megatron_core: str | None  # the recipe's stack
-    mbridge: str | None
-    variants: tuple[VariantFacts, ...]
-
-    def to_json(self) -> dict:
-        return {"path": self.path, "verl": self.verl,
-                "stack": {"megatron_core": self.megatron_core, "mbridge": self.mbridge},
-                "variants": [{**v._asdict(), "mbridge_config": list(v.mbridge_config)} for v in self.variants]}
-
-
-class CannFacts(NamedTuple):
-    env: tuple[tuple[str, str], ...]  # the CANN variables that are set
-    info_file: str | None  # the ascend_toolkit_install.info that was read
-    version: str | None  # its `version=` value, lower-case (as verl reads it)
-
-    def to_json(self) -> dict:
-        return {"env": dict(self.env), "info_file": self.info_file, "version": self.version}
-
-
-class PatchFacts(NamedTuple):
-    vllm: str | None
-    variant: str | None  # the open-ended resolution
-    npu: bool  # whether verl applies NPU patches here at all (an NPU device or torch_npu installed)
-    verl: str | None
-    verl_applies: tuple[str, ...] | None  # what the installed verl's gate applies; None: gate unknown
-    verl_gate: str  # one line on the installed verl's gate
-
-    def to_json(self) -> dict:
-        return {"vllm": self.vllm, "variant": self.variant, "npu": self.npu, "verl": self.verl,
-                "verl_applies": None if self.verl_applies is None else list(self.verl_applies),
-                "verl_gate": self.verl_gate}
-
-
-class Report(NamedTuple):
-    requested: str  # auto | npu | gpu
-    device: DeviceFacts
-    packages: tuple[tuple[str, str | None, bool], ...]  # (name, version, present)
-    cann: CannFacts | None
-    patch: PatchFacts
-    recipe: RecipeFacts | None
-    mbridge_params: frozenset[str] | None
-    findings: tuple[Finding, ...]
-
-    def count(self, severity: str) -> int:
-        return sum(1 for f in self.findings if f.severity == severity)
-
-    @property
-    def blocking(self) -> bool:
-        return self.count(BLOCKING) > 0
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_BLOCKING if self.blocking else EXIT_OK
-
-    def to_json(self) -> dict:
-        return {
-            "version": 1,
-            "device": {"requested": self.requested, "kind": self.device.kind, "count": self.device.count,
-                       "how": self.device.how},
-            "packages": {name: {"version": version, "present": present} for name, version, present in self.packages},
-            "cann": None if self.cann is None else self.cann.to_json(),
-            "vllm_patch": self.patch.to_json(),
-            "recipe": None if self.recipe is None else self.recipe.to_json(),
-            "mbridge_save_weights": None if self.mbridge_params is None else sorted(self.mbridge_params),
-            "findings": [f.to_json() for f in self.findings],
-            "summary": {s: self.count(s) for s in SEVERITIES},
-            "exit_code": self.exit_code,
-        }
-
-
-# ------------------------------------------------------------------------------------------------ the recipe
-
-
-def _device_of(variant: str | None, accelerator) -> str | None:
-    for token in (variant or "").split(","):
-        axis, _, value = token.partition("=")
-        if axis.strip().upper() == "DEVICE":
-            return {"npu": "npu", "gpu": "gpu", "cuda": "gpu"}.get(value.strip().lower())
-    device = getattr(accelerator, "device", None)
-    return device if device in ("npu", "gpu") else None
-
-
-def _int_or_none(value) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _last_override(command, key: str):
-    value = None
-    for o in command.overrides:
-        if o.parsed is not None and o.parsed.key == key:
-            value = None if o.parsed.op == "delete" else o.parsed.value
-    return value
-
-
-def _mbridge_config_keys(command) -> tuple[str, ...]:
-    keys: dict[str, None] = {}
-    for o in command.overrides:
-        p = o.parsed
-        if p is None:
-            continue
-        for prefix in MBRIDGE_CONFIG_PREFIXES:
-            if p.key == prefix:
-                if p.op == "delete":
-                    keys.clear()
-                elif isinstance(p.value, dict):
-                    keys.update(dict.fromkeys(str(k) for k in p.value))
-            elif p.key.startswith(prefix + "."):
-                sub = p.key[len(prefix) + 1:].split(".")[0]
-                if p.op == "delete":
-                    keys.pop(sub, None)
-                else:
-                    keys[sub] = None
-    return tuple(keys)
-
-
-def read_recipe_facts(path: Path, settings=None) -> RecipeFacts:
-    """A recipe's (or run script's) commands as `RecipeFacts`, read through the linter's api. `settings`: the
-    `[tool.sapo-lint]` settings (default: found from the recipe's directory). Raises `DoctorError`."""
-    from sapo_toolkit.linter import api
-    from sapo_toolkit.linter.settings import SettingsError, load_settings
-
-    if not path.is_file():
-        raise DoctorError(f"{path}: no such file")
-    try:
-        if settings is None:
-            settings, _ = load_settings(path.resolve().parent)
-        loaded = api.load(path, api.read_options(settings))
-    except (SettingsError, api.UnreadableFile) as exc:
-        raise DoctorError(str(exc)) from None
-    if loaded is None:
-        raise DoctorError(f"{path}: not a recipe (a YAML file with a top-level `recipe:` key) or a run script (*.sh)")
-    if not loaded.commands:
-        first = loaded.diagnostics[0].message if loaded.diagnostics else "no trainer command found"
-        raise DoctorError(f"{path}: {first}")
-    variants = []
-    for command in loaded.commands:
-        try:
-            ctx = api.resolve(command, loaded.verl_version)
-        except LookupError:  # no snapshot of that verl version: the overrides as written
-            n_gpus, nnodes = _last_override(command, "trainer.n_gpus_per_node"), _last_override(command,
-                                                                                                 "trainer.nnodes")
-            rollout, engine = _last_override(command, "actor_rollout_ref.rollout.name"), _last_override(
-                command, "model_engine")
-        else:
-            n_gpus, nnodes = ctx.config.value("trainer.n_gpus_per_node"), ctx.config.value("trainer.nnodes")
-            rollout, engine = ctx.config.value("actor_rollout_ref.rollout.name"), ctx.model_engine
-        variants.append(VariantFacts(command.variant, _device_of(command.variant, command.accelerator),
-                                     _int_or_none(n_gpus), _int_or_none(nnodes),
-                                     rollout if isinstance(rollout, str) else None,
-                                     engine if isinstance(engine, str) else None, _mbridge_config_keys(command)))
-    stack = loaded.commands[0].stack
-    return RecipeFacts(str(path), loaded.verl_version, stack.megatron_core, stack.mbridge, tuple(variants))
-
-
 # ------------------------------------------------------------------------------------------------ helpers
-
-
-def _read_text(path: str) -> str | None:
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except (OSError, ValueError):
-        return None
-
-
-def read_cann(env: Mapping[str, str], read_text: Callable[[str], str | None], machine: str) -> CannFacts:
-    """The CANN toolkit as verl 0.9.1 `get_npu_versions()` finds it: `$ASCEND_HOME_PATH/<arch>-linux/
-    ascend_toolkit_install.info`, its `version=` line (ASCEND_TOOLKIT_HOME and the default install path are tried
-    after ASCEND_HOME_PATH)."""
-    set_vars = tuple((k, env[k]) for k in CANN_VARIABLES if env.get(k))
-    homes = [env.get("ASCEND_HOME_PATH"), env.get("ASCEND_TOOLKIT_HOME"), CANN_DEFAULT_HOME]
-    arch = {"arm64": "aarch64"}.get(machine, machine)
-    for home in dict.fromkeys(h.rstrip("/") for h in homes if h):
-        info = f"{home}/{arch}-linux/ascend_toolkit_install.info"
-        text = read_text(info)
-        if text is None:
-            continue
-        for line in text.splitlines():
-            if line.startswith("version="):
-                return CannFacts(set_vars, info, line.split("=", 1)[1].strip().lower() or None)
-        return CannFacts(set_vars, info, None)
-    return CannFacts(set_vars, None, None)
 
 
 def _parse(text: str | None):
@@ -345,9 +97,6 @@ def _find_vllm_ascend_row(rows: list[dict], installed: str) -> dict | None:
             return row
     return None
 
-
-def _join(items) -> str:
-    return ", ".join(items)
 
 
 # ------------------------------------------------------------------------------------------------ the report
@@ -679,141 +428,3 @@ def _check_recipe_stack(recipe: RecipeFacts, versions, add) -> None:
             add(Finding("recipe-stack", ADVISORY, f"{text.format(want=want)}, but {name} {have} is installed: "
                                                   "lint and run may disagree"))
 
-
-# ------------------------------------------------------------------------------------------------ output
-
-
-def _package_rows(report: Report) -> list[tuple[str, str]]:
-    rows = []
-    for name, version, present in report.packages:
-        rows.append((name, version if version else ("installed (no version metadata)" if present else "-")))
-    return rows
-
-
-def _summary_lines(report: Report) -> list[tuple[str, str]]:
-    d = report.device
-    lines = [("device", f"{d.kind or 'none'} x {d.count} visible (--device {report.requested}; {d.how})")]
-    if report.cann is not None:
-        c = report.cann
-        lines.append(("CANN", f"{c.version or 'unknown'}" + (f" ({c.info_file})" if c.info_file else "")
-                      + f"; env {_join(k for k, _ in c.env) or 'not set'}"))
-    p = report.patch
-    applies = "unknown" if p.verl_applies is None else (_join(p.verl_applies) or "nothing")
-    lines.append(("vLLM NPU patch", f"vllm {p.vllm or '-'} -> {p.variant or 'none'}"
-                  + (f"; verl {p.verl} applies: {applies}" if p.verl else "")
-                  + ("" if p.npu else " (not NPU: verl applies no NPU patches here)")))
-    if report.mbridge_params is not None:
-        lines.append(("mbridge save_weights", _join(sorted(report.mbridge_params))))
-    if report.recipe is not None:
-        r = report.recipe
-        lines.append(("recipe", f"{r.path} (verl {r.verl})"))
-        for v in r.variants:
-            shape = (f"{v.variant or '(single variant)'}: {v.n_gpus_per_node} device(s)/node x {v.nnodes} node(s), "
-                     f"rollout {v.rollout}, engine {v.model_engine}")
-            lines.append(("", shape))
-    return lines
-
-
-def render_text(report: Report) -> str:
-    """Plain text (for pipes and files)."""
-    out = ["sapo-launch doctor", ""]
-    out.extend(f"{k:<22}{v}" for k, v in _summary_lines(report))
-    out.append("")
-    out.append("packages")
-    out.extend(f"  {name:<20}{version}" for name, version in _package_rows(report))
-    out.append("")
-    out.append("findings")
-    for f in report.findings:
-        out.append(f"  {f.severity.upper() if f.severity == BLOCKING else f.severity:<10}{f.check}: {f.message}")
-        if f.source and f.severity != OK:
-            out.append(f"  {'':<10}source: {f.source}")
-    out.append("")
-    out.append(_verdict(report))
-    return "\n".join(out) + "\n"
-
-
-def _verdict(report: Report) -> str:
-    counts = f"{report.count(BLOCKING)} blocking, {report.count(ADVISORY)} advisory, {report.count(OK)} ok"
-    return f"{counts}: " + ("blocking incompatibilities found (exit 1)" if report.blocking else "nothing blocking")
-
-
-def render_rich(report: Report, console) -> None:
-    """Tables on a terminal (rich is imported by the caller, only here)."""
-    from rich.table import Table
-
-    head = Table(show_header=False, box=None, pad_edge=False)
-    for k, v in _summary_lines(report):
-        head.add_row(f"[bold]{k}[/bold]", v)
-    console.print(head)
-    packages = Table(title="packages", title_justify="left")
-    packages.add_column("package")
-    packages.add_column("installed")
-    for name, version in _package_rows(report):
-        packages.add_row(name, version if version != "-" else "[dim]-[/dim]")
-    console.print(packages)
-    style = {BLOCKING: "bold red", ADVISORY: "yellow", OK: "green"}
-    findings = Table(title="findings", title_justify="left")
-    findings.add_column("severity")
-    findings.add_column("check")
-    findings.add_column("finding", overflow="fold")
-    for f in report.findings:
-        text = f.message + (f"\n[dim]source: {f.source}[/dim]" if f.source and f.severity != OK else "")
-        findings.add_row(f"[{style[f.severity]}]{f.severity}[/]", f.check, text)
-    console.print(findings)
-    console.print(f"[{'bold red' if report.blocking else 'green'}]{_verdict(report)}[/]")
-
-
-# ------------------------------------------------------------------------------------------------ command
-
-
-class _OneLineUsage(click.Command):
-    """Usage errors as one line on stderr and exit 2, inside a group or alone."""
-
-    def parse_args(self, ctx, args):
-        try:
-            return super().parse_args(ctx, args)
-        except click.UsageError as exc:
-            click.echo(f"sapo-launch doctor: {exc.format_message()}", err=True)
-            ctx.exit(EXIT_USAGE)
-
-
-@click.command("doctor", cls=_OneLineUsage)
-@click.argument("recipe", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--device", type=click.Choice(["auto", "npu", "gpu"]), default="auto", show_default=True,
-              help="Device kind; auto: the DEVICE environment variable, else what this machine has (Ascend first).")
-def doctor(recipe, fmt, device):
-    """Check this environment: installed versions of the training stack and their known compatibility, visible
-    devices against RECIPE's devices per node, the CANN toolkit on Ascend, and the vLLM NPU patch variant. Exit 1
-    when something blocking is found, else 0."""
-    import json
-    import os
-
-    from .versions import installed_versions, mbridge_save_weights_params
-
-    facts = None
-    if recipe is not None:
-        try:
-            facts = read_recipe_facts(recipe)
-        except DoctorError as exc:
-            click.echo(f"sapo-launch doctor: {exc}", err=True)
-            sys.exit(EXIT_USAGE)
-    versions = installed_versions()
-    report = doctor_report(facts, os.environ, DEFAULT_PROBE, versions,
-                           requested=None if device == "auto" else device,
-                           mbridge_params=mbridge_save_weights_params())
-    if fmt == "json":
-        click.echo(json.dumps(report.to_json(), indent=2))
-    elif sys.stdout.isatty():
-        from rich.console import Console
-
-        render_rich(report, Console())
-    else:
-        click.echo(render_text(report), nl=False)
-    sys.exit(report.exit_code)
-
-
-__all__ = [
-    "DoctorError", "Finding", "RecipeFacts", "Report", "VariantFacts", "doctor", "doctor_report", "read_cann",
-    "read_recipe_facts", "render_text",
-]
