@@ -1,4 +1,4 @@
-"""launcher/versions.py and launcher/doctor.py: version parsing, the vLLM NPU patch variant, the compatibility
+"""launcher/versions.py and launcher/doctor/: version parsing, the vLLM NPU patch variant, the compatibility
 table (checked against the real verl wheels and the mbridge snapshots), every doctor check over fake inputs, and
 the `doctor` command end to end on this machine's real state."""
 

@@ -27,10 +27,11 @@ RECIPE_SCHEMA = source_rule(
 
 INVALID_YAML = source_rule(
     "RF002", "invalid-yaml", Severity.ERROR,
-    summary="recipe is not valid YAML, or its aliases expand beyond a safe size",
+    summary="recipe is not valid YAML, or YAML a recipe cannot hold",
     explanation="""The file could be read but not parsed as YAML (the message carries the parser's line and
-    column), or its anchors and aliases expand to more than a safe number of nodes (an alias bomb). The other
-    files are still linted.""",
+    column); or it holds what a recipe cannot: anchors and aliases that expand to more than 50,000 nodes (an
+    alias bomb), nesting deeper than 64 levels, custom tags (`!custom`), or lists and mappings used as keys.
+    The other files are still linted.""",
     bad="""
     recipe: sapo-recipe/v1
     overrides: {trainer.nnodes: 2
@@ -106,6 +107,27 @@ UNKNOWN_ACCELERATOR = source_rule(
     good="""
     hardware: {accelerator: ascend-910b3}
     overrides: {}
+    """,
+    module=__name__,
+)
+
+DUPLICATE_KEY = source_rule(
+    "RF007", "duplicate-key", Severity.ERROR,
+    summary="the same key twice in one YAML mapping: the last silently wins",
+    explanation="""YAML loaders keep the last of two equal keys in a mapping and drop the first without a word, so
+    a second `overrides:` block hides everything in the first (typos included), and a second `hardware:` replaces
+    the first. The error is at the second key's line and names the first. Repeated keys inside an `overrides:`
+    mapping are reported per command by SL008 instead, since there they are Hydra overrides applied in order.""",
+    bad="""
+    overrides:
+      trainer.nnodes: 2
+    overrides:
+      trainer.n_gpus_per_node: 8
+    """,
+    good="""
+    overrides:
+      trainer.nnodes: 2
+      trainer.n_gpus_per_node: 8
     """,
     module=__name__,
 )

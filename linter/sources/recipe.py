@@ -17,6 +17,7 @@ from ..core.diagnostics import Diagnostic, Location
 from ..core.overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse_override
 from ..core.variants import expand
 from ..rules.rf_recipe import (
+    DUPLICATE_KEY,
     INVALID_YAML,
     RECIPE_SCHEMA,
     UNKNOWN_ACCELERATOR,
@@ -61,7 +62,8 @@ def _location(path: str, node: yaml.Node | None) -> Location:
     return Location(path, node.start_mark.line + 1, node.start_mark.column + 1)
 
 
-def _schema_errors(source: TextFile, root: yaml.Node, data: Any) -> list[Diagnostic]:
+def _schema_errors(source: TextFile, root: yaml.Node, data: Any) -> tuple[list[Diagnostic], list[tuple]]:
+    """RF001 for every schema violation, and the paths of the values that violate it."""
     from sapo_toolkit.schemas.recipe_validator import (  # generated; stdlib only
         JsonSchemaValueException,
         validate,
@@ -69,14 +71,15 @@ def _schema_errors(source: TextFile, root: yaml.Node, data: Any) -> list[Diagnos
 
     try:
         validate(data)
-        return []
+        return [], []
     except JsonSchemaValueException:
         pass
     import jsonschema  # the reference validator (~90 ms to import): reports every error, with its path
 
     validator = jsonschema.Draft202012Validator(recipe_schema())
-    out = []
+    out, paths = [], []
     for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
+        paths.append(tuple(error.absolute_path))
         node = root
         for part in error.absolute_path:
             node = yaml_nodes.child(node, part)
@@ -91,7 +94,36 @@ def _schema_errors(source: TextFile, root: yaml.Node, data: Any) -> list[Diagnos
         elif error.validator == "propertyNames":
             node = yaml_nodes.key_node(node, error.instance) or node
         out.append(RECIPE_SCHEMA.diagnostic(_location(source.path, node), f"{where}: {message}"))
-    return out
+    return out, paths
+
+
+def _without(data: dict, paths: list[tuple]) -> dict:
+    """`data` minus the values at `paths` (what the schema rejected, already reported): nothing downstream reads
+    a value of a type it does not expect. A violation of the whole document (a missing key) removes nothing."""
+    import copy
+
+    data = copy.deepcopy(data)
+    for path in sorted({p for p in paths if p}, key=len):
+        parent = data
+        for part in path[:-1]:
+            parent = parent[part] if isinstance(parent, (dict, list)) and _has(parent, part) else None
+        if isinstance(parent, dict) and path[-1] in parent:
+            del parent[path[-1]]
+        elif isinstance(parent, list) and _has(parent, path[-1]):
+            parent[path[-1]] = None
+    return data
+
+
+def _has(container, part) -> bool:
+    return part in container if isinstance(container, dict) else isinstance(part, int) and 0 <= part < len(container)
+
+
+def _override_mappings(root: yaml.Node):
+    """The `overrides:` mappings of the recipe and of each variant."""
+    yield yaml_nodes.child(root, "overrides")
+    for _, axis in yaml_nodes.mapping_pairs(yaml_nodes.child(root, "variants")):
+        for _, body in yaml_nodes.mapping_pairs(axis):
+            yield yaml_nodes.child(body, "overrides")
 
 
 def _overrides(path: str, loader, mapping: yaml.Node | None) -> list[LocatedOverride]:
@@ -181,12 +213,22 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
         return RecipeRead(None, [INVALID_YAML.diagnostic(loc, f"invalid YAML: {problem}")])
     except (yaml.YAMLError, yaml_nodes.AliasBomb, RecursionError) as exc:
         return RecipeRead(None, [INVALID_YAML.diagnostic(Location(source.path), f"invalid YAML: {exc}")])
+    try:
+        duplicates = yaml_nodes.check_shape(root) if root is not None else []
+    except yaml_nodes.UnsupportedYaml as exc:
+        return RecipeRead(None, [INVALID_YAML.diagnostic(_location(source.path, exc.node), f"invalid YAML: {exc}")])
     data = yaml_nodes.construct(loader, root) if root is not None else None
     if not isinstance(data, dict):
         return RecipeRead(None, [RECIPE_SCHEMA.diagnostic(Location(source.path), "a recipe is a YAML mapping")])
-    diagnostics = _schema_errors(source, root, data)
+    diagnostics, invalid = _schema_errors(source, root, data)
     if diagnostics and not isinstance(data.get("overrides"), (dict, type(None))):
         return RecipeRead(None, diagnostics)
+    data = _without(data, invalid)
+    override_maps = {id(m) for m in _override_mappings(root)}  # SL008 reports repeated overrides, per command
+    diagnostics.extend(
+        DUPLICATE_KEY.diagnostic(_location(source.path, again), f"duplicate key `{again.value}` (first at line "
+                                 f"{first.start_mark.line + 1}): YAML keeps only the last one, so the first is ignored")
+        for mapping, first, again in duplicates if id(mapping) not in override_maps)
 
     stack_data = data.get("stack") if isinstance(data.get("stack"), dict) else {}
     stack = Stack(

@@ -36,8 +36,51 @@ RecipeLoader.add_implicit_resolver(
 )
 
 
+MAX_DEPTH = 64  # real recipes nest a handful of levels; constructing deeper graphs recurses per level
+_STANDARD_TAG = "tag:yaml.org,2002:"
+
+
 class AliasBomb(ValueError):
     pass
+
+
+class UnsupportedYaml(ValueError):
+    """YAML that parses but that a recipe cannot hold: custom tags, non-scalar keys, absurd nesting. `node` is
+    where, for the diagnostic's location."""
+
+    def __init__(self, message: str, node: yaml.Node) -> None:
+        super().__init__(message)
+        self.node = node
+
+
+def check_shape(root: yaml.Node) -> list[tuple[yaml.Node, yaml.Node, yaml.Node]]:
+    """Walk the graph once, without recursion: raise `UnsupportedYaml` for what cannot be constructed safely,
+    and return (mapping, first key, repeated key) for every duplicate mapping key (YAML keeps the last one
+    silently)."""
+    duplicates = []
+    stack, seen = [(root, 1)], set()
+    while stack:
+        node, depth = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if depth > MAX_DEPTH:
+            raise UnsupportedYaml(f"nesting deeper than {MAX_DEPTH} levels", node)
+        if node.tag and not node.tag.startswith(_STANDARD_TAG):
+            raise UnsupportedYaml(f"unsupported tag `{node.tag}` (a recipe holds plain YAML values)", node)
+        if isinstance(node, yaml.MappingNode):
+            first: dict[object, yaml.Node] = {}
+            for key, _ in node.value:
+                if not isinstance(key, yaml.ScalarNode):
+                    raise UnsupportedYaml("a mapping key must be a plain scalar, not a list or mapping", key)
+                if key.tag == _STANDARD_TAG + "merge":  # `<<: *base` merges; it is not a repeated key
+                    continue
+                if key.value in first:
+                    duplicates.append((node, first[key.value], key))
+                else:
+                    first[key.value] = key
+        stack.extend((c, depth + 1) for c in _children(node))
+    return duplicates
 
 
 def compose(text: str) -> tuple[yaml.Node | None, RecipeLoader]:
