@@ -48,7 +48,7 @@ def cli():
 
 
 @cli.command("check")
-@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))  # a dangling name is a usage error
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]), default="text", show_default=True)
 @click.option("--select", multiple=True, help="Only these rule codes or prefixes (repeatable, or comma-separated).")
 @click.option("--ignore", multiple=True, help="Skip these rule codes or prefixes (repeatable, or comma-separated).")
@@ -88,6 +88,10 @@ def check(paths, fmt, select, ignore, overrides, verl_version, accelerator, no_s
     if output:
         click.echo(output)
     severities = {d.severity.value for d in result.diagnostics}
+    if result.files == 0 and not result.named_but_skipped and not result.unreadable:
+        click.echo(f"sapo-lint: no recipes or run scripts found under {', '.join(map(str, targets))} (recipes are "
+                   "*.yaml/*.yml with a top-level `recipe:` key, run scripts *.sh)", err=True)
+        sys.exit(EXIT_USAGE)
     if result.unreadable:
         sys.exit(EXIT_USAGE)
     if "error" in severities or (settings.warnings_as_errors and "warning" in severities):

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from . import api
 from .core.diagnostics import Diagnostic, Location
-from .rules.rf_recipe import UNREADABLE_FILE
+from .rules.rf_recipe import NOT_LINTABLE, UNREADABLE_FILE
 from .settings import Settings
-from .sources.files import UnreadableFile
+from .sources.files import UnreadableFile, is_regular_file
 from .sources.recipe import Recipe
 
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", "build", "dist"}
@@ -20,32 +20,34 @@ SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache_
 @dataclass(slots=True)
 class LintResult:
     diagnostics: list[Diagnostic]
-    files: int
-    unreadable: int
+    files: int  # files linted (recipes and scripts), unreadable ones included
+    unreadable: int  # files and directories that could not be read
     recipes: list[Recipe] = field(default_factory=list)
+    named_but_skipped: int = 0  # files named on the command line that are neither a recipe nor a script
 
 
-def discover(paths: list[Path], exclude: list[str]) -> list[Path]:
-    """Recipe and run-script candidates under the given paths (explicit files are always candidates), sorted,
-    de-duplicated."""
+def discover(paths: list[Path], exclude: list[str]) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """Recipe and run-script candidates under the given paths, sorted and de-duplicated (a path named explicitly
+    is always a candidate, whatever its suffix), and the directories that could not be listed, with why."""
     found: dict[Path, None] = {}
+    unlisted: list[tuple[Path, str]] = []
 
     def excluded(p: Path) -> bool:
         text = p.as_posix()
         return any(fnmatch.fnmatch(text, pat) or fnmatch.fnmatch(p.name, pat) for pat in exclude)
 
     for root in paths:
-        if root.is_file():
+        if not root.is_dir():
             if not excluded(root):
                 found[root] = None
             continue
-        for directory, subdirs, files in os.walk(root):
+        for directory, subdirs, files in os.walk(root, onerror=lambda e: unlisted.append((Path(e.filename), e.strerror))):
             subdirs[:] = sorted(d for d in subdirs if d not in SKIP_DIRS and not excluded(Path(directory, d)))
             for name in sorted(files):
                 p = Path(directory, name)
                 if p.suffix in api.RECIPE_SUFFIXES + api.SCRIPT_SUFFIXES and not excluded(p):
                     found[p] = None
-    return list(found)
+    return list(found), unlisted
 
 
 def lint_paths(paths: list[Path], settings: Settings, cli_overrides: list[str] = (), cli_verl: str | None = None,
@@ -53,8 +55,12 @@ def lint_paths(paths: list[Path], settings: Settings, cli_overrides: list[str] =
     options = api.read_options(settings, cli_overrides, cli_verl, cli_accelerator)
     diagnostics: list[Diagnostic] = []
     result = LintResult(diagnostics, 0, 0)
-    files = discover(paths, settings.exclude)
-    scripts = [p for p in files if p.suffix in api.SCRIPT_SUFFIXES]
+    files, unlisted = discover(paths, settings.exclude)
+    for directory, why in unlisted:
+        result.unreadable += 1
+        diagnostics.append(UNREADABLE_FILE.diagnostic(Location(str(directory)), f"cannot list directory: {why}"))
+    explicit = set(paths)
+    scripts = [p for p in files if p.suffix in api.SCRIPT_SUFFIXES and is_regular_file(p)]
     shellcheck = _shellcheck(scripts) if settings.shellcheck and scripts else {}
     for path in files:
         try:
@@ -65,6 +71,10 @@ def lint_paths(paths: list[Path], settings: Settings, cli_overrides: list[str] =
             diagnostics.append(UNREADABLE_FILE.diagnostic(Location(str(path)), str(exc)))
             continue
         if loaded is None:
+            if path in explicit:  # named on the command line but nothing to lint: say so rather than pass silently
+                result.named_but_skipped += 1
+                diagnostics.append(NOT_LINTABLE.diagnostic(Location(str(path)), f"no recipe or script: {path} "
+                                   "(recipes are *.yaml/*.yml with a top-level `recipe:` key, run scripts *.sh)"))
             continue
         if loaded.recipe is not None:
             result.recipes.append(loaded.recipe)

@@ -2,8 +2,10 @@
 nothing crashes. One test per input, named after it."""
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -54,3 +56,51 @@ def test_every_hostile_file_in_one_directory_with_a_real_typo(tmp_path):
     assert "SL001" in codes_by_file["typo.yaml"]
     for name, (_, code, _) in HOSTILE.items():
         assert code in codes_by_file[f"{name}.yaml"], name
+
+
+def test_fifo_in_a_linted_directory(tmp_path):
+    os.mkfifo(tmp_path / "x.yaml")
+    os.mkfifo(tmp_path / "run_x_megatron.sh")
+    (tmp_path / "typo.yaml").write_text(HEADER + "overrides:\n  actor_rollout_ref.actor.tau_poss: 1.0\n")
+    proc, report = lint_json(".", cwd=tmp_path)  # the 60 s timeout is the hang guard
+    assert proc.returncode == 2, proc.stderr  # files that could not be read
+    by_path = {d["path"].removeprefix("./"): d for d in report["diagnostics"] if d["code"] == "RF003"}
+    assert set(by_path) == {"x.yaml", "run_x_megatron.sh"}
+    assert "not a regular file" in by_path["x.yaml"]["message"]
+    assert any(d["code"] == "SL001" for d in report["diagnostics"])
+
+
+def test_file_named_on_the_command_line_that_is_not_a_recipe(tmp_path):
+    (tmp_path / "ppo_trainer.yaml").write_text("actor_rollout_ref: {}\n")
+    (tmp_path / "notes.txt").write_text("hello\n")
+    proc, report = lint_json("ppo_trainer.yaml", "notes.txt", cwd=tmp_path)
+    assert proc.returncode == 0
+    assert [(d["code"], d["severity"]) for d in report["diagnostics"]] == [("RF008", "warning")] * 2
+
+
+def test_empty_directory_is_a_usage_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    proc, _ = lint_json("empty", cwd=tmp_path)
+    assert proc.returncode == 2 and "no recipes or run scripts found under empty" in proc.stderr
+
+
+def test_unreadable_subdirectory(tmp_path, monkeypatch):
+    from sapo_toolkit.linter.lint import lint_paths
+    from sapo_toolkit.linter.settings import Settings
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "r.yaml").write_text(HEADER + "overrides: {}\n")
+    (tmp_path / "ok.yaml").write_text(HEADER + "overrides: {}\n")
+    real_scandir = os.scandir
+
+    def scandir(path="."):  # what a directory without read permission gives a non-root user
+        if Path(path) == locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    result = lint_paths([tmp_path], Settings(shellcheck=False))
+    assert result.unreadable == 1 and result.files == 1
+    (found,) = [d for d in result.diagnostics if d.code == "RF003"]
+    assert found.location.path == str(locked) and "cannot list directory: Permission denied" in found.message

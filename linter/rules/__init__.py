@@ -59,6 +59,7 @@ MODULES: dict[str, str] = {
     "RF005": "rf_recipe",
     "RF006": "rf_recipe",
     "RF007": "rf_recipe",
+    "RF008": "rf_recipe",
     "SH001": "sh_script",
     "SH002": "sh_script",
     "SH003": "sh_script",

@@ -131,3 +131,19 @@ DUPLICATE_KEY = source_rule(
     """,
     module=__name__,
 )
+
+NOT_LINTABLE = source_rule(
+    "RF008", "not-a-recipe-or-script", Severity.WARNING,
+    summary="a file named on the command line is neither a recipe nor a run script",
+    explanation="""`sapo-lint FILE` lints recipes (`*.yaml`/`*.yml` with a top-level `recipe:` key) and run scripts
+    (`*.sh`). A file named explicitly that is neither is reported instead of passing silently, so a typo in a path
+    or a Hydra config given by mistake does not look like a clean result. (Directories are searched for candidates,
+    and other YAML there is skipped without a word.) A run that finds nothing at all to lint exits 2.""",
+    bad="""
+    (named on the command line) sapo-lint ppo_trainer.yaml   # a Hydra config, not a recipe
+    """,
+    good="""
+    (named on the command line) sapo-lint recipes/qwen3-8b-sapo.yaml
+    """,
+    module=__name__,
+)
