@@ -4,7 +4,7 @@ accept it, the tokenizer and the data load, and the run stops only where verl as
 have. A config error of any kind (composition, override, validation) fails the test.
 
 Needs a separate Python with verl 0.9.1 on the CPU build of torch: set `SAPO_VERL_PYTHON` to it (a venv built by
-the verl setup script: torch==2.13.0 CPU, `verl[verl-core]==0.9.1`, no CUDA package). Without it the tests skip.
+`.ci/verl-venv.sh`, as `.ci/run` does: torch==2.13.0 CPU, `verl[verl-core]==0.9.1`, no CUDA package). Without it the tests skip.
 
 What the test changes in the recipe's argv, and why (each is a fact of this machine, not of the recipe):
 - `actor_rollout_ref.model.path`, `data.train_files`, `data.val_files` point at a stand-in made here: Qwen3-0.6B's
