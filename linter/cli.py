@@ -67,8 +67,8 @@ def check(paths, fmt, select, ignore, overrides, verl_version, accelerator, no_s
 
     try:
         settings, _ = load_settings(Path.cwd())
-    except SettingsError as exc:
-        raise click.UsageError(str(exc)) from None
+    except SettingsError as exc:  # a configuration error, not a usage error: one line, no usage boilerplate
+        raise click.ClickException(str(exc)) from None
     settings.select = _codes(select) or settings.select
     settings.ignore = [*settings.ignore, *_codes(ignore)]
     settings.warnings_as_errors = warnings_as_errors or settings.warnings_as_errors

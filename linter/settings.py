@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,9 +81,13 @@ def load_settings(start: Path) -> tuple[Settings, Path | None]:
     if path is None:
         return settings, None
     try:
-        table = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {}).get("sapo-lint", {})
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise SettingsError(f"{path}: cannot read [tool.sapo-lint]: {exc}") from None
+    tool = document.get("tool", {})
+    table = tool.get("sapo-lint", {}) if isinstance(tool, dict) else None
+    if not isinstance(table, dict):
+        raise SettingsError(f"{path}: `tool.sapo-lint` must be a table ([tool.sapo-lint])")
     unknown = sorted(set(table) - set(KEYS))
     if unknown:
         raise SettingsError(
@@ -95,5 +100,8 @@ def load_settings(start: Path) -> tuple[Settings, Path | None]:
         if not isinstance(value, expected) or (expected is list and not all(isinstance(v, str) for v in value)):
             kind = {list: "a list of strings", float: "a number"}.get(expected, expected.__name__)
             raise SettingsError(f"{path}: [tool.sapo-lint] {key} must be {kind}")
+        if expected is float and not (math.isfinite(value) and value > 0):
+            # a site limit of 0, a negative, inf or nan would switch its check off without a word
+            raise SettingsError(f"{path}: [tool.sapo-lint] {key} must be a positive finite number, not {value}")
         setattr(settings, attribute, value)
     return settings, path

@@ -104,3 +104,19 @@ def test_unreadable_subdirectory(tmp_path, monkeypatch):
     assert result.unreadable == 1 and result.files == 1
     (found,) = [d for d in result.diagnostics if d.code == "RF003"]
     assert found.location.path == str(locked) and "cannot list directory: Permission denied" in found.message
+
+
+@pytest.mark.parametrize("name,text,says", [
+    ("tool_is_a_string", 'tool = "x"\n', "must be a table"),
+    ("sapo_lint_is_a_number", "[tool]\nsapo-lint = 5\n", "must be a table"),
+    ("negative_host_ram", "[tool.sapo-lint]\nhost-ram-gib = -5\n", "positive finite number, not -5"),
+    ("zero_write_speed", "[tool.sapo-lint]\ncheckpoint-write-gib-per-s = 0\n", "positive finite number, not 0"),
+    ("infinite_write_speed", "[tool.sapo-lint]\ncheckpoint-write-gib-per-s = inf\n", "not inf"),
+    ("nan_disk_budget", "[tool.sapo-lint]\ncheckpoint-disk-budget-gib = nan\n", "not nan"),
+])
+def test_hostile_pyproject(tmp_path, name, text, says):
+    (tmp_path / "pyproject.toml").write_text(text)
+    (tmp_path / "r.yaml").write_text(HEADER + "overrides: {}\n")
+    proc, _ = lint_json("r.yaml", cwd=tmp_path)
+    assert proc.returncode == 2 and says in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) <= 3, proc.stderr
