@@ -120,3 +120,33 @@ def test_hostile_pyproject(tmp_path, name, text, says):
     proc, _ = lint_json("r.yaml", cwd=tmp_path)
     assert proc.returncode == 2 and says in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) <= 3, proc.stderr
+
+
+def test_recipe_with_20_two_valued_axes(tmp_path):
+    """A million combinations: a sample of 64 is linted, in well under the time of the product, and the
+    combination of first values (where the typo lives) is one of them."""
+    import time
+
+    axes = "".join(f"  a{i}:\n    x: {{overrides: {{trainer.nnodes: 1}}}}\n    y: {{overrides: {{trainer.nnodes: 2}}}}\n"
+                   for i in range(20))
+    (tmp_path / "r.yaml").write_text(HEADER + "overrides:\n  trainer.nnodez: 1\nvariants:\n" + axes)
+    start = time.monotonic()
+    proc, report = lint_json("r.yaml", cwd=tmp_path)
+    assert time.monotonic() - start < 30 and proc.returncode == 1, proc.stderr
+    (cap,) = [d for d in report["diagnostics"] if d["code"] == "RF009"]
+    assert "1,048,576 variant combinations; linted 64" in cap["message"]
+    assert any(d["code"] == "SL001" and "nnodez" in d["message"] for d in report["diagnostics"])
+
+
+def test_script_with_22_independent_if_switches(tmp_path):
+    """4 million combinations: enumerated lazily (no memory blow-up), the script's defaults linted first, so a typo
+    on the default (`else`) path of the last switch is reported."""
+    switches = "".join(f'if [ "${{S{i}:-off}}" = on ]; then A{i}=on; else A{i}=off; fi\n' for i in range(21))
+    switches += 'if [ "${S21:-off}" = on ]; then LAST=trainer.nnodes; else LAST=trainer.nnodez; fi\n'
+    (tmp_path / "run_x_megatron.sh").write_text(
+        "#!/bin/bash\n" + switches + 'python3 -m verl.trainer.main_ppo "$LAST=1"\n')
+    proc, report = lint_json("--no-shellcheck", "run_x_megatron.sh", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert any("4,194,304 variant combinations" in d["message"] for d in report["diagnostics"])
+    typo = [d for d in report["diagnostics"] if d["code"] == "SL001" and "nnodez" in d["message"]]
+    assert typo and typo[0]["line"] == 24  # the trainer call, where the argument is written

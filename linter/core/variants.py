@@ -4,19 +4,45 @@ some of them by label, and reporting a finding once across them."""
 from __future__ import annotations
 
 import itertools
+import math
 from collections import defaultdict
-from typing import Iterator, Sequence, TypeVar
+from typing import Sequence, TypeVar
 
 from .diagnostics import Diagnostic
 
 T = TypeVar("T")
 
 
-def expand(axes: Sequence[Sequence[tuple[str, T]]]) -> Iterator[tuple[str | None, tuple[T, ...]]]:
-    """Every combination of one (label token, payload) per axis: the variant's label (tokens joined by commas;
-    None without axes) and the chosen payloads in axis order."""
-    for combo in itertools.product(*axes):
-        yield ",".join(token for token, _ in combo) or None, tuple(payload for _, payload in combo)
+MAX_VARIANTS = 64  # combinations linted per file; a larger product is sampled (see `expand`)
+
+
+def expand(axes: Sequence[Sequence[tuple[str, T]]], defaults: Sequence[int] | None = None,
+           cap: int = MAX_VARIANTS) -> tuple[list[tuple[str | None, tuple[T, ...]]], int]:
+    """The combinations of one (label token, payload) per axis to lint, and how many there are in all.
+
+    Each is (the variant's label, tokens joined by commas, None without axes; the chosen payloads in axis order).
+    All of them, in product order, when there are at most `cap`. Otherwise `cap` of them, in this order: the
+    default combination (`defaults[i]` indexes axis i's default, else its first value), then every combination
+    that changes one axis from the default, then the rest in product order. The product is walked lazily and
+    never built, so thousands of axes cost no more than the cap."""
+    sizes = [len(a) for a in axes]
+    total = math.prod(sizes) if axes else 1
+    everything = itertools.product(*map(range, sizes))
+    if total <= cap:
+        chosen = dict.fromkeys(everything)
+    else:
+        base = tuple(defaults) if defaults is not None else (0,) * len(axes)
+        chosen = {base: None}
+        singles = (base[:i] + (j,) + base[i + 1:] for i, n in enumerate(sizes) for j in range(n) if j != base[i])
+        for index in itertools.chain(singles, everything):
+            if len(chosen) >= cap:
+                break
+            chosen.setdefault(index, None)
+    out = []
+    for index in chosen:
+        combo = [axes[i][j] for i, j in enumerate(index)]
+        out.append((",".join(token for token, _ in combo) or None, tuple(payload for _, payload in combo)))
+    return out, total
 
 
 def matches(variant: str | None, wanted: Sequence[str]) -> bool:

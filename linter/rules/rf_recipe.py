@@ -147,3 +147,19 @@ NOT_LINTABLE = source_rule(
     """,
     module=__name__,
 )
+
+TOO_MANY_VARIANTS = source_rule(
+    "RF009", "too-many-variants", Severity.WARNING,
+    summary="more variant combinations than are linted (64): the rest are sampled",
+    explanation="""Every combination of a recipe's variant axes is linted, up to 64 per file; a recipe whose axes
+    multiply to more is linted on a deterministic sample: the combination of every axis's first value, each
+    combination that changes one axis from it, then the rest in product order. The warning says how many there
+    are; split the recipe, or lint a chosen combination with `sapo-launch --dry-run`, to check the others.""",
+    bad="""
+    (a recipe with 7 two-valued axes) 128 combinations
+    """,
+    good="""
+    (a recipe with 6 two-valued axes) 64 combinations
+    """,
+    module=__name__,
+)

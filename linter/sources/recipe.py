@@ -20,6 +20,7 @@ from ..rules.rf_recipe import (
     DUPLICATE_KEY,
     INVALID_YAML,
     RECIPE_SCHEMA,
+    TOO_MANY_VARIANTS,
     UNKNOWN_ACCELERATOR,
     UNKNOWN_MODEL,
 )
@@ -255,7 +256,13 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
     hardware = data.get("hardware") if isinstance(data.get("hardware"), dict) else {}
     resources = {**dict(options.resources), **{k: hardware[k] for k in RESOURCE_KEYS if k in hardware},
                  **dict(options.cli_resources)}
-    for label, chosen in expand(axes):
+    combinations, total = expand(axes)
+    if total > len(combinations):
+        diagnostics.append(TOO_MANY_VARIANTS.diagnostic(
+            _location(source.path, yaml_nodes.key_node(root, "variants")),
+            f"{total:,} variant combinations; linted {len(combinations)}: the first value of every axis, each "
+            "single-axis change from it, then the rest in order"))
+    for label, chosen in combinations:
         overrides, env = list(base), dict(base_env)
         for extra, extra_env in chosen:
             overrides = list(merge_overrides(overrides, extra))

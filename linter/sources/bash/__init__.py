@@ -5,6 +5,6 @@ recognises the verl trainer calls among the commands it evaluates, and `script` 
 assembles each call into a `Command`. Imports flow script -> trainer_call -> interpreter -> words.
 """
 
-from .script import MAX_VARIANTS, UNRESOLVED_VALUE, ScriptRead, read_script
+from .script import UNRESOLVED_VALUE, ScriptRead, read_script
 
-__all__ = ["MAX_VARIANTS", "UNRESOLVED_VALUE", "ScriptRead", "read_script"]
+__all__ = ["UNRESOLVED_VALUE", "ScriptRead", "read_script"]

@@ -1,20 +1,19 @@
 """Reading a run script: one evaluation per variant, each trainer call assembled into a `Command`.
 
 Every variable that a `case` or an `if` comparison switches on is enumerated over the literal values the
-branches name plus the script's own default; each combination is one variant (at most `MAX_VARIANTS`).
+branches name plus the script's own default; each combination is one variant (at most `core.variants.MAX_VARIANTS`, sampled beyond it).
 What cannot be evaluated is carried through as a marker and reported (SH001) where it reaches an override.
 """
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...core.command import Command, LocatedOverride, locate_override, merge_overrides, site_limits
 from ...core.diagnostics import Diagnostic, Location
 from ...core.overrides import OverrideSyntaxError, ParsedOverride, parse_override
-from ...core.variants import collapse_variants
+from ...core.variants import collapse_variants, expand
 from ...rules.sh_script import PASSTHROUGH, SYNTAX, UNRESOLVED
 from ...schema import entrypoints
 from ..files import TextFile
@@ -25,7 +24,6 @@ from .trainer_call import TrainerCallFinder
 # The value an override gets when part of it cannot be evaluated: an interpolation, so that type and range
 # rules leave it alone while key rules still apply.
 UNRESOLVED_VALUE = "${oc.env:SAPO_LINT_UNRESOLVED}"
-MAX_VARIANTS = 64
 
 
 @dataclass(slots=True)
@@ -160,20 +158,25 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     named.update(_collect_switches(probe, parsed.root))
     default = run({})
     axes: list[tuple[str, list[str | None]]] = []
+    defaults: list[int] = []  # per axis, the index of the value the script runs with when nothing is set
     for var, values in named.items():
         vals: list[str | None] = list(values)
         d = default.observed.get(var, default.vars.get(var) if isinstance(default.vars.get(var), str) else None)
-        if d not in vals and not (d == "" and "" in vals):
+        if d in vals:
+            defaults.append(vals.index(d))
+        else:
             vals.append(d if d else None)
+            defaults.append(len(vals) - 1)
         axes.append((var, vals))
     diagnostics: list[Diagnostic] = []
-    combos = list(itertools.product(*[[(var, v) for v in vals] for var, vals in axes])) if axes else [()]
-    if len(combos) > MAX_VARIANTS:
-        diagnostics.append(UNRESOLVED.diagnostic(Location(source.path), f"{len(combos)} variant combinations of "
-                                                 f"{', '.join(v for v, _ in axes)}; only the first {MAX_VARIANTS} are checked"))
-        combos = combos[:MAX_VARIANTS]
+    chosen, total = expand([[(f"{var}={v if v is not None else 'unset'}", (var, v)) for v in vals] for var, vals in axes],
+                           defaults)
+    if total > len(chosen):
+        diagnostics.append(UNRESOLVED.diagnostic(Location(source.path), f"{total:,} variant combinations of "
+                                                 f"{', '.join(v for v, _ in axes)}; linted {len(chosen)}: the script's "
+                                                 "defaults, each single change from them, then the rest in order"))
     runs: list[tuple[str | None, TrainerCallFinder]] = []
-    for combo in combos:
+    for _, combo in chosen:
         env = {var: v for var, v in combo if v is not None}
         ev = default if not env else run(env)
         reachable = all(ev.observed.get(var, "" if v is None else v) == ("" if v is None else v) for var, v in combo)
