@@ -79,7 +79,10 @@ def check(paths, fmt, select, ignore, overrides, verl_version, accelerator, no_s
     if fix:
         from .fix import apply_fixes
 
-        applied = apply_fixes(result.diagnostics)
+        try:
+            applied = apply_fixes(result.diagnostics)
+        except OSError as exc:
+            raise click.ClickException(f"cannot apply fixes: {exc.strerror or exc}: {exc.filename}") from None
         if applied:
             click.echo(f"Fixed {applied} override(s).", err=True)
             result = lint_paths(targets, settings, list(overrides), verl_version, accelerator)
@@ -191,6 +194,8 @@ def schema_build(wheels, verl_root, consumer_wheels, out):
             click.echo(f"wrote {path}")
     except build.SchemaBuildError as exc:
         raise click.ClickException(str(exc)) from None
+    except OSError as exc:  # an unwritable --out directory
+        raise click.ClickException(f"cannot write the snapshots: {exc.strerror or exc}: {exc.filename}") from None
 
 
 def main() -> None:

@@ -180,5 +180,8 @@ def convert(script: Path, output: Path | None, verl_version: str | None) -> None
     if output is None:
         sys.stdout.write(text)
     else:
-        write_atomically(output, text)
+        try:
+            write_atomically(output, text)
+        except OSError as exc:
+            raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
         click.echo(f"wrote {output}", err=True)

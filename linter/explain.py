@@ -373,7 +373,10 @@ def explain(recipe, variants, fmt, plot_path, overrides, accelerator, verl_versi
     else:
         click.echo(render_text(items, str(recipe), color=sys.stdout.isatty()), nl=False)
     if plot_path is not None:
-        written = plot(items, plot_path, recipe.stem)
+        try:
+            written = plot(items, plot_path, recipe.stem)
+        except OSError as exc:
+            raise click.ClickException(f"cannot write {plot_path}: {exc.strerror or exc}") from None
         click.echo(f"wrote {written}", err=True)
     if not any(i.estimate is not None for i in items):
         sys.exit(EXIT_USAGE)

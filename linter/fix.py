@@ -8,6 +8,8 @@ from pathlib import Path
 from .core.diagnostics import Diagnostic
 from .sources.files import write_atomically
 
+BOM = b"\xef\xbb\xbf"
+
 
 def _replace_key(line: str, column: int, old: str, new: str) -> str | None:
     start = column - 1
@@ -27,7 +29,11 @@ def apply_fixes(diagnostics: list[Diagnostic]) -> int:
     applied = 0
     for name, fixes in by_file.items():
         path = Path(name)
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        raw = path.read_bytes()
+        bom = raw.startswith(BOM)
+        # Lines exactly as written: CRLF stays CRLF, and a byte-order mark is put back (diagnostic columns count
+        # from after it, as the linter read the file).
+        lines = raw[len(BOM) if bom else 0:].decode("utf-8").splitlines(keepends=True)
         changed = 0
         for (line_no, column), d in sorted(fixes.items(), reverse=True):  # right to left keeps columns valid
             if not 0 < line_no <= len(lines):
@@ -37,6 +43,6 @@ def apply_fixes(diagnostics: list[Diagnostic]) -> int:
                 lines[line_no - 1] = new_line
                 changed += 1
         if changed:
-            write_atomically(path, "".join(lines))
+            write_atomically(path, (BOM if bom else b"") + "".join(lines).encode("utf-8"))
             applied += changed
     return applied

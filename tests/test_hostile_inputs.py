@@ -150,3 +150,58 @@ def test_script_with_22_independent_if_switches(tmp_path):
     assert any("4,194,304 variant combinations" in d["message"] for d in report["diagnostics"])
     typo = [d for d in report["diagnostics"] if d["code"] == "SL001" and "nnodez" in d["message"]]
     assert typo and typo[0]["line"] == 24  # the trainer call, where the argument is written
+
+
+# Writers: --fix edits what is there and nothing else; an unwritable destination is one line.
+TAU_BUG = "overrides:\n  +actor_rollout_ref.actor.policy_loss.tau_pos: 1.2\n"
+
+
+def fix(tmp_path, name):
+    return subprocess.run([sys.executable, "-m", "sapo_toolkit.linter", "--fix", "--select", "SP001", name],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+
+
+def test_fix_through_a_symlink_edits_the_target(tmp_path):
+    (tmp_path / "real.yaml").write_text(HEADER + TAU_BUG)
+    (tmp_path / "link.yaml").symlink_to("real.yaml")
+    fix(tmp_path, "link.yaml")
+    assert (tmp_path / "link.yaml").is_symlink()
+    assert "actor_rollout_ref.actor.tau_pos: 1.2" in (tmp_path / "real.yaml").read_text()
+
+
+def test_fix_keeps_crlf_bom_mode_and_comments(tmp_path):
+    text = ("\ufeff" + HEADER + "# keep me\n" + TAU_BUG).replace("\n", "\r\n")
+    path = tmp_path / "r.yaml"
+    path.write_bytes(text.encode("utf-8"))
+    path.chmod(0o640)
+    fix(tmp_path, "r.yaml")
+    data = path.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf") and b"\r\n" in data and b"\n" not in data.replace(b"\r\n", b"")
+    assert b"# keep me\r\n" in data and b"  actor_rollout_ref.actor.tau_pos: 1.2\r\n" in data
+    assert path.stat().st_mode & 0o777 == 0o640
+
+
+def test_fix_keeps_the_owner(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("only root can give a file to another owner")
+    path = tmp_path / "r.yaml"
+    path.write_text(HEADER + TAU_BUG)
+    os.chown(path, 1234, 5678)
+    fix(tmp_path, "r.yaml")
+    assert "tau_pos: 1.2" in path.read_text() and (path.stat().st_uid, path.stat().st_gid) == (1234, 5678)
+
+
+@pytest.mark.parametrize("command", [
+    ["convert", "{script}", "-o", "/proc/no/such/recipe.yaml"],
+    ["explain", "{recipe}", "--plot", "/proc/no/such/plan.png"],
+])
+def test_unwritable_destination(tmp_path, command):
+    from .helpers import REPO
+
+    script = REPO / "tests" / "fixtures" / "scripts" / "run_qwen3_8b_megatron.sh"
+    recipe = REPO / "recipes" / "qwen3-8b-sapo.yaml"
+    args = [a.format(script=script, recipe=recipe) for a in command]
+    proc = subprocess.run([sys.executable, "-m", "sapo_toolkit.linter", *args], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2 and "cannot write /proc/no/such/" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
