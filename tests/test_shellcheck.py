@@ -143,6 +143,23 @@ def test_batch_failure_falls_back_to_one_file_per_process(tmp_path, monkeypatch)
     assert all("SH2086" in [d.code for d in found[str(p)]] for p in paths)
 
 
+def test_a_failure_is_cached_like_findings(tmp_path, monkeypatch):
+    path = write(tmp_path, "run_qwen3_8b_fsdp.sh", SCRIPT)
+    monkeypatch.setattr(sc, "_invoke", lambda binary, keys: f"shellcheck took more than {sc.TIMEOUT_S} s and was stopped")
+    (first,) = shellcheck_diagnostics([path], cache_dir=tmp_path / "cache")[str(path)]
+    monkeypatch.undo()
+    no_subprocess(monkeypatch)  # the same bytes are not given to shellcheck again
+    (again,) = shellcheck_diagnostics([path], cache_dir=tmp_path / "cache")[str(path)]
+    assert again == first and first.code == "SH100" and "was stopped" in first.message
+
+
+def test_a_script_over_the_size_bound_is_not_given_to_shellcheck(tmp_path, monkeypatch):
+    path = write(tmp_path, "run_big_fsdp.sh", SCRIPT + "# padding\n" * (sc.MAX_BYTES // 10 + 1))
+    no_subprocess(monkeypatch)
+    (only,) = shellcheck_diagnostics([path], cache_dir=tmp_path / "cache")[str(path)]
+    assert only.code == "SH100" and only.severity.value == "info" and "not checked by shellcheck" in only.message
+
+
 def test_dash_file_name_is_not_an_option(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write(tmp_path, "-x.sh", SCRIPT)

