@@ -205,3 +205,12 @@ def test_unwritable_destination(tmp_path, command):
                           cwd=tmp_path, timeout=120)
     assert proc.returncode == 2 and "cannot write /proc/no/such/" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+
+
+def test_verl_version_option_with_a_path(tmp_path):
+    """The version names a file inside the package's snapshot directory, never a path out of it."""
+    (tmp_path / "r.yaml").write_text(HEADER + "overrides: {}\n")
+    proc, report = lint_json("r.yaml", "--verl-version", "0.9.1/../../../../../elsewhere/evil", cwd=tmp_path)
+    assert proc.returncode == 1
+    (found,) = [d for d in report["diagnostics"] if d["code"] == "RF004"]
+    assert "no schema snapshot for verl 0.9.1/../../../../../elsewhere/evil" in found["message"]
