@@ -9,6 +9,7 @@ shellcheck and an empty cache, and with the cache warm.
 Then the real run scripts of `--corpus` (default: `../shared/corpus` beside the checkout, when it exists), which
 are slower and noisier than copies of the fixtures.
 Targets: <= 1 s for ~100 files, <= 150 ms for one file, on a 2-core machine.
+`bench/run_all.py` (which reuses the generator and the timer here) writes the recorded figures, bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 
@@ -37,9 +39,10 @@ MISTAKES = [
 ]
 
 
-def generate(out: Path, count: int, seed: int = 0) -> list[Path]:
+def generate(out: Path, count: int, seed: int = 0, recipes: Path = REPO / "recipes") -> list[Path]:
+    """`count` recipes re-parameterised from the ones in `recipes`, a fifth of them with one typical mistake."""
     rng = random.Random(seed)
-    bases = [yaml.safe_load(p.read_text()) for p in sorted((REPO / "recipes").glob("*.yaml"))]
+    bases = [yaml.safe_load(p.read_text()) for p in sorted(recipes.glob("*.yaml"))]
     paths = []
     for i in range(count):
         doc = dict(rng.choice(bases))
@@ -76,17 +79,27 @@ def generate_scripts(out: Path, count: int, seed: int = 0, with_syntax_errors: b
     return paths
 
 
-def timed(cmd: list[str], runs: int, env: dict | None = None, fresh_cache: bool = False) -> tuple[float, float]:
-    """(median, best) wall time of fresh processes; the best is the least disturbed by a noisy machine."""
+class Timing(NamedTuple):
+    """Seconds of wall time over fresh processes; the best is the least disturbed by a noisy machine."""
+
+    median: float
+    best: float
+
+
+def timed(cmd: list[str], runs: int, env: dict | None = None, fresh_cache: bool = False,
+          cwd: Path | None = None) -> Timing:
+    """`cmd` run `runs` times, each a fresh process; `fresh_cache`: each with an empty sapo-lint cache."""
     samples = []
     for _ in range(runs):
         run_env = dict(env or os.environ)
-        if fresh_cache:
-            run_env["SAPO_LINT_CACHE_DIR"] = tempfile.mkdtemp(prefix="sapo-lint-cache-")
-        start = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=run_env)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples), min(samples)
+        with tempfile.TemporaryDirectory(prefix="sapo-lint-cache-") as empty_cache:
+            if fresh_cache:
+                run_env["SAPO_LINT_CACHE_DIR"] = empty_cache
+            start = time.perf_counter()
+            subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=run_env,
+                           cwd=cwd)
+            samples.append(time.perf_counter() - start)
+    return Timing(statistics.median(samples), min(samples))
 
 
 def main() -> None:
@@ -122,7 +135,7 @@ def main() -> None:
         scripts.mkdir()
         generate_scripts(scripts, args.scripts)
         warm_env = {**os.environ, "SAPO_LINT_CACHE_DIR": tempfile.mkdtemp(prefix="sapo-lint-cache-")}
-        subprocess.run([*base, str(scripts)], stdout=subprocess.DEVNULL, env=warm_env)  # fill the cache
+        subprocess.run([*base, str(scripts)], check=False, stdout=subprocess.DEVNULL, env=warm_env)  # fill the cache
         results.update({
             f"{args.scripts} scripts, --no-shellcheck": timed([*base, "--no-shellcheck", str(scripts)], args.runs),
             f"{args.scripts} scripts, shellcheck cold": timed([*base, str(scripts)], args.runs, fresh_cache=True),
