@@ -37,6 +37,7 @@ DEFAULT_ALPHA = 0.05
 MIN_TREND_READINGS = 8
 # A verdict lists at most this many violating steps (and counts them all).
 LISTED_VIOLATIONS = 100
+EXIT_GATES_FAILED = 3
 
 
 class GateError(Exception):
@@ -239,3 +240,16 @@ def _json_number(value: Any) -> Any:
     if isinstance(value, tuple):
         return [_json_number(v) for v in value]
     return value
+
+
+def gates_json(verdicts: Iterable[Verdict]) -> dict:
+    """summary.json's `gates` and `report --format json`'s: each verdict under its gate's name."""
+    return {v.gate.name: v.as_json() for v in verdicts}
+
+
+def gate_exit_code(exit_code: int, verdicts: Iterable[Verdict], fail_on_gates: bool) -> int:
+    """`--fail-on-gates`: a gate that did not pass turns a success into `EXIT_GATES_FAILED`; a failure keeps its
+    own code."""
+    if fail_on_gates and exit_code == 0 and not all(v.passed for v in verdicts):
+        return EXIT_GATES_FAILED
+    return exit_code

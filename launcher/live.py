@@ -1,0 +1,172 @@
+"""What an executor shows and checks while the trainer runs. `LiveMonitor.output` takes the trainer's raw output:
+it reaches the terminal, its metrics feed a `MetricsWatcher` (which also polls the file logger's JSONL), `every`
+bounds are checked as readings arrive (a broken one is reported at once, once), and a progress view shows the step
+of `total_steps`, the ETA and the latest throughput and reward. `finish` completes metrics.jsonl and returns every
+gate's verdict.
+
+On a TTY the view is a rich progress bar and the trainer's lines are printed above it (writing them past rich would
+garble its redraws). Otherwise the trainer's bytes pass through untouched and the view is a plain line on stderr at
+the first step, then at most every `PLAIN_INTERVAL_S`, and at the end.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+from pathlib import Path
+from typing import BinaryIO, Callable, NamedTuple, TextIO
+
+from .gates import Gate, LiveGates, Verdict, evaluate
+from .metrics import MetricsWatcher
+
+THROUGHPUT = "perf/throughput"
+REWARD = "critic/rewards/mean"
+PLAIN_INTERVAL_S = 30.0
+# The file logger's JSONL is read at most this often (the console lines carry the same numbers sooner).
+POLL_INTERVAL_S = 1.0
+
+
+class Status(NamedTuple):
+    step: int
+    total: int | None
+    eta_s: float | None
+    throughput: float | None
+    reward: float | None
+
+    def text(self) -> str:
+        parts = [f"step {self.step}/{self.total} ({self.step / self.total:.0%})" if self.total
+                 else f"step {self.step}"]
+        if self.eta_s is not None:
+            parts.append(f"ETA {_duration(self.eta_s)}")
+        parts += [f"{name} {value:.6g}" for name, value in ((THROUGHPUT, self.throughput), (REWARD, self.reward))
+                  if value is not None]
+        return ", ".join(parts)
+
+
+def _duration(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m" if minutes else f"{seconds:.0f}s"
+
+
+class PlainView:
+    """Not a TTY: the trainer's bytes unchanged on the terminal, `sapo-launch:` lines on stderr."""
+
+    __slots__ = ("terminal", "messages", "clock", "_shown_at", "_shown_step")
+
+    def __init__(self, terminal: BinaryIO, messages: TextIO, clock: Callable[[], float]):
+        self.terminal, self.messages, self.clock = terminal, messages, clock
+        self._shown_at: float | None = None
+        self._shown_step: int | None = None
+
+    def output(self, data: bytes) -> None:
+        self.terminal.write(data)
+        self.terminal.flush()
+
+    def message(self, text: str) -> None:
+        self.messages.write(f"sapo-launch: {text}\n")
+        self.messages.flush()
+
+    def update(self, status: Status) -> None:
+        if self._shown_at is None or self.clock() - self._shown_at >= PLAIN_INTERVAL_S:
+            self._show(status)
+
+    def close(self, status: Status | None) -> None:
+        if status is not None and status.step != self._shown_step:
+            self._show(status)
+
+    def _show(self, status: Status) -> None:
+        self._shown_at, self._shown_step = self.clock(), status.step
+        self.message(status.text())
+
+
+class RichView:
+    """A TTY: a rich progress bar at the bottom, the trainer's lines and sapo-launch's messages printed above it."""
+
+    __slots__ = ("_stream", "_progress", "_task")
+
+    def __init__(self, terminal: BinaryIO, total: int | None):
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        # A text layer over the terminal's bytes for rich; detached at the end so that closing it never closes them.
+        self._stream = io.TextIOWrapper(terminal, encoding="utf-8", errors="replace", write_through=True)
+        self._progress = Progress(TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(),
+                                  TimeElapsedColumn(), TextColumn("{task.fields[info]}"),
+                                  console=Console(file=self._stream))
+        self._task = self._progress.add_task("training", total=total, info="waiting for the first step")
+        self._progress.start()
+
+    def output(self, data: bytes) -> None:
+        from rich.text import Text
+
+        self._progress.console.print(Text.from_ansi(data.decode("utf-8", "replace").rstrip("\r\n")), soft_wrap=True)
+
+    def message(self, text: str) -> None:
+        from rich.text import Text
+
+        self._progress.console.print(Text(f"sapo-launch: {text}", style="bold"), soft_wrap=True)
+
+    def update(self, status: Status) -> None:
+        info = ", ".join(status.text().split(", ")[1:])  # the bar already shows the step
+        self._progress.update(self._task, completed=status.step, info=info)
+
+    def close(self, status: Status | None) -> None:
+        if status is not None:
+            self.update(status)
+        self._progress.stop()
+        self._stream.detach()
+
+
+class LiveMonitor:
+    __slots__ = ("watcher", "gates", "total_steps", "view", "clock", "_live", "_first", "_polled_at")
+
+    def __init__(self, metrics_path: Path, total_steps: int | None, gates: tuple[Gate, ...], terminal: BinaryIO,
+                 messages: TextIO | None = None, clock: Callable[[], float] = time.monotonic):
+        self.watcher = MetricsWatcher(metrics_path)
+        self.gates, self.total_steps, self.clock = gates, total_steps, clock
+        self.view = (RichView(terminal, total_steps) if terminal.isatty()
+                     else PlainView(terminal, messages or sys.stderr, clock))
+        self._live = LiveGates(gates)
+        self._first: tuple[float, int] | None = None  # (time, step) of the first step seen, for the ETA
+        self._polled_at: float | None = None
+
+    def output(self, data: bytes) -> None:
+        self.view.output(data)
+        steps = self.watcher.feed(data)
+        now = self.clock()
+        if self._polled_at is None or now - self._polled_at >= POLL_INTERVAL_S:
+            self._polled_at = now
+            steps += self.watcher.poll()
+        self._update(steps)
+
+    def finish(self) -> tuple[Verdict, ...]:
+        """The trainer has exited: read the last metrics, complete metrics.jsonl, judge every gate, say so."""
+        self._update(self.watcher.close())
+        self.watcher.complete_metrics_file()
+        verdicts = evaluate(self.gates, self.watcher.table)
+        for verdict in verdicts:
+            self.view.message(f"gate {verdict.status}: {verdict.gate.name}: {verdict.reason}")
+        self.view.close(self._status())
+        return verdicts
+
+    def _update(self, steps: list[int]) -> None:
+        if not steps:
+            return
+        for step in sorted(set(steps)):
+            for text in self._live.check(step, self.watcher.table.at(step)):
+                self.view.message(text)
+        self.view.update(self._status())
+
+    def _status(self) -> Status | None:
+        steps = self.watcher.table.steps()
+        if not steps:
+            return None
+        step, now = steps[-1], self.clock()
+        if self._first is None:
+            self._first = (now, step)
+        started, first_step = self._first
+        eta = (max(0.0, (now - started) / (step - first_step) * (self.total_steps - step))
+               if self.total_steps and step > first_step else None)
+        latest = self.watcher.table.at(step)
+        return Status(step, self.total_steps, eta, latest.get(THROUGHPUT), latest.get(REWARD))
