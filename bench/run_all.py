@@ -38,7 +38,7 @@ ONE_FILE = "recipes/qwen3-30b-a3b-sapo.yaml"  # the shipped recipe with the most
 
 class Row(NamedTuple):
     name: str
-    cmd: list[str]
+    command: str  # as shown: the environment it changes, then the argv
     timing: Timing
     files: int | None  # what the per-file cost divides by; None for the floor
     result: str  # sapo-lint's findings (errors / warnings / infos), else the command's last line of output
@@ -68,7 +68,12 @@ class Bench:
             summary = json.loads(done.stdout)["summary"]
             files = summary["files"]
             result = f"{summary['error']} / {summary['warning']} / {summary['info']}"
-        row = Row(name, cmd, timed(cmd, self.runs, env=env, fresh_cache=fresh_cache, cwd=self.cwd), files, result)
+        changed = {k: v for k, v in (env or {}).items() if os.environ.get(k) != v}
+        if fresh_cache:
+            changed["SAPO_LINT_CACHE_DIR"] = "$(mktemp -d)"  # a new one for every run
+        command = " ".join([*(f"{k}={v}" for k, v in changed.items()), shlex.join(cmd)])
+        timing = timed(cmd, self.runs, env=env, fresh_cache=fresh_cache, cwd=self.cwd)
+        row = Row(name, command, timing, files, result)
         self.rows.append(row)
         print(f"{row.timing.median * 1000:8.1f} ms {row.timing.best * 1000:8.1f} ms  {name}", flush=True)
         return row
@@ -135,8 +140,7 @@ def ms(seconds: float) -> str:
 
 def report(rows: list[Row], floor: Row, lint_shipped: Row, compose: Row, plan: list[dict], facts: dict[str, str],
            commands: list[str], placeholders: dict[str, str]) -> str:
-    def shown(cmd: list[str] | str) -> str:
-        text = cmd if isinstance(cmd, str) else shlex.join(cmd)
+    def shown(text: str) -> str:
         for path, name in sorted(placeholders.items(), key=lambda item: -len(item[0])):
             text = text.replace(path, name)
         return text
@@ -152,8 +156,8 @@ def report(rows: list[Row], floor: Row, lint_shipped: Row, compose: Row, plan: l
         "|---|---|",
         *(f"| {k} | {v} |" for k, v in facts.items() if k not in ("date", "runs", "wall")),
         "",
-        "Every row is a fresh process (cold: nothing imported, page cache warm). median and best of the runs; ",
-        "`x floor` is median / the `python -c pass` median; per file is (median - floor median) / files. ",
+        "Every row is a fresh process (cold: nothing imported, page cache warm); median and best of the runs.",
+        "`x floor` is median / the `python -c pass` median; per file is (median - floor median) / files.",
         ("Result: `sapo-lint`'s errors / warnings / infos (the generated recipes carry deliberate mistakes; the "
         "real scripts have genuine findings), else the command's last line of output."),
         "",
@@ -200,7 +204,7 @@ def report(rows: list[Row], floor: Row, lint_shipped: Row, compose: Row, plan: l
         "",
         "| row | command |",
         "|---|---|",
-        *(f"| {row.name} | `{shown(row.cmd)}` |" for row in rows),
+        *(f"| {row.name} | `{shown(row.command)}` |" for row in rows),
         "",
     ]
     return "\n".join(lines)
@@ -282,7 +286,8 @@ def main() -> None:
             "runs": str(args.runs),
             "revision": f"`{revision}`" + (" (the checkout had uncommitted changes; they were not timed)"
                                            if dirty else ""),
-            "install": "non-editable: `pip install` of the exported revision into a throwaway venv",
+            "install": "non-editable: `pip install` of the exported revision into a throwaway venv, which runs "
+                       "sapo-lint, sapo-launch and the Hydra reference",
             **machine(python),
             "load average (1 min) before / after": f"{load_before[0]:.2f} / {os.getloadavg()[0]:.2f}",
             **({"note": corpus_note} if corpus_note else {}),
