@@ -117,15 +117,29 @@ def regenerate_docs(repo: Path) -> int:
 
     from sapo_toolkit.launcher.report import report
 
+    doc = repo / "docs" / "report-example.md"
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "train.log"
         log.write_text(console_log())
         result = CliRunner().invoke(report, ["--log", str(log), "--recipe",
-                                             str(repo / "recipes" / "qwen3-30b-a3b-sapo.yaml"),
-                                             "--output", str(repo / "docs" / "report-example.md"),
-                                             "--title", "synthetic 100-step run (tests/synthetic_log.py)"])
+                                             str(repo / "recipes" / "qwen3-30b-a3b-sapo.yaml"), "--output", str(doc),
+                                             "--title", "synthetic 100-step run"])
     sys.stdout.write(result.output)
+    if result.exit_code == 0:
+        doc.write_text(DOC_NOTE + doc.read_text())
     return result.exit_code
+
+
+DOC_NOTE = """\
+<!-- Generated: `python -m tests.synthetic_log` rewrites this file and its plots. -->
+An example of what `sapo-launch report` writes: the console log of a made-up 100-step verl run
+(`tests/synthetic_log.py`: the reward rises, the throughput falls to 60 at step 40) judged against the gates of
+`recipes/qwen3-30b-a3b-sapo.yaml`, as
+`sapo-launch report --log train.log --recipe recipes/qwen3-30b-a3b-sapo.yaml -o docs/report-example.md`.
+For a run directory it is `sapo-launch report runs/<run>` (`report.md` and its plots go into the run directory).
+Regenerate this page with `python -m tests.synthetic_log`.
+
+"""
 
 
 if __name__ == "__main__":

@@ -38,7 +38,8 @@ def verdict(entry, values, **kwargs):
     ({"metric": "x", "max": 1e-06, "over": "last 10"}, "x <= 1e-06 (last 10, after 0)"),
     ({"metric": "x", "min": 0.5, "max": 2}, "0.5 <= x <= 2 (every, after 0)"),
     (RISING, "critic/rewards/mean rising (after 0)"),
-    ({**RISING, "window": 10, "alpha": 0.01, "after_step": 5}, "critic/rewards/mean rising (after 5, window 10, alpha 0.01)"),
+    ({**RISING, "window": 10, "alpha": 0.01, "after_step": 5},
+     "critic/rewards/mean rising (after 5, window 10, alpha 0.01)"),
     ({"metric": "x", "trend": "flat", "tolerance": 0.05}, "x flat within 0.05 (after 0)"),
 ])
 def test_gate_names_are_stable_and_say_what_is_checked(entry, name):
@@ -177,7 +178,8 @@ def test_live_check_reports_each_broken_every_bound_once():
     assert live.check(3, {"perf/throughput": 150.0, "x": 0.5}) == []
     assert live.check(4, {"perf/throughput": 60.0}) == [
         "gate failed at step 4: perf/throughput >= 100 (every, after 2): perf/throughput = 60"]
-    assert live.check(5, {"perf/throughput": 50.0, "x": 2.0}) == ["gate failed at step 5: x <= 1 (every, after 0): x = 2"]
+    assert live.check(5, {"perf/throughput": 50.0, "x": 2.0}) == [
+        "gate failed at step 5: x <= 1 (every, after 0): x = 2"]
     assert live.check(6, {"perf/throughput": 40.0, "x": 3.0}) == []
 
 

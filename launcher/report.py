@@ -1,0 +1,306 @@
+"""`sapo-launch report`: a run's metrics and gate verdicts as `report.md` with PNG plots.
+
+`report RUN_DIR` reads a run directory, finished, failed or still running: `metrics.jsonl` merged with the console
+lines of `train.log` (the file logger's values win), the gates and total steps from `plan.json`, the status from
+`summary.json`. `report --log FILE [--recipe RECIPE]` reads a plain verl console log or a file-logger JSONL from a run
+not launched with sapo-launch, judged against the recipe's gates. Plots (matplotlib's Agg backend, imported only
+here): throughput, reward, response length and device memory per step, each gate on its metric (bounds as dashed
+lines, violating readings as crosses, a trend's Theil-Sen line), any other gated metric, and the phase timings
+(`timing_s/*`) stacked. Every file is written atomically.
+
+Exit code 0 whatever the verdicts, unless `--fail-on-gates` (then 3 when a gate did not pass); usage errors exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from io import BytesIO
+from pathlib import Path
+from typing import NamedTuple
+
+import click
+
+from sapo_toolkit.schemas.atomic import write_atomically
+
+from .gates import EXIT_GATES_FAILED, Gate, GateError, Verdict, evaluate, gate_exit_code, gates_json, parse_gates
+from .metrics import MetricTable, read_files
+from .plan import METRICS_FILE
+from .rundir import LOG_FILE, PLAN_FILE, SUMMARY_FILE
+
+REPORT_FILE = "report.md"
+TIMING_PREFIX = "timing_s/"
+STEP_TIMING = "timing_s/step"  # the whole step; the phases are stacked under it
+
+
+class PlotSpec(NamedTuple):
+    slug: str  # the PNG is <report stem>-<slug>.png
+    title: str
+    metrics: tuple[str, ...]
+    unit: str
+
+
+PLOTS = (
+    PlotSpec("throughput", "Throughput", ("perf/throughput",), "tokens/s per device"),
+    PlotSpec("reward", "Reward", ("critic/rewards/mean",), "mean reward"),
+    PlotSpec("response-length", "Response length", ("response_length/mean",), "tokens"),
+    PlotSpec("memory", "Device memory", ("perf/max_memory_allocated_gb", "perf/max_memory_reserved_gb"), "GB"),
+)
+
+
+class ReportError(Exception):
+    """The run or the recipe cannot be read; the message says why, in one line."""
+
+
+@dataclass(slots=True)
+class RunData:
+    title: str
+    sources: tuple[str, ...]  # file names, for the report
+    table: MetricTable
+    gates: tuple[Gate, ...]
+    status: str | None  # summary.json's, with its exit code; None for a plain log
+    total_steps: int | None
+
+
+def load_run_dir(run_dir: Path, recipe: Path | None) -> RunData:
+    files = [run_dir / name for name in (METRICS_FILE, LOG_FILE) if (run_dir / name).is_file()]
+    if not files:
+        raise ReportError(f"{run_dir}: not a run directory (no {METRICS_FILE} or {LOG_FILE})")
+    plan, summary = _json_file(run_dir / PLAN_FILE), _json_file(run_dir / SUMMARY_FILE)
+    status = summary.get("status")
+    if status and summary.get("exit_code") is not None:
+        status = f"{status} (exit {summary['exit_code']})"
+    gates = _recipe_gates(recipe) if recipe else _parse(plan.get("gates") or (), run_dir / PLAN_FILE)
+    total = plan.get("total_steps")
+    return RunData(str(plan.get("name") or run_dir.name), tuple(f.name for f in files), _read(files), gates, status,
+                   total if isinstance(total, int) else None)
+
+
+def load_log(log: Path, recipe: Path | None) -> RunData:
+    return RunData(log.name, (log.name,), _read([log]), _recipe_gates(recipe) if recipe else (), None, None)
+
+
+def _read(files: list[Path]) -> MetricTable:
+    try:
+        return read_files(files)
+    except OSError as exc:
+        raise ReportError(f"cannot read {exc.filename}: {exc.strerror}") from None
+
+
+def _json_file(path: Path) -> dict:
+    """A run directory's JSON record; {} when absent (a run directory copied without it)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise ReportError(f"{path}: unreadable: {exc}") from None
+    if not isinstance(data, dict):
+        raise ReportError(f"{path}: not a JSON object")
+    return data
+
+
+def _parse(entries, where: Path) -> tuple[Gate, ...]:
+    try:
+        return parse_gates(entries)
+    except GateError as exc:
+        raise ReportError(f"{where}: {exc}") from None
+
+
+def _recipe_gates(recipe: Path) -> tuple[Gate, ...]:
+    """The recipe's gates, read through the linter's door; a recipe the linter cannot read, or whose gates break the
+    schema, is a usage error naming the first problem."""
+    from sapo_toolkit.linter import api
+    from sapo_toolkit.linter.api import UnreadableFile
+    from sapo_toolkit.linter.settings import SettingsError, load_settings
+
+    try:
+        settings, _ = load_settings(recipe.resolve().parent)
+        loaded = api.load(recipe, api.read_options(settings))
+    except (UnreadableFile, SettingsError) as exc:
+        raise ReportError(str(exc)) from None
+    if loaded is None or loaded.kind != "recipe":
+        raise ReportError(f"{recipe}: not a recipe (a YAML file with a top-level `recipe:` key)")
+    problems = [d for d in loaded.diagnostics if loaded.recipe is None or d.message.startswith("gates")]
+    if problems:
+        raise ReportError(problems[0].text_line())
+    return _parse(loaded.recipe.data.get("gates") or (), recipe)
+
+
+def plot_pngs(run: RunData, verdicts: tuple[Verdict, ...]) -> dict[str, tuple[str, bytes]]:
+    """(title, PNG bytes) by slug, for the plots whose metrics were logged."""
+    gated = [v.gate.metric for v in verdicts]
+    plotted = {m for spec in PLOTS for m in spec.metrics}
+    specs = [*PLOTS, *(PlotSpec(_slug(m), f"`{m}`", (m,), m) for m in dict.fromkeys(gated) if m not in plotted)]
+    pngs = {spec.slug: (spec.title, _line_plot(spec, run.table, verdicts)) for spec in specs}
+    pngs["timings"] = ("Phase timings (`timing_s/*`)", _timings_plot(run.table))
+    return {slug: (title, png) for slug, (title, png) in pngs.items() if png is not None}
+
+
+def _slug(metric: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", metric).strip("-").lower()
+
+
+def _axes(width: float = 8.0):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, 3.6), dpi=100, layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure, figure.add_subplot()
+
+
+def _png(figure) -> bytes:
+    buffer = BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def _line_plot(spec: PlotSpec, table: MetricTable, verdicts: tuple[Verdict, ...]) -> bytes | None:
+    series = {m: table.series(m) for m in spec.metrics}
+    series = {m: points for m, points in series.items() if points}
+    if not series:
+        return None
+    figure, ax = _axes()
+    for metric, points in series.items():
+        ax.plot(*zip(*points), label=metric, linewidth=1.2, marker="." if len(points) <= 50 else None)
+    for verdict in (v for v in verdicts if v.gate.metric in series):
+        _draw_gate(ax, verdict, series[verdict.gate.metric])
+    ax.set(title=spec.title.strip("`"), xlabel="step", ylabel=spec.unit)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    return _png(figure)
+
+
+def _draw_gate(ax, verdict: Verdict, points: list[tuple[int, float]]) -> None:
+    gate, color = verdict.gate, "tab:green" if verdict.passed else "tab:red"
+    label = f"{gate.name}: {verdict.status}"
+    if gate.after_step > points[0][0]:
+        ax.axvline(gate.after_step, color="grey", linestyle=":", linewidth=1)
+    for bound in (gate.min, gate.max):
+        if bound is not None:
+            ax.axhline(bound, color=color, linestyle="--", linewidth=1, label=label)
+            label = None  # one legend entry per gate
+    steps = verdict.number("violating_steps") or ()
+    if steps:
+        ax.scatter(steps, verdict.number("violating_values"), marker="x", color="tab:red", zorder=3, label=None)
+    slope, intercept = verdict.number("theil_sen_slope"), verdict.number("theil_sen_intercept")
+    if slope is not None and math.isfinite(slope):
+        first, last = max(gate.after_step + 1, points[0][0]), points[-1][0]
+        ax.plot([first, last], [intercept + slope * first, intercept + slope * last], color=color, linestyle="--",
+                linewidth=1.5, label=f"{label} (Theil-Sen)")
+
+
+def _timings_plot(table: MetricTable) -> bytes | None:
+    phases = [m for m in table.metrics() if m.startswith(TIMING_PREFIX) and m != STEP_TIMING]
+    steps = [s for s in table.steps() if any(m.startswith(TIMING_PREFIX) for m in table.at(s))]
+    if not phases or not steps:
+        return None
+    import matplotlib
+
+    rows = {m: [_finite_or_zero(table.at(s).get(m)) for s in steps] for m in phases}
+    phases.sort(key=lambda m: -sum(rows[m]))  # the longest phase at the bottom
+    figure, ax = _axes(width=10.0)
+    colors = matplotlib.colormaps["tab20"].colors
+    ax.stackplot(steps, *(rows[m] for m in phases), labels=phases, colors=colors[: len(phases)], alpha=0.85)
+    total = table.series(STEP_TIMING)
+    if total:
+        ax.plot(*zip(*total), color="black", linewidth=1, label=f"{STEP_TIMING} (whole step)")
+    ax.set(title="Phase timings", xlabel="step", ylabel="seconds")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _png(figure)
+
+
+def _finite_or_zero(value: float | None) -> float:
+    return value if value is not None and math.isfinite(value) else 0.0
+
+
+def markdown(run: RunData, verdicts: tuple[Verdict, ...], images: list[tuple[str, str]]) -> str:
+    """The report's text; `images`: each plot's title and file name beside the report."""
+    last = run.table.steps()[-1] if run.table.steps() else 0
+    lines = [f"# Run report: {run.title}", "", "| | |", "|---|---|",
+             f"| source | {', '.join(f'`{s}`' for s in run.sources)} |"]
+    if run.status:
+        lines.append(f"| status | {run.status} |")
+    lines += [f"| last step | {last}{f' of {run.total_steps}' if run.total_steps else ''} |",
+              f"| gates | {sum(v.passed for v in verdicts)} of {len(verdicts)} passed |", ""]
+    if verdicts:
+        lines += ["## Gates", "", "| gate | verdict | why |", "|---|---|---|"]
+        lines += [f"| `{v.gate.name}` | **{v.status}** | {_cell(v.reason)} |" for v in verdicts]
+        lines += ["", "The numbers each verdict was decided on:", ""]
+        lines += [f"- `{v.gate.name}`: " + ", ".join(f"{k} {_number(x)}" for k, x in v.numbers) for v in verdicts]
+        lines.append("")
+    rows = [(m, [v for _, v in run.table.series(m)]) for spec in PLOTS for m in spec.metrics]
+    rows = [(m, values) for m, values in rows if values]
+    if rows:
+        lines += ["## Metrics", "", "| metric | readings | first | last | min | mean | max |",
+                  "|---|---|---|---|---|---|---|"]
+        for metric, values in rows:
+            finite = [v for v in values if math.isfinite(v)] or [math.nan]
+            lines.append(f"| `{metric}` | {len(values)} | {_number(values[0])} | {_number(values[-1])} | "
+                         f"{_number(min(finite))} | {_number(sum(finite) / len(finite))} | {_number(max(finite))} |")
+        lines.append("")
+    for title, name in images:
+        lines += [f"## {title}", "", f"![{title.replace('`', '')}]({name})", ""]
+    if not run.table.steps():
+        lines += ["No metric lines or file-logger records yet.", ""]
+    return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _number(value) -> str:
+    if isinstance(value, tuple):
+        return "[" + ", ".join(map(_number, value)) + "]"
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+@click.command("report")
+@click.argument("run_dir", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--log", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A verl console log or file-logger JSONL of a run not launched with sapo-launch.")
+@click.option("--recipe", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Judge this recipe's gates (default: the run directory's plan.json; none for --log).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="The report's path (default: report.md in RUN_DIR, or beside the log); plots go beside it as "
+                   "<name>-<plot>.png.")
+@click.option("--title", help="The report's title (default: the run's name, or the log's file name).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help='json: {"steps": last step, "gates": {name: {"passed": ..., numbers}}} on stdout.')
+@click.option("--fail-on-gates", is_flag=True, help=f"Exit {EXIT_GATES_FAILED} when a gate did not pass.")
+def report(run_dir, log, recipe, output, title, fmt, fail_on_gates):
+    """Write report.md and plots for RUN_DIR (finished, failed or still running) or for --log FILE."""
+    if (run_dir is None) == (log is None):
+        raise click.UsageError("give a RUN_DIR or --log FILE (one of them)")
+    try:
+        run = load_run_dir(run_dir, recipe) if run_dir else load_log(log, recipe)
+    except ReportError as exc:
+        raise click.UsageError(str(exc)) from None
+    run.title = title or run.title
+    verdicts = evaluate(run.gates, run.table)
+    output = output or (run_dir or log.parent) / REPORT_FILE
+    try:
+        pngs = plot_pngs(run, verdicts)
+    except ImportError:
+        raise click.ClickException("plots need matplotlib: pip install 'sapo-toolkit[report]'") from None
+    images = [(title, f"{output.stem}-{slug}.png") for slug, (title, _) in pngs.items()]
+    files = [*((output.with_name(name), png) for (_, name), (_, png) in zip(images, pngs.values())),
+             (output, markdown(run, verdicts, images) + "\n")]
+    for path, content in files:
+        try:
+            write_atomically(path, content)
+        except OSError as exc:
+            raise click.ClickException(f"cannot write {path}: {exc.strerror or exc}") from None
+    last = run.table.steps()[-1] if run.table.steps() else 0
+    if fmt == "json":
+        click.echo(json.dumps({"steps": last, "gates": gates_json(verdicts)}, indent=2, allow_nan=False))
+    else:
+        click.echo(f"report: {output} (last step {last}, {len(pngs)} plots)")
+        for verdict in verdicts:
+            click.echo(f"gate {verdict.status}: {verdict.gate.name}: {verdict.reason}")
+    click.get_current_context().exit(gate_exit_code(0, verdicts, fail_on_gates))
