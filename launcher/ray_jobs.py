@@ -1,0 +1,562 @@
+"""The Ray Jobs executor: submit a plan to a Ray cluster through its Jobs API (the dashboard's address,
+`http://HEAD:8265`), follow the job's log into the run directory's train.log and the terminal, and record the
+outcome in summary.json whatever happens: the keys `local.py` writes (`pid` is None: the driver runs on the
+cluster) plus `submission_id`, `address`, Ray's `job_status` and its `message`. `job.json` holds the address and
+the submission id, so `logs`, `stop` and `status` find the job again from the run directory.
+
+What runs is the plan's argv with the launching machine's interpreter replaced by `python` (the first on the
+cluster's PATH, where Ray and verl are installed; `python=` names another), shell-quoted once: Ray runs an
+entrypoint through the shell. The plan's environment becomes the job's `runtime_env.env_vars`, secrets included,
+and Ray shows a job's runtime_env to whoever can reach its dashboard. The plan's cwd is not used: the job runs in
+the working directory shipped with it (`working_dir=`), else in the cluster's own.
+
+Before submitting, two checks refuse what could not run:
+- resources: the cluster's alive nodes (Ray's state API, `GET /api/v0/nodes` on the same dashboard address,
+  https://docs.ray.io/en/latest/ray-observability/reference/doc/ray.util.state.list_nodes.html) must hold
+  trainer.nnodes groups of trainer.n_gpus_per_node `GPU` (`NPU` for an npu plan: the resource name Ray gives Ascend
+  devices, ray/_private/accelerators/npu.py). verl 0.9.1 asks Ray for one STRICT_PACK placement group per node
+  (verl/single_controller/ray/base.py, RayResourcePool.get_placement_groups) and waits for it forever, so a
+  group must fit on one node; refused: exit 1, summary `refused`, nothing submitted.
+- the working directory: what it ships is staged in a temporary directory (which Ray zips and uploads) and zipped
+  here the way Ray zips it; that zip must be at most 100 MiB (`UPLOAD_LIMIT`).
+
+Exit codes follow local.py: SUCCEEDED 0; FAILED the driver's exit code (128 + N when signal N ended it), or 1
+when Ray reports none (the runtime environment could not be set up); STOPPED 128 + N for the signal N that made
+this launcher stop the job, else 130 (as for Ctrl-C). What prevents submitting or following at all (ray not
+installed, no cluster at the address, a working directory over the limit) raises `RayJobError`: one line, exit 2.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections import deque
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import BinaryIO, NamedTuple
+
+import click
+
+from .local import TAIL_LINES
+from .plan import Plan
+from .rundir import LOG_FILE, SUMMARY_FILE, write_json
+
+JOB_FILE = "job.json"
+INSTALL_HINT = "pip install 'sapo-toolkit[ray]'"
+DEFAULT_PYTHON = "python"
+# JobSubmissionClient PUTs the zipped working directory to the dashboard as one request body, and the dashboard's
+# aiohttp app accepts at most DASHBOARD_CLIENT_MAX_SIZE = 100 MiB (python/ray/_private/ray_constants.py, used as
+# client_max_size in python/ray/dashboard/http_server_head.py; a larger one fails with HTTP 413 "Maximum request
+# body size 104857600 exceeded", measured with Ray 2.60). The 512 MiB GCS_STORAGE_MAX_SIZE of
+# python/ray/_private/runtime_env/packaging.py binds only `ray.init` uploads, and the docs' figure has disagreed
+# with the code (https://github.com/ray-project/ray/issues/55877).
+UPLOAD_LIMIT = 100 * 1024 * 1024
+# Never shipped: Ray's own default excludes (RAY_RUNTIME_ENV_DEFAULT_EXCLUDES in ray_constants.py); `.git` alone
+# can exceed the limit (https://github.com/ray-project/ray/issues/45602).
+DEFAULT_EXCLUDES = (".git", ".venv", "venv", "__pycache__")
+# A plan the cluster cannot hold is refused like a recipe the lint gate refuses.
+EXIT_REFUSED = 1
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class RayJobError(click.ClickException):
+    """A job cannot be submitted or followed; the message says why, in one line (the CLI exits 2)."""
+
+
+class Refused(RayJobError):
+    """The cluster cannot hold the plan (`run_on_ray` turns this into exit 1 and summary status `refused`)."""
+
+
+class JobRecord(NamedTuple):
+    """`job.json`: where the job was submitted and under which id."""
+
+    address: str
+    submission_id: str
+
+    @classmethod
+    def read(cls, run_dir: Path) -> JobRecord:
+        try:
+            data = json.loads((run_dir / JOB_FILE).read_text(encoding="utf-8"))
+            return cls(data["address"], data["submission_id"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise RayJobError(f"{run_dir} holds no Ray job ({JOB_FILE}: {exc})") from None
+
+
+def connect(address: str | None):
+    """A `JobSubmissionClient` for the dashboard at `address` (it checks the connection and Ray's version)."""
+    if not address:
+        raise RayJobError("no Ray cluster address: pass --address http://HEAD:8265 or set RAY_ADDRESS")
+    try:
+        from ray.job_submission import JobSubmissionClient
+    except ImportError:
+        raise RayJobError(f"running on a Ray cluster needs Ray's job client: {INSTALL_HINT}") from None
+    try:
+        return JobSubmissionClient(address)
+    except Exception as exc:  # noqa: BLE001 - connection, authentication and address errors all read the same
+        raise RayJobError(f"cannot reach the Ray Jobs API at {address}: {_first_line(exc)}") from None
+
+
+def entrypoint(plan: Plan, python: str = DEFAULT_PYTHON) -> str:
+    """The plan's argv as one shell command, with `python` for the launching machine's interpreter."""
+    return shlex.join((python, *plan.argv[1:]))
+
+
+def metadata(plan: Plan) -> dict[str, str]:
+    """What `ray job list` shows beside the job; Ray takes only string values."""
+    lint = plan.lint.to_json()["summary"]
+    return {"recipe": plan.name, "recipe_hash": plan.recipe_hash, "variant": plan.variant or "",
+            "lint": ", ".join(f"{n} {severity}(s)" for severity, n in lint.items()), "run_dir": plan.run_dir}
+
+
+def resource_shortfall(plan: Plan, nodes: Iterable[dict[str, float]]) -> str | None:
+    """Why alive nodes with these total resources cannot hold the plan's nnodes groups of devices_per_node
+    devices, one group per node as verl places them; None when they can (or the plan does not say)."""
+    if not plan.nnodes or not plan.devices_per_node:
+        return None
+    nodes = list(nodes)
+    kind, other = ("NPU", "GPU") if plan.device == "npu" else ("GPU", "NPU")
+    per_node, needed = plan.devices_per_node, plan.nnodes
+    counts = sorted((int(resources.get(kind, 0)) for resources in nodes), reverse=True)
+    shape = f"{needed} node{'s' if needed != 1 else ''} x {per_node}"
+    if sum(counts) < needed * per_node:
+        others = sum(int(resources.get(other, 0)) for resources in nodes)
+        hint = f" (it has {others} {other}: pass --device {other.lower()})" if others else ""
+        return f"the cluster has {sum(counts)} {kind}, the recipe needs {needed * per_node} ({shape}){hint}"
+    if sum(c // per_node for c in counts) < needed:
+        return (f"the cluster has {sum(counts)} {kind} but not {per_node} on each of {needed} node(s) (per node: "
+                f"{', '.join(map(str, counts))}); the recipe needs {shape}, each node's share on one node")
+    return None
+
+
+def cluster_nodes(address: str) -> list[dict[str, float]]:
+    """The total resources of each alive node of the cluster at `address`."""
+    from ray.util.state import list_nodes
+
+    try:
+        nodes = list_nodes(address=address, filters=[("state", "=", "ALIVE")], limit=10_000)
+    except Exception as exc:  # noqa: BLE001 - the state API's errors are as varied as the client's
+        raise RayJobError(f"cannot list the nodes of the Ray cluster at {address}: {_first_line(exc)}") from None
+    return [dict(node.resources_total or {}) for node in nodes]
+
+
+def stage_working_dir(root: Path, excludes: Iterable[str], stage: Path) -> None:
+    """Link (or copy) into `stage` what `root` ships, and refuse it when its zip would exceed `UPLOAD_LIMIT`.
+    What ships: the files git lists (tracked, and untracked but not ignored) when `root` is in a git repository,
+    else every file; less `DEFAULT_EXCLUDES` and `excludes`, patterns as in .gitignore: one without a slash matches
+    a file or directory name at any depth, one with a slash a path relative to `root`; a matching directory
+    excludes what is under it. The stage, not `root`, goes to Ray: Ray zips exactly these files (a subset, should
+    a staged .gitignore exclude more), so the zip measured here bounds what is uploaded. (Giving Ray this zip as
+    working_dir would save zipping twice, but the job client of Ray 2.41, the oldest that verl 0.9.1 accepts,
+    uploads a zip file only through a connected driver, not over HTTP; 2.60's does.)"""
+    if not root.is_dir():
+        raise RayJobError(f"working directory {root} is not a directory")
+    patterns = [p.strip("/") for p in (*DEFAULT_EXCLUDES, *excludes) if p.strip("/")]
+    files = [rel for rel in _candidate_files(root) if not _excluded(rel, patterns) and (root / rel).is_file()]
+    for rel in files:
+        (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(root / rel, stage / rel)
+        except OSError:  # another file system
+            shutil.copy2(root / rel, stage / rel)
+    with tempfile.TemporaryFile() as measured:
+        # As Ray's packaging zips a working directory (ray/_private/runtime_env/packaging.py, _zip_files).
+        with zipfile.ZipFile(measured, "w", zipfile.ZIP_DEFLATED) as archive:
+            for rel in files:
+                archive.write(stage / rel, rel)
+        size = measured.tell()
+    if size > UPLOAD_LIMIT:
+        by_top: dict[str, int] = {}
+        for rel in files:
+            top = rel.split("/", 1)[0]
+            by_top[top] = by_top.get(top, 0) + (root / rel).stat().st_size
+        largest = sorted(by_top.items(), key=lambda item: -item[1])[:3]
+        raise RayJobError(
+            f"working directory {root} zips to {_mib(size)}, over the {_mib(UPLOAD_LIMIT)} Ray's Jobs API accepts; "
+            f"largest entries (unzipped): {', '.join(f'{name} {_mib(n)}' for name, n in largest)}; "
+            "exclude them (.gitignore, or an exclude pattern)")
+
+
+def _candidate_files(root: Path) -> list[str]:
+    try:
+        listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others",
+                                 "--exclude-standard"], capture_output=True, check=False, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        listed = None
+    if listed is not None and listed.returncode == 0:
+        return sorted({rel for rel in listed.stdout.decode("utf-8", "surrogateescape").split("\0") if rel})
+    return sorted(str(Path(dirpath, name).relative_to(root)) for dirpath, _, names in os.walk(root)
+                  for name in names)
+
+
+def _excluded(rel: str, patterns: list[str]) -> bool:
+    parts = rel.split("/")
+    prefixes = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    return any(any(fnmatchcase(prefix, p) for prefix in prefixes) if "/" in p else
+               any(fnmatchcase(part, p) for part in parts) for p in patterns)
+
+
+def submit(plan: Plan, run_dir: Path, address: str, *, working_dir: Path | None = None,
+           excludes: Iterable[str] = (), python: str = DEFAULT_PYTHON) -> str:
+    """Check, submit and record (`job.json`) the plan's job; returns its submission id. Raises `Refused` when the
+    cluster cannot hold the plan, `RayJobError` when the job cannot be submitted. The run directory's parent (the
+    runs directory) is never shipped with `working_dir`."""
+    return _submit(connect(address), plan, Path(run_dir), address, working_dir, excludes, python)
+
+
+def _submit(client, plan: Plan, run_dir: Path, address: str, working_dir: Path | None, excludes: Iterable[str],
+            python: str) -> str:
+    excludes = tuple(excludes)
+    shortfall = resource_shortfall(plan, cluster_nodes(address))
+    if shortfall:
+        raise Refused(shortfall)
+    runtime_env: dict = {"env_vars": {name: str(value) for name, value in plan.env}}
+    with tempfile.TemporaryDirectory(prefix="sapo-launch-") as scratch:
+        if working_dir is not None:
+            root = Path(working_dir).resolve()
+            stage_working_dir(root, [*_inside(run_dir.resolve().parent, root), *excludes], Path(scratch))
+            runtime_env["working_dir"] = scratch
+        command = entrypoint(plan, python)
+        try:
+            submission_id = client.submit_job(entrypoint=command, runtime_env=runtime_env, metadata=metadata(plan))
+        except Exception as exc:  # noqa: BLE001 - upload and HTTP errors from Ray, one line for the user
+            raise RayJobError(f"the Ray cluster at {address} refused the job: {_first_line(exc)}") from None
+    write_json(run_dir / JOB_FILE, {"address": address, "submission_id": submission_id, "entrypoint": command,
+                                    "working_dir": str(working_dir) if working_dir is not None else None,
+                                    "excludes": list(excludes)})
+    return submission_id
+
+
+def _inside(path: Path, root: Path) -> list[str]:
+    """`path` as an exclude pattern when it lies under `root` (the runs directory under the working directory)."""
+    try:
+        relative = path.relative_to(root)
+    except ValueError:
+        return []
+    return [str(relative)] if relative.parts else []
+
+
+def run_on_ray(plan: Plan, run_dir: Path, address: str | None, *, detach: bool = False,
+               working_dir: Path | None = None, excludes: Iterable[str] = (), python: str = DEFAULT_PYTHON,
+               terminal: BinaryIO | None = None) -> int:
+    """Submit the plan and, unless `detach`, follow the job to its end; returns the exit code (module docstring).
+    The first SIGINT or SIGTERM stops the job and keeps following until Ray reports it STOPPED; a second one stops
+    waiting. With `detach`, returns 0 right after submission (summary status `submitted`). Raises `RayJobError`
+    (after recording it in summary.json) when the job cannot be submitted or followed."""
+    run_dir = Path(run_dir)
+    summary = {"status": "running", "started": datetime.now(timezone.utc).isoformat(), "pid": None,
+               "submission_id": None, "address": address}
+    write_json(run_dir / SUMMARY_FILE, summary)
+    try:
+        client = connect(address)
+        summary["submission_id"] = _submit(client, plan, run_dir, address, working_dir, excludes, python)
+    except Refused as exc:
+        summary.update(status="refused", exit_code=EXIT_REFUSED, reason=exc.message)
+        write_json(run_dir / SUMMARY_FILE, summary)
+        click.echo(f"sapo-launch: refused: {exc.message} (run directory {run_dir})", err=True)
+        return EXIT_REFUSED
+    except RayJobError as exc:
+        summary.update(status="failed", exit_code=2, last_lines=[f"sapo-launch: {exc.message}"])
+        write_json(run_dir / SUMMARY_FILE, summary)
+        raise
+    record = JobRecord(address, summary["submission_id"])
+    click.echo(f"sapo-launch: submitted {record.submission_id} to {address}", err=True)
+    if detach:
+        summary.update(status="submitted", exit_code=0)
+        write_json(run_dir / SUMMARY_FILE, summary)
+        click.echo(f"sapo-launch: follow it with `sapo-launch logs --follow {run_dir}`", err=True)
+        return 0
+    return _attach(client, record, run_dir, terminal, stop_on_signal=True)
+
+
+def _attach(client, record: JobRecord, run_dir: Path, terminal: BinaryIO | None, *, stop_on_signal: bool) -> int:
+    """Follow the job's log (from its start) into train.log and the terminal until it ends, then record the
+    outcome. With `stop_on_signal` the first SIGINT/SIGTERM stops the job; otherwise, and on a second signal, a
+    signal only stops following (exit 128 + N; the summary is left as it was unless the job has ended)."""
+    terminal = terminal or sys.stdout.buffer
+    tail = LineTail()
+    with open(run_dir / LOG_FILE, "wb") as log:
+        def sink(text: str) -> None:
+            data = text.encode("utf-8", "replace")
+            for stream in (log, terminal):
+                stream.write(data)
+                stream.flush()
+            tail.add(text)
+
+        try:
+            signals = asyncio.run(_follow(client, record.submission_id, sink, stop_on_signal))
+        except RayJobError as exc:
+            _record_lost(run_dir, record, exc)
+            raise
+    details = _details(client, record)
+    if not details.status.is_terminal():
+        click.echo(f"sapo-launch: stopped following {record.submission_id} ({details.status}); "
+                   f"`sapo-launch status {run_dir}` tells how it ends", err=True)
+        if not stop_on_signal:
+            return 128 + signals[0]
+    return _finish(run_dir, record, details, tail.lines(), signals)
+
+
+async def _follow(client, submission_id: str, sink, stop_on_signal: bool) -> list[int]:
+    """Stream the job's log to `sink` until the job is in a terminal state; returns the signals received. The
+    log stream is reopened (skipping what was already received) if it ends before the job does."""
+    loop = asyncio.get_running_loop()
+    following = asyncio.current_task()
+    signals: list[int] = []
+    stopping: list[asyncio.Future] = []
+
+    def on_signal(signum: int) -> None:
+        signals.append(signum)
+        if stop_on_signal and len(signals) == 1:
+            click.echo(f"sapo-launch: stopping {submission_id} (again to stop waiting)", err=True)
+            stopping.append(loop.run_in_executor(None, client.stop_job, submission_id))
+        else:
+            following.cancel()
+
+    for signum in SIGNALS:
+        loop.add_signal_handler(signum, on_signal, signum)
+    received = 0
+    try:
+        while True:
+            skip = received
+            with contextlib.suppress(Exception):  # a dropped log stream is reopened while the job runs
+                async for chunk in client.tail_job_logs(submission_id):
+                    if skip >= len(chunk):
+                        skip -= len(chunk)
+                        continue
+                    sink(chunk[skip:])
+                    received += len(chunk) - skip
+                    skip = 0
+            status = await loop.run_in_executor(None, _status, client, submission_id)
+            if status.is_terminal():
+                break
+            await asyncio.sleep(1)
+    except asyncio.CancelledError:
+        pass
+    finally:
+        for signum in SIGNALS:
+            loop.remove_signal_handler(signum)
+        await asyncio.gather(*stopping, return_exceptions=True)
+    return signals
+
+
+def _status(client, submission_id: str):
+    try:
+        return client.get_job_status(submission_id)
+    except Exception as exc:  # noqa: BLE001
+        raise RayJobError(f"lost the Ray Jobs API while following {submission_id}: {_first_line(exc)}") from None
+
+
+def _details(client, record: JobRecord):
+    try:
+        return client.get_job_info(record.submission_id)
+    except Exception as exc:  # noqa: BLE001
+        raise RayJobError(f"cannot read job {record.submission_id} at {record.address}: {_first_line(exc)}") \
+            from None
+
+
+def _record_lost(run_dir: Path, record: JobRecord, exc: RayJobError) -> None:
+    """The job was submitted but cannot be followed: it may still run, so the summary says `submitted`."""
+    summary = _read_summary(run_dir)
+    summary.update(status="submitted", exit_code=2, submission_id=record.submission_id, address=record.address,
+                   last_lines=[f"sapo-launch: {exc.message}"])
+    write_json(run_dir / SUMMARY_FILE, summary)
+
+
+def exit_code(status: str, driver_exit_code: int | None, signals: Iterable[int] = ()) -> int | None:
+    """The exit code for Ray's job status (module docstring); None while the job has not ended."""
+    signals = tuple(signals)
+    if status == "SUCCEEDED":
+        return 0
+    if status == "FAILED":
+        if not driver_exit_code:
+            return 1
+        return 128 - driver_exit_code if driver_exit_code < 0 else driver_exit_code
+    if status == "STOPPED":
+        return 128 + (signals[0] if signals else signal.SIGINT)
+    return None
+
+
+def _finish(run_dir: Path, record: JobRecord, details, last_lines: list[str], signals: Iterable[int]) -> int:
+    """Record the job's outcome in summary.json and return its exit code. A job that has not ended here was left
+    running on a second signal: it counts as interrupted by the first."""
+    signals = list(signals)
+    status = str(details.status)
+    code = exit_code(status, getattr(details, "driver_exit_code", None), signals)
+    summary = _read_summary(run_dir)
+    summary.update(
+        status={"SUCCEEDED": "succeeded", "FAILED": "failed"}.get(status, "interrupted"),
+        exit_code=128 + signals[0] if code is None else code, job_status=status, message=_first_line(details.message),
+        submission_id=record.submission_id, address=record.address, pid=None,
+        started=_when(details.start_time) or summary.get("started"),
+        ended=_when(details.end_time) or datetime.now(timezone.utc).isoformat(),
+        duration_s=_duration(details.start_time, details.end_time), last_lines=last_lines,
+        signals=[signal.Signals(s).name for s in signals])
+    write_json(run_dir / SUMMARY_FILE, summary)
+    return summary["exit_code"]
+
+
+def _read_summary(run_dir: Path) -> dict:
+    try:
+        return json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _when(epoch_ms: int | None) -> str | None:
+    return datetime.fromtimestamp(epoch_ms / 1000, timezone.utc).isoformat() if epoch_ms else None
+
+
+def _duration(start_ms: int | None, end_ms: int | None) -> float | None:
+    if not start_ms:
+        return None
+    return round(((end_ms or time.time() * 1000) - start_ms) / 1000, 3)
+
+
+class LineTail:
+    """The last `TAIL_LINES` complete lines of a stream that arrives in chunks (and its unfinished last line)."""
+
+    __slots__ = ("_lines", "_partial")
+
+    def __init__(self) -> None:
+        self._lines: deque[str] = deque(maxlen=TAIL_LINES)
+        self._partial = ""
+
+    def add(self, text: str) -> None:
+        *complete, self._partial = (self._partial + text).split("\n")
+        self._lines.extend(complete)
+
+    def lines(self) -> list[str]:
+        return [*self._lines, self._partial][-TAIL_LINES:] if self._partial else list(self._lines)
+
+
+def logs(run_dir: Path, follow: bool, *, address: str | None = None, terminal: BinaryIO | None = None) -> int:
+    """Print the job's log. Without `follow`: what it has written so far; exit 0. With `follow`: re-attach (after
+    `--detach`, or a lost connection): stream the log from the start into train.log and the terminal until the job
+    ends, record the outcome in summary.json and exit with the job's exit code (unlike `ray job logs`, which exits
+    0 for a failed job); Ctrl-C stops following, not the job (that is `stop`), exit 130. `address` overrides the
+    one `job.json` records (a tunnel, a moved dashboard)."""
+    record = _record(run_dir, address)
+    client = connect(record.address)
+    if follow:
+        return _attach(client, record, run_dir, terminal, stop_on_signal=False)
+    text = _logs(client, record)
+    (terminal or sys.stdout.buffer).write(text.encode("utf-8", "replace"))
+    _complete(client, record, run_dir, _details(client, record), text)
+    return 0
+
+
+def stop(run_dir: Path, *, address: str | None = None, timeout_s: float = 60) -> int:
+    """Stop the job and wait (at most `timeout_s`) until Ray reports it ended; record the outcome. Exit 0 when
+    the job has ended (now or before), 1 when it is still running after the wait."""
+    record = _record(run_dir, address)
+    client = connect(record.address)
+    try:
+        client.stop_job(record.submission_id)
+    except Exception as exc:  # noqa: BLE001
+        raise RayJobError(f"cannot stop job {record.submission_id} at {record.address}: {_first_line(exc)}") \
+            from None
+    deadline = time.monotonic() + timeout_s
+    while not _status(client, record.submission_id).is_terminal():
+        if time.monotonic() > deadline:
+            click.echo(f"sapo-launch: {record.submission_id} is still running {timeout_s:.0f} s after the stop "
+                       "request", err=True)
+            return 1
+        time.sleep(0.5)
+    details = _details(client, record)
+    click.echo(f"{record.submission_id} {details.status}", err=True)
+    _complete(client, record, run_dir, details)
+    return 0
+
+
+def status(run_dir: Path, *, address: str | None = None) -> int:
+    """Print `<submission id> <STATUS> <Ray's message>`. While the job is PENDING or RUNNING, exit 0; once it
+    has ended, the exit code of the mapping in the module docstring, and the run directory is completed
+    (train.log, summary.json) if a detached run left it open."""
+    record = _record(run_dir, address)
+    client = connect(record.address)
+    details = _details(client, record)
+    click.echo(f"{record.submission_id} {details.status} {_first_line(details.message)}".rstrip())
+    return _complete(client, record, run_dir, details)
+
+
+def _record(run_dir: Path, address: str | None) -> JobRecord:
+    record = JobRecord.read(Path(run_dir))
+    return record._replace(address=address) if address else record
+
+
+def _logs(client, record: JobRecord) -> str:
+    try:
+        return client.get_job_logs(record.submission_id)
+    except Exception as exc:  # noqa: BLE001
+        raise RayJobError(f"cannot read the log of {record.submission_id} at {record.address}: "
+                          f"{_first_line(exc)}") from None
+
+
+def _complete(client, record: JobRecord, run_dir: Path, details, text: str | None = None) -> int:
+    """Once the job has ended, write its whole log (`text`, else read) to train.log and its outcome to
+    summary.json, unless they already record it (an attached launcher, an earlier `status`); returns the exit
+    code, 0 while the job runs."""
+    if not details.status.is_terminal():
+        return 0
+    summary = _read_summary(run_dir)
+    if summary.get("job_status") == str(details.status):
+        return summary["exit_code"]
+    text = _logs(client, record) if text is None else text
+    (run_dir / LOG_FILE).write_text(text, encoding="utf-8")
+    tail = LineTail()
+    tail.add(text)
+    return _finish(run_dir, record, details, tail.lines(), [])
+
+
+def _first_line(what: BaseException | str | None) -> str:
+    """An error's (or Ray's message's) first line: Ray appends up to 20,000 characters of log to a FAILED job's."""
+    text = str(what or "").strip()
+    if text:
+        return text.splitlines()[0]
+    return type(what).__name__ if isinstance(what, BaseException) else ""
+
+
+def _mib(n: int) -> str:
+    return f"{n / 1024 / 1024:.1f} MiB"
+
+
+RUN_DIR = click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+ADDRESS = click.option("--address", default=None, metavar="URL",
+                       help="The Ray dashboard address (default: the one job.json records).")
+
+
+@click.command("logs")
+@RUN_DIR
+@click.option("--follow", "-f", is_flag=True, help="Stream until the job ends; exit with its exit code.")
+@ADDRESS
+def logs_command(run_dir, follow, address):
+    """Print the log of the Ray job RUN_DIR submitted (re-attach with --follow)."""
+    sys.exit(logs(run_dir, follow, address=address))
+
+
+@click.command("stop")
+@RUN_DIR
+@ADDRESS
+def stop_command(run_dir, address):
+    """Stop the Ray job RUN_DIR submitted and wait until it has ended."""
+    sys.exit(stop(run_dir, address=address))
+
+
+@click.command("status")
+@RUN_DIR
+@ADDRESS
+def status_command(run_dir, address):
+    """Print the status of the Ray job RUN_DIR submitted; exit 0 while it runs, its exit code once it ended."""
+    sys.exit(status(run_dir, address=address))
