@@ -23,9 +23,15 @@ EXIT_USAGE = 2
 
 class DefaultToRun(click.Group):
     """`sapo-launch RECIPE ...` means `sapo-launch run RECIPE ...` unless the first word is a subcommand.
-    `doctor` is imported only when asked for, to keep planning fast."""
+    `doctor`, `report` and the Ray job commands are imported only when asked for, to keep planning fast."""
 
-    lazy = {"doctor": ("sapo_toolkit.launcher.doctor", "doctor")}
+    lazy = {
+        "doctor": ("sapo_toolkit.launcher.doctor", "doctor"),
+        "report": ("sapo_toolkit.launcher.report", "report"),
+        "logs": ("sapo_toolkit.launcher.ray_jobs", "logs_command"),
+        "stop": ("sapo_toolkit.launcher.ray_jobs", "stop_command"),
+        "status": ("sapo_toolkit.launcher.ray_jobs", "status_command"),
+    }
 
     def list_commands(self, ctx):
         return sorted([*self.commands, *self.lazy])
@@ -63,8 +69,17 @@ def cli():
               help="Where run directories are created.")
 @click.option("--secret-env", multiple=True, metavar="NAME",
               help="Redact this variable too (names containing KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL always are).")
-def run(recipe, overrides, device, infer_backend, variants, dry_run, fmt, runs_dir, secret_env):
-    """Lint RECIPE for the chosen variant with OVERRIDES (Hydra `key=value`), then run verl's trainer locally."""
+@click.option("--fail-on-gates", is_flag=True, help="Exit 3 when the trainer succeeded but a recipe gate failed.")
+@click.option("--address", envvar="RAY_ADDRESS", metavar="URL",
+              help="Submit to this Ray cluster's Jobs API (http://head:8265; default $RAY_ADDRESS) instead of running "
+                   "here. Needs `pip install 'sapo-toolkit[ray]'`.")
+@click.option("--detach", is_flag=True, help="With --address: return once the job is submitted.")
+@click.option("--working-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="With --address: upload this directory as the job's working directory.")
+def run(recipe, overrides, device, infer_backend, variants, dry_run, fmt, runs_dir, secret_env, fail_on_gates,
+        address, detach, working_dir):
+    """Lint RECIPE for the chosen variant with OVERRIDES (Hydra `key=value`), then run verl's trainer here, or on
+    a Ray cluster with --address."""
     from sapo_toolkit.linter.api import UnreadableFile
     from sapo_toolkit.linter.settings import SettingsError, load_settings
 
@@ -98,10 +113,16 @@ def run(recipe, overrides, device, infer_backend, variants, dry_run, fmt, runs_d
                                                           "errors": launch.lint.count(Severity.ERROR)})
         click.echo(f"sapo-launch: refused: the recipe has lint errors (run directory {run_dir})", err=True)
         sys.exit(EXIT_REFUSED)
+    click.echo(f"sapo-launch: run directory {run_dir}", err=True)
+    if address:
+        from .ray_jobs import run_on_ray
+
+        sys.exit(run_on_ray(launch, run_dir, address, detach=detach, working_dir=working_dir))
+    if detach or working_dir:
+        raise click.UsageError("--detach and --working-dir need --address (a Ray cluster)")
     from .local import run_local
 
-    click.echo(f"sapo-launch: run directory {run_dir}", err=True)
-    sys.exit(run_local(launch, run_dir))
+    sys.exit(run_local(launch, run_dir, fail_on_gates=fail_on_gates))
 
 
 @cli.command("rerun")
