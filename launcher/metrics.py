@@ -34,8 +34,9 @@ CONSOLE_SOURCE = "console"
 
 # CSI sequences (colours, cursor moves), OSC sequences (titles, hyperlinks) and two-byte escapes.
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-# `step:N` as verl's first field: not the tail of `training/global_step:N` or another key, and a whole field.
-_STEP = re.compile(r"(?<![\w/.@-])step:(\d+)(?= - |\s*$)")
+# `step:N` as verl's first field: not the tail of `training/global_step:N` or another key, a whole field, and a
+# number of steps (an endless digit run is not: int() refuses over 4300 digits).
+_STEP = re.compile(r"(?<![\w/.@-])step:(\d{1,18})(?= - |\s*$)")
 _RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 _NUMPY_SCALAR = re.compile(r"np\.(?:float|int|uint)\d*\((.*)\)")
 _BOOLS = {"True": 1.0, "False": 0.0}

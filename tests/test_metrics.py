@@ -65,7 +65,7 @@ def test_prefixes_colours_bars_and_ray_dedup_around_a_metric_line(line):
 @pytest.mark.parametrize("line", [
     "training/global_step:3 - actor/pg_loss:1", "val/step:3 - x:1", "(WorkerDict pid=9) saving step 3",
     "Training Progress:   3%|3         | 3/100", "", "step: 3 - x:1", "mystep:3 - x:1",
-    '{"step": 3, "data": {"x": 1}}',
+    '{"step": 3, "data": {"x": 1}}', "step:" + "9" * 5000 + " - x:1",
 ])
 def test_lines_that_are_not_metric_lines(line):
     assert parse_console_line(line) is None
