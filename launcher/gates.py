@@ -116,11 +116,11 @@ def _gate_validator():
 def parse_gates(entries: Iterable) -> tuple[Gate, ...]:
     """Gates from a recipe's `gates:` entries (checked against the recipe schema's gate definition); entries that
     name the same gate count once. Raises `GateError`."""
-    import jsonschema
-
     gates: dict[str, Gate] = {}
     for index, entry in enumerate(entries):
-        error = jsonschema.exceptions.best_match(_gate_validator().iter_errors(entry))
+        from jsonschema.exceptions import best_match  # only for a recipe with gates
+
+        error = best_match(_gate_validator().iter_errors(entry))
         if error is not None:
             where = ".".join(map(str, error.absolute_path))
             raise GateError(f"gates.{index}{'.' + where if where else ''}: {error.message}")
@@ -135,7 +135,7 @@ def readings(gate: Gate, table: MetricTable) -> list[tuple[int, float]]:
 
 
 def evaluate(gates: Iterable[Gate], table: MetricTable) -> tuple[Verdict, ...]:
-    return tuple(_trend(g, readings(g, table)) if g.trend else _bound(g, readings(g, table)) for g in gates)
+    return tuple((_trend if g.trend else _bound)(g, readings(g, table)) for g in gates)
 
 
 @dataclass(slots=True)

@@ -35,13 +35,14 @@ class Status(NamedTuple):
     reward: float | None
 
     def text(self) -> str:
-        parts = [f"step {self.step}/{self.total} ({self.step / self.total:.0%})" if self.total
-                 else f"step {self.step}"]
-        if self.eta_s is not None:
-            parts.append(f"ETA {_duration(self.eta_s)}")
-        parts += [f"{name} {value:.6g}" for name, value in ((THROUGHPUT, self.throughput), (REWARD, self.reward))
-                  if value is not None]
-        return ", ".join(parts)
+        step = f"step {self.step}/{self.total} ({self.step / self.total:.0%})" if self.total else f"step {self.step}"
+        return ", ".join([step, *self.details()])
+
+    def details(self) -> list[str]:
+        """ETA and the latest throughput and reward, those known."""
+        parts = [f"ETA {_duration(self.eta_s)}"] if self.eta_s is not None else []
+        return parts + [f"{name} {value:.6g}" for name, value in ((THROUGHPUT, self.throughput),
+                                                                 (REWARD, self.reward)) if value is not None]
 
 
 def _duration(seconds: float) -> str:
@@ -108,8 +109,7 @@ class RichView:
         self._progress.console.print(Text(f"sapo-launch: {text}", style="bold"), soft_wrap=True)
 
     def update(self, status: Status) -> None:
-        info = ", ".join(status.text().split(", ")[1:])  # the bar already shows the step
-        self._progress.update(self._task, completed=status.step, info=info)
+        self._progress.update(self._task, completed=status.step, info=", ".join(status.details()))
 
     def close(self, status: Status | None) -> None:
         if status is not None:
