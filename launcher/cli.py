@@ -1,8 +1,10 @@
-"""`sapo-launch`: lint, plan and run a recipe (`sapo-launch RECIPE [KEY=VALUE ...]`), `doctor`, `rerun`.
+"""`sapo-launch`: lint, plan and run a recipe (`sapo-launch RECIPE [KEY=VALUE ...]`) here or on a Ray cluster;
+`doctor`, `rerun`, `report`, and `logs`/`stop`/`status` for Ray jobs.
 
-Exit codes: the trainer's own exit code when it ran (128 + N when signal N ended it); 1 when the lint gate
-refuses the recipe (or `doctor` finds a blocking incompatibility); 2 for a usage error or a recipe that cannot be
-planned. Errors are one line on stderr, never a traceback.
+Exit codes: the trainer's own exit code when it ran (128 + N when signal N ended it; 130 for a stopped Ray job);
+1 when the lint gate refuses the recipe (or `doctor` finds a blocking incompatibility); 2 for a usage error or a
+recipe that cannot be planned; 3 with `--fail-on-gates` when the trainer succeeded but a gate failed. Errors are
+one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -129,7 +131,8 @@ def run(recipe, overrides, device, infer_backend, variants, dry_run, fmt, runs_d
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where the new run directory goes (default: beside RUN_DIR).")
-def rerun(run_dir, runs_dir):
+@click.option("--fail-on-gates", is_flag=True, help="Exit 3 when the trainer succeeded but a recipe gate failed.")
+def rerun(run_dir, runs_dir, fail_on_gates):
     """Run again exactly what RUN_DIR ran (same argv, environment and working directory) in a new run directory.
     Redacted variables are taken from the current environment."""
     from .local import run_local
@@ -140,7 +143,7 @@ def rerun(run_dir, runs_dir):
     except ReplayError as exc:
         raise click.UsageError(str(exc)) from None
     click.echo(f"sapo-launch: rerun of {run_dir} in {new_dir}", err=True)
-    sys.exit(run_local(launch, new_dir))
+    sys.exit(run_local(launch, new_dir, fail_on_gates=fail_on_gates))
 
 
 def _print_lint(launch) -> None:

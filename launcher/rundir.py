@@ -5,9 +5,10 @@
     environment.json      python, installed versions, device, host, git revision of the recipe's repository
     lint.json             the lint report that gated the launch
     train.log             the trainer's stdout and stderr (written by the executor)
-    metrics.jsonl         verl's `file` logger output (written by the trainer)
-    summary.json          status (refused | running | succeeded | failed | interrupted), exit code, duration, the
-                          last log lines
+    metrics.jsonl         per-step metrics: verl's `file` logger writes it while the trainer runs; at the end the
+                          launcher appends the steps only the console showed (`"source": "console"`)
+    summary.json          status (refused | running | submitted | succeeded | failed | interrupted), exit code,
+                          duration, the last log lines, gate verdicts
 """
 
 from __future__ import annotations

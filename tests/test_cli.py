@@ -129,7 +129,7 @@ def test_recipe_schema_error_points_at_the_yaml_line(tmp_path):
     found = {(d["code"], d["line"], d["message"]) for d in json.loads(proc.stdout)["diagnostics"]}
     assert found == {
         ("RF001", 9, "gates.0: needs at least one of min, max, trend"),
-        ("RF001", 9, "gates.0: unknown key `minimum`; allowed: metric, min, max, trend, after_step"),
+        ("RF001", 9, "gates.0: unknown key `minimum`; allowed: metric, min, max, trend, after_step, over, window, alpha, tolerance"),
     }
 
 
