@@ -8,7 +8,9 @@ What runs is the plan's argv with the launching machine's interpreter replaced b
 cluster's PATH, where Ray and verl are installed; `python=` names another), shell-quoted once: Ray runs an
 entrypoint through the shell. The plan's environment becomes the job's `runtime_env.env_vars`, secrets included,
 and Ray shows a job's runtime_env to whoever can reach its dashboard. The plan's cwd is not used: the job runs in
-the working directory shipped with it (`working_dir=`), else in the cluster's own.
+the working directory shipped with it (`working_dir=`), else in the cluster's own. The run directory should be on
+storage the cluster's nodes share: verl's file logger opens the plan's VERL_FILE_LOGGER_PATH (metrics.jsonl in the
+run directory) on whichever node runs the trainer, and fails where that directory does not exist.
 
 Before submitting, two checks refuse what could not run:
 - resources: the cluster's alive nodes (Ray's state API, `GET /api/v0/nodes` on the same dashboard address,
@@ -57,11 +59,11 @@ JOB_FILE = "job.json"
 INSTALL_HINT = "pip install 'sapo-toolkit[ray]'"
 DEFAULT_PYTHON = "python"
 # JobSubmissionClient PUTs the zipped working directory to the dashboard as one request body, and the dashboard's
-# aiohttp app accepts at most DASHBOARD_CLIENT_MAX_SIZE = 100 MiB (python/ray/_private/ray_constants.py, used as
-# client_max_size in python/ray/dashboard/http_server_head.py; a larger one fails with HTTP 413 "Maximum request
-# body size 104857600 exceeded", measured with Ray 2.60). The 512 MiB GCS_STORAGE_MAX_SIZE of
-# python/ray/_private/runtime_env/packaging.py binds only `ray.init` uploads, and the docs' figure has disagreed
-# with the code (https://github.com/ray-project/ray/issues/55877).
+# aiohttp app accepts at most 100 MiB: client_max_size in python/ray/dashboard/http_server_head.py (a literal in
+# Ray 2.41, DASHBOARD_CLIENT_MAX_SIZE from python/ray/_private/ray_constants.py in 2.60); a larger one fails with
+# HTTP 413 "Maximum request body size 104857600 exceeded" (measured with Ray 2.60). The 512 MiB
+# GCS_STORAGE_MAX_SIZE of python/ray/_private/runtime_env/packaging.py binds only `ray.init` uploads, and the
+# docs' figure has disagreed with the code (https://github.com/ray-project/ray/issues/55877).
 UPLOAD_LIMIT = 100 * 1024 * 1024
 # Never shipped: Ray's own default excludes (RAY_RUNTIME_ENV_DEFAULT_EXCLUDES in ray_constants.py); `.git` alone
 # can exceed the limit (https://github.com/ray-project/ray/issues/45602).
@@ -270,6 +272,11 @@ def run_on_ray(plan: Plan, run_dir: Path, address: str | None, *, detach: bool =
         summary.update(status="failed", exit_code=2, last_lines=[f"sapo-launch: {exc.message}"])
         write_json(run_dir / SUMMARY_FILE, summary)
         raise
+    except KeyboardInterrupt:  # Ctrl-C before the job was followed (a large working directory uploads for a while)
+        summary.update(status="interrupted", exit_code=128 + signal.SIGINT,
+                       last_lines=["sapo-launch: interrupted while submitting"], signals=["SIGINT"])
+        write_json(run_dir / SUMMARY_FILE, summary)
+        raise
     record = JobRecord(address, summary["submission_id"])
     click.echo(f"sapo-launch: submitted {record.submission_id} to {address}", err=True)
     if detach:
@@ -296,10 +303,10 @@ def _attach(client, record: JobRecord, run_dir: Path, terminal: BinaryIO | None,
 
         try:
             signals = asyncio.run(_follow(client, record.submission_id, sink, stop_on_signal))
+            details = _details(client, record)
         except RayJobError as exc:
             _record_lost(run_dir, record, exc)
             raise
-    details = _details(client, record)
     if not details.status.is_terminal():
         click.echo(f"sapo-launch: stopped following {record.submission_id} ({details.status}); "
                    f"`sapo-launch status {run_dir}` tells how it ends", err=True)
@@ -517,7 +524,8 @@ def _complete(client, record: JobRecord, run_dir: Path, details, text: str | Non
     (run_dir / LOG_FILE).write_text(text, encoding="utf-8")
     tail = LineTail()
     tail.add(text)
-    return _finish(run_dir, record, details, tail.lines(), [])
+    signals = [signal.Signals[name] for name in summary.get("signals", [])]  # a launcher told to stop it
+    return _finish(run_dir, record, details, tail.lines(), signals)
 
 
 def _first_line(what: BaseException | str | None) -> str:

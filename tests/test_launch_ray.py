@@ -193,19 +193,28 @@ def test_the_job_runs_and_its_exit_code_propagates(tmp_path, ray_address, client
     assert_no_secret(run_dir)
 
 
-def test_ctrl_c_stops_the_job_while_its_log_streams(tmp_path, ray_address, client):
-    launch, run_dir = make_plan(tmp_path, {"FAKE_STEPS": 200, "FAKE_SLEEP": 0.2})
-    (tmp_path / "plan.pickle").write_bytes(pickle.dumps((launch, run_dir, ray_address, REPO)))
-    launcher = ("import pickle, sys; from sapo_toolkit.launcher.ray_jobs import run_on_ray; "
-                "p, d, a, w = pickle.load(open(sys.argv[1], 'rb')); sys.exit(run_on_ray(p, d, a, working_dir=w))")
-    child = subprocess.Popen([sys.executable, "-c", launcher, str(tmp_path / "plan.pickle")], cwd=REPO,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def in_child(call: str, *args) -> subprocess.Popen:
+    """`call` (`run_on_ray(*args)`, `logs(*args)`) from ray_jobs in another process, so that it can be sent
+    signals; its exit code is the call's."""
+    source = (f"import pickle, sys; from sapo_toolkit.launcher.ray_jobs import {call.split('(')[0]}; "
+              f"args = pickle.loads(bytes.fromhex(sys.argv[1])); sys.exit({call})")
+    return subprocess.Popen([sys.executable, "-c", source, pickle.dumps(args).hex()], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_step(child: subprocess.Popen, log: Path, step: int) -> None:
     deadline = time.monotonic() + 60
-    while "step:3 " not in _read(run_dir / "train.log"):  # streamed while the job runs
+    while f"step:{step} " not in _read(log):  # streamed while the job runs
         if time.monotonic() > deadline or child.poll() is not None:
             child.kill()
-            pytest.fail(f"the job's log never reached step 3: {child.communicate()[1]}")
+            pytest.fail(f"the job's log never reached step {step}: {child.communicate()[1]}")
         time.sleep(0.1)
+
+
+def test_ctrl_c_stops_the_job_while_its_log_streams(tmp_path, ray_address, client):
+    launch, run_dir = make_plan(tmp_path, {"FAKE_STEPS": 200, "FAKE_SLEEP": 0.2})
+    child = in_child("run_on_ray(*args[:3], working_dir=args[3])", launch, run_dir, ray_address, REPO)
+    wait_for_step(child, run_dir / "train.log", 3)
     child.send_signal(signal.SIGINT)
     out, err = child.communicate(timeout=60)
     assert child.returncode == 130, err
@@ -214,6 +223,23 @@ def test_ctrl_c_stops_the_job_while_its_log_streams(tmp_path, ray_address, clien
     assert result["signals"] == ["SIGINT"] and result["exit_code"] == 130
     assert "stopping raysubmit_" in err and "step:3 " in out
     assert str(client.get_job_status(result["submission_id"])) == "STOPPED"
+
+
+def test_a_second_ctrl_c_stops_waiting(tmp_path, ray_address, client):
+    launch, run_dir = make_plan(tmp_path, {"FAKE_STEPS": 200, "FAKE_SLEEP": 0.2})
+    child = in_child("run_on_ray(*args[:3], working_dir=args[3])", launch, run_dir, ray_address, REPO)
+    wait_for_step(child, run_dir / "train.log", 2)
+    child.send_signal(signal.SIGTERM)
+    time.sleep(0.2)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=30)
+    assert child.returncode == 128 + signal.SIGTERM, err
+    result = summary(run_dir)
+    assert result["status"] == "interrupted" and result["signals"] == ["SIGTERM", "SIGINT"]
+    while not client.get_job_status(result["submission_id"]).is_terminal():  # the stop requested first goes on
+        time.sleep(0.2)
+    assert ray_jobs.status(run_dir) == 128 + signal.SIGTERM  # and `status` completes the run directory
+    assert summary(run_dir)["job_status"] == "STOPPED"
 
 
 def test_detach_then_status_and_logs_follow(tmp_path, ray_address):
@@ -238,9 +264,16 @@ def test_detach_then_status_and_logs_follow(tmp_path, ray_address):
     assert printed.getvalue().decode().count("step:6 ") == 1
 
 
-def test_stop_ends_a_detached_job_and_status_completes_the_run_directory(tmp_path, ray_address):
+def test_ctrl_c_stops_following_not_the_job_and_stop_ends_it(tmp_path, ray_address, client):
     launch, run_dir = make_plan(tmp_path, {"FAKE_STEPS": 200, "FAKE_SLEEP": 0.2})
     assert run(launch, run_dir, ray_address, detach=True)[0] == 0
+    follower = in_child("logs(args[0], True)", run_dir)
+    wait_for_step(follower, run_dir / "train.log", 2)
+    follower.send_signal(signal.SIGINT)
+    _, err = follower.communicate(timeout=30)
+    assert follower.returncode == 130, err
+    submission_id = summary(run_dir)["submission_id"]
+    assert summary(run_dir)["status"] == "submitted" and str(client.get_job_status(submission_id)) == "RUNNING"
     result = CliRunner().invoke(ray_jobs.stop_command, [str(run_dir)])
     assert result.exit_code == 0, result.output
     stopped = summary(run_dir)
