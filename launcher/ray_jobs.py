@@ -529,11 +529,15 @@ def _complete(client, record: JobRecord, run_dir: Path, details, text: str | Non
 
 
 def _first_line(what: BaseException | str | None) -> str:
-    """An error's (or Ray's message's) first line: Ray appends up to 20,000 characters of log to a FAILED job's."""
-    text = str(what or "").strip()
-    if text:
-        return text.splitlines()[0]
-    return type(what).__name__ if isinstance(what, BaseException) else ""
+    """An error's (or Ray's message's) first line: Ray appends up to 20,000 characters of log to a FAILED job's
+    message. Of a server-side traceback that Ray's client relays, the line before it and its last line."""
+    lines = [line.strip() for line in str(what or "").splitlines() if line.strip()]
+    if not lines:
+        return type(what).__name__ if isinstance(what, BaseException) else ""
+    traceback_start = "Traceback (most recent call last):"
+    if len(lines) > 1 and lines[0].endswith(traceback_start):
+        return f"{lines[0][:-len(traceback_start)]}{lines[-1]}"
+    return lines[0]
 
 
 def _mib(n: int) -> str:

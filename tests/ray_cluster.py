@@ -31,7 +31,8 @@ def free_port() -> int:
 
 
 def start(timeout_s: float = 120) -> RayHead:
-    """Start the head and wait until its Jobs API lists jobs."""
+    """Start the head and wait until it has run a job: the Jobs API answers before the head's dashboard agent,
+    which runs the jobs, has registered (Ray 2.41 answers a submission then with HTTP 500)."""
     from ray.job_submission import JobSubmissionClient
 
     # Short: Ray's unix socket paths live under it (at most 107 bytes).
@@ -60,13 +61,19 @@ def start(timeout_s: float = 120) -> RayHead:
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            JobSubmissionClient(head.address).list_jobs()
-            return head
+            client = JobSubmissionClient(head.address)
+            submission_id = client.submit_job(entrypoint="true")
+            while not client.get_job_status(submission_id).is_terminal():
+                time.sleep(0.1)
+            if str(client.get_job_status(submission_id)) == "SUCCEEDED":
+                return head
+            problem = client.get_job_info(submission_id).message
         except Exception as exc:  # noqa: BLE001 - not up yet
-            if process.poll() is not None or time.monotonic() > deadline:
-                stop(head)
-                tail = log.read_text(errors="replace")[-2000:]
-                raise RuntimeError(f"the Ray head did not come up ({exc}); ray start said:\n{tail}") from None
+            problem = str(exc)
+        if process.poll() is not None or time.monotonic() > deadline:
+            stop(head)
+            tail = log.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"the Ray head did not come up ({problem}); ray start said:\n{tail}")
         time.sleep(0.25)
 
 

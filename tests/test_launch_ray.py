@@ -135,6 +135,17 @@ def test_without_an_address_the_message_says_where_to_give_one():
         ray_jobs.connect(None)
 
 
+def test_errors_relayed_from_the_cluster_are_one_line():
+    relayed = RuntimeError("Request failed with status code 500: Traceback (most recent call last):\n"
+                           '  File "job_head.py", line 342, in submit_job\n'
+                           "AttributeError: 'NoneType' object has no attribute 'submit_job_internal'\n")
+    assert ray_jobs._first_line(relayed) == ("Request failed with status code 500: AttributeError: 'NoneType' "
+                                             "object has no attribute 'submit_job_internal'")
+    assert ray_jobs._first_line("Job failed with exit code 3, last logs:\nstep:1") == ("Job failed with exit code 3, "
+                                                                                   "last logs:")
+    assert ray_jobs._first_line(ConnectionError()) == "ConnectionError"
+
+
 def test_a_run_directory_without_a_job_is_one_line(tmp_path):
     result = CliRunner().invoke(ray_jobs.status_command, [str(tmp_path)], standalone_mode=False)
     assert isinstance(result.exception, ray_jobs.RayJobError)
