@@ -19,7 +19,8 @@ import click
 
 from sapo_toolkit.linter.core.diagnostics import Severity
 
-EXIT_REFUSED = 1
+from .rundir import EXIT_REFUSED
+
 EXIT_USAGE = 2
 
 
@@ -119,7 +120,8 @@ def run(recipe, overrides, device, infer_backend, variants, dry_run, fmt, runs_d
     if address:
         from .ray_jobs import run_on_ray
 
-        sys.exit(run_on_ray(launch, run_dir, address, detach=detach, working_dir=working_dir))
+        sys.exit(run_on_ray(launch, run_dir, address, detach=detach, working_dir=working_dir,
+                            fail_on_gates=fail_on_gates))
     if detach or working_dir:
         raise click.UsageError("--detach and --working-dir need --address (a Ray cluster)")
     from .local import run_local

@@ -21,9 +21,8 @@ from typing import BinaryIO
 from .gates import GateError, gate_exit_code, gates_json, parse_gates
 from .live import LiveMonitor
 from .plan import METRICS_FILE, Plan
-from .rundir import LOG_FILE, SUMMARY_FILE, write_json
+from .rundir import LOG_FILE, SUMMARY_FILE, TAIL_LINES, exit_code_of, write_json
 
-TAIL_LINES = 20
 EXIT_BAD_GATES = 2
 
 
@@ -73,7 +72,7 @@ def run_local(plan: Plan, run_dir: Path, terminal: BinaryIO | None = None, fail_
         tail.append(f"sapo-launch: cannot start {plan.argv[0]}: {exc.strerror or exc}")
         code = 127
     finally:
-        exit_code = 128 - code if code is not None and code < 0 else (code if code is not None else 1)
+        exit_code = exit_code_of(code) if code is not None else 1
         if forwarded:
             status = "interrupted"
             exit_code = exit_code or 128 + forwarded[0]  # a trainer that stops cleanly on a signal still did not finish

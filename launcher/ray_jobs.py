@@ -51,9 +51,10 @@ from typing import BinaryIO, NamedTuple
 
 import click
 
-from .local import TAIL_LINES
-from .plan import Plan
-from .rundir import LOG_FILE, SUMMARY_FILE, write_json
+from .gates import GateError, gate_exit_code, gates_json, parse_gates
+from .live import LiveMonitor
+from .plan import METRICS_FILE, Plan
+from .rundir import EXIT_REFUSED, LOG_FILE, SUMMARY_FILE, TAIL_LINES, exit_code_of, write_json
 
 JOB_FILE = "job.json"
 INSTALL_HINT = "pip install 'sapo-toolkit[ray]'"
@@ -68,8 +69,6 @@ UPLOAD_LIMIT = 100 * 1024 * 1024
 # Never shipped: Ray's own default excludes (RAY_RUNTIME_ENV_DEFAULT_EXCLUDES in ray_constants.py); `.git` alone
 # can exceed the limit (https://github.com/ray-project/ray/issues/45602).
 DEFAULT_EXCLUDES = (".git", ".venv", "venv", "__pycache__")
-# A plan the cluster cannot hold is refused like a recipe the lint gate refuses.
-EXIT_REFUSED = 1
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -251,11 +250,18 @@ def _inside(path: Path, root: Path) -> list[str]:
 
 def run_on_ray(plan: Plan, run_dir: Path, address: str | None, *, detach: bool = False,
                working_dir: Path | None = None, excludes: Iterable[str] = (), python: str = DEFAULT_PYTHON,
-               terminal: BinaryIO | None = None) -> int:
+               terminal: BinaryIO | None = None, fail_on_gates: bool = False) -> int:
     """Submit the plan and, unless `detach`, follow the job to its end; returns the exit code (module docstring).
     The first SIGINT or SIGTERM stops the job and keeps following until Ray reports it STOPPED; a second one stops
-    waiting. With `detach`, returns 0 right after submission (summary status `submitted`). Raises `RayJobError`
-    (after recording it in summary.json) when the job cannot be submitted or followed."""
+    waiting. While following, the log feeds the live view and the recipe's gates as for a local run (metrics from
+    the console lines, or from metrics.jsonl when the run directory is on storage the cluster shares); the
+    verdicts go into summary.json, and with `fail_on_gates` a failed gate makes a succeeded job exit 3. With
+    `detach`, returns 0 right after submission (summary status `submitted`). Raises `RayJobError` (after recording
+    it in summary.json) when the job cannot be submitted or followed."""
+    try:
+        gates = parse_gates(plan.gates)
+    except GateError as exc:  # a hand-edited plan.json: lint refuses a recipe with bad gates before this
+        raise RayJobError(str(exc)) from None
     run_dir = Path(run_dir)
     summary = {"status": "running", "started": datetime.now(timezone.utc).isoformat(), "pid": None,
                "submission_id": None, "address": address}
@@ -284,21 +290,35 @@ def run_on_ray(plan: Plan, run_dir: Path, address: str | None, *, detach: bool =
         write_json(run_dir / SUMMARY_FILE, summary)
         click.echo(f"sapo-launch: follow it with `sapo-launch logs --follow {run_dir}`", err=True)
         return 0
-    return _attach(client, record, run_dir, terminal, stop_on_signal=True)
+    monitor = LiveMonitor(run_dir / METRICS_FILE, plan.total_steps, gates, terminal or sys.stdout.buffer)
+    try:
+        code = _attach(client, record, run_dir, terminal, stop_on_signal=True, monitor=monitor)
+    finally:
+        verdicts = monitor.finish()  # closes the live view, also when following failed
+    summary = _read_summary(run_dir)
+    summary.update(exit_code=gate_exit_code(code, verdicts, fail_on_gates), gates=gates_json(verdicts))
+    write_json(run_dir / SUMMARY_FILE, summary)
+    return summary["exit_code"]
 
 
-def _attach(client, record: JobRecord, run_dir: Path, terminal: BinaryIO | None, *, stop_on_signal: bool) -> int:
-    """Follow the job's log (from its start) into train.log and the terminal until it ends, then record the
-    outcome. With `stop_on_signal` the first SIGINT/SIGTERM stops the job; otherwise, and on a second signal, a
-    signal only stops following (exit 128 + N; the summary is left as it was unless the job has ended)."""
+def _attach(client, record: JobRecord, run_dir: Path, terminal: BinaryIO | None, *, stop_on_signal: bool,
+            monitor: LiveMonitor | None = None) -> int:
+    """Follow the job's log (from its start) into train.log and the terminal (through `monitor`'s live view when
+    given) until it ends, then record the outcome. With `stop_on_signal` the first SIGINT/SIGTERM stops the job;
+    otherwise, and on a second signal, a signal only stops following (exit 128 + N; the summary is left as it was
+    unless the job has ended)."""
     terminal = terminal or sys.stdout.buffer
     tail = LineTail()
     with open(run_dir / LOG_FILE, "wb") as log:
         def sink(text: str) -> None:
             data = text.encode("utf-8", "replace")
-            for stream in (log, terminal):
-                stream.write(data)
-                stream.flush()
+            log.write(data)
+            log.flush()
+            if monitor is not None:
+                monitor.output(data)
+            else:
+                terminal.write(data)
+                terminal.flush()
             tail.add(text)
 
         try:
@@ -389,7 +409,7 @@ def exit_code(status: str, driver_exit_code: int | None, signals: Iterable[int] 
     if status == "FAILED":
         if not driver_exit_code:
             return 1
-        return 128 - driver_exit_code if driver_exit_code < 0 else driver_exit_code
+        return exit_code_of(driver_exit_code)
     if status == "STOPPED":
         return 128 + (signals[0] if signals else signal.SIGINT)
     return None

@@ -9,6 +9,7 @@
                           launcher appends the steps only the console showed (`"source": "console"`)
     summary.json          status (refused | running | submitted | succeeded | failed | interrupted), exit code,
                           duration, the last log lines, gate verdicts
+    job.json              on a Ray cluster: its address and the job's submission id
 """
 
 from __future__ import annotations
@@ -27,6 +28,13 @@ from .plan import Plan, redact
 LOG_FILE = "train.log"
 SUMMARY_FILE = "summary.json"
 PLAN_FILE = "plan.json"
+TAIL_LINES = 20  # summary.json's `last_lines`
+EXIT_REFUSED = 1  # the lint gate or the cluster's resources refused the run; nothing started
+
+
+def exit_code_of(returncode: int) -> int:
+    """A process's exit status as a shell reports it: 128 + N when signal N ended it."""
+    return 128 - returncode if returncode < 0 else returncode
 
 
 def write_json(path: Path, data: dict) -> None:

@@ -327,3 +327,16 @@ def test_an_address_with_no_cluster_is_one_line(tmp_path):
 
 def _read(path: Path) -> str:
     return path.read_text(errors="replace") if path.exists() else ""
+
+
+def test_the_recipe_gates_are_judged_on_a_ray_run(tmp_path, ray_address):
+    """The job's console lines feed the gates as in a local run: the stand-in's throughput 101, 102, 103 breaks a
+    floor of 102, and --fail-on-gates turns the succeeded job's 0 into 3."""
+    launch, run_dir = make_plan(tmp_path, {"FAKE_EXIT_CODE": 0})
+    launch.gates = ({"metric": "perf/throughput", "min": 102},)
+    exit_code, _ = run(launch, run_dir, ray_address, fail_on_gates=True)
+    assert exit_code == 3
+    result = summary(run_dir)
+    assert result["status"] == "succeeded" and result["exit_code"] == 3
+    (verdict,) = result["gates"].values()
+    assert verdict["passed"] is False
