@@ -5,6 +5,7 @@ the `doctor` command end to end on this machine's real state."""
 import io
 import json
 import zipfile
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -207,8 +208,7 @@ def test_table_versions_parse():
 
 
 def test_mbridge_features_agree_with_the_consumer_snapshots():
-    consumers = REPO / "schemas" / "consumers"
-    assert (consumers.parent / "__init__.py").samefile(schemas_init)
+    consumers = Path(schemas_init).parent / "consumers"  # the installed package's snapshots, as the doctor reads
     fields = {}
     for version, name in TABLE["mbridge"]["snapshots"].items():
         fields[version] = set(json.loads((consumers / name).read_text())["classes"]["save_weights"]["fields"])
