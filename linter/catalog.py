@@ -36,19 +36,29 @@ def find_model(path: str | None, card: str | None, base_dir: Path) -> ModelShape
         return shape_from_hf_config(cards[card]["config"], card, f"card {card}")
     if not path:
         raise ModelNotFound("the recipe names no model (`model.path`, `model.card` or `actor_rollout_ref.model.path`)")
-    local = (base_dir / Path(path).expanduser()) if not Path(path).expanduser().is_absolute() else Path(path).expanduser()
-    config_file = local / "config.json"
-    if config_file.is_file():
+    try:
+        local = Path(path).expanduser()
+    except RuntimeError:  # `~user/...` for a user this machine does not know: not a local directory here
+        local = Path(path)
+    config_file = (local if local.is_absolute() else base_dir / local) / "config.json"
+    if _is_file(config_file):
         try:
             config = json.loads(config_file.read_text(encoding="utf-8"))
-            return shape_from_hf_config(config, local.name, str(config_file))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            return shape_from_hf_config(config, config_file.parent.name, str(config_file))
+        except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deep
             raise ModelNotFound(f"cannot read the architecture from {config_file}: {exc}") from None
     wanted = path.strip().rstrip("/").lower()
     for name, data in cards.items():
         if wanted in (i.lower() for i in data["hf_ids"]):
             return shape_from_hf_config(data["config"], name, f"card {name}")
     raise ModelNotFound(f"`{path}` is neither a local directory with config.json nor a shipped card's Hugging Face id")
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long for the file system: not a local model
+        return False
 
 
 @cache

@@ -211,10 +211,14 @@ class LintContext:
             return max(set_here, key=lambda ro: (ro.location.line, ro.location.column))
         return (self.command.origin if self.command and self.command.origin else None) or Location("<config>")
 
-    def number(self, path: str):
-        """The effective value of `path` if it is a number (bool excluded), else None."""
+    def number(self, path: str) -> int | None:
+        """The effective value of `path` if it is a whole number (an int, or a float with a whole value such as
+        `2.0`; bools excluded), else None. Every caller reads a size, count, length or frequency: a fraction, NaN
+        or infinity there is SL004's to report, and no arithmetic of the rules can take it."""
         value = self.config.value(path)
-        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     def consumer(self, spec: str) -> tuple[Consumer, str]:
         """`megatron-core:OptimizerConfig` -> (the consumer snapshot for this command's stack, 'OptimizerConfig')."""

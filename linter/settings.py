@@ -90,8 +90,10 @@ def load_settings(start: Path) -> tuple[Settings, Path | None]:
         raise SettingsError(f"{path}: `tool.sapo-lint` must be a table ([tool.sapo-lint])")
     unknown = sorted(set(table) - set(KEYS))
     if unknown:
+        # A key with a line break or another control character is shown escaped: the message stays one line.
+        shown = (key if key.isprintable() else ascii(key) for key in unknown)
         raise SettingsError(
-            f"{path}: unknown key(s) in [tool.sapo-lint]: {', '.join(unknown)}; valid keys: {', '.join(KEYS)}"
+            f"{path}: unknown key(s) in [tool.sapo-lint]: {', '.join(shown)}; valid keys: {', '.join(KEYS)}"
         )
     for key, value in table.items():
         attribute, expected, _ = KEYS[key]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 from .engine import LintContext
@@ -34,7 +35,7 @@ class Parallelism(NamedTuple):
 def world_size(ctx: LintContext) -> int | None:
     """Devices of the colocated actor/rollout worker group: trainer.nnodes x trainer.n_gpus_per_node."""
     nodes, per_node = ctx.number("trainer.nnodes"), ctx.number("trainer.n_gpus_per_node")
-    return int(nodes * per_node) if nodes and per_node else None
+    return nodes * per_node if nodes is not None and per_node is not None and nodes >= 1 and per_node >= 1 else None
 
 
 def active_roles(ctx: LintContext) -> list[str]:
@@ -55,7 +56,8 @@ def _active_roles(ctx: LintContext) -> list[str]:
 
 
 def parallelism(ctx: LintContext, role: str) -> Parallelism | None:
-    """The role's sizes, or None when it does not run on the Megatron engine or a size is not a number."""
+    """The role's sizes, or None when it does not run on the Megatron engine or a size is not a positive integer
+    (no arithmetic of the rules or the estimator can take a TP of 0; SL004 reports a size of the wrong type)."""
     key = ("parallelism", role)
     if key not in ctx.derived:
         ctx.derived[key] = _parallelism(ctx, role)
@@ -71,7 +73,7 @@ def _parallelism(ctx: LintContext, role: str) -> Parallelism | None:
         value = ctx.config.value(f"{prefix}.{name}")
         if value is None:
             return default
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
     tp, pp, cp, ep = (size(n, 1) for n in ("tensor_model_parallel_size", "pipeline_model_parallel_size",
                                            "context_parallel_size", "expert_model_parallel_size"))
@@ -82,14 +84,21 @@ def _parallelism(ctx: LintContext, role: str) -> Parallelism | None:
     return Parallelism(role, prefix, tp, pp, vpp, cp, ep, etp or tp, bool(sp))
 
 
+MAX_FACTORED = 10**12  # trial division up to its square root stays under ~0.1 s
+
+
 def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """The divisors of n in increasing order (none for n < 1)."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0] if n >= 1 else []
+    return small + [n // d for d in reversed(small) if d * d != n]
 
 
 def nearest_divisors(value: int, n: int) -> str:
-    """The divisors of n closest to value, for "nearest valid setting" hints."""
-    below = [d for d in divisors(n) if d < value]
-    above = [d for d in divisors(n) if d > value]
+    """The divisors of n closest to value, for "nearest valid setting" hints. An n beyond any real size (a world
+    of `nnodes: 99999999999999999999` devices) is not factored: that could take hours; 1 always divides it."""
+    found = divisors(n) if n <= MAX_FACTORED else [1]
+    below = [d for d in found if d < value]
+    above = [d for d in found if d > value]
     near = ([below[-1]] if below else []) + ([above[0]] if above else [])
     return " or ".join(str(d) for d in near) or "1"
 

@@ -214,3 +214,152 @@ def test_verl_version_option_with_a_path(tmp_path):
     assert proc.returncode == 1
     (found,) = [d for d in report["diagnostics"] if d["code"] == "RF004"]
     assert "no schema snapshot for verl 0.9.1/../../../../../elsewhere/evil" in found["message"]
+
+
+# Found by tests/test_fuzz.py: each input crashed a reader (or hung it, or reported past the end of the file).
+def lint_file(tmp_path, name, text, files=()):
+    """Lint one file in process (files: other (path, text) pairs it refers to); its diagnostics."""
+    from sapo_toolkit.linter.lint import lint_paths
+    from sapo_toolkit.linter.settings import Settings
+
+    for other, content in files:
+        (tmp_path / other).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / other).write_text(content)
+    (tmp_path / name).write_text(text)
+    return lint_paths([tmp_path / name], Settings(shellcheck=False)).diagnostics
+
+
+@pytest.mark.parametrize("ending", ["", "\n"], ids=["without_line_break", "with_line_break"])
+def test_unclosed_flow_list_on_the_last_line(tmp_path, ending):
+    """libyaml marks the end of the stream on a line after the last one: reported at the end of the last line."""
+    (found,) = lint_file(tmp_path, "r.yaml", HEADER + "overrides: [1, 2" + ending)
+    assert found.code == "RF002" and (found.location.line, found.location.column) == (5, 17), found
+
+
+def test_script_missing_fi_after_the_last_line_break(tmp_path):
+    (found,) = lint_file(tmp_path, "run_x_megatron.sh", "#!/bin/bash\nif true; then\n  echo x\n")
+    assert found.code == "SH002" and found.location.line == 3, found
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="linter/sources/shellcheck.py passes shellcheck's end-of-file line (one past the last) through")
+def test_shellcheck_on_a_script_missing_fi_after_the_last_line_break(tmp_path):
+    (tmp_path / "run_x_megatron.sh").write_text("#!/bin/bash\nif true; then\n  echo x\n")
+    env = {**os.environ, "SAPO_LINT_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-m", "sapo_toolkit.linter", "--format", "json", "run_x_megatron.sh"],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    lines = {(d["code"], d["line"]) for d in json.loads(proc.stdout)["diagnostics"]}
+    assert ("SH1072", 3) in lines and max(line for _, line in lines) == 3, lines
+
+
+@pytest.mark.parametrize("value,says", [
+    ("!!int x", "not a valid `!!int` value: invalid literal for int()"),
+    ("!!bool maybe", "not a valid `!!bool` value: 'maybe'"),
+    ("!!value x", "could not determine a constructor for the tag 'tag:yaml.org,2002:value'"),
+    ("!!set [a]", "expected a mapping node, but found sequence"),
+    ("9" * 5000, "not a valid `!!int` value: Exceeds the limit (4300 digits)"),
+], ids=["int_tag_on_a_word", "bool_tag_on_maybe", "value_tag", "set_tag_on_a_list", "int_of_5000_digits"])
+def test_yaml_value_that_cannot_be_built(tmp_path, value, says):
+    (found,) = lint_file(tmp_path, "r.yaml", HEADER + f"overrides:\n  trainer.nnodes: {value}\n")
+    assert found.code == "RF002" and (found.location.line, found.location.column) == (6, 19), found
+    assert says in found.message, found.message
+
+
+@pytest.mark.parametrize("key,value", [
+    ("actor_rollout_ref.rollout.tensor_model_parallel_size", ".nan"),
+    ("actor_rollout_ref.rollout.tensor_model_parallel_size", ".inf"),
+    ("trainer.nnodes", ".inf"),
+])
+def test_size_that_is_not_finite(tmp_path, key, value):
+    """The rules take whole numbers only; the type is SL004's to report, at the override."""
+    found = lint_file(tmp_path, "r.yaml", HEADER + f"overrides:\n  {key}: {value}\n")
+    assert [(d.code, d.location.line) for d in found if d.code == "SL004"] == [("SL004", 6)], found
+
+
+def test_world_of_99999999999999999999_devices(tmp_path):
+    """An odd world that TP 2 cannot divide: the "nearest valid TP" hint used to enumerate every number below it."""
+    import time
+
+    body = ("overrides:\n  trainer.nnodes: 99999999999999999999\n  trainer.n_gpus_per_node: 1\n"
+            "  actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 2\n")
+    start = time.monotonic()
+    found = lint_file(tmp_path, "r.yaml", HEADER + body)
+    assert time.monotonic() - start < 5
+    (tp001,) = [d for d in found if d.code == "TP001"]
+    assert "TP 1 would give an integer dp" in tp001.message, tp001.message
+
+
+@pytest.mark.parametrize("overrides,size", [
+    ("actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 0", "tensor_model_parallel_size` is 0"),
+    ("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size: -2", "pipeline_model_parallel_size` is -2"),
+    ("actor_rollout_ref.actor.megatron.context_parallel_size: 0\n  actor_rollout_ref.actor.ppo_mini_batch_size: 16",
+     "context_parallel_size` is 0"),
+], ids=["tp_0", "pp_minus_2", "cp_0_with_a_mini_batch"])
+def test_parallel_size_below_one(tmp_path, overrides, size):
+    """Megatron divides by TP*PP*CP; the rules and the estimator did too (ZeroDivisionError, max() of nothing)."""
+    found = lint_file(tmp_path, "r.yaml", HEADER + "hardware: {accelerator: nvidia-h100}\noverrides:\n  " + overrides + "\n")
+    (below,) = [d for d in found if d.code == "TP001"]
+    assert below.location.line == 7 and size in below.message and "needs a positive size" in below.message
+
+
+def test_virtual_pipeline_size_of_0(tmp_path):
+    """Not a VPP: the estimator used to divide the layers into 0 chunks."""
+    body = ("overrides:\n  actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size: 0\n"
+            "  actor_rollout_ref.actor.megatron.pipeline_model_parallel_size: 2\n")
+    found = lint_file(tmp_path, "r.yaml", HEADER + "hardware: {accelerator: nvidia-h100}\n" + body)
+    assert not [d for d in found if d.code.startswith(("TP", "RF"))], found
+
+
+MODEL_HEADER = HEADER.replace("model: {path: Qwen/Qwen3-8B}", "model: {path: model}") + "hardware: {accelerator: nvidia-h100}\n"
+QWEN3_8B = {"model_type": "qwen3", "num_hidden_layers": 36, "hidden_size": 4096, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 12288, "vocab_size": 151936}
+QWEN3_30B_A3B = {**QWEN3_8B, "model_type": "qwen3_moe", "num_hidden_layers": 48, "hidden_size": 2048,
+                 "num_attention_heads": 32, "num_key_value_heads": 4, "num_experts": 128, "num_experts_per_tok": 8,
+                 "moe_intermediate_size": 768, "intermediate_size": 6144}
+
+
+@pytest.mark.parametrize("config,says", [
+    ("null", "a config is a JSON object ({...}), not None"),
+    ("0", "a config is a JSON object ({...}), not 0"),
+    (json.dumps({**QWEN3_8B, "num_hidden_layers": float("inf")}), "`num_hidden_layers` must be an integer from 1 to 10,000, not inf"),
+    (json.dumps({**QWEN3_8B, "num_attention_heads": 0, "head_dim": None}), "`num_attention_heads` must be an integer from 1"),
+    (json.dumps({**QWEN3_30B_A3B, "num_hidden_layers": 10**12}), "`num_hidden_layers` must be an integer from 1 to 10,000, not 1000000000000"),
+    (json.dumps({**QWEN3_8B, "hidden_size": 10**400}), "`hidden_size` must be an integer from 1 to 10,000,000, not an integer over 10^30"),
+    ("[" * 100_000 + "]" * 100_000, "maximum recursion depth exceeded"),
+], ids=["null", "a_number", "infinite_layers", "zero_heads", "trillion_moe_layers", "hidden_size_10e400", "nested_100000_deep"])
+def test_model_config_json(tmp_path, config, says):
+    found = lint_file(tmp_path, "r.yaml", MODEL_HEADER + "overrides: {}\n", [("model/config.json", config)])
+    (unknown,) = [d for d in found if d.code == "RF005"]
+    assert unknown.location.line == 4 and says in unknown.message, unknown.message
+
+
+@pytest.mark.parametrize("path", ["~nobody_here/model", "x" * 300], ids=["home_of_an_unknown_user", "name_of_300_characters"])
+def test_model_path(tmp_path, path):
+    found = lint_file(tmp_path, "r.yaml", HEADER.replace("Qwen/Qwen3-8B", path) + "overrides: {}\n")
+    (unknown,) = [d for d in found if d.code == "RF005"]
+    assert "is neither a local directory with config.json nor a shipped card's Hugging Face id" in unknown.message
+
+
+@pytest.mark.xfail(strict=True, raises=RecursionError,
+                   reason="launcher/metrics.py: parse_jsonl_line catches ValueError from json.loads, not RecursionError")
+def test_jsonl_line_nested_100000_deep():
+    from sapo_toolkit.launcher.metrics import parse_jsonl_line
+
+    assert parse_jsonl_line('{"step": 1, "data": ' + "[" * 100_000 + "]" * 100_000 + "}") is None
+
+
+@pytest.mark.xfail(strict=True, raises=OverflowError,
+                   reason="launcher/metrics.py: parse_jsonl_line float()s an int beyond the float range")
+def test_jsonl_metric_of_400_digits():
+    from sapo_toolkit.launcher.metrics import parse_jsonl_line
+
+    step, values = parse_jsonl_line('{"step": 1, "data": {"a": ' + "9" * 400 + ', "b": 0.5}}')
+    assert step == 1 and values["b"] == 0.5
+
+
+def test_pyproject_key_with_a_line_break(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.sapo-lint]\n"a\\nb" = 1\n')
+    (tmp_path / "r.yaml").write_text(HEADER + "overrides: {}\n")
+    proc, _ = lint_json("r.yaml", cwd=tmp_path)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "unknown key(s) in [tool.sapo-lint]: 'a\\nb'; valid keys:" in proc.stderr

@@ -52,30 +52,73 @@ class ModelShape(NamedTuple):
         return bool(self.moe_layers) and self.moe_layers[i]
 
 
+MAX_LAYERS = 10_000  # real models have a few hundred at most; per-layer tables are built from this
+MAX_SIZE = 10**7  # above any real width, vocabulary or expert count; keeps the estimator's arithmetic finite
+
+
+class BadModelConfig(ValueError):
+    """A config.json whose architecture fields cannot describe a model; the message names the field."""
+
+
+def _shown(value) -> str:
+    if isinstance(value, int) and abs(value) >= 10**30:  # repr of a huge int is slow, or refused past 4300 digits
+        return "an integer over 10^30"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _count(config: dict, key: str, minimum: int = 0, maximum: int = MAX_SIZE) -> int | None:
+    """The integer at `key`, None when absent or null. Anything else -- a bool, float, string, or a value out of
+    [minimum, maximum] -- is `BadModelConfig`: int() would truncate, overflow, or build absurd tables silently."""
+    value = config.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise BadModelConfig(f"`{key}` must be an integer from {minimum} to {maximum:,}, not {_shown(value)}")
+    return value
+
+
+def _required(config: dict, key: str, maximum: int = MAX_SIZE) -> int:
+    value = _count(config, key, 1, maximum)
+    if value is None:
+        raise BadModelConfig(f"`{key}` is missing")
+    return value
+
+
 def shape_from_hf_config(config: dict, name: str, source: str) -> ModelShape:
     """Read an HF config.json dict -- Qwen2/Qwen3 (dense and MoE), Llama-style models, Mixtral and DeepSeek-V3
-    (MLA) -- into Megatron's terms, as verl's mbridge config converters map them."""
-    model_type = str(config.get("model_type", "")).lower()
-    layers = int(config["num_hidden_layers"])
-    hidden = int(config["hidden_size"])
-    heads = int(config["num_attention_heads"])
-    experts = int(config.get("num_experts") or config.get("n_routed_experts") or config.get("num_local_experts") or 0)
+    (MLA) -- into Megatron's terms, as verl's mbridge config converters map them. Raises `BadModelConfig` for
+    anything that is not such a config (its message names the field)."""
+    if not isinstance(config, dict):
+        raise BadModelConfig(f"a config is a JSON object ({{...}}), not {_shown(config)}")
+    model_type = config.get("model_type")
+    model_type = model_type.lower() if isinstance(model_type, str) else ""
+    layers = _required(config, "num_hidden_layers", MAX_LAYERS)
+    hidden = _required(config, "hidden_size")
+    heads = _required(config, "num_attention_heads")
+    ffn = _required(config, "intermediate_size")
+    vocab = _required(config, "vocab_size")
+    experts = _count(config, "num_experts") or _count(config, "n_routed_experts") or _count(config, "num_local_experts") or 0
     # Mixtral has no moe_intermediate_size: its experts are intermediate_size wide.
-    moe_ffn = int(config.get("moe_intermediate_size") or config.get("intermediate_size") or 0) if experts else 0
+    moe_ffn = (_count(config, "moe_intermediate_size") or ffn) if experts else 0
     if not experts:
         moe_layers: tuple[bool, ...] = ()
     elif "first_k_dense_replace" in config or "n_routed_experts" in config:  # DeepSeek
-        first, freq = int(config.get("first_k_dense_replace") or 0), int(config.get("moe_layer_freq") or 1)
+        first = _count(config, "first_k_dense_replace") or 0
+        freq = _count(config, "moe_layer_freq") or 1
         moe_layers = tuple(i >= first and i % freq == 0 for i in range(layers))
     else:  # Qwen2-MoE / Qwen3-MoE / Mixtral
-        step = int(config.get("decoder_sparse_step") or 1)
-        dense_only = set(config.get("mlp_only_layers") or ())
+        step = _count(config, "decoder_sparse_step") or 1
+        listed = config.get("mlp_only_layers") or []
+        if not isinstance(listed, list) or not all(isinstance(i, int) for i in listed):
+            raise BadModelConfig(f"`mlp_only_layers` must be a list of layer numbers, not {_shown(listed)}")
+        dense_only = set(listed)
         moe_layers = tuple(i not in dense_only and (i + 1) % step == 0 for i in range(layers))
     shared, gate = 0, False
     if experts and config.get("n_shared_experts"):
-        shared = int(config["n_shared_experts"]) * moe_ffn
+        shared = _count(config, "n_shared_experts") * moe_ffn
     elif experts and config.get("shared_expert_intermediate_size"):
-        shared, gate = int(config["shared_expert_intermediate_size"]), True
+        shared, gate = _count(config, "shared_expert_intermediate_size"), True
     attention_bias = config.get("attention_bias")
     qwen2 = model_type in ("qwen2", "qwen2_moe")
     qkv_bias = bool(attention_bias) if attention_bias is not None else qwen2
@@ -85,25 +128,25 @@ def shape_from_hf_config(config: dict, name: str, source: str) -> ModelShape:
         num_layers=layers,
         hidden_size=hidden,
         num_attention_heads=heads,
-        num_query_groups=int(config.get("num_key_value_heads") or heads),
-        kv_channels=int(config.get("head_dim") or hidden // heads),
-        ffn_hidden_size=int(config["intermediate_size"]),
-        vocab_size=int(config["vocab_size"]),
+        num_query_groups=_count(config, "num_key_value_heads") or heads,
+        kv_channels=_count(config, "head_dim") or hidden // heads,
+        ffn_hidden_size=ffn,
+        vocab_size=vocab,
         tied_embeddings=bool(config.get("tie_word_embeddings", False)),
         qkv_bias=qkv_bias,
         o_proj_bias=qkv_bias and not qwen2,  # Llama's attention_bias covers o_proj too; Qwen2's only q/k/v
         qk_layernorm=model_type in ("qwen3", "qwen3_moe"),
         num_experts=experts,
         moe_ffn_hidden_size=moe_ffn,
-        moe_router_topk=int(config.get("num_experts_per_tok") or 0) if experts else 0,
+        moe_router_topk=(_count(config, "num_experts_per_tok") or 0) if experts else 0,
         moe_layers=moe_layers,
         moe_shared_expert_intermediate_size=shared,
         moe_shared_expert_gate=gate,
-        q_lora_rank=int(config.get("q_lora_rank") or 0),
-        kv_lora_rank=int(config.get("kv_lora_rank") or 0),
-        qk_head_dim=int(config.get("qk_nope_head_dim") or 0),
-        qk_pos_emb_head_dim=int(config.get("qk_rope_head_dim") or 0),
-        v_head_dim=int(config.get("v_head_dim") or 0),
+        q_lora_rank=_count(config, "q_lora_rank") or 0,
+        kv_lora_rank=_count(config, "kv_lora_rank") or 0,
+        qk_head_dim=_count(config, "qk_nope_head_dim") or 0,
+        qk_pos_emb_head_dim=_count(config, "qk_rope_head_dim") or 0,
+        v_head_dim=_count(config, "v_head_dim") or 0,
     )
 
 

@@ -82,8 +82,9 @@ UNKNOWN_MODEL = source_rule(
     explanation="""Topology rules need the model's shape (layers, heads, query groups, experts, FFN sizes). It
     comes from `model.card` (a shipped card in `schemas/models/`), else from `config.json` when the model path
     (`model.path` or `actor_rollout_ref.model.path`) is a local directory, else from the shipped card whose
-    Hugging Face id matches the path. When none applies, this note says which rules were skipped and how to
-    supply the shape; it is never a silent skip.""",
+    Hugging Face id matches the path. When none applies, or a local config.json cannot describe a model (not a
+    JSON object; a size missing, not an integer, or beyond any real model's: the note names the field), this note
+    says which rules were skipped and how to supply the shape; it is never a silent skip.""",
     bad="""
     model: {path: my-org/private-model}
     overrides: {}

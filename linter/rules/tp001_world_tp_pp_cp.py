@@ -1,7 +1,7 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
-from ..topology import megatron_roles, nearest_divisors, own_setting, world_size
+from ..topology import ROLE_PREFIX, active_roles, megatron_roles, nearest_divisors, own_setting, world_size
 
 SIZES = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")
 
@@ -26,7 +26,9 @@ def check(ctx: LintContext):
     """Megatron's `initialize_model_parallel` needs `world_size % (TP * PP * CP) == 0` and derives the data-parallel
     size `dp = world / (TP * PP * CP)`; verl's `validate_config` checks the same for the actor before Ray starts,
     and the ref and critic hit it in their workers. The world is `trainer.nnodes * trainer.n_gpus_per_node`
-    (the colocated actor/rollout group). The message shows the product and the nearest TP that divides."""
+    (the colocated actor/rollout group). The message shows the product and the nearest TP that divides. A size
+    below 1 is reported too: Megatron divides by the product."""
+    yield from _below_one(ctx)
     world = world_size(ctx)
     if not world:
         return
@@ -39,3 +41,14 @@ def check(ctx: LintContext):
                 f"(Megatron: world_size must be divisible by tensor x pipeline x context parallel size); "
                 f"TP {nearest_divisors(par.tp, world // (par.pp * par.cp) or 1)} would give an integer dp",
             )
+
+
+def _below_one(ctx: LintContext):
+    if ctx.model_engine != "megatron":
+        return
+    for role in active_roles(ctx):
+        for path in (f"{ROLE_PREFIX[role]}.{s}" for s in SIZES):
+            value = ctx.number(path)
+            if value is not None and value < 1 and ctx.explicit(path) is not None:  # the ref inherits the actor's
+                yield Finding(ctx.blame(path), f"{role}: `{path}` is {value}; Megatron needs a positive size "
+                                               "(it divides the world size by TP*PP*CP)")

@@ -63,6 +63,15 @@ def _location(path: str, node: yaml.Node | None) -> Location:
     return Location(path, node.start_mark.line + 1, node.start_mark.column + 1)
 
 
+def _mark_location(source: TextFile, mark: yaml.Mark) -> Location:
+    """Where a YAML error mark points. libyaml puts the end of the stream on a line of its own after a last line
+    (with or without a line break), which is not a line of the file: that is the end of the last line."""
+    lines = source.text.splitlines() or [""]
+    if mark.line < len(lines):
+        return Location(source.path, mark.line + 1, mark.column + 1)
+    return Location(source.path, len(lines), len(lines[-1]) + 1)
+
+
 def _schema_errors(source: TextFile, root: yaml.Node, data: Any) -> tuple[list[Diagnostic], list[tuple]]:
     """RF001 for every schema violation, and the paths of the values that violate it."""
     from sapo_toolkit.schemas.recipe_validator import (  # generated; stdlib only
@@ -209,16 +218,16 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
         root, loader = yaml_nodes.compose(source.text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        loc = Location(source.path, mark.line + 1, mark.column + 1) if mark else Location(source.path)
+        loc = _mark_location(source, mark) if mark else Location(source.path)
         problem = " ".join(str(p) for p in (exc.context, exc.problem) if p)
         return RecipeRead(None, [INVALID_YAML.diagnostic(loc, f"invalid YAML: {problem}")])
     except (yaml.YAMLError, yaml_nodes.AliasBomb, RecursionError) as exc:
         return RecipeRead(None, [INVALID_YAML.diagnostic(Location(source.path), f"invalid YAML: {exc}")])
     try:
         duplicates = yaml_nodes.check_shape(root) if root is not None else []
+        data = yaml_nodes.construct(loader, root) if root is not None else None
     except yaml_nodes.UnsupportedYaml as exc:
         return RecipeRead(None, [INVALID_YAML.diagnostic(_location(source.path, exc.node), f"invalid YAML: {exc}")])
-    data = yaml_nodes.construct(loader, root) if root is not None else None
     if not isinstance(data, dict):
         return RecipeRead(None, [RECIPE_SCHEMA.diagnostic(Location(source.path), "a recipe is a YAML mapping")])
     diagnostics, invalid = _schema_errors(source, root, data)

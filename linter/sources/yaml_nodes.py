@@ -15,6 +15,19 @@ class RecipeLoader(_Loader):  # type: ignore[misc,valid-type]
     """SafeLoader typed like OmegaConf's loader, which is how Hydra reads verl's config: `1e-6` is a float
     (YAML 1.1 says string) and timestamps stay strings."""
 
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        """A value that a standard tag cannot be built from (`!!int x`, `!!bool maybe`, `!!value`) is
+        `UnsupportedYaml` at its own node; PyYAML's constructors raise plain ValueError, KeyError... for it."""
+        try:
+            return super().construct_object(node, deep)
+        except UnsupportedYaml:
+            raise
+        except yaml.MarkedYAMLError as exc:
+            raise UnsupportedYaml(exc.problem or str(exc), node) from None
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
+            tag = node.tag.replace(_STANDARD_TAG, "!!")
+            raise UnsupportedYaml(f"not a valid `{tag}` value: {exc}", node) from None
+
 
 RecipeLoader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]

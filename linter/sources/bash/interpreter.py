@@ -38,10 +38,13 @@ def parse(src: bytes):
 
 
 def node_location(path: str, lines: list[bytes], n) -> Location:
-    """Where a node starts, with the column counted in characters."""
+    """Where a node starts, with the column counted in characters. A node at the very end of a file that ends
+    with a line break (a missing `fi` or quote) is put at the end of the last line, which is where it is missing."""
     row, col = n.start_point
-    line = lines[row] if row < len(lines) else b""
-    return Location(path, row + 1, len(line[:col].decode("utf-8", "replace")) + 1)
+    last = len(lines) - 1 - (len(lines) > 1 and lines[-1] == b"")
+    if row > last:
+        row, col = last, len(lines[last])
+    return Location(path, row + 1, len(lines[row][:col].decode("utf-8", "replace")) + 1)
 
 
 def readable(s: str, marks: dict[str, str]) -> str:
