@@ -84,7 +84,7 @@ def parse_jsonl_line(line: bytes | str) -> StepValues | None:
     of another shape). `null` is NaN: orjson writes non-finite floats as null."""
     try:
         record = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # a cut or malformed line, or nesting deeper than the parser's stack
         return None
     if not isinstance(record, dict) or not isinstance(record.get("data"), dict):
         return None
@@ -96,7 +96,10 @@ def parse_jsonl_line(line: bytes | str) -> StepValues | None:
         if value is None:
             values[key] = math.nan
         elif isinstance(value, (int, float)):
-            values[key] = float(value)
+            try:
+                values[key] = float(value)
+            except OverflowError:  # an integer beyond the float range: as large as a float gets
+                values[key] = math.inf if value > 0 else -math.inf
     return step, values
 
 

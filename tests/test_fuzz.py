@@ -653,13 +653,6 @@ jsonl_records = st.builds(lambda step, data: json.dumps({"step": step, "data": d
                           st.integers() | json_scalars, json_values)
 
 
-# launcher/metrics.py lets RecursionError and OverflowError out of a JSON line nested too deep or holding an int
-# beyond the float range (test_hostile_inputs.py: test_jsonl_line_nested_100000_deep, test_jsonl_metric_of_400_digits);
-# these tests fail on anything else. Remove with those tests' xfail.
-metrics_known_bugs = pytest.mark.xfail(raises=(RecursionError, OverflowError), strict=False,
-                                       reason="launcher/metrics.py: parse_jsonl_line lets two exceptions out")
-FUZZ_METRICS = settings(FUZZ, report_multiple_bugs=False)  # one exception, so that the xfail can match its type
-
 
 def assert_step_values(parsed) -> None:
     if parsed is not None:
@@ -673,16 +666,14 @@ def test_verl_console_line(line, complete):
     assert_step_values(metrics.parse_console_line(line, complete))
 
 
-@metrics_known_bugs
-@FUZZ_METRICS
+@FUZZ
 @given(jsonl_records | log_text | st.binary(max_size=200).map(lambda b: b.decode("utf-8", "replace")))
 def test_verl_jsonl_line(line):
     assert_step_values(metrics.parse_jsonl_line(line))
     assert_step_values(metrics.parse_jsonl_line(line.encode()))
 
 
-@metrics_known_bugs
-@FUZZ_METRICS
+@FUZZ
 @given(st.lists(log_text.map(str.encode) | jsonl_records.map(str.encode) | st.binary(max_size=50), max_size=8))
 def test_verl_log_stream(chunks):
     watcher = metrics.MetricsWatcher(None)
@@ -715,7 +706,4 @@ def test_command_line(named):
     report = json.loads(proc.stdout)
     lines = line_count(as_read(content))
     for d in report["diagnostics"]:
-        # Known: shellcheck's findings at the end of the file are one line past the last (test_hostile_inputs.py:
-        # test_shellcheck_on_a_script_missing_fi_after_the_last_line_break). Drop this allowance with its xfail.
-        last = lines + 1 if re.fullmatch(r"SH\d{4}", d["code"]) else lines
-        assert d["path"] == name and 1 <= d["line"] <= last and d["column"] >= 1, (d, lines)
+        assert d["path"] == name and 1 <= d["line"] <= lines and d["column"] >= 1, (d, lines)

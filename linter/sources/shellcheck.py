@@ -102,19 +102,21 @@ def shellcheck_diagnostics(paths: list[Path], cache_dir: Path | None = None,
         if cached is None:
             todo[key] = content_key
         else:
-            result[key] = _outcome_diagnostics(key, cached)
+            result[key] = _outcome_diagnostics(key, cached, data)
 
     if todo:
         found = _run_all(binary, list(todo), jobs)
         for key, outcome in found.items():
             cache.put(version, todo[key], outcome)  # a failure too: the same bytes would fail the same way
-            result[key] = _outcome_diagnostics(key, outcome)
+            result[key] = _outcome_diagnostics(key, outcome, contents[key])
     return result
 
 
-def _outcome_diagnostics(path: str, outcome: list[dict] | str) -> list[Diagnostic]:
-    """shellcheck's findings, or its failure (a one-line reason) as one SH100 error."""
-    return [_problem(path, outcome)] if isinstance(outcome, str) else _diagnostics(path, outcome)
+def _outcome_diagnostics(path: str, outcome: list[dict] | str, data: bytes) -> list[Diagnostic]:
+    """shellcheck's findings on the file holding `data`, or its failure (a one-line reason) as one SH100 error."""
+    if isinstance(outcome, str):
+        return [_problem(path, outcome)]
+    return _diagnostics(path, outcome, max(1, len(data.splitlines())))
 
 
 # --- running shellcheck -----------------------------------------------------------------------------------------
@@ -173,14 +175,16 @@ def _invoke(binary: str, keys: list[str]) -> list[dict] | str:
 
 # --- diagnostics ------------------------------------------------------------------------------------------------
 
-def _diagnostics(path: str, comments: list[dict]) -> list[Diagnostic]:
+def _diagnostics(path: str, comments: list[dict], last_line: int) -> list[Diagnostic]:
+    """shellcheck's comments as diagnostics, each inside the file: an end-of-file error (a missing `fi`) comes
+    with the line after the last, and is reported on the last."""
     out = []
     for c in comments:
         number = c.get("code")
         if not isinstance(number, int):
             continue
         out.append(Diagnostic(
-            Location(path, max(int(c.get("line") or 1), 1), max(int(c.get("column") or 1), 1)),
+            Location(path, min(max(int(c.get("line") or 1), 1), last_line), max(int(c.get("column") or 1), 1)),
             f"SH{number}", NAME, SEVERITY.get(c.get("level"), Severity.INFO),
             f"SC{number}: {c.get('message', '')}",
         ))
