@@ -357,3 +357,30 @@ def test_pyproject_key_with_a_line_break(tmp_path):
     proc, _ = lint_json("r.yaml", cwd=tmp_path)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "unknown key(s) in [tool.sapo-lint]: 'a\\nb'; valid keys:" in proc.stderr
+
+
+def run_guarded(code: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
+    """Python code in a child process limited to 2 GiB, so that a regression fails this test, not the machine."""
+    guard = "import resource\nresource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n"
+    return subprocess.run([sys.executable, "-c", guard + code], input=stdin, capture_output=True, timeout=120)
+
+
+def test_pipeline_size_99999999999999999999(tmp_path):
+    """The estimator built a list per pipeline stage (MemoryError after filling the machine's memory)."""
+    (tmp_path / "r.yaml").write_text(HEADER + "hardware: {accelerator: nvidia-h100}\noverrides:\n"
+                                     "  actor_rollout_ref.actor.megatron.pipeline_model_parallel_size: 99999999999999999999\n")
+    proc = run_guarded("import sys\nfrom pathlib import Path\nfrom sapo_toolkit.linter.lint import lint_paths\n"
+                       "from sapo_toolkit.linter.settings import Settings\n"
+                       "print(sorted({d.code for d in lint_paths([Path(sys.argv[1])], Settings(shellcheck=False))"
+                       ".diagnostics}))\n".replace("sys.argv[1]", repr(str(tmp_path / "r.yaml"))))
+    assert proc.returncode == 0, proc.stderr.decode()[-500:]
+    assert "'TP007'" in proc.stdout.decode()  # 36 layers do not split into that many stages
+
+
+def test_script_brace_then_a_4_byte_character():
+    """tree-sitter-bash#337: `{` and a 4-byte UTF-8 character make the parser read out of bounds; on Linux that
+    killed about half the processes (SIGSEGV), depending on their memory layout. Ten processes parse them."""
+    texts = "{\U0009cab4 {\U000e0100 {\U0010ffff {\U000f0000 {\U000d0000".encode()
+    code = ("import sys\nfrom sapo_toolkit.linter.sources.bash.interpreter import parse\n"
+            "for text in sys.stdin.read().split():\n    for _ in range(100):\n        parse(text.encode())\n")
+    assert [run_guarded(code, texts).returncode for _ in range(10)] == [0] * 10

@@ -42,7 +42,8 @@ def estimate_for(ctx: LintContext) -> Estimate | None:
 
 def plan_inputs(ctx: LintContext) -> PlanInputs | None:
     """Everything the estimate needs, read from a resolved command; None when the model, the accelerator, the
-    world size or the actor's Megatron sizes are unknown (other rules report those)."""
+    world size or the actor's Megatron sizes are unknown, or a running role has more pipeline chunks than layers
+    (other rules report those)."""
     command = ctx.command
     if command is None or command.model is None or command.accelerator is None:
         return None
@@ -50,9 +51,11 @@ def plan_inputs(ctx: LintContext) -> PlanInputs | None:
     actor_par = parallelism(ctx, "actor")
     if not world or actor_par is None:
         return None
+    roles = active_roles(ctx)
+    if not all(_fits(p, command.model.num_layers) for p in (parallelism(ctx, r) for r in roles) if p is not None):
+        return None
     env = {var.name: var.value for var in command.env}
     seq = _int(ctx.config.value("data.max_prompt_length"), 512) + _int(ctx.config.value("data.max_response_length"), 512)
-    roles = active_roles(ctx)
     actor = _role(ctx, "actor", actor_par, world, seq)
     ref = critic = None
     if "ref" in roles and (p := parallelism(ctx, "ref")) is not None:
@@ -98,6 +101,12 @@ def plan_inputs(ctx: LintContext) -> PlanInputs | None:
         mla_down_replicated=version_key(ctx.stack.megatron_core) >= (0, 15),
         accelerator=accelerator.name,
     )
+
+
+def _fits(par: Parallelism, layers: int) -> bool:
+    """Whether the role has no more pipeline chunks than layers (TP007 and TP008 report the rest): the estimate
+    builds a table per stage, and a PP of 10^20 would not fit in memory."""
+    return par.pp * (par.vpp or 1) <= layers
 
 
 def _role(ctx: LintContext, role: str, par: Parallelism, world: int, seq: int) -> RoleSetup:

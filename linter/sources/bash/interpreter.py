@@ -32,9 +32,18 @@ def _parser():
     return Parser(Language(tree_sitter_bash.language()))
 
 
+# tree-sitter-bash 0.25 reads out of bounds on `{` followed by a 4-byte UTF-8 character and can kill the process
+# (tree-sitter/tree-sitter-bash#337). The parser gets a copy in which each such character is two 2-byte ones of the
+# same kind (letters for a letter or digit, symbols otherwise): every node keeps its byte range, and the
+# interpreter reads the text by those ranges from the original.
+_FOUR_BYTE_CHAR = re.compile(rb"[\xf0-\xf4][\x80-\xbf]{3}")
+_LETTERS, _SYMBOLS = "éé".encode(), "¤¤".encode()
+
+
 def parse(src: bytes):
     """The tree-sitter-bash tree of a script (tree_sitter is imported on the first call only)."""
-    return _parser().parse(src)
+    return _parser().parse(_FOUR_BYTE_CHAR.sub(
+        lambda m: _LETTERS if m.group().decode("utf-8", "replace").isalnum() else _SYMBOLS, src))
 
 
 def node_location(path: str, lines: list[bytes], n) -> Location:
