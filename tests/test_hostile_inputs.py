@@ -384,3 +384,11 @@ def test_script_brace_then_a_4_byte_character():
     code = ("import sys\nfrom sapo_toolkit.linter.sources.bash.interpreter import parse\n"
             "for text in sys.stdin.read().split():\n    for _ in range(100):\n        parse(text.encode())\n")
     assert [run_guarded(code, texts).returncode for _ in range(10)] == [0] * 10
+
+
+@pytest.mark.parametrize("value", ['!!int ""', '!!float ""'])
+def test_empty_value_with_a_number_tag(tmp_path, value):
+    (tmp_path / "r.yaml").write_text(HEADER + f"overrides:\n  trainer.nnodes: {value}\n")
+    proc, report = lint_json("r.yaml", cwd=tmp_path)
+    assert proc.returncode == 1 and "internal error" not in proc.stderr, proc.stderr
+    assert [d["code"] for d in report["diagnostics"]] == ["RF002"]

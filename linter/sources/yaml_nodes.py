@@ -17,14 +17,15 @@ class RecipeLoader(_Loader):  # type: ignore[misc,valid-type]
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         """A value that a standard tag cannot be built from (`!!int x`, `!!bool maybe`, `!!value`) is
-        `UnsupportedYaml` at its own node; PyYAML's constructors raise plain ValueError, KeyError... for it."""
+        `UnsupportedYaml` at its own node; PyYAML's constructors raise plain ValueError, KeyError, IndexError
+        (`!!int ""`)... for it."""
         try:
             return super().construct_object(node, deep)
         except UnsupportedYaml:
             raise
         except yaml.MarkedYAMLError as exc:
             raise UnsupportedYaml(exc.problem or str(exc), node) from None
-        except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError) as exc:
             tag = node.tag.replace(_STANDARD_TAG, "!!")
             raise UnsupportedYaml(f"not a valid `{tag}` value: {exc}", node) from None
 
