@@ -38,7 +38,7 @@ def find_model(path: str | None, card: str | None, base_dir: Path) -> ModelShape
         raise ModelNotFound("the recipe names no model (`model.path`, `model.card` or `actor_rollout_ref.model.path`)")
     try:
         local = Path(path).expanduser()
-    except RuntimeError:  # `~user/...` for a user this machine does not know: not a local directory here
+    except (RuntimeError, ValueError):  # `~user/...` for a user this machine does not know, or with a NUL byte
         local = Path(path)
     config_file = (local if local.is_absolute() else base_dir / local) / "config.json"
     if _is_file(config_file):

@@ -392,3 +392,10 @@ def test_empty_value_with_a_number_tag(tmp_path, value):
     proc, report = lint_json("r.yaml", cwd=tmp_path)
     assert proc.returncode == 1 and "internal error" not in proc.stderr, proc.stderr
     assert [d["code"] for d in report["diagnostics"]] == ["RF002"]
+
+
+def test_model_path_of_a_user_name_with_a_nul_byte(tmp_path):
+    """`~a\\0b`: looking the user up raised ValueError (embedded null byte)."""
+    found = lint_file(tmp_path, "r.yaml", HEADER.replace("Qwen/Qwen3-8B", '"~a\\0b/model"') + "overrides: {}\n")
+    (unknown,) = [d for d in found if d.code == "RF005"]
+    assert "is neither a local directory with config.json nor a shipped card's Hugging Face id" in unknown.message
