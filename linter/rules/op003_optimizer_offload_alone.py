@@ -5,7 +5,7 @@ from ..rulekit.registry import Finding, rule
 
 
 @rule(
-    "OP003", "optimizer-offload-not-cpu-offload", Severity.WARNING,
+    "OP003", "optimizer-offload-not-cpu-offload", Severity.INFO,
     summary="megatron.optimizer_offload without Megatron's optimizer CPU offload keeps Adam state on the device for the step",
     bad="""
     overrides:
@@ -27,7 +27,10 @@ def check(ctx: LintContext):
     frees memory for the rollout, not for the step: a model whose fp32 moments do not fit still runs out of
     memory in the first `optimizer.step()`, after a complete rollout (incident 3). Megatron's own CPU
     offload (`+<role>.optim.override_optimizer_config.optimizer_cpu_offload: true` with
-    `optimizer_offload_fraction` > 0) keeps the state and the update on the CPU."""
+    `optimizer_offload_fraction` > 0) keeps the state and the update on the CPU.
+
+    An info, not a warning: verl's own large-model scripts set `optimizer_offload` to make room for the rollout and
+    their step fits; whether it does is MEM001's question, which names Megatron's CPU offload knobs when it does not."""
     for view in optimizer_views(ctx):
         key = f"{view.megatron}.optimizer_offload"
         if ctx.config.value(key) is not True or view.value("optimizer_cpu_offload") is True:
