@@ -111,3 +111,10 @@ def test_sl004_undeclared_path_keys_take_a_list_of_paths(lint_text):
     assert not only(lint_text("overrides:\n  data.train_files: [/a.parquet, /b.parquet]\n"), "SL004")
     # a declared `str` field (HFModelConfig.path) does not take a list
     assert only(lint_text("overrides:\n  actor_rollout_ref.model.path: [/a, /b]\n"), "SL004")
+
+def test_sl004_undeclared_list_of_names_takes_one_name(lint_text):
+    # trainer.logger is a list of strings on a plain node: verl's Tracking wraps a single string in a list
+    assert not only(lint_text("overrides:\n  trainer.logger: console\n"), "SL004")
+    assert only(lint_text("overrides:\n  trainer.logger: 3\n"), "SL004")
+    # a list a dataclass declares (CheckpointConfig.save_contents) does not take a bare string
+    assert only(lint_text("overrides:\n  actor_rollout_ref.actor.checkpoint.save_contents: model\n"), "SL004")

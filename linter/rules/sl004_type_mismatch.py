@@ -14,6 +14,10 @@ _ACCEPTS = {
 }
 
 
+def _strings(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
 def type_error(value, entry: dict) -> str | None:
     """Why `value` cannot be this entry's type, or None when it can."""
     expected = entry.get("type", "any")
@@ -25,7 +29,15 @@ def type_error(value, entry: dict) -> str | None:
         return None
     if entry.get("inferred") and expected == "str" and isinstance(value, list) and all(isinstance(v, str) for v in value):
         return None  # undeclared path-like keys (data.train_files) are read as a string or a list of them
+    if entry.get("inferred") and expected == "list" and isinstance(value, str) and _strings(entry.get("default")):
+        return None  # and undeclared lists of names (trainer.logger) as a list or one name, which verl wraps
     return f"expects {expected}{' or null' if entry.get('nullable') else ''}, got {value!r} ({type(value).__name__})"
+
+
+def _declared(ctx: LintContext, path: str) -> bool:
+    """Whether a dataclass declares the key: its parent node has a `_target_` (schemas/FORMAT.md `type`)."""
+    parent = ctx.tree.get(path.rpartition(".")[0])
+    return parent is not None and bool(parent.get("target"))
 
 
 @rule(
@@ -46,13 +58,20 @@ def check(ctx: LintContext):
     value is first used. The expected type is the dataclass annotation where the node has one, otherwise the
     type of verl's default. Integers are accepted for floats and scalars for strings, as OmegaConf does; where
     the type only comes from a string default (plain nodes such as `data`), a list of strings is accepted too,
-    since verl reads such keys as one path or a list of them (`data.train_files`). Interpolations are not
+    since verl reads such keys as one path or a list of them (`data.train_files`); likewise, where a list of
+    strings only has its type from the default (no dataclass declares it), one string is accepted: the one such
+    key, `trainer.logger`, goes to `Tracking(default_backend: str | list[str])`, which wraps a string in a list
+    (verl `verl/utils/tracking.py` `Tracking.__init__`), as does `main_ppo`'s own read of it
+    (`verl/trainer/main_ppo.py`, `[trainer_logger] if isinstance(trainer_logger, str)`). Interpolations are not
     checked."""
     for ro in ctx.overrides:
         if not ro.assigns or ro.entry is None or ro.group is not None or ro.parsed.is_sweep:
             continue
         if ro.entry["kind"] not in ("value", "list"):
             continue
-        problem = type_error(ro.parsed.value, ro.entry)
+        entry = ro.entry
+        if entry["kind"] == "list" and not _declared(ctx, ro.path):
+            entry = {**entry, "inferred": True}  # a list's type comes from its default unless a dataclass declares it
+        problem = type_error(ro.parsed.value, entry)
         if problem:
             yield Finding(ro, f"`{ro.path}` {problem}")
