@@ -20,3 +20,10 @@ def test_sp002_to_sp004_judge_effective_values(lint_text):
         "overrides:\n  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n  actor_rollout_ref.actor.tau_pos: 1.2\n"
     )
     assert "SP003" in codes(found) and "SP004" not in codes(found)  # default tau_neg 1.05 < 1.2
+
+def test_sp001_says_the_run_stops_at_start_up(lint_text):
+    found = only(lint_text("overrides:\n  +actor_rollout_ref.actor.policy_loss.tau_neg: 1.05\n"), "SP001")
+    assert len(found) == 1
+    assert "unexpected keyword argument 'tau_neg'" in found[0].message and "not read" not in found[0].message
+    assert found[0].fix == "actor_rollout_ref.actor.tau_neg"
+    assert not only(lint_text("overrides:\n  actor_rollout_ref.actor.tau_neg: 1.05\n"), "SP001")

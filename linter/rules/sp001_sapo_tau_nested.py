@@ -20,14 +20,22 @@ from ..rulekit.sapo import is_nested_tau
 )
 def check(ctx: LintContext):
     """SAPO's temperatures live on the actor (`ActorConfig.tau_pos`/`tau_neg`); `compute_policy_loss_sapo`
-    reads `config.tau_pos` from the actor config. `PolicyLossConfig` has no such fields, so
-    `+actor_rollout_ref.actor.policy_loss.tau_pos` (the form in upstream verl's SAPO README and FSDP example
-    scripts) composes, then either crashes when verl instantiates the policy-loss dataclass or, where the
-    node is read as a dict, is never read: the paper's key hyper-parameter silently stays at its default.
+    reads `config.tau_pos` from the actor config. `PolicyLossConfig` has no such fields (verl
+    `verl/workers/config/actor.py`), so `+actor_rollout_ref.actor.policy_loss.tau_pos` (the form in upstream
+    verl's SAPO README and FSDP example scripts) composes, then stops the run at start-up: `main_ppo`'s
+    `validate_config` (verl `verl/trainer/main_ppo.py`, before Ray starts) calls
+    `omega_conf_to_dataclass(config.actor_rollout_ref.actor)` (`verl/utils/config.py`), which is
+    `hydra.utils.instantiate(..., _convert_="partial")`; the `policy_loss` node carries
+    `_target_: verl.workers.config.PolicyLossConfig`, so Hydra builds it with the extra keyword and raises
+    `InstantiationException: Error in call to target 'verl.workers.config.actor.PolicyLossConfig':
+    TypeError("PolicyLossConfig.__init__() got an unexpected keyword argument 'tau_pos'")`, `full_key: policy_loss`.
     The fix moves the key to the actor."""
     for ro in ctx.overrides:
         if ro.assigns and is_nested_tau(ro.path):
             real = ro.path.replace(".policy_loss.", ".")
             fix = real if ctx.config.exists(real) else "+" + real
-            yield Finding(ro, f"`{ro.path}` is not read by SAPO: the temperatures are actor fields; "
-                              f"set `{real}` instead", fix=fix)
+            name = ro.path.rpartition(".")[2]
+            yield Finding(ro, f"`{ro.path}`: PolicyLossConfig has no field `{name}` (the SAPO temperatures are actor "
+                              f"fields), so verl stops at start-up when it builds the actor config: Hydra's "
+                              f"instantiate raises \"PolicyLossConfig.__init__() got an unexpected keyword argument "
+                              f"'{name}'\". Set `{real}` instead", fix=fix)
