@@ -120,3 +120,34 @@ def test_bs010_ref_budget_checked_when_the_ref_runs(lint_text):
 
 def test_bs010_static_bsz_has_no_budget(lint_text):
     assert not only(lint_text(body(STATIC, *LONG)), "BS010")
+
+def test_bs010_ulysses_sequence_parallel_multiplies_the_budget(lint_text):
+    fsdp = body(DYNAMIC, "model_engine: dp", *LONG)
+    assert only(lint_text(fsdp), "BS010")
+    assert not only(lint_text(fsdp + "  actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size: 2\n"),
+                    "BS010")
+    # the deprecated actor-level size is copied over the engine's by FSDPActorConfig.__post_init__
+    assert not only(lint_text(fsdp + "  actor_rollout_ref.actor.ulysses_sequence_parallel_size: 2\n"), "BS010")
+    veomni = body(DYNAMIC, "model_engine: veomni", *LONG)
+    assert only(lint_text(veomni), "BS010")
+    assert not only(lint_text(veomni + "  actor_rollout_ref.actor.veomni.ulysses_parallel_size: 2\n"), "BS010")
+
+def test_bs010_names_the_effective_budget_when_sp_is_not_enough(lint_text):
+    text = body(DYNAMIC, "model_engine: dp", "data.max_prompt_length: 2048", "data.max_response_length: 8192",
+                "actor_rollout_ref.actor.ppo_max_token_len_per_gpu: 4096",
+                "actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size: 2")
+    found = only(lint_text(text), "BS010")
+    assert len(found) == 1
+    assert "x `ulysses_sequence_parallel_size` 2 = 8192 tokens" in found[0].message
+    assert "at least 5120" in found[0].message
+
+def test_bs010_fsdp_critic_counts_only_its_engine_ulysses_size(lint_text):
+    text = body(DYNAMIC, "model_engine: dp", "critic.enable: true", "critic.use_dynamic_bsz: true",
+                "data.max_prompt_length: 2048", "data.max_response_length: 8192",
+                "actor_rollout_ref.actor.ppo_max_token_len_per_gpu: 10240",
+                "critic.ppo_max_token_len_per_gpu: 5120", "+critic.ppo_infer_max_token_len_per_gpu: 5120")
+    # FSDPCriticConfig does not copy the deprecated critic-level size to its engine
+    found = only(lint_text(text + "  critic.ulysses_sequence_parallel_size: 2\n"), "BS010")
+    assert {f.message.split("`")[1] for f in found} == {"critic.ppo_max_token_len_per_gpu",
+                                                        "critic.ppo_infer_max_token_len_per_gpu"}
+    assert not only(lint_text(text + "  critic.fsdp.ulysses_sequence_parallel_size: 2\n"), "BS010")
