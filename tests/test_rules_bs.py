@@ -151,3 +151,11 @@ def test_bs010_fsdp_critic_counts_only_its_engine_ulysses_size(lint_text):
     assert {f.message.split("`")[1] for f in found} == {"critic.ppo_max_token_len_per_gpu",
                                                         "critic.ppo_infer_max_token_len_per_gpu"}
     assert not only(lint_text(text + "  critic.fsdp.ulysses_sequence_parallel_size: 2\n"), "BS010")
+
+# BS011
+def test_bs011_moe_tp_outside_trtllm_fails_at_start_up(lint_text):
+    text = body(DYNAMIC, "actor_rollout_ref.rollout.name: sglang", "+actor_rollout_ref.rollout.moe_tensor_parallel_size: 2")
+    found = only(lint_text(text), "BS011")
+    assert len(found) == 1 and "only supported for trtllm" in found[0].message and "sglang" in found[0].message
+    assert not only(lint_text(text.replace("moe_tensor_parallel_size: 2", "moe_tensor_parallel_size: 1")), "BS011")
+    assert not only(lint_text(text.replace("name: sglang", "name: trtllm")), "BS011")

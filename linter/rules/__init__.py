@@ -27,6 +27,7 @@ MODULES: dict[str, str] = {
     "BS008": "bs008_rollout_pipeline_parallel",
     "BS009": "bs009_rollout_world_size",
     "BS010": "bs010_dynamic_bsz_token_budget",
+    "BS011": "bs011_rollout_moe_tensor_parallel",
     "CK001": "ck001_save_exceeds_timeout",
     "CK002": "ck002_checkpoint_disk_peak",
     "CK003": "ck003_broken_save_mode",
