@@ -33,7 +33,8 @@ from .sources.recipe import ReadOptions, Recipe, looks_like_recipe, read_recipe
 
 RECIPE_SUFFIXES = (".yaml", ".yml")
 SCRIPT_SUFFIXES = (".sh",)
-_NOQA = re.compile(r"#\s*sapo-lint:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*)*))?", re.I)
+CONTINUED = re.compile(r"(?<!\\)(?:\\\\)*\\$")  # a line ending in an odd number of backslashes
+NOQA = re.compile(r"#\s*sapo-lint:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*)*))?", re.I)
 
 
 @dataclass(slots=True)
@@ -102,7 +103,7 @@ def check(loaded: Loaded, settings: Settings, extra: Iterable[Diagnostic] = ()) 
                                         settings.naming_ignore_files))
     if loaded.commands:
         found.extend(_lint_commands(loaded, load_rules(settings.enabled)))
-    return _without_noqa(loaded.source, found)
+    return _without_noqa(loaded.source, found, continued_lines=loaded.kind == "script")
 
 
 def resolve(command: Command, verl_version: str) -> LintContext:
@@ -131,16 +132,29 @@ def _verl_key_location(source: TextFile) -> Location:
     return Location(source.path, source.text.count("\n", 0, m.start()) + 1, 1) if m else Location(source.path)
 
 
-def _without_noqa(source: TextFile, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
-    """Drop diagnostics whose line carries `# sapo-lint: noqa` (all codes) or `# sapo-lint: noqa: CODE,...`."""
+def noqa_line(lines: list[str], index: int, continued_lines: bool) -> int:
+    """The index of the line whose `# sapo-lint: noqa` covers line `index`: the line itself, or in a bash script,
+    for a line continued with `\\` (which cannot end in a comment), the line where the continued command ends."""
+    while continued_lines and CONTINUED.search(lines[index]) and index + 1 < len(lines):
+        index += 1
+    return index
+
+
+def _without_noqa(source: TextFile, diagnostics: list[Diagnostic], continued_lines: bool = False) -> list[Diagnostic]:
+    """Drop diagnostics whose line carries `# sapo-lint: noqa` (all codes) or `# sapo-lint: noqa: CODE,...`
+    (`noqa_line`: on a script's continued line, also where its command ends)."""
     lines = source.text.splitlines()
+
+    def covers(line: str, code: str) -> bool:
+        m = NOQA.search(line)
+        return bool(m) and (m.group("codes") is None or code in {c.strip().upper() for c in m.group("codes").split(",")})
+
     kept = []
     for d in diagnostics:
-        in_file = d.location.path == source.path and 0 < d.location.line <= len(lines)
-        line = lines[d.location.line - 1] if in_file else ""
-        m = _NOQA.search(line)
-        if m and (m.group("codes") is None or d.code in {c.strip().upper() for c in m.group("codes").split(",")}):
-            continue
+        if d.location.path == source.path and 0 < d.location.line <= len(lines):
+            index = d.location.line - 1
+            if covers(lines[index], d.code) or covers(lines[noqa_line(lines, index, continued_lines)], d.code):
+                continue
         kept.append(d)
     return kept
 

@@ -58,12 +58,22 @@ def cli():
 @click.option("--accelerator", help="Accelerator from schemas/devices.json, instead of the recipe's `hardware.accelerator`.")
 @click.option("--no-shellcheck", is_flag=True, help="Do not run shellcheck on run scripts.")
 @click.option("--fix", is_flag=True, help="Apply mechanical fixes (tau path, `+` prefix) in place.")
+@click.option("--add-noqa", is_flag=True,
+              help="Suppress every current finding with a `# sapo-lint: noqa: CODE` comment on its line (on a script's "
+                   "continued line: where the command ends).")
+@click.option("--statistics", is_flag=True, help="Counts per rule code instead of the findings (text or json).")
 @click.option("--warnings-as-errors", is_flag=True, help="Exit 1 on warnings too.")
-def check(paths, fmt, select, ignore, overrides, verl_version, accelerator, no_shellcheck, fix, warnings_as_errors):
+def check(paths, fmt, select, ignore, overrides, verl_version, accelerator, no_shellcheck, fix, add_noqa, statistics,
+          warnings_as_errors):
     """Lint recipes under PATHS."""
     from .lint import lint_paths
-    from .reporters import RENDER
+    from .reporters import RENDER, STATISTICS
     from .settings import SettingsError, load_settings
+
+    if fix and add_noqa:
+        raise click.UsageError("--fix and --add-noqa do not go together: fix first, then suppress what is left")
+    if statistics and fmt not in STATISTICS:
+        raise click.UsageError(f"--statistics is written as {' or '.join(STATISTICS)}, not {fmt}")
 
     try:
         settings, _ = load_settings(Path.cwd())
@@ -86,7 +96,9 @@ def check(paths, fmt, select, ignore, overrides, verl_version, accelerator, no_s
         if applied:
             click.echo(f"Fixed {applied} override(s).", err=True)
             result = lint_paths(targets, settings, list(overrides), verl_version, accelerator)
-    render = RENDER[fmt]
+    if add_noqa:
+        result = _add_noqa(result, lambda: lint_paths(targets, settings, list(overrides), verl_version, accelerator))
+    render = (STATISTICS if statistics else RENDER)[fmt]
     output = render(result.diagnostics, result.files, color=sys.stdout.isatty()) if fmt == "text" else render(result.diagnostics, result.files)
     if output:
         click.echo(output)
@@ -100,6 +112,21 @@ def check(paths, fmt, select, ignore, overrides, verl_version, accelerator, no_s
     if "error" in severities or (settings.warnings_as_errors and "warning" in severities):
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_OK)
+
+
+def _add_noqa(result, lint_again):
+    """Write the noqa comments, say what was done and what could not be, and lint again."""
+    from .fix import add_noqa
+
+    try:
+        outcome = add_noqa(result.diagnostics)
+    except OSError as exc:
+        raise click.ClickException(f"cannot add noqa comments: {exc.strerror or exc}: {exc.filename}") from None
+    click.echo(f"Added {outcome.comments} noqa comment(s) covering {outcome.covered} finding(s) in {outcome.files} "
+               "file(s).", err=True)
+    for d, why in outcome.left:
+        click.echo(f"{d.location.path}:{d.location.line}:{d.location.column}: {d.code} not suppressed: {why}", err=True)
+    return lint_again() if outcome.comments else result
 
 
 def _codes(values) -> list[str]:
@@ -174,7 +201,8 @@ def schema():
 @schema.command("build")
 @click.option("--wheel", "wheels", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A verl wheel, as `pip download --no-deps verl==X` gives (repeatable).")
-@click.option("--verl-root", type=click.Path(exists=True, file_okay=False, path_type=Path), help="A verl source checkout.")
+@click.option("--verl-root", type=click.Path(exists=True, path_type=Path),
+              help="A verl source checkout, or a `git archive` tarball of one (its commit goes into the snapshot).")
 @click.option("--consumer-wheel", "consumer_wheels", multiple=True, type=click.Path(exists=True, path_type=Path),
               help="A megatron-core or mbridge wheel to snapshot too (repeatable).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,

@@ -1,12 +1,15 @@
-"""`--fix`: rewrite override keys in place where a rule offers a mechanical fix."""
+"""`--fix`: rewrite override keys in place where a rule offers a mechanical fix; `--add-noqa`: suppress every
+current finding with a `# sapo-lint: noqa` comment."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
+from typing import NamedTuple
 
+from . import api
 from .core.diagnostics import Diagnostic
-from .sources.files import write_atomically
+from .sources.files import is_regular_file, write_atomically
 
 BOM = b"\xef\xbb\xbf"
 
@@ -46,3 +49,135 @@ def apply_fixes(diagnostics: list[Diagnostic]) -> int:
             write_atomically(path, (BOM if bom else b"") + "".join(lines).encode("utf-8"))
             applied += changed
     return applied
+
+
+# --- --add-noqa -------------------------------------------------------------------------------------------------
+
+NOQA_PREFIX = "# sapo-lint: noqa: "
+
+
+class NoqaOutcome(NamedTuple):
+    comments: int  # comments written or extended
+    covered: int  # findings they cover
+    files: int  # files rewritten
+    left: list[tuple[Diagnostic, str]]  # findings no comment can cover, with why
+
+
+def add_noqa(diagnostics: list[Diagnostic]) -> NoqaOutcome:
+    """Append `# sapo-lint: noqa: CODE, ...` to the line of every finding (merged into a noqa comment the line
+    already has), where `api.check` reads it back: in a script, a line continued with `\\` cannot end in a
+    comment, so its codes go where the continued command ends. A comment is written only where it leaves the file
+    meaning what it did (a script's text outside comments, a recipe's YAML events): never inside a string, a
+    heredoc or a block scalar, never on a shebang line."""
+    by_file: dict[str, list[Diagnostic]] = defaultdict(list)
+    left: list[tuple[Diagnostic, str]] = []
+    for d in diagnostics:
+        path = Path(d.location.path)
+        if path.suffix in api.RECIPE_SUFFIXES + api.SCRIPT_SUFFIXES and is_regular_file(path):
+            by_file[d.location.path].append(d)
+        else:
+            left.append((d, "not a line of a recipe or script"))
+    comments = covered = files = 0
+    for name, found in by_file.items():
+        path = Path(name)
+        try:
+            raw = path.read_bytes()
+            bom = raw.startswith(BOM)
+            text = raw[len(BOM) if bom else 0:].decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            left.extend((d, f"cannot read the file: {getattr(exc, 'strerror', None) or exc}") for d in found)
+            continue
+        script = path.suffix in api.SCRIPT_SUFFIXES
+        lines = text.splitlines(keepends=True)  # as `api.check` numbers them
+        bare = text.splitlines()
+        targets: dict[int, list[Diagnostic]] = defaultdict(list)
+        for d in found:
+            index = d.location.line - 1
+            if not 0 <= index < len(lines):
+                left.append((d, "outside the file"))
+                continue
+            index = api.noqa_line(bare, index, script)
+            if script and api.CONTINUED.search(bare[index]):
+                left.append((d, "its command is continued with `\\` to the end of the file"))
+            elif script and index == 0 and bare[0].startswith("#!"):
+                left.append((d, "on the shebang line, where a comment would become the interpreter's argument"))
+            else:
+                targets[index].append(d)
+        edits = {i: _with_codes(lines[i], bare[i], {d.code for d in ds}) for i, ds in targets.items()}
+        edits = {i: line for i, line in edits.items() if line != lines[i]}
+        kept = _meaning_kept(text, lines, edits, _script_meaning if script else _yaml_meaning)
+        for i, ds in targets.items():
+            if i in edits and i not in kept:
+                left.extend((d, "inside a string, heredoc or block scalar, where a comment would change it")
+                            for d in ds)
+            else:
+                covered += len(ds)
+        if kept:
+            write_atomically(path, (BOM if bom else b"") + _joined(lines, kept).encode("utf-8"))
+            comments += len(kept)
+            files += 1
+    return NoqaOutcome(comments, covered, files, left)
+
+
+def _with_codes(line: str, content: str, codes: set[str]) -> str:
+    """The line with `codes` in its noqa comment: merged into an existing one, else a new one at its end."""
+    ending = line[len(content):]
+    m = api.NOQA.search(content)
+    if m and m.group("codes") is None:  # a bare noqa already covers every code
+        return line
+    if m:
+        present = [c.strip().upper() for c in m.group("codes").split(",")]
+        merged = present + sorted(codes - set(present))
+        return content[:m.start("codes")] + ", ".join(merged) + content[m.end("codes"):] + ending
+    gap = "" if content[-1:].isspace() else "  "
+    return content + gap + NOQA_PREFIX + ", ".join(sorted(codes)) + ending
+
+
+def _joined(lines: list[str], edits: dict[int, str]) -> str:
+    return "".join(edits.get(i, line) for i, line in enumerate(lines))
+
+
+def _meaning_kept(text: str, lines: list[str], edits: dict[int, str], meaning) -> dict[int, str]:
+    """The edits that leave the file's meaning as it was: all of them when they do together, else each one that
+    does alone (and then those together, or none)."""
+    if not edits:
+        return {}
+    before = meaning(text)
+    if before is None:  # a file that does not parse: nothing to compare a change with
+        return {}
+    if meaning(_joined(lines, edits)) == before:
+        return edits
+    alone = {i: line for i, line in edits.items() if meaning(_joined(lines, {i: line})) == before}
+    return alone if alone and meaning(_joined(lines, alone)) == before else {}
+
+
+def _script_meaning(text: str) -> list[str]:
+    """The script without its comments, lines right-stripped: what bash runs."""
+    from .sources.bash.interpreter import parse
+
+    data = text.encode("utf-8")
+    comments, stack = [], [parse(data).root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "comment":
+            comments.append((node.start_byte, node.end_byte))
+        else:
+            stack.extend(node.children)
+    kept, at = [], 0
+    for start, end in sorted(comments):
+        kept.append(data[at:start])
+        at = end
+    kept.append(data[at:])
+    return [line.rstrip() for line in b"".join(kept).decode("utf-8").split("\n")]
+
+
+def _yaml_meaning(text: str) -> list[tuple] | None:
+    """The recipe's YAML parse events (comments are not events); None when it does not parse."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return [(type(e).__name__, *(getattr(e, k, None) for k in ("anchor", "tag", "implicit", "value", "style")))
+                for e in yaml.parse(text, Loader=loader)]
+    except yaml.YAMLError:
+        return None

@@ -10,6 +10,7 @@ from pathlib import Path
 from . import api
 from .core.diagnostics import Diagnostic, Location
 from .rules.rf_recipe import NOT_LINTABLE, UNREADABLE_FILE
+from .rules.sh_shellcheck import reported_by_default
 from .settings import Settings
 from .sources.files import UnreadableFile, is_regular_file
 from .sources.recipe import Recipe
@@ -79,12 +80,33 @@ def lint_paths(paths: list[Path], settings: Settings, cli_overrides: list[str] =
         if loaded.recipe is not None:
             result.recipes.append(loaded.recipe)
         result.files += 1
-        diagnostics.extend(api.check(loaded, settings, shellcheck.get(str(path), ())))
+        diagnostics.extend(api.check(loaded, settings, _shown(shellcheck.get(str(path), ()), loaded, settings)))
     result.diagnostics = sorted(
         {(d.sort_key(), d.message): d for d in diagnostics if settings.enabled(d.code)}.values(),
         key=Diagnostic.sort_key,
     )
     return result
+
+
+def _shown(found: list[Diagnostic], loaded: api.Loaded, settings: Settings) -> list[Diagnostic]:
+    """The shellcheck findings in the default set (linter/rules/sh_shellcheck.py), and the opt-in ones selected."""
+    splits = _split_lines(loaded)
+    return [d for d in found if settings.explicitly_selected(d.code)
+            or reported_by_default(d.code, d.severity, d.location.line in splits)]
+
+
+def _split_lines(loaded: api.Loaded) -> set[int]:
+    """Lines where the bash reader split one word into several and one piece is not an override (the value of an
+    unquoted `$VAR` held whitespace): every such piece keeps the location of the word it came from."""
+    lines = set()
+    for command in loaded.commands:
+        pieces: dict[tuple[int, int], list] = {}
+        for o in command.overrides:
+            if o.location.path == loaded.source.path:
+                pieces.setdefault((o.location.line, o.location.column), []).append(o)
+        lines.update(line for (line, _), words in pieces.items()
+                     if len(words) > 1 and any(w.syntax_error for w in words))
+    return lines
 
 
 def _shellcheck(scripts: list[Path]) -> dict[str, list[Diagnostic]]:

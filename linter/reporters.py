@@ -27,13 +27,16 @@ def render_text(diagnostics: list[Diagnostic], files: int, color: bool = False) 
     lines = []
     for d in diagnostics:
         lines.append(d.text_line(click.style(d.code, fg=colors[d.severity], bold=True) if color else None))
+    lines.append(_summary_line(diagnostics, files))
+    return "\n".join(lines)
+
+
+def _summary_line(diagnostics: list[Diagnostic], files: int) -> str:
     s = summary(diagnostics, files)
     noun = "file" if files == 1 else "files"
     if diagnostics:
-        lines.append(f"Found {s['error']} error(s), {s['warning']} warning(s), {s['info']} info(s) in {files} {noun}.")
-    else:
-        lines.append(f"All checks passed ({files} {noun}).")
-    return "\n".join(lines)
+        return f"Found {s['error']} error(s), {s['warning']} warning(s), {s['info']} info(s) in {files} {noun}."
+    return f"All checks passed ({files} {noun})."
 
 
 def _escape_data(text: str) -> str:
@@ -107,3 +110,38 @@ def render_sarif(diagnostics: list[Diagnostic], files: int) -> str:
 
 
 RENDER = {"text": render_text, "json": render_json, "github": render_github, "sarif": render_sarif}
+
+
+# --- --statistics -----------------------------------------------------------------------------------------------
+
+_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+
+def statistics(diagnostics: list[Diagnostic]) -> list[dict]:
+    """Per code: its name, severity (the most severe, for a code reported at several), count and how many of its
+    findings `--fix` can fix; the most frequent first."""
+    by_code: dict[str, list[Diagnostic]] = {}
+    for d in diagnostics:
+        by_code.setdefault(d.code, []).append(d)
+    rows = [{"code": code, "name": found[0].name,
+             "severity": min((d.severity for d in found), key=_RANK.__getitem__).value,
+             "count": len(found), "fixable": sum(d.fix is not None and d.replaces is not None for d in found)}
+            for code, found in by_code.items()]
+    return sorted(rows, key=lambda r: (-r["count"], r["code"]))
+
+
+def render_statistics_text(diagnostics: list[Diagnostic], files: int, color: bool = False) -> str:
+    """One line per code (count, code, severity, how many fixable, name), then the usual summary line."""
+    lines = []
+    for r in statistics(diagnostics):
+        fixable = f"{r['fixable']} fixable" if r["fixable"] else ""
+        lines.append(f"{r['count']:>6}  {r['code']:<7} {r['severity']:<8} {fixable:<11} {r['name']}")
+    return "\n".join([*lines, _summary_line(diagnostics, files)])
+
+
+def render_statistics_json(diagnostics: list[Diagnostic], files: int) -> str:
+    return json.dumps({"version": 1, "statistics": statistics(diagnostics), "summary": summary(diagnostics, files)},
+                      indent=2)
+
+
+STATISTICS = {"text": render_statistics_text, "json": render_statistics_json}

@@ -66,6 +66,12 @@ class Settings:
         selected = not self.select or any(code.startswith(p) for p in self.select)
         return selected and not any(code.startswith(p) for p in self.ignore)
 
+    def explicitly_selected(self, code: str) -> bool:
+        """Whether `select` names the code, or a prefix of it at least as long as its family's letters (`SH`,
+        `SH2`, `SH2034`; not `S`): what an opt-in finding (a shellcheck code outside the default set) needs."""
+        family = code.rstrip("0123456789")
+        return any(code.startswith(p) and p.startswith(family) for p in self.select)
+
 
 def find_pyproject(start: Path) -> Path | None:
     for directory in (start, *start.parents):

@@ -172,7 +172,7 @@ def test_dash_file_name_is_not_an_option(tmp_path, monkeypatch):
 def test_sh100_documentation_rule():
     r = sh_shellcheck.SHELLCHECK
     assert r.code == "SH100"
-    assert r.check is None and r.name == "shellcheck" and "SC2086" in r.explanation
+    assert r.check is None and r.name == "shellcheck" and "SC2068" in r.explanation
     assert r.bad.startswith("(") and r.good.startswith("(")  # shell snippets, captioned: not recipe YAML
 
 
@@ -184,5 +184,5 @@ def test_sh100_examples_are_what_shellcheck_says(tmp_path):
         path = write(tmp_path, name, "#!/bin/bash\n" + body + "\n")
         return [d.code for d in shellcheck_diagnostics([path], cache_dir=tmp_path / "cache")[str(path)]]
 
-    assert found(r.bad, "bad.sh") == ["SH2086"]
+    assert found(r.bad, "bad.sh") == ["SH2068"]
     assert found(r.good, "good.sh") == []
