@@ -267,12 +267,38 @@ def resolve(command: Command, snapshot: Snapshot) -> LintContext:
     return LintContext(snapshot, tree, model_engine, resolved, view, command.stack, broken, command)
 
 
+# verl entry modules that never build PPO's workers (actor, ref, critic), with the rule codes or families whose
+# quoted code they do reach. Any other entry module runs every rule: main_ppo, the experimental trainers built on
+# the same workers (verl/experimental/one_step_off_policy/main_ppo.py, fully_async_policy/fully_async_main.py),
+# a team's wrapper, a recipe that names none.
+PARTIAL_ENTRY_MODULES: dict[str, tuple[str, ...]] = {
+    # verl/trainer/main_generation_server.py composes ppo_trainer, then only starts rollout servers:
+    # get_rollout_replica_class(rollout.name)(config=rollout, ...) builds RolloutConfig
+    # (verl/workers/rollout/replica.py, omega_conf_to_dataclass: BS007, BS008, BS011), and the servers load the
+    # model with rollout TP over trainer.nnodes x n_gpus_per_node devices (TP011, TP012); HCCL reads its
+    # environment on Ascend (PF004). No actor, ref, critic, dataset filter, checkpoint or optimizer.
+    "verl.trainer.main_generation_server": ("SL", "BS007", "BS008", "BS011", "TP011", "TP012", "PF004"),
+    # verl/trainer/main_eval.py composes `evaluation` and scores a parquet of responses with Ray tasks.
+    "verl.trainer.main_eval": ("SL",),
+    # verl/trainer/sft_trainer.py and sft_trainer_ray.py compose sft_trainer_engine: no PPO roles, no rollout.
+    "verl.trainer.sft_trainer": ("SL",),
+    "verl.trainer.sft_trainer_ray": ("SL",),
+}
+
+
+def reaches(entry_module: str | None, code: str) -> bool:
+    """Whether a run of this entry module reaches the verl code rule `code` quotes."""
+    reached = PARTIAL_ENTRY_MODULES.get(entry_module or "")
+    return reached is None or any(code == r or (code.startswith(r) and code[len(r):].isdigit()) for r in reached)
+
+
 def lint_command(command: Command, snapshot: Snapshot, rules: Iterable) -> list[Diagnostic]:
     ctx = resolve(command, snapshot)
     out: list[Diagnostic] = []
     for rule in rules:
-        out.extend(rule.run(ctx))
+        if reaches(command.entry_module, rule.code):
+            out.extend(rule.run(ctx))
     return [d.with_variant(command.variant) for d in out]
 
 
-__all__ = ["ConfigView", "LintContext", "ResolvedOverride", "lint_command", "resolve"]
+__all__ = ["PARTIAL_ENTRY_MODULES", "ConfigView", "LintContext", "ResolvedOverride", "lint_command", "reaches", "resolve"]

@@ -1,6 +1,9 @@
 """BS rules (verl's batch checks): failing and passing cases beyond the documented examples."""
 
-from .helpers import DYNAMIC, LONG, STATIC, body, only
+from sapo_toolkit.linter.lint import lint_paths
+from sapo_toolkit.linter.settings import Settings
+
+from .helpers import DYNAMIC, LONG, STATIC, body, codes, only
 
 
 # BS001
@@ -159,3 +162,25 @@ def test_bs011_moe_tp_outside_trtllm_fails_at_start_up(lint_text):
     assert len(found) == 1 and "only supported for trtllm" in found[0].message and "sglang" in found[0].message
     assert not only(lint_text(text.replace("moe_tensor_parallel_size: 2", "moe_tensor_parallel_size: 1")), "BS011")
     assert not only(lint_text(text.replace("name: sglang", "name: trtllm")), "BS011")
+
+
+# Entry modules that never build the actor run only the rules whose code they reach (engine.PARTIAL_ENTRY_MODULES)
+_NO_MICRO_BATCH_MOE_TP = ("actor_rollout_ref.rollout.name: vllm", "+actor_rollout_ref.rollout.moe_tensor_parallel_size: 2")
+
+def test_generation_server_runs_rollout_rules_not_training_rules(lint_text):
+    text = body("overrides:\n", *_NO_MICRO_BATCH_MOE_TP)
+    found = codes(lint_text(text))
+    assert "BS003" in found and "BS011" in found  # main_ppo (a recipe's default) builds the actor
+    found = codes(lint_text("entrypoint: verl.trainer.main_generation_server\n" + text))
+    assert "BS003" not in found and "BS011" in found
+
+def test_generation_server_script_skips_training_rules(tmp_path):
+    def lint_script(module):
+        path = tmp_path / "run_x_fsdp.sh"
+        path.write_text(f"python3 -m {module} actor_rollout_ref.rollout.name=vllm "
+                        "+actor_rollout_ref.rollout.moe_tensor_parallel_size=2\n", encoding="utf-8")
+        return codes(lint_paths([path], Settings(), []).diagnostics)
+
+    assert {"BS003", "BS011"} <= set(lint_script("verl.trainer.main_ppo"))
+    found = lint_script("verl.trainer.main_generation_server")
+    assert "BS003" not in found and "BS011" in found

@@ -60,6 +60,7 @@ class Command(NamedTuple):
     # Site limits verl's config has no place for, as sorted (name, value) pairs: checkpoint write bandwidth, host
     # RAM, disk budget (`RESOURCE_KEYS`); the estimator assumes documented defaults for the ones not given.
     resources: tuple[tuple[str, float], ...] = ()
+    entry_module: str | None = None  # the module run with `python -m` (verl.trainer.main_ppo); None: not stated
 
     def hydra_overrides(self) -> list[str]:
         """The command's overrides as Hydra command-line arguments that Hydra reads back as exactly these values.

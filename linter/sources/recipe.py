@@ -277,5 +277,6 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
             overrides = list(merge_overrides(overrides, extra))
             env.update(extra_env)
         recipe.commands.append(Command(config_name, merge_overrides(overrides, list(options.cli_overrides)), stack, label,
-                                       origin, model, accelerator, tuple(env.values()), site_limits(resources)))
+                                       origin, model, accelerator, tuple(env.values()), site_limits(resources),
+                                       data.get("entrypoint") if isinstance(data.get("entrypoint"), str) else None))
     return RecipeRead(recipe, diagnostics)

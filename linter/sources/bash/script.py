@@ -233,7 +233,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                         "actor_rollout_ref.model.path at a directory holding config.json"))
             commands.append(Command(config_name, merge_overrides(overrides, options.cli_overrides), options.stack, label,
                                     tr.node_loc, models[mpath], accelerator, tuple(tr.env.values()),
-                                    site_limits({**dict(options.resources), **dict(options.cli_resources)})))
+                                    site_limits({**dict(options.resources), **dict(options.cli_resources)}), tr.module))
         per_variant.append(list(dict.fromkeys(found)))
     diagnostics.extend(collapse_variants(per_variant, [label for label, _ in runs]))
     return ScriptRead(commands, diagnostics, verl_version, {var: vals for var, vals in axes})
