@@ -19,6 +19,8 @@ DEFAULT_VERL_VERSION = "0.9.1"
 # Newest snapshots of the libraries that consume pass-through dicts: the default when a recipe names no stack.
 DEFAULT_MEGATRON_CORE = "0.16.1"
 DEFAULT_MBRIDGE = "0.15.1"  # what `pip install mbridge` gives (verl's Ascend images)
+# What MindSpeed adds to TransformerConfig on NPU: one transcribed snapshot (MindSpeed is not on PyPI).
+DEFAULT_MINDSPEED = "git-master"
 
 
 class SnapshotNotFound(LookupError):
@@ -212,12 +214,17 @@ class Consumer:
 
 
 @cache
+def consumer_versions(package: str) -> tuple[str, ...]:
+    """The committed snapshot versions of `package`, oldest first (`megatron-core` -> 0.12.1, 0.15.3, ...)."""
+    root = SCHEMA_DIR / "consumers"
+    return tuple(sorted((p.stem[len(package) + 1 :] for p in root.glob(f"{package}-*.json")), key=version_key))
+
+
+@cache
 def load_consumer(package: str, version: str) -> Consumer:
     """The snapshot of `package` at `version`, or the newest one not newer than it (named in messages)."""
     root = SCHEMA_DIR / "consumers"
-    versions = sorted(
-        (p.stem[len(package) + 1 :] for p in root.glob(f"{package}-*.json")), key=version_key
-    )
+    versions = consumer_versions(package)
     if not versions:
         raise SnapshotNotFound(f"no consumer snapshot for {package}")
     chosen = version if version in versions else None

@@ -93,6 +93,52 @@ def test_sl007_transformer_config_field(lint_text):
     assert not only(lint_text(good), "SL007")
     assert "apply_rope_fusion" in only(lint_text(bad), "SL007")[0].message
 
+_OTC = "+actor_rollout_ref.actor.megatron.override_transformer_config"
+_DEVICE_VARIANTS = ("variants:\n  device:\n    npu: {overrides: {trainer.device: npu}}\n"
+                    "    gpu: {overrides: {trainer.device: cuda}}\n")
+
+def test_sl007_mindspeed_fields_pass_on_npu_and_fail_on_gpu(lint_text):
+    body = f"overrides:\n  model_engine: megatron\n  {_OTC}.use_flash_attn: true\n  {_OTC}.use_naive_l2norm: true\n"
+    found = only(lint_text(body + _DEVICE_VARIANTS), "SL007")
+    assert {d.variant for d in found} == {"DEVICE=gpu"}
+    assert {d.message.split("`")[1] for d in found} == {"use_flash_attn", "use_naive_l2norm"}
+    assert "MindSpeed (Ascend) field" in found[0].message and "megatron-core 0.16.1" in found[0].message
+
+def test_sl007_typo_on_npu_is_still_reported_with_the_mindspeed_name(lint_text):
+    body = f"overrides:\n  model_engine: megatron\n  trainer.device: npu\n  {_OTC}.use_flash_atn: true\n"
+    found = only(lint_text(body), "SL007")
+    assert len(found) == 1 and "Did you mean `use_flash_attn`?" in found[0].message
+    assert "runs on NPU" in found[0].message and "never takes effect" in found[0].message
+
+def test_sl007_npu_from_stack_accelerator_or_ascend_environment(lint_text):
+    body = f"overrides:\n  model_engine: megatron\n  {_OTC}.use_fused_rmsnorm: true\n"
+    assert only(lint_text(body), "SL007")  # nothing says NPU: checked as GPU
+    assert not only(lint_text('stack: {mindspeed: "2.3.0"}\n' + body), "SL007")
+    assert not only(lint_text("env: {HCCL_BUFFSIZE: 300}\n" + body), "SL007")
+    assert not only(lint_text("env: {VERL_ENGINE_DEVICE: npu}\n" + body), "SL007")
+    assert only(lint_text("env: {HCCL_BUFFSIZE: 300}\n" + body + "  trainer.device: cuda\n"), "SL007")
+
+def test_sl007_npu_script_variant(tmp_path):
+    from pathlib import Path
+
+    from sapo_toolkit.linter.lint import lint_paths
+    from sapo_toolkit.linter.settings import Settings
+
+    script = Path(__file__).parent / "fixtures" / "ascend" / "run_qwen3_5_megatron_npu_gpu.sh"
+    found = only(lint_paths([script], Settings(verl_version="0.9.1"), []).diagnostics, "SL007")
+    npu = [d for d in found if d.variant == "DEVICE=npu"]
+    assert [d.message.split("`")[1] for d in npu] == ["use_flash_atn"]  # kvallgather_cp_algo, use_ascend_gdn pass
+    assert "Did you mean `use_flash_attn`?" in npu[0].message
+    gpu = [d for d in found if d.variant == "DEVICE=gpu"]
+    assert [d.message.split("`")[1] for d in gpu] == ["use_fused_rmsnorm"]
+
+def test_sl007_names_the_committed_release_that_has_the_field(lint_text):
+    body = "overrides:\n  +actor_rollout_ref.actor.optim.override_optimizer_config.decoupled_weight_decay: true\n"
+    found = only(lint_text('stack: {megatron_core: "0.12.1"}\n' + body), "SL007")
+    assert "megatron-core 0.15.3, 0.16.1 have it" in found[0].message
+    typo = "overrides:\n  +actor_rollout_ref.actor.optim.override_optimizer_config.adam_beta3: 0.9\n"
+    assert " have it" not in only(lint_text('stack: {megatron_core: "0.12.1"}\n' + typo), "SL007")[0].message
+
 # SL008
 def test_sl008_variant_replacing_base_key_is_not_a_duplicate(lint_text):
     body = (

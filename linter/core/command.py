@@ -27,6 +27,7 @@ class Stack(NamedTuple):
 
     megatron_core: str
     mbridge: str
+    mindspeed: str | None = None  # a recipe's `stack.mindspeed`: the run is on Ascend NPU, with MindSpeed
 
 
 class EnvVar(NamedTuple):

@@ -2,6 +2,7 @@ from ..core.diagnostics import Severity
 from ..engine import LintContext
 from ..rulekit.common import nearest
 from ..rulekit.registry import Finding, rule
+from ..schema import DEFAULT_MINDSPEED, consumer_versions, load_consumer
 
 # What happens to an unknown key, per consumer of a pass-through dict.
 _CONSEQUENCE = {
@@ -36,7 +37,16 @@ def check(ctx: LintContext):
     straight to megatron-core's `TransformerConfig` (MLA fields included), `OptimizerConfig`,
     `DistributedDataParallelConfig`, or mbridge's `save_weights`. Which names those accept depends on the
     library version (`decoupled_weight_decay` arrived in megatron-core 0.15; mbridge 0.15.1 from PyPI has no
-    `distributed_filesystem`). The recipe's `stack` names the versions; the message names the snapshot used."""
+    `distributed_filesystem`). The recipe's `stack` names the versions; the message names the snapshot used, and
+    the other committed megatron-core snapshots that do have the name.
+
+    On Ascend NPU verl's MindspeedEngine hands `override_transformer_config` to MindSpeed's `repatch`, and MindSpeed
+    patches `TransformerConfig` to take extra keywords: there MindSpeed's arguments (`use_flash_attn`,
+    `use_fused_rmsnorm`, `context_parallel_algo`, ...; schemas/consumers/mindspeed-*.json) are accepted too, and any
+    other unknown key is stored but never read. A command runs on NPU when `trainer.device=npu`, its variant is
+    `DEVICE=npu` (any `NAME=npu`), the accelerator or `VERL_ENGINE_DEVICE` says so, the recipe's stack names
+    `mindspeed`, or it sets Ascend-only environment variables (`HCCL_*`, `ASCEND_*`, `VLLM_ASCEND_*`,
+    `PYTORCH_NPU_*`); otherwise on GPU, where a MindSpeed field stays an error."""
     for ro in ctx.overrides:
         if not ro.assigns or ro.group is not None:
             continue
@@ -46,12 +56,77 @@ def check(ctx: LintContext):
         dict_path, entry = found
         name = ro.path[len(dict_path) + 1 :].split(".")[0]
         consumer, cls = ctx.consumer(entry["consumer"])
-        accepted = consumer.accepts(cls)
-        if cls == "TransformerConfig":  # MLA models (DeepSeek-V3) are built from MLATransformerConfig
-            accepted |= consumer.accepts("MLATransformerConfig")
+        accepted = _accepted(consumer, cls)
         if name in accepted:
             continue
-        hint = nearest(name, sorted(accepted))
+        consequence = _CONSEQUENCE[entry["consumer"]].format(dict=dict_path)
         what = f"{consumer.package} {consumer.version} `{cls}`"
-        yield Finding(ro, f"`{name}` is not accepted by {what}: "
-                          f"{_CONSEQUENCE[entry['consumer']].format(dict=dict_path)}.{hint}")
+        elsewhere = _other_releases(consumer, cls, name)
+        if entry["consumer"] != "megatron-core:TransformerConfig":
+            yield Finding(ro, f"`{name}` is not accepted by {what}: {consequence}.{elsewhere}"
+                              f"{nearest(name, sorted(accepted))}")
+            continue
+        mindspeed = load_consumer("mindspeed", ctx.stack.mindspeed or DEFAULT_MINDSPEED)
+        added = mindspeed.classes["TransformerConfig"]["fields"]
+        device, why = _device(ctx)
+        if device == "npu":
+            if name in added:
+                continue
+            yield Finding(ro, f"`{name}` is accepted neither by {what} nor by MindSpeed {mindspeed.version} (this "
+                              f"variant runs on NPU: {why}): MindSpeed turns unknown keywords into config "
+                              f"attributes that nothing reads, so the setting never takes effect.{elsewhere}"
+                              f"{nearest(name, sorted(accepted | set(added)))}")
+        elif name in added:
+            yield Finding(ro, f"`{name}` is a {added[name]['library']} (Ascend) field that {what} on GPU does not "
+                              f"accept: {consequence}. This variant is checked as GPU ({why}); only on NPU does "
+                              "MindSpeed patch `TransformerConfig` to take it.")
+        else:
+            yield Finding(ro, f"`{name}` is not accepted by {what}: {consequence}.{elsewhere}"
+                              f"{nearest(name, sorted(accepted))}")
+
+
+def _accepted(consumer, cls: str) -> frozenset[str]:
+    accepted = consumer.accepts(cls)
+    if cls == "TransformerConfig":  # MLA models (DeepSeek-V3) are built from MLATransformerConfig
+        accepted |= consumer.accepts("MLATransformerConfig")
+    return accepted
+
+
+def _other_releases(consumer, cls: str, name: str) -> str:
+    """' megatron-core 0.15.3 has it ...' when another committed snapshot of the package accepts the name."""
+    others = [v for v in consumer_versions(consumer.package) if v != consumer.version
+              and name in _accepted(load_consumer(consumer.package, v), cls)]
+    if not others:
+        return ""
+    return (f" {consumer.package} {', '.join(others)} {'has' if len(others) == 1 else 'have'} it: if that is the "
+            f"version installed, name it in the recipe's `stack` (or `[tool.sapo-lint]` for scripts).")
+
+
+# Environment variables only Ascend software reads (CANN, HCCL, torch_npu, vllm-ascend).
+_ASCEND_ENV_PREFIXES = ("ASCEND_", "HCCL_", "VLLM_ASCEND_", "PYTORCH_NPU_")
+
+
+def _device(ctx: LintContext) -> tuple[str, str]:
+    """`npu` or `gpu` for this command, and the evidence, strongest first. verl picks the engine from the device
+    it detects (verl/workers/engine/base.py EngineRegistry.get_engine_cls, overridable by VERL_ENGINE_DEVICE);
+    the linter can only read what the command says about it."""
+    if ctx.explicit("trainer.device") is not None:
+        value = ctx.config.value("trainer.device")
+        return ("npu" if value == "npu" else "gpu"), f"`trainer.device={value}`"
+    env = {e.name: e.value for e in ctx.command.env} if ctx.command else {}
+    engine_device = env.get("VERL_ENGINE_DEVICE")
+    if engine_device:
+        return ("npu" if engine_device == "npu" else "gpu"), f"`VERL_ENGINE_DEVICE={engine_device}`"
+    variant = ctx.command.variant if ctx.command else None
+    for part in (variant or "").split(","):
+        value = part.partition("=")[2].lower()
+        if value in ("npu", "gpu", "cuda"):
+            return ("npu" if value == "npu" else "gpu"), f"variant `{part}`"
+    if ctx.accelerator is not None:
+        return ctx.accelerator.device, f"accelerator {ctx.accelerator.name}"
+    if ctx.stack.mindspeed is not None:
+        return "npu", f"the stack names mindspeed {ctx.stack.mindspeed}"
+    ascend = sorted(n for n in env if n.startswith(_ASCEND_ENV_PREFIXES))
+    if ascend:
+        return "npu", f"it sets `{ascend[0]}`"
+    return "gpu", "nothing in the command names an NPU"

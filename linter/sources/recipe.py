@@ -244,6 +244,7 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
     stack = Stack(
         megatron_core=str(stack_data.get("megatron_core", options.stack.megatron_core)),
         mbridge=str(stack_data.get("mbridge", options.stack.mbridge)),
+        mindspeed=str(stack_data["mindspeed"]) if stack_data.get("mindspeed") is not None else None,
     )
     config_name = data.get("config_name") if data.get("config_name") in ("ppo_trainer", "ppo_megatron_trainer") else DEFAULT_CONFIG_NAME
     recipe = Recipe(source.path, data, verl_version=options.cli_verl or data.get("verl") or options.default_verl, config_name=config_name)

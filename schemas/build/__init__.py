@@ -9,6 +9,7 @@ hydra, omegaconf, libcst) on first use.
 * ``locate_verl`` -> ``(package_dir, version, source_label)`` (distributions.py)
 * ``build_verl_snapshot`` -> the snapshot of one verl version; ``entrypoint_defaults`` (verl.py)
 * ``build_consumer_snapshot``, ``mbridge_git_main_snapshot`` -> megatron-core / mbridge snapshots (consumers.py)
+* ``mindspeed_snapshot`` -> the transcribed MindSpeed (Ascend) snapshot (mindspeed.py)
 * ``snapshot_text`` -> the deterministic JSON text (layout.py)
 * ``write_snapshot``, ``build_all`` (regenerate every committed snapshot under ``schemas/``) (writer.py)
 * ``recipe_validator_code`` -> ``schemas/recipe_validator.py`` (validator_codegen.py)
@@ -36,6 +37,7 @@ _EXPORTS = {
     "entrypoint_defaults": "verl",
     "build_consumer_snapshot": "consumers",
     "mbridge_git_main_snapshot": "consumers",
+    "mindspeed_snapshot": "mindspeed",
     "snapshot_text": "layout",
     "write_snapshot": "writer",
     "verl_snapshot_path": "writer",

@@ -8,6 +8,7 @@ from sapo_toolkit.schemas.atomic import write_atomically
 
 from .consumers import build_consumer_snapshot, mbridge_git_main_snapshot
 from .layout import snapshot_text
+from .mindspeed import mindspeed_snapshot
 from .validator_codegen import write_recipe_validator
 from .verl import build_verl_snapshot
 
@@ -29,7 +30,8 @@ def write_snapshot(snapshot: dict, path: Path) -> None:
 
 def build_all(out_dir: Path, verl_packages: list[tuple[Path, str, str]], consumer_wheels: list[Path]) -> list[Path]:
     """Write the snapshots of each located verl (``locate_verl``'s result) and each consumer wheel, plus the
-    transcribed mbridge git-main snapshot, under ``out_dir`` (normally ``schemas/``); returns the files written."""
+    transcribed mbridge git-main and MindSpeed snapshots, under ``out_dir`` (normally ``schemas/``); returns the
+    files written."""
     written: list[Path] = []
     for pkg, version, source in verl_packages:
         p = verl_snapshot_path(out_dir, version)
@@ -41,8 +43,8 @@ def build_all(out_dir: Path, verl_packages: list[tuple[Path, str, str]], consume
         write_snapshot(snap, p)
         written.append(p)
     written.append(write_recipe_validator(out_dir))
-    snap = mbridge_git_main_snapshot()
-    p = consumer_snapshot_path(out_dir, snap["package"], snap["version"])
-    write_snapshot(snap, p)
-    written.append(p)
+    for snap in (mbridge_git_main_snapshot(), mindspeed_snapshot()):
+        p = consumer_snapshot_path(out_dir, snap["package"], snap["version"])
+        write_snapshot(snap, p)
+        written.append(p)
     return written
