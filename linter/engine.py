@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, NamedTuple
 
+from .core import hydra_keys
 from .core.command import Command, LocatedOverride, Stack
 from .core.diagnostics import Diagnostic, Location
 from .core.model import Accelerator, ModelShape
@@ -28,6 +29,10 @@ class ResolvedOverride(NamedTuple):
     current: Any  # its value then (None when absent)
     anchor: str  # for an absent key, its deepest existing ancestor ('' = root)
     group: dict | None = None  # the config-group spec when the key selects a group
+    # The root of the subtree this key lies in when the snapshot cannot judge it ('' = the whole config): a config
+    # group option the snapshot does not hold (`actor@actor_rollout_ref.actor=mlite_actor`), or Hydra's own `hydra`
+    # node. The schema rules (SL001, SL003-SL006) skip such keys; SL011 reports the group options.
+    outside: str | None = None
 
     @property
     def path(self) -> str:
@@ -237,6 +242,43 @@ class LintContext:
         return None
 
 
+def searchpath(command: Command) -> list[str]:
+    """The config directories `hydra.searchpath` adds (the last setting wins)."""
+    found: list[str] = []
+    for lo in command.overrides:
+        p = lo.parsed
+        if p is not None and p.key == "hydra.searchpath" and p.op != "delete":
+            found = [str(v) for v in p.value] if isinstance(p.value, list) else [str(p.value)]
+    return found
+
+
+def _external_groups(command: Command, groups: dict, added_dirs: list[str]) -> dict[str, ParsedOverride]:
+    """Subtree root -> the group override that fills it with a config the snapshot does not hold.
+
+    `group@package=option` replaces the subtree at `package` (a group path `a/b` without a package: `a.b`, Hydra's
+    default package). The snapshot holds the options of `model_engine` only, so any other group's option is
+    outside it, verl's own options too. `hydra.searchpath` appends config directories after verl's (Hydra searches
+    them in order: verl's own configs keep precedence), so it adds options without changing the ones verl has; a
+    `model_engine` option verl lacks may then come from there, and since `model_engine` picks every role's config
+    (`${model_engine}_actor`), the whole config is outside the snapshot."""
+    external: dict[str, ParsedOverride] = {}
+    for lo in command.overrides:
+        p = lo.parsed
+        if p is None or p.op == "delete" or p.key.startswith(hydra_keys.ROOT + "/"):
+            continue
+        spec = groups.get(p.key)
+        if spec is not None and p.package is None:
+            if added_dirs and p.value not in spec["options"]:
+                external[""] = p
+        elif p.package is not None or "/" in p.key:
+            external[p.package or p.key.replace("/", ".")] = p
+    return external
+
+
+def _outside(key: str, roots) -> str | None:
+    return next((r for r in roots if r == "" or key == r or key.startswith(r + ".")), None)
+
+
 def resolve(command: Command, snapshot: Snapshot) -> LintContext:
     """Apply the command's overrides in order, as Hydra does at compose time."""
     groups = snapshot.groups
@@ -248,6 +290,7 @@ def resolve(command: Command, snapshot: Snapshot) -> LintContext:
             model_engine = p.value
     tree = snapshot.tree(model_engine)
     view = ConfigView(tree)
+    external = _external_groups(command, groups, searchpath(command))
     resolved: list[ResolvedOverride] = []
     broken: list[LocatedOverride] = []
     for lo in command.overrides:
@@ -255,11 +298,24 @@ def resolve(command: Command, snapshot: Snapshot) -> LintContext:
         if p is None:
             broken.append(lo)
             continue
+        if hydra_keys.is_hydra_key(p.key):
+            resolved.append(ResolvedOverride(lo, p, None, True, None, "", None, hydra_keys.ROOT))
+            continue
+        if p.package is not None or "/" in p.key:  # selects a group option: nothing of the tree is set
+            root = p.package or p.key.replace("/", ".")
+            resolved.append(ResolvedOverride(lo, p, None, False, None, "", None, root if root in external else None))
+            continue
+        outside = _outside(p.key, external)
         group = groups.get(p.key)
         if group is not None:
-            resolved.append(ResolvedOverride(lo, p, None, True, group["default"], "", group))
+            resolved.append(ResolvedOverride(lo, p, None, True, group["default"], "", group, outside))
             continue
         existed, current = view.lookup(p.key)
+        if outside is not None:  # the key may well be in the external config: keep its value for the other rules
+            resolved.append(ResolvedOverride(lo, p, tree.get(p.key), existed, current, view.anchor(p.key), None,
+                                             outside))
+            view.apply(p)
+            continue
         anchor = "" if existed else view.anchor(p.key)
         resolved.append(ResolvedOverride(lo, p, tree.get(p.key), existed, current, anchor))
         if p.op == "delete" or (existed or p.op != "set"):

@@ -76,6 +76,7 @@ MODULES: dict[str, str] = {
     "SL008": "sl008_duplicate_override",
     "SL009": "sl009_override_syntax",
     "SL010": "sl010_breaks_inherited_node",
+    "SL011": "sl011_unchecked_config_group",
     "SP001": "sp001_sapo_tau_nested",
     "SP002": "sp002_sapo_tau_range",
     "SP003": "sp003_sapo_tau_order",

@@ -24,7 +24,7 @@ def check(ctx: LintContext):
     at the same level and by leaf name across the tree. A dataclass field that verl's YAML does not list
     (for example `actor_rollout_ref.rollout.repetition_penalty`) is legal only with `+`; the fix says so."""
     for ro in ctx.overrides:
-        if ro.parsed.op != "set" or ro.group is not None or ro.existed:
+        if ro.parsed.op != "set" or ro.group is not None or ro.existed or ro.outside is not None:
             continue
         anchor = ctx.tree.get(ro.anchor) if ro.anchor else None
         if ro.entry is not None and ro.entry.get("declared_only"):

@@ -29,7 +29,7 @@ def check(ctx: LintContext):
     verl reads a key of that name (the read-set collected from verl's source), because then the setting is
     silently ignored. Keys under open pass-through dicts are checked by SL007. Nested SAPO taus are SP001."""
     for ro in ctx.overrides:
-        if ro.parsed.op not in ("add", "force_add") or ro.existed or ro.group is not None:
+        if ro.parsed.op not in ("add", "force_add") or ro.existed or ro.group is not None or ro.outside is not None:
             continue
         if ro.entry is not None or is_nested_tau(ro.path):  # a declared dataclass field, or SP001's case
             continue

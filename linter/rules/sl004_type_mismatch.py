@@ -65,7 +65,7 @@ def check(ctx: LintContext):
     (`verl/trainer/main_ppo.py`, `[trainer_logger] if isinstance(trainer_logger, str)`). Interpolations are not
     checked."""
     for ro in ctx.overrides:
-        if not ro.assigns or ro.entry is None or ro.group is not None or ro.parsed.is_sweep:
+        if not ro.assigns or ro.entry is None or ro.group is not None or ro.parsed.is_sweep or ro.outside is not None:
             continue
         if ro.entry["kind"] not in ("value", "list"):
             continue

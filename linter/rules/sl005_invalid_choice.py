@@ -24,7 +24,7 @@ def check(ctx: LintContext):
     first `update_actor`, after a complete rollout. A bad group option fails at compose
     (`Could not find 'model_engine/foo'`). The allowed values come from verl's own source for the version."""
     for ro in ctx.overrides:
-        if not ro.assigns or ro.parsed.is_sweep:
+        if not ro.assigns or ro.parsed.is_sweep or ro.outside is not None:
             continue
         value = ro.parsed.value
         if ro.group is not None:

@@ -22,6 +22,6 @@ def check(ctx: LintContext):
     (`megatron.grad_offload` exists in 0.8 and not in 0.9.1), so a deletion copied from an older script
     breaks on upgrade."""
     for ro in ctx.overrides:
-        if ro.parsed.op == "delete" and not ro.existed and ro.group is None:
+        if ro.parsed.op == "delete" and not ro.existed and ro.group is None and ro.outside is None:
             hint, _ = did_you_mean(ctx, ro.path)
             yield Finding(ro, f"cannot delete `{ro.path}`: not in {where(ctx)}.{hint}")
