@@ -649,3 +649,26 @@ def test_no_hydra_at_import_or_on_the_fast_path() -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # verl's grpo_trainer/run_qwen3_5_35b_megatron_lite.sh
+        ("actor@actor_rollout_ref.actor=mlite_actor",
+         ParsedOverride("set", "actor", "actor_rollout_ref.actor", "mlite_actor")),
+        ("hydra.searchpath=[pkg://verl_mlite.config]",
+         ParsedOverride("set", "hydra.searchpath", None, ["pkg://verl_mlite.config"])),
+        ("hydra/job_logging=disabled", ParsedOverride("set", "hydra/job_logging", None, "disabled")),
+        ("+critic@critic.extra=my_critic", ParsedOverride("add", "critic", "critic.extra", "my_critic")),
+        ("~ref@actor_rollout_ref.ref", ParsedOverride("delete", "ref", "actor_rollout_ref.ref", MISSING)),
+    ],
+)
+def test_config_group_overrides_take_the_fast_path(text, expected) -> None:
+    assert _fast_parse(text) == expected == parse_with_hydra(text)
+
+
+def test_empty_package_is_left_to_hydra() -> None:
+    # Hydra's grammar allows `group@=option` (an empty package); the fast path leaves it to Hydra
+    assert _fast_parse("actor@=mlite_actor") is None
+    assert parse_override("actor@=mlite_actor") == parse_with_hydra("actor@=mlite_actor")
