@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .core.command import Command, LocatedOverride, Stack, locate_override, site_limits
-from .core.diagnostics import Diagnostic, Location
+from .core.diagnostics import Diagnostic, Location, Severity
 from .core.variants import collapse_variants, matches
 from .engine import LintContext, lint_command
 from .engine import resolve as resolve_against
@@ -23,6 +23,8 @@ from .schema import (
     DEFAULT_MBRIDGE,
     DEFAULT_MEGATRON_CORE,
     DEFAULT_VERL_VERSION,
+    ConfigNotInSnapshot,
+    Snapshot,
     SnapshotNotFound,
     installed_verl_version,
     load_snapshot,
@@ -119,12 +121,21 @@ def select(commands: list[Command], wanted: Iterable[str]) -> list[Command]:
 
 def _lint_commands(loaded: Loaded, rules) -> list[Diagnostic]:
     """Every command (variant) against its config's snapshot, findings collapsed over the variants."""
+    snapshots: dict[str, Snapshot] = {}
+    unchecked: list[Diagnostic] = []
     try:
-        snapshots = {c.config_name: load_snapshot(loaded.verl_version, c.config_name) for c in loaded.commands}
+        for name in dict.fromkeys(c.config_name for c in loaded.commands):
+            try:
+                snapshots[name] = load_snapshot(loaded.verl_version, name)
+            except ConfigNotInSnapshot as exc:  # the version is known: the other configs are still checked
+                unchecked.append(UNKNOWN_VERSION.diagnostic(
+                    loaded.version_location, f"{exc}: the overrides of its commands are not checked",
+                    severity=Severity.INFO))
     except SnapshotNotFound as exc:
         return [UNKNOWN_VERSION.diagnostic(loaded.version_location, str(exc))]
-    per_variant = [lint_command(c, snapshots[c.config_name], rules) for c in loaded.commands]
-    return collapse_variants(per_variant, [c.variant for c in loaded.commands])
+    checked = [c for c in loaded.commands if c.config_name in snapshots]
+    per_variant = [lint_command(c, snapshots[c.config_name], rules) for c in checked]
+    return unchecked + collapse_variants(per_variant, [c.variant for c in checked])
 
 
 def _verl_key_location(source: TextFile) -> Location:

@@ -12,6 +12,7 @@ from . import __version__
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 SHELLCHECK_CODE = re.compile(r"SH\d{4}")  # shellcheck's SC<n> passed through (documented by SH100)
+SHELLCHECK_PREFIX = re.compile(r"SH\d{1,4}")  # `--select SH2` picks shellcheck's SC2xxx
 
 
 class DefaultToCheck(click.Group):
@@ -136,7 +137,7 @@ def _codes(values) -> list[str]:
 def _check_codes(codes: list[str]) -> None:
     from .rules import MODULES
 
-    unknown = [c for c in codes if not any(code.startswith(c) for code in MODULES) and not SHELLCHECK_CODE.fullmatch(c)]
+    unknown = [c for c in codes if not any(code.startswith(c) for code in MODULES) and not SHELLCHECK_PREFIX.fullmatch(c)]
     if unknown:
         raise click.UsageError(f"unknown rule code or prefix: {', '.join(unknown)} (see `sapo-lint rules`)")
 

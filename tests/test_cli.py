@@ -210,3 +210,117 @@ def test_discovery_skips_tool_directories_and_excluded_paths(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.sapo-lint]\nexclude = ["experiments"]\n')
     report = json.loads(sapo_lint(".", "--format", "json", cwd=tmp_path).stdout)
     assert {d["path"] for d in report["diagnostics"]} == {"recipes/r.yaml"}
+
+
+
+# --- --add-noqa and --statistics ------------------------------------------------------------------------------------
+
+NOQA_SCRIPT = """#!/bin/bash
+# a run script as verl writes them: arrays, a continued command, a heredoc, an existing noqa
+ARGS=(
+    trainer.nnodez=1
+    trainer.total_epochs=5  # sapo-lint: noqa: SL002
+)
+cat <<EOF
+$undefined_in_heredoc
+EOF
+python3 -m verl.trainer.main_ppo "${ARGS[@]}" \\
+    trainer.devcie=cuda \\
+    actor_rollout_ref.actor.tau_poss=1 \\
+    trainer.logger='["console","wandb"]' $@
+"""
+
+
+def lint_env(tmp_path):
+    return {"SAPO_LINT_CACHE_DIR": str(tmp_path / "cache")}
+
+
+def without_added_comments(text: str) -> str:
+    import re
+
+    return re.sub(r" *# sapo-lint: noqa: [A-Z0-9, ]+?(?=\r?\n|$)", "", text)
+
+
+def test_add_noqa_on_a_script_then_a_second_run_is_clean(tmp_path):
+    path = tmp_path / "run_noqa_fsdp.sh"
+    path.write_bytes(NOQA_SCRIPT.encode())
+    before = sapo_lint(str(path), "--format", "json", env=lint_env(tmp_path))
+    found = {(d["code"], d["line"]) for d in json.loads(before.stdout)["diagnostics"]}
+    assert {("SL001", 4), ("SL001", 11), ("SH2068", 13), ("SH2154", 8)} <= found, found
+
+    proc = sapo_lint(str(path), "--add-noqa", env=lint_env(tmp_path))
+    text = path.read_text()
+    lines = text.splitlines()
+    assert lines[3] == "    trainer.nnodez=1  # sapo-lint: noqa: SL001"  # an array element takes a comment
+    assert lines[4] == "    trainer.total_epochs=5  # sapo-lint: noqa: SL002"  # nothing to add there
+    assert lines[10] == "    trainer.devcie=cuda \\"  # a continued line cannot: its codes go where the command ends
+    assert lines[12].startswith("""    trainer.logger='["console","wandb"]' $@  # sapo-lint: noqa: """)
+    assert {"SH2068", "SL001"} <= set(lines[12].rsplit(": ", 1)[1].split(", "))
+    assert lines[7] == "$undefined_in_heredoc"  # a comment inside a heredoc would be its text: not written
+    assert "run_noqa_fsdp.sh:8:1: SH2154 not suppressed: inside a string, heredoc or block scalar" in proc.stderr
+    assert "Added 2 noqa comment(s)" in proc.stderr
+
+    after = sapo_lint(str(path), "--format", "json", env=lint_env(tmp_path))
+    assert [(d["code"], d["line"]) for d in json.loads(after.stdout)["diagnostics"]] == [("SH2154", 8)]
+    assert without_added_comments(text) == without_added_comments(NOQA_SCRIPT)
+    assert subprocess.run(["bash", "-n", str(path)], capture_output=True, check=False).returncode == 0
+
+
+def test_add_noqa_keeps_crlf_and_a_byte_order_mark(tmp_path):
+    path = tmp_path / "r.yaml"
+    body = recipe("overrides:\n  trainer.nnodez: 2\n" + RUNNABLE)
+    path.write_bytes(b"\xef\xbb\xbf" + body.replace("\n", "\r\n").encode())
+    assert sapo_lint(str(path), "--add-noqa").returncode == 0
+    written = path.read_bytes()
+    assert written.startswith(b"\xef\xbb\xbf") and written.count(b"\n") == written.count(b"\r\n") == body.count("\n")
+    assert b"  trainer.nnodez: 2  # sapo-lint: noqa: SL001\r\n" in written
+    assert without_added_comments(written[3:].decode()) == body.replace("\n", "\r\n")
+    assert sapo_lint(str(path)).returncode == 0
+
+
+def test_add_noqa_on_a_shebang_line_is_reported_not_written(tmp_path):
+    path = tmp_path / "run_noqa.sh"  # NM002: no train-backend suffix, reported on line 1
+    path.write_text("#!/bin/bash\necho hi\n")
+    proc = sapo_lint(str(path), "--add-noqa", env=lint_env(tmp_path))
+    assert path.read_text() == "#!/bin/bash\necho hi\n"
+    assert "run_noqa.sh:1:1: NM002 not suppressed: on the shebang line" in proc.stderr and proc.returncode == 1
+
+
+def test_add_noqa_on_a_recipe_merges_codes_and_keeps_the_yaml(tmp_path):
+    import yaml
+
+    path = write(tmp_path / "r.yaml", "overrides:\n  trainer.nnodez: 2  # sapo-lint: noqa: SL002\n"
+                 "  actor_rollout_ref.actor.tau_poss: 1\n  trainer.project_name: |\n    qwen3\n")
+    data = yaml.safe_load(path.read_text())
+    assert sapo_lint(str(path), "--add-noqa").returncode == 0
+    text = path.read_text()
+    assert "  trainer.nnodez: 2  # sapo-lint: noqa: SL002, SL001\n" in text
+    assert "  actor_rollout_ref.actor.tau_poss: 1  # sapo-lint: noqa: SL001\n" in text
+    assert yaml.safe_load(text) == data
+    assert "All checks passed" in sapo_lint(str(path)).stdout
+
+
+def test_add_noqa_does_not_go_with_fix(tmp_path):
+    path = write(tmp_path / "r.yaml", "overrides:\n  trainer.nnodez: 2\n")
+    proc = sapo_lint(str(path), "--add-noqa", "--fix")
+    assert proc.returncode == 2 and "--fix and --add-noqa" in proc.stderr and "nnodez: 2\n" in path.read_text()
+
+
+def test_statistics_text_and_json(tmp_path):
+    path = write(tmp_path / "r.yaml", TAU_BUG + TAU_NEG + "  trainer.nnodez: 2\n  trainer.devcie: cuda\n")
+    proc = sapo_lint(str(path), "--statistics", "--format", "json")
+    assert proc.returncode == 1
+    report = json.loads(proc.stdout)
+    assert set(report) == {"version", "statistics", "summary"}
+    rows = {r["code"]: r for r in report["statistics"]}
+    assert rows["SL001"] == {"code": "SL001", "name": "unknown-key", "severity": "error", "count": 2, "fixable": 0}
+    tau = rows.get("SL003") or rows["SP001"]
+    assert tau["count"] == 1 and tau["fixable"] == 1
+    assert report["statistics"][0]["code"] == "SL001"  # the most frequent first
+    assert report["summary"]["error"] == sum(r["count"] for r in report["statistics"] if r["severity"] == "error")
+
+    text = sapo_lint(str(path), "--statistics").stdout.splitlines()
+    assert text[0].split() == ["2", "SL001", "error", "unknown-key"]
+    assert any(line.split()[1] == tau["code"] and "1 fixable" in line for line in text)
+    assert text[-1].startswith("Found ") and not any(line.startswith(str(path)) for line in text)
+    assert sapo_lint(str(path), "--statistics", "--format", "sarif").returncode == 2

@@ -186,3 +186,72 @@ def test_sh100_examples_are_what_shellcheck_says(tmp_path):
 
     assert found(r.bad, "bad.sh") == ["SH2068"]
     assert found(r.good, "good.sh") == []
+
+
+# --- the default set (linter/rules/sh_shellcheck.py) --------------------------------------------------------------
+
+DEFAULT_SET_SCRIPT = """#!/bin/bash
+backend=fsdp2
+name=qwen3
+ARGS=(
+    trainer.project_name=$name
+    trainer.logger=['console','wandb']
+)
+python3 -m verl.trainer.main_ppo "${ARGS[@]}" trainer.total_epochs=5 $@
+"""
+
+
+def shellcheck_codes(tmp_path, *args, cwd=None):
+    """The SH<4 digits> codes `sapo-lint` reports on the console, with a fresh cache."""
+    import json
+
+    from .test_cli import sapo_lint
+
+    proc = sapo_lint("--format", "json", *args, cwd=cwd, env={"SAPO_LINT_CACHE_DIR": str(tmp_path / "cache")})
+    assert proc.returncode in (0, 1), proc.stderr
+    return sorted({d["code"] for d in json.loads(proc.stdout)["diagnostics"]
+                   if d["code"].startswith("SH") and len(d["code"]) == 6})
+
+
+def test_default_set_reports_breakage_and_leaves_style_opt_in(tmp_path):
+    path = write(tmp_path, "run_default_fsdp.sh", DEFAULT_SET_SCRIPT)
+    # SC2068 (unquoted $@) changes argv; SC2034 (unused backend), SC2054 (Hydra list commas) and SC2206 (a value
+    # without whitespace) do not.
+    assert shellcheck_codes(tmp_path, str(path)) == ["SH2068"]
+    assert shellcheck_codes(tmp_path, str(path), "--select", "SH") == ["SH2034", "SH2054", "SH2068", "SH2206"]
+    assert shellcheck_codes(tmp_path, str(path), "--select", "SH2034") == ["SH2034"]
+    assert shellcheck_codes(tmp_path, str(path), "--select", "SH20") == ["SH2034", "SH2054", "SH2068"]
+    # `S` names no family: the opt-in codes stay out, the default ones are in
+    assert shellcheck_codes(tmp_path, str(path), "--select", "S") == ["SH2068"]
+    assert shellcheck_codes(tmp_path, str(path), "--select", "SH", "--ignore", "SH2054") == [
+        "SH2034", "SH2068", "SH2206"]
+
+
+def test_default_set_opt_in_from_pyproject(tmp_path):
+    write(tmp_path, "run_default_fsdp.sh", DEFAULT_SET_SCRIPT)
+    write(tmp_path, "pyproject.toml", '[tool.sapo-lint]\nselect = ["SH2034", "SL"]\n')
+    assert shellcheck_codes(tmp_path, ".", cwd=tmp_path) == ["SH2034"]
+
+
+def test_sc2206_is_reported_where_the_value_splits_the_override(tmp_path):
+    splitting = write(tmp_path, "run_split_fsdp.sh", DEFAULT_SET_SCRIPT.replace("name=qwen3", 'name="qwen 3"'))
+    assert "SH2206" in shellcheck_codes(tmp_path, str(splitting))
+    whole = write(tmp_path, "run_whole_fsdp.sh", DEFAULT_SET_SCRIPT.replace("name=qwen3", 'name="qwen-3"'))
+    assert "SH2206" not in shellcheck_codes(tmp_path, str(whole))
+    # an intended split (a variable holding several overrides) is not reported
+    several = write(tmp_path, "run_several_fsdp.sh", DEFAULT_SET_SCRIPT.replace(
+        "name=qwen3", 'name="qwen3 trainer.nnodes=1"'))
+    assert "SH2206" not in shellcheck_codes(tmp_path, str(several))
+
+
+def test_reported_by_default_table():
+    assert sh_shellcheck.reported_by_default("SH2068", Severity.ERROR)
+    assert sh_shellcheck.reported_by_default("SH2089", Severity.WARNING)
+    assert sh_shellcheck.reported_by_default("SH1072", Severity.ERROR)  # a parse error: any error level
+    assert not sh_shellcheck.reported_by_default("SH2148", Severity.ERROR)  # opt-in although an error
+    assert not sh_shellcheck.reported_by_default("SH2317", Severity.INFO)  # unlisted info: opt-in
+    assert not sh_shellcheck.reported_by_default("SH2206", Severity.WARNING)
+    assert sh_shellcheck.reported_by_default("SH2206", Severity.WARNING, splits=True)
+    assert sh_shellcheck.reported_by_default("SH100", Severity.ERROR)  # shellcheck missing: always
+    for code in {**sh_shellcheck.DEFAULT, **sh_shellcheck.OPT_IN, **sh_shellcheck.SPLIT_ONLY}:
+        assert f"SC{code[2:]}:" in sh_shellcheck.SHELLCHECK.explanation  # one documented line per code
