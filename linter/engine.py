@@ -271,8 +271,18 @@ def _external_groups(command: Command, groups: dict, added_dirs: list[str]) -> d
             if added_dirs and p.value not in spec["options"]:
                 external[""] = p
         elif p.package is not None or "/" in p.key:
-            external[p.package or p.key.replace("/", ".")] = p
+            external[_package_root(p)] = p
     return external
+
+
+def _package_root(p: ParsedOverride) -> str:
+    """Where a group option lands: its package; `_global_` (or an empty package) is the root, `_group_` and no
+    package the group's own path (`a/b` -> `a.b`), as Hydra places them."""
+    group_path = p.key.replace("/", ".")
+    if p.package is None:
+        return group_path
+    parts = [group_path if part == "_group_" else part for part in p.package.split(".") if part != "_global_"]
+    return ".".join(part for part in parts if part)
 
 
 def _outside(key: str, roots) -> str | None:
@@ -302,7 +312,7 @@ def resolve(command: Command, snapshot: Snapshot) -> LintContext:
             resolved.append(ResolvedOverride(lo, p, None, True, None, "", None, hydra_keys.ROOT))
             continue
         if p.package is not None or "/" in p.key:  # selects a group option: nothing of the tree is set
-            root = p.package or p.key.replace("/", ".")
+            root = _package_root(p)
             resolved.append(ResolvedOverride(lo, p, None, False, None, "", None, root if root in external else None))
             continue
         outside = _outside(p.key, external)

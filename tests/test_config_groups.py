@@ -60,3 +60,10 @@ def test_searchpath_makes_an_unknown_model_engine_option_external(lint_text):
                       "  actor_rollout_ref.actor.engine.tp: 2\n")
     assert not schema_findings(found)
     assert "the whole config" in only(found, "SL011")[0].message
+
+
+def test_global_package_puts_the_whole_config_outside(lint_text):
+    found = lint_text("overrides:\n  actor@_global_: mlite_actor\n  actor_rollout_ref.actor.engine.tp: 2\n"
+                      "  trainer.nope: 1\n")
+    assert not schema_findings(found)
+    assert "the whole config" in only(found, "SL011")[0].message

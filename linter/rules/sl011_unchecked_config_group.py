@@ -36,11 +36,10 @@ def check(ctx: LintContext):
     for ro in ctx.overrides:
         if ro.outside is None or ro.outside == "hydra" or not ro.assigns:
             continue
+        group = ro.path
         if ro.parsed.package is not None or "/" in ro.path:
-            group = ro.path
-            subtree = f"`{ro.outside}`"
+            subtree = f"`{ro.outside}`" if ro.outside else "the whole config (the option lands at its root)"
         elif ro.outside == "" and ro.group is not None:
-            group = ro.path
             subtree = f"the whole config (`{group}` picks every role's config)"
         else:
             continue
