@@ -153,5 +153,7 @@ def shape_from_hf_config(config: dict, name: str, source: str) -> ModelShape:
 class Accelerator(NamedTuple):
     name: str
     device: str  # npu | gpu
-    hbm_gib: float
+    hbm_gib: float  # nominal (datasheet) capacity
     devices_per_node: int
+    usable_hbm_gib: float  # what the runtime reports (mem_get_info total); hbm_gib where no figure is known
+    usable_source: str = ""

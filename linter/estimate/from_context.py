@@ -89,17 +89,18 @@ def plan_inputs(ctx: LintContext) -> PlanInputs | None:
         contents=tuple(str(c) for c in contents) if isinstance(contents, list) else ("model", "optimizer", "extra"),
         use_dist_checkpointing=bool(ctx.config.value("actor_rollout_ref.actor.megatron.use_dist_checkpointing")),
         hf_distributed=hf_distributed,
+        vanilla_mbridge=bool(ctx.config.value("actor_rollout_ref.actor.megatron.vanilla_mbridge")),
         async_save=bool(ctx.config.value("actor_rollout_ref.actor.checkpoint.async_save")),
         timeout_s=timeout, timeout_source=source,
     )
     per_node = _int(ctx.config.value("trainer.n_gpus_per_node"), accelerator.devices_per_node)
     return PlanInputs(
-        model=command.model, world=world, devices_per_node=per_node, hbm_gib=float(accelerator.hbm_gib),
+        model=command.model, world=world, devices_per_node=per_node, hbm_gib=float(accelerator.usable_hbm_gib),
         device=device, actor=actor, ref=ref, critic=critic, rollout=rollout, checkpoint=checkpoint,
         limits=Limits.from_mapping(dict(command.resources)),
         hccl_buffsize_mb=_num(_float_or_none(env.get("HCCL_BUFFSIZE")), DEFAULT_HCCL_BUFFSIZE_MB),
         mla_down_replicated=version_key(ctx.stack.megatron_core) >= (0, 15),
-        accelerator=accelerator.name,
+        accelerator=accelerator.name, nominal_hbm_gib=float(accelerator.hbm_gib),
     )
 
 
@@ -132,7 +133,15 @@ def _role(ctx: LintContext, role: str, par: Parallelism, world: int, seq: int) -
     return RoleSetup(**common, grad_bytes=grad, optimizer=opt,
                      optimizer_offload=bool(ctx.config.value(f"{megatron}.optimizer_offload")),
                      recompute=_recompute(ctx, megatron), train_tokens=train, logprob_tokens=logprob,
-                     value_head=role == "critic", token_source=source)
+                     value_head=role == "critic", token_source=source, entropy=_entropy(ctx, prefix))
+
+
+def _entropy(ctx: LintContext, prefix: str) -> bool:
+    """Whether the update computes entropy: verl 0.9.1 `trainer/ppo/ray_trainer.py` sets `calculate_entropy` from
+    `actor.calculate_entropy or actor.entropy_coeff != 0` (the critic never does)."""
+    if prefix != "actor_rollout_ref.actor":
+        return False
+    return bool(ctx.config.value(f"{prefix}.calculate_entropy")) or _num(ctx.config.value(f"{prefix}.entropy_coeff"), 0.0) != 0
 
 
 def _tokens(ctx: LintContext, dynamic_path: str, budget_path: str, micro_path: str, seq: int, cp: int,

@@ -54,6 +54,7 @@ class RoleSetup(NamedTuple):
     logprob_tokens: float = 0.0
     value_head: bool = False
     token_source: str = ""  # how train_tokens was derived, for messages
+    entropy: bool = False  # the update computes entropy (actor.entropy_coeff != 0 or actor.calculate_entropy)
 
 
 class RolloutSetup(NamedTuple):
@@ -68,6 +69,7 @@ class CheckpointSetup(NamedTuple):
     contents: tuple[str, ...] = ("model", "optimizer", "extra")
     use_dist_checkpointing: bool = False
     hf_distributed: bool = False  # vanilla mbridge writing HF shards from every rank (distributed_filesystem)
+    vanilla_mbridge: bool = False  # megatron.vanilla_mbridge: the legacy mbridge instead of Megatron-Bridge
     async_save: bool = False
     timeout_s: float = DEFAULT_NCCL_TIMEOUT_S
     timeout_source: str = "actor_rollout_ref.nccl_timeout"
@@ -101,7 +103,7 @@ class PlanInputs(NamedTuple):
     model: ModelShape
     world: int
     devices_per_node: int
-    hbm_gib: float
+    hbm_gib: float  # what the runtime reports per device (torch.cuda / torch_npu mem_get_info total), GiB
     device: str  # "npu" | "gpu"
     actor: RoleSetup
     ref: RoleSetup | None = None
@@ -113,3 +115,4 @@ class PlanInputs(NamedTuple):
     runtime_gib: float = RUNTIME_GIB
     mla_down_replicated: bool = False
     accelerator: str = ""
+    nominal_hbm_gib: float = 0.0  # the datasheet capacity, for messages (0: same as hbm_gib)

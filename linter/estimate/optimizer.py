@@ -6,6 +6,11 @@ DP x CP for dense parameters and over expert-DP for routed experts when `use_dis
 (megatron-core `optimizer/distrib_optimizer.py`). The hybrid CPU optimizer
 (`megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py`) moves `optimizer_offload_fraction` f of the
 optimizer's parameters to pinned host memory.
+
+Adam's moments are created lazily: torch's Adam and the fused Adams Megatron uses (TE / apex FusedAdam) fill
+`optimizer.state` on the first `step()`, while the distributed optimizer builds its fp32 main shards when it is
+constructed (`_build_model_and_main_param_groups`). Until the first optimizer step (the rollout and log-prob phases
+of step 1) the device holds the master part only (`device_master_bytes_per_element`).
 """
 
 from __future__ import annotations
@@ -46,6 +51,14 @@ class Optimizer(NamedTuple):
         f = self.fraction
         moments = 8.0 if self.kind != "sgd" else 4.0
         return (1 - f) * (4 + moments) if self.precision_aware else 4 + (1 - f) * moments
+
+    def device_master_bytes_per_element(self) -> float:
+        """The part of `device_bytes_per_element` that exists before the first `step()`: the fp32 master (or its
+        16-bit remainder), without the moments. With CPU offload the precision-aware hybrid optimizer keeps (1 - f)
+        of its fp32 copy on the device, the other keeps the whole fp32 main shard there."""
+        if not self.cpu_offload:
+            return self.master_bytes
+        return (1 - self.fraction) * 4 if self.precision_aware else 4.0
 
     def host_bytes_per_element(self) -> float:
         return self.fraction * (16.0 if self.kind != "sgd" else 12.0) if self.cpu_offload else 0.0

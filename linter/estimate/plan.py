@@ -9,9 +9,21 @@
   `free_cache_engine=True` (the default) it sleeps during training and releases that memory. On Ascend verl uses
   sleep level 1, which parks the rollout weights in host RAM.
 * Ascend HCCL reserves 2 x HCCL_BUFFSIZE of HBM per communicator.
+* HBM is what the runtime reports per device (`schemas/devices.json` `usable_hbm_gib`: torch.cuda / torch_npu
+  `mem_get_info` total, e.g. 60.96 GiB of a 64 GiB Ascend 910B), and vLLM / vLLM-Ascend take
+  `gpu_memory_utilization` of that total.
+* Adam's moments are created at the first `optimizer.step()` (`optimizer.py`): `timeline` lists the moments of a
+  run in order -- step 1's rollout, log-prob and forward/backward without them, the first optimizer step, then the
+  steady state from step 2 on -- so that MEM001 can name where memory runs out first.
 * A dist checkpoint holds each parameter once in bf16 plus the fp32 master and both moments; the HF weights that
-  verl writes through a bridge are gathered and written by rank 0. Save barriers wait on the world group, whose
-  timeout is verl's `nccl_timeout` (on Ascend also HCCL_EXEC_TIMEOUT).
+  verl writes through a bridge are gathered and written by rank 0 (`checkpoint_estimate`). Save barriers wait on
+  the world group, whose timeout is verl's `nccl_timeout` (on Ascend also HCCL_EXEC_TIMEOUT).
+
+Comparing with a measured peak: verl logs `perf/max_memory_allocated_gb` after each update
+(`workers/engine_workers.py`) and never resets the peak counter (`utils/memory_utils.py` `reset_memory_stats` has no
+caller in verl 0.9.1 or main), so the logged figure is the peak since the process started -- model init, checkpoint
+loading and the weight export to the rollout engine of every step included -- not the peak of the train phase.
+It also leaves out what the caching allocator reserves beyond it and what HCCL/NCCL and the runtime hold.
 """
 
 from __future__ import annotations
@@ -26,12 +38,14 @@ from .inputs import GIB, MB, PlanInputs, RoleSetup
 from .optimizer import Optimizer
 from .params import Layout, ParamCounts, RankParams, count_params, params_per_rank
 
-PHASES = ("rollout", "logprob", "train")  # plus "critic" when a critic trains
+PHASES = ("rollout", "logprob", "train")  # plus "critic" when a critic trains; steady state (from step 2 on)
 DEVICE_TERMS = (
-    "weights", "grads", "optimizer", "activations", "logits", "ref_weights",
+    "weights", "grads", "optimizer", "activations", "backward_working", "moe_dispatch", "logits", "ref_weights",
     "critic_weights", "critic_grads", "critic_optimizer", "rollout", "comm_buffers", "runtime",
 )
 HOST_TERMS = ("optimizer_cpu_offload", "verl_offload", "rollout_sleep")
+#: Terms that exist only while a micro-batch runs forward/backward; freed before the optimizer step.
+STEP_TRANSIENT_TERMS = ("activations", "backward_working", "moe_dispatch", "logits")
 
 
 class RoleState(NamedTuple):
@@ -41,6 +55,7 @@ class RoleState(NamedTuple):
     grads: float
     optimizer_device: float
     optimizer_host: float  # Megatron CPU offload
+    optimizer_master_device: float  # the part of optimizer_device that exists before the first step
     d_dense: int
     d_expert: int
 
@@ -51,6 +66,7 @@ class CheckpointEstimate(NamedTuple):
     saved_bytes: float  # what `save_contents` writes
     rank_dist_bytes: float  # the busiest rank's share of the dist checkpoint
     rank0_hf_bytes: float  # HF weights written through the bridge by rank 0 (or each rank's share)
+    hf_writer: str  # who writes the HF weights, for messages (`checkpoint_estimate`)
     dist_seconds: float
     hf_seconds: float
     timeout_s: float
@@ -71,6 +87,19 @@ class CheckpointEstimate(NamedTuple):
         return max(0.0 if self.async_save else self.dist_seconds, self.hf_seconds)
 
 
+class Moment(NamedTuple):
+    """One point of a run's device-memory timeline: `phase` (a key of `Estimate.phases`), a label for messages and
+    the terms (bytes per device) at that point."""
+
+    phase: str
+    label: str
+    terms: Mapping[str, float]
+
+    @property
+    def total(self) -> float:
+        return sum(self.terms.values())
+
+
 class Estimate(NamedTuple):
     inputs: PlanInputs
     params: ParamCounts
@@ -82,6 +111,7 @@ class Estimate(NamedTuple):
     checkpoint: CheckpointEstimate
     communicators: tuple[str, ...]
     notes: tuple[str, ...]
+    timeline: tuple[Moment, ...] = ()  # in the order a run reaches them (`timeline`)
 
     @property
     def world(self) -> int:
@@ -113,6 +143,10 @@ class Estimate(NamedTuple):
     def biggest_term(self, phase: str) -> tuple[str, float]:
         return max(self.phases[phase].items(), key=lambda kv: kv[1])
 
+    def first_over(self, limit_bytes: float) -> Moment | None:
+        """The first moment of the run whose device memory exceeds `limit_bytes`, or None."""
+        return next((m for m in self.timeline if m.total > limit_bytes), None)
+
     def host_total(self, phase: str) -> float:
         return sum(self.host[phase].values())
 
@@ -132,13 +166,14 @@ def role_state(m: ModelShape, setup: RoleSetup, mla_down_replicated: bool = Fals
     rank = params_per_rank(m, layout, setup.value_head, mla_down_replicated)
     weights = rank.total * setup.param_bytes
     if setup.optimizer is None:
-        return RoleState(setup.role, rank, weights, 0.0, 0.0, 0.0, 1, 1)
+        return RoleState(setup.role, rank, weights, 0.0, 0.0, 0.0, 0.0, 1, 1)
     opt = setup.optimizer
     d_dense, d_expert = (layout.dp * layout.cp, layout.edp) if opt.distributed else (1, 1)
     elements = rank.dense / d_dense + rank.expert / d_expert
     return RoleState(
         setup.role, rank, weights, rank.total * setup.grad_bytes,
-        elements * opt.device_bytes_per_element(), elements * opt.host_bytes_per_element(), d_dense, d_expert,
+        elements * opt.device_bytes_per_element(), elements * opt.host_bytes_per_element(),
+        elements * opt.device_master_bytes_per_element(), d_dense, d_expert,
     )
 
 
@@ -161,10 +196,15 @@ def checkpoint_estimate(inputs: PlanInputs, state: RoleState, counts: ParamCount
     """Checkpoint of the actor (and critic) as verl 0.9.1 writes it.
 
     * `model` / `hf_model` with `use_dist_checkpointing=False` (the default): HF safetensors through the bridge,
-      bf16, gathered and written by rank 0 (mbridge 0.15.1 `save_weights`: every other rank returns; assumed the
-      same for Megatron-Bridge), or split over all ranks when vanilla mbridge writes with
-      `distributed_filesystem=True`. With `use_dist_checkpointing=True` the model goes into the dist checkpoint,
-      its bf16 shards spread over the data-parallel replicas.
+      bf16, gathered to and written by rank 0 alone. Megatron-Bridge (the default since `vanilla_mbridge=False`):
+      verl 0.9.1 and main call `bridge.save_hf_weights(model, path, strict=...)`
+      (`utils/checkpoint/megatron_checkpoint_manager.py` `_save_model_as_hf_via_bridge`) without
+      `distributed_save`, so Megatron-Bridge's `SafeTensorsStateSource.save_generator`
+      (`models/hf_pretrained/state.py`) has every other rank only drain the export generator (its gathers) while
+      rank 0 writes every safetensors shard. Vanilla mbridge 0.15.1 `save_weights` likewise writes from rank 0, or
+      splits the files over all ranks with `distributed_filesystem=True` (a mbridge newer than 0.15.1). With
+      `use_dist_checkpointing=True` the model goes into the dist checkpoint, its bf16 shards spread over the
+      data-parallel replicas.
     * `optimizer`: each rank writes its own shard (fp32 master and moments; `Optimizer.checkpoint_bytes_per_element`).
     * `extra` (RNG, scheduler): negligible.
 
@@ -190,6 +230,13 @@ def checkpoint_estimate(inputs: PlanInputs, state: RoleState, counts: ParamCount
         dist += (rank.dense / (layout.dp * layout.cp) + rank.expert / layout.edp) * setup.param_bytes
     hf_writes = ("model" in contents and not ck.use_dist_checkpointing) or "hf_model" in contents
     hf = (weights / layout.world if ck.hf_distributed else weights) if hf_writes else 0.0
+    if ck.hf_distributed:
+        writer = "every rank writes its share of the HF weights (vanilla mbridge, distributed_filesystem)"
+    elif ck.vanilla_mbridge:
+        writer = "rank 0 alone writes the HF weights (vanilla mbridge `save_weights`)"
+    else:
+        writer = ("rank 0 alone writes the HF weights (Megatron-Bridge `save_hf_weights`: "
+                  "the other ranks only feed the gather)")
     bw = inputs.limits.write_gib_per_s * GIB
     disk_peak = 2 * saved
     if inputs.critic is not None and inputs.critic.optimizer is not None:
@@ -198,7 +245,7 @@ def checkpoint_estimate(inputs: PlanInputs, state: RoleState, counts: ParamCount
         critic_saved = (critic_counts.total * critic.param_bytes if saves_model else 0.0) + (
             critic_counts.total * critic.optimizer.checkpoint_bytes_per_element() if "optimizer" in contents else 0.0)
         disk_peak += 2 * critic_saved
-    return CheckpointEstimate(weights, full, saved, dist, hf, dist / bw, hf / bw, ck.timeout_s, ck.timeout_source,
+    return CheckpointEstimate(weights, full, saved, dist, hf, writer, dist / bw, hf / bw, ck.timeout_s, ck.timeout_source,
                               inputs.limits.write_gib_per_s, disk_peak, ck.saves, ck.async_save)
 
 
@@ -207,17 +254,25 @@ def estimate(inputs: PlanInputs) -> Estimate:
 
     Phases (each a sum of terms, bytes per device):
 
+    Phases, in the steady state (from step 2 on, when Adam's moments exist):
+
     * `rollout`: the rollout engine's `gpu_memory_utilization` x HBM, plus what the trainer keeps resident --
       weights and grads unless `param_offload`, the device part of the optimizer state unless
-      `optimizer_offload` (Adam's moments exist from the first step on), the ref's weights unless offloaded.
+      `optimizer_offload`, the ref's weights unless offloaded.
     * `logprob`: old-log-prob / ref-log-prob forward passes (verl's eval mode loads weights only): one layer's
-      intermediates and the logits for the log-prob token budget.
+      intermediates, one MoE layer's dispatcher buffers and the logits for the log-prob token budget (the old
+      log-prob computes entropy, the ref's does not).
     * `train`: the actor update, optimizer step included: weights, grads and optimizer state on the device
-      (whatever verl's offload flags say), activations for the token budget and the recompute mode, logits.
+      (whatever verl's offload flags say), activations for the token budget and the recompute mode, the backward
+      working set, the MoE dispatcher buffers, logits.
     * `critic` (when a critic trains): as `train`, for the critic.
 
     Every phase adds the communicator buffers (Ascend), the runtime constant, and the rollout engine's
     reservation when `free_cache_engine` is off.
+
+    The timeline (`Estimate.timeline`) puts the phases in the order a run reaches them: step 1's rollout, log-prob
+    and forward/backward hold only the optimizer's master part; the first optimizer step holds the whole state
+    with the forward/backward transients freed (`STEP_TRANSIENT_TERMS`); then the steady-state phases.
     """
     m, actor = inputs.model, inputs.actor
     counts = count_params(m)
@@ -245,17 +300,22 @@ def estimate(inputs: PlanInputs) -> Estimate:
             terms["critic_weights"] = critic.weights if (training or name == "logprob" or not c.param_offload) else 0.0
             terms["critic_grads"] = critic.grads if (training or not c.param_offload) else 0.0
             terms["critic_optimizer"] = critic.optimizer_device if (training or not c.optimizer_offload) else 0.0
+        t = None
         if name == "train":
-            t = train_activations(m, actor.layout, actor.sp, actor.train_tokens, actor.recompute)
-            terms["activations"], terms["logits"] = t.layers, t.logits
+            t = train_activations(m, actor.layout, actor.sp, actor.train_tokens, actor.recompute,
+                                  entropy=actor.entropy)
         elif name == "critic":
             c = inputs.critic
             t = train_activations(m, c.layout, c.sp, c.train_tokens, c.recompute, value_head=True)
-            terms["activations"], terms["logits"] = t.layers, t.logits
         elif name == "logprob":
-            tokens = max([actor.logprob_tokens] + ([inputs.ref.logprob_tokens] if inputs.ref else []))
-            f = forward_activations(m, actor.layout, actor.sp, tokens)
-            terms["activations"], terms["logits"] = f.layers, f.logits
+            # the old log-prob computes entropy (12 B per logit), the ref's does not (6 B): the larger of the two
+            old = forward_activations(m, actor.layout, actor.sp, actor.logprob_tokens, entropy=True)
+            passes = [old] + ([forward_activations(m, actor.layout, actor.sp, inputs.ref.logprob_tokens)]
+                              if inputs.ref else [])
+            t = max(passes, key=lambda a: a.total)
+        if t is not None:
+            terms["activations"], terms["backward_working"] = t.layers, t.working
+            terms["moe_dispatch"], terms["logits"] = t.dispatch, t.logits
         terms["rollout"] = rollout_bytes if (name == "rollout" or not inputs.rollout.free_cache_engine) else 0.0
         terms["comm_buffers"] = comm_bytes
         terms["runtime"] = inputs.runtime_gib * GIB
@@ -285,11 +345,41 @@ def estimate(inputs: PlanInputs) -> Estimate:
         return terms
 
     hosts = _read_only({n: host(n) for n in names})
+    timeline = _timeline(phases, act, critic)
     ck = checkpoint_estimate(inputs, act, counts)
     if actor.layout.world % (actor.layout.tp * actor.layout.pp * actor.layout.cp) or (
             m.is_moe and actor.layout.world % (actor.layout.ep * actor.layout.expert_tp * actor.layout.pp)):
         notes.append("the world size does not divide the parallel layout (see TP001/TP002); dp/edp rounded up to 1")
-    return Estimate(inputs, counts, act, ref, critic, phases, hosts, ck, comms, tuple(notes))
+    return Estimate(inputs, counts, act, ref, critic, phases, hosts, ck, comms, tuple(notes), timeline)
+
+
+def _timeline(phases: Mapping[str, Mapping[str, float]], act: RoleState, critic: RoleState | None) -> tuple[Moment, ...]:
+    """The moments of a run in order: step 1 before the first optimizer step (only the optimizer's master part on
+    the device), the first optimizer step (the whole state, forward/backward transients freed -- the caching
+    allocator keeps their blocks reserved, which the 90% warning line leaves room for), then the steady state."""
+
+    def step1(terms: Mapping[str, float]) -> dict[str, float]:
+        out = dict(terms)
+        if out["optimizer"]:
+            out["optimizer"] = act.optimizer_master_device
+        if critic is not None and out["critic_optimizer"]:
+            out["critic_optimizer"] = critic.optimizer_master_device
+        return out
+
+    first_step = dict(phases["train"], **dict.fromkeys(STEP_TRANSIENT_TERMS, 0.0))
+    moments = [
+        Moment("rollout", "rollout phase of step 1 (before the first optimizer step: no Adam moments yet)",
+               step1(phases["rollout"])),
+        Moment("logprob", "log-prob phase of step 1", step1(phases["logprob"])),
+        Moment("train", "train phase of step 1, forward/backward (no Adam moments yet)", step1(phases["train"])),
+        Moment("train", "train phase, at the first optimizer step (Adam's moments are created)", first_step),
+        Moment("rollout", "rollout phase from step 2 on (Adam's moments exist)", dict(phases["rollout"])),
+        Moment("logprob", "log-prob phase from step 2 on", dict(phases["logprob"])),
+        Moment("train", "train phase from step 2 on (forward/backward with Adam's moments)", dict(phases["train"])),
+    ]
+    if "critic" in phases:
+        moments.append(Moment("critic", "critic update phase", dict(phases["critic"])))
+    return tuple(Moment(m.phase, m.label, MappingProxyType(m.terms)) for m in moments)
 
 
 def _read_only(by_phase: dict[str, dict[str, float]]) -> Mapping[str, Mapping[str, float]]:

@@ -45,7 +45,12 @@ def check(ctx: LintContext):
     shorter. A save longer than that kills every rank at the first checkpoint, hours into the run (incident 4).
 
     Estimate: each rank's shard of the dist checkpoint (its fp32 master and Adam moments, 12 B per sharded element,
-    and with `use_dist_checkpointing` its share of the bf16 weights) and rank 0's HF weights (2 B per parameter),
+    and with `use_dist_checkpointing` its share of the bf16 weights) and the HF weights (2 B per parameter), which
+    rank 0 writes alone: verl 0.9.1 and main call Megatron-Bridge's `save_hf_weights` (the default since
+    `vanilla_mbridge=False`) without `distributed_save`, and Megatron-Bridge then lets only rank 0 write the
+    safetensors files while the other ranks feed the gather (`models/hf_pretrained/state.py` `save_generator`);
+    vanilla mbridge writes from rank 0 too unless `mbridge_config.distributed_filesystem` splits the files over
+    every rank. The message says which applies. Sizes are given in GiB (2^30) and GB (10^9),
     at an assumed write bandwidth per writing process (`linter/estimate/inputs.py` DEFAULT_WRITE_GIB_PER_S until the
     recipe or `[tool.sapo-lint]` can state it; the message says which was used). Weight-only checkpoints
     (`checkpoint.save_contents: [model]`) or a longer `nccl_timeout` are the usual fixes. Only checked when
@@ -60,8 +65,8 @@ def check(ctx: LintContext):
     limits = est.inputs.limits
     bw = f"{ck.write_gib_per_s:g} GiB/s per writing rank" + (" (assumed)" if limits.assumed("write_gib_per_s") else "")
     hf_slower = ck.hf_seconds >= (0.0 if ck.async_save else ck.dist_seconds)
-    what = (f"rank 0 writing the {ck.rank0_hf_bytes / GIB:.0f} GiB of HF weights" if hf_slower else
-            f"each rank writing its {ck.rank_dist_bytes / GIB:.1f} GiB dist-checkpoint shard")
+    what = (f"{_size(ck.rank0_hf_bytes)} of HF weights per writing rank: {ck.hf_writer}" if hf_slower else
+            f"each rank writing its {_size(ck.rank_dist_bytes)} dist-checkpoint shard")
     contents = est.inputs.checkpoint.contents
     fix = (f"save weights only (`{CHECKPOINT}.save_contents: [model]`), raise `actor_rollout_ref.nccl_timeout` above "
            f"{wait:.0f}" if "optimizer" in contents else f"raise `actor_rollout_ref.nccl_timeout` above {wait:.0f}")
@@ -73,3 +78,7 @@ def check(ctx: LintContext):
         f"that bounds the world barrier around the save (total save ~{ck.save_seconds:.0f} s, "
         f"contents {list(contents)}). Fix: {fix}, or write to faster storage",
     )
+
+
+def _size(nbytes: float) -> str:
+    return f"{nbytes / GIB:.1f} GiB ({nbytes / 1e9:.1f} GB)"

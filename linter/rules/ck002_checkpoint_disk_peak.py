@@ -57,7 +57,8 @@ def check(ctx: LintContext):
     yield Finding(
         ctx.blame("actor_rollout_ref.actor.checkpoint.save_contents", "trainer.max_actor_ckpt_to_keep",
                   "trainer.save_freq"),
-        f"peak checkpoint disk use ~{ck.disk_peak_bytes / GIB:.0f} GiB (two checkpoints of {ck.saved_bytes / GIB:.0f} GiB, "
+        f"peak checkpoint disk use ~{ck.disk_peak_bytes / GIB:.0f} GiB ({ck.disk_peak_bytes / 1e9:.0f} GB; two "
+        f"checkpoints of {ck.saved_bytes / GIB:.0f} GiB ({ck.saved_bytes / 1e9:.0f} GB), "
         f"contents {contents}, while the new one completes; `max_actor_ckpt_to_keep` cannot lower this) exceeds the "
         f"disk budget of {budget}. Fix: {fix}",
         severity=Severity.WARNING if assumed else None,

@@ -3,7 +3,7 @@ from ..engine import LintContext
 from ..estimate.activations import Recompute, train_activations
 from ..estimate.from_context import estimate_for
 from ..estimate.inputs import GIB, WARN_FRACTION
-from ..estimate.plan import Estimate
+from ..estimate.plan import Estimate, Moment
 from ..rulekit.registry import Finding, rule
 from ..topology import ROLLOUT
 
@@ -22,26 +22,29 @@ BLAME = {
     "activations": (f"{TRANSFORMER}.recompute_granularity", f"{ACTOR}.ppo_max_token_len_per_gpu",
                     f"{ACTOR}.ppo_micro_batch_size_per_gpu", f"{ROLLOUT}.log_prob_max_token_len_per_gpu"),
     "logits": (f"{ACTOR}.ppo_max_token_len_per_gpu", f"{ACTOR}.ppo_micro_batch_size_per_gpu",
-               f"{ROLLOUT}.log_prob_max_token_len_per_gpu", *SIZES),
+               f"{ROLLOUT}.log_prob_max_token_len_per_gpu", f"{ACTOR}.entropy_coeff", *SIZES),
+    "backward_working": (f"{ACTOR}.ppo_max_token_len_per_gpu", f"{ACTOR}.ppo_micro_batch_size_per_gpu",
+                         f"{TRANSFORMER}.recompute_num_layers", *SIZES),
+    "moe_dispatch": (f"{ACTOR}.ppo_max_token_len_per_gpu", f"{ACTOR}.ppo_micro_batch_size_per_gpu", *SIZES),
     "weights": (f"{ACTOR}.megatron.param_offload", *SIZES),
     "grads": (f"{ACTOR}.megatron.param_offload", *SIZES),
 }
 FALLBACK = ("trainer.nnodes", "trainer.n_gpus_per_node")
 
 
-def fixes(est: Estimate, phase: str) -> list[tuple[float, str]]:
-    """(bytes it saves in `phase`, the change) for each knob that shrinks a term of that phase."""
+def fixes(est: Estimate, moment: Moment) -> list[tuple[float, str]]:
+    """(bytes it saves at `moment`, the change) for each knob that shrinks a term there."""
     p = est.inputs
     actor = p.actor
-    terms = est.phases[phase]
-    total, hbm = est.total(phase), est.hbm_bytes
+    phase, terms = moment.phase, moment.terms
+    total, hbm = moment.total, est.hbm_bytes
     out: list[tuple[float, str]] = []
     opt = actor.optimizer
     if terms["optimizer"] and opt is not None and not (opt.cpu_offload and opt.fraction >= 1.0 and opt.precision_aware):
         out.append((terms["optimizer"],
-                    f"Megatron's optimizer CPU offload (`+{OVERRIDE_OPTIM}.optimizer_cpu_offload: true`, "
-                    f"`+{OVERRIDE_OPTIM}.optimizer_offload_fraction: 1.0`, "
-                    f"`+{OVERRIDE_OPTIM}.use_precision_aware_optimizer: true`)"))
+                    (f"Megatron's optimizer CPU offload (`+{OVERRIDE_OPTIM}.optimizer_cpu_offload: true`, "
+                     f"`+{OVERRIDE_OPTIM}.optimizer_offload_fraction: 1.0`, "
+                     f"`+{OVERRIDE_OPTIM}.use_precision_aware_optimizer: true`)")))
     if phase == "rollout":
         if terms["rollout"]:
             fits = (WARN_FRACTION * hbm - (total - terms["rollout"])) / hbm
@@ -56,13 +59,14 @@ def fixes(est: Estimate, phase: str) -> list[tuple[float, str]]:
     elif terms["rollout"]:
         out.append((terms["rollout"], f"`{ROLLOUT}.free_cache_engine: true` (the rollout engine sleeps while training)"))
     if phase == "train" and terms["activations"] and actor.recompute.granularity != "full":
-        recomputed = train_activations(p.model, actor.layout, actor.sp, actor.train_tokens, Recompute("full", "uniform", 1))
-        out.append((terms["activations"] - recomputed.layers,
-                    f"full recompute (`{TRANSFORMER}.recompute_granularity: full`, `recompute_method: uniform`, "
-                    "`recompute_num_layers: 1`)"))
-    if phase in ("train", "logprob") and terms["activations"] + terms["logits"]:
-        out.append(((terms["activations"] + terms["logits"]) / 2,
-                    f"half the tokens per micro-batch (now {actor.token_source})"))
+        recomputed = train_activations(p.model, actor.layout, actor.sp, actor.train_tokens, Recompute("full", "uniform", 1),
+                                       entropy=actor.entropy)
+        out.append((terms["activations"] + terms["backward_working"] - recomputed.layers - recomputed.working,
+                    (f"full recompute (`{TRANSFORMER}.recompute_granularity: full`, `recompute_method: uniform`, "
+                     "`recompute_num_layers: 1`)")))
+    per_token = terms["activations"] + terms["backward_working"] + terms["moe_dispatch"] + terms["logits"]
+    if phase in ("train", "logprob") and per_token:
+        out.append((per_token / 2, f"half the tokens per micro-batch (now {actor.token_source})"))
     layout = actor.layout
     if p.model.is_moe and est.actor.params.expert and terms["weights"]:
         ep = layout.ep * 2
@@ -79,10 +83,10 @@ def fixes(est: Estimate, phase: str) -> list[tuple[float, str]]:
     return [(saving, text) for saving, text in out if saving > 0]
 
 
-def advice(est: Estimate, phase: str) -> str:
-    """The changes that alone bring `phase` under the warning line, biggest saving first; else the biggest ones."""
-    need = est.total(phase) - WARN_FRACTION * est.hbm_bytes
-    ranked = sorted(fixes(est, phase), key=lambda f: -f[0])
+def advice(est: Estimate, moment: Moment) -> str:
+    """The changes that alone bring `moment` under the warning line, biggest saving first; else the biggest ones."""
+    need = moment.total - WARN_FRACTION * est.hbm_bytes
+    ranked = sorted(fixes(est, moment), key=lambda f: -f[0])
     enough = [text for saving, text in ranked if saving >= need]
     if enough:
         return "any of " + "; ".join(enough[:4]) if len(enough) > 1 else enough[0]
@@ -117,36 +121,42 @@ def advice(est: Estimate, phase: str) -> str:
 )
 def check(ctx: LintContext):
     """Estimates the memory of one device in each phase of a colocated verl step (`sapo-lint explain` shows the
-    table) and compares the worst phase with the accelerator's HBM (`hardware.accelerator`).
+    table), follows them in the order a run reaches them, and reports the first point where the estimate exceeds
+    the HBM the runtime reports for the accelerator (`schemas/devices.json` `usable_hbm_gib`, e.g. 60.96 GiB of a
+    64 GiB Ascend 910B3) -- or, if none does, the first point over 90% of it.
 
-    `rollout`: the rollout engine takes `gpu_memory_utilization` x HBM while the trainer keeps its weights and
-    fp32 main grads (unless `megatron.param_offload`) and its Adam state (unless `megatron.optimizer_offload`).
+    `rollout`: the rollout engine takes `gpu_memory_utilization` x that HBM while the trainer keeps its weights and
+    fp32 main grads (unless `megatron.param_offload`) and its optimizer state (unless `megatron.optimizer_offload`).
     `train`: the actor update, optimizer step included -- verl loads everything it offloaded back, so only
-    Megatron's own `optimizer_cpu_offload` / `optimizer_offload_fraction` take Adam's state off the device
-    (incident 3: the 30B MoE on 8 devices ran out of memory in the first `optimizer.step()`, after a complete
-    rollout). The optimizer state is sharded over DP x CP (dense) and expert-DP (experts) by the distributed
-    optimizer; activations follow the recompute mode and the micro-batch or dynamic-bsz token budget; Ascend adds
-    2 x HCCL_BUFFSIZE per communicator. The message names the phase, its biggest term and the knob that shrinks it.
-    Not counted: allocator fragmentation, imbalanced MoE routing -- hence the warning above 90%."""
+    Megatron's own `optimizer_cpu_offload` / `optimizer_offload_fraction` take Adam's state off the device.
+    Adam's moments are created at the first `optimizer.step()`: step 1's rollout and forward/backward hold only the
+    fp32 master part, so a plan that runs out at the first optimizer step gets through a complete rollout first
+    (incident 3: the 30B MoE on 8 devices). The optimizer state is sharded over DP x CP (dense) and expert-DP
+    (experts) by the distributed optimizer; activations follow the recompute mode and the micro-batch or dynamic-bsz
+    token budget, with the backward working set, the MoE dispatcher buffers and the logits' fp32 working set;
+    Ascend adds 2 x HCCL_BUFFSIZE per communicator. The message names the phase and the point in the run, its
+    biggest term and the knobs that shrink it. Not counted: allocator fragmentation -- hence the warning above 90%.
+    To compare with a run: verl's `perf/max_memory_allocated_gb` is the peak since the process started (verl never
+    resets the peak counter), init and weight-export transients included."""
     est = estimate_for(ctx)
     if est is None:
         return
     hbm = est.hbm_bytes
-    phase = est.peak_phase
-    peak = est.total(phase)
-    if peak <= WARN_FRACTION * hbm:
+    moment = est.first_over(hbm) or est.first_over(WARN_FRACTION * hbm)
+    if moment is None:
         return
-    term, size = est.biggest_term(phase)
-    over = peak > hbm
+    over = moment.total > hbm
+    term, size = max(moment.terms.items(), key=lambda kv: kv[1])
     p = est.inputs
     layout = p.actor.layout
     shape = (f"TP{layout.tp} PP{layout.pp} CP{layout.cp}" + (f" EP{layout.ep} ETP{layout.expert_tp}" if p.model.is_moe else "")
              + f", dp {est.dp}" + (f", edp {est.edp}" if p.model.is_moe else ""))
     verdict = "exceeds" if over else f"is over {WARN_FRACTION:.0%} of"
+    nominal = f" ({p.nominal_hbm_gib:g} GiB nominal)" if p.nominal_hbm_gib and p.nominal_hbm_gib != p.hbm_gib else ""
     yield Finding(
         ctx.blame(*BLAME.get(term, ()), *FALLBACK),
-        f"{phase} phase: estimated {peak / GIB:.1f} GiB per device {verdict} the {p.hbm_gib:g} GiB HBM of "
-        f"{p.accelerator} ({p.model.name} on {est.world} devices, {shape}); biggest term: {term} {size / GIB:.1f} GiB. "
-        f"Fix: {advice(est, phase)}. See `sapo-lint explain` for every term",
+        f"{moment.label}: estimated {moment.total / GIB:.1f} GiB per device {verdict} the {p.hbm_gib:g} GiB the "
+        f"runtime reports for {p.accelerator}{nominal} ({p.model.name} on {est.world} devices, {shape}); biggest "
+        f"term: {term} {size / GIB:.1f} GiB. Fix: {advice(est, moment)}. See `sapo-lint explain` for every term",
         severity=None if over else Severity.WARNING,
     )
