@@ -15,7 +15,7 @@ from .core.command import Command, LocatedOverride, Stack
 from .core.diagnostics import Diagnostic, Location
 from .core.model import Accelerator, ModelShape
 from .core.overrides import ParsedOverride
-from .schema import Consumer, Snapshot, Tree, load_consumer
+from .schema import DEFAULT_RAY, Consumer, Snapshot, Tree, load_consumer
 
 _NOT_FOUND = object()
 _INTERPOLATION = re.compile(r"^\$\{(?:oc\.select:)?(\.*[A-Za-z0-9_.]+)(?:,(.*))?\}$")
@@ -189,6 +189,7 @@ class LintContext:
     unparsed: list[LocatedOverride] = field(default_factory=list)  # overrides that are not valid Hydra syntax
     command: Command | None = None
     derived: dict = field(default_factory=dict)  # views several rules derive from the config (per-role sizes)
+    selection: dict[str, str] = field(default_factory=dict)  # the option of each group that picked the tree
     _explicit: dict[str, ResolvedOverride] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -228,7 +229,7 @@ class LintContext:
     def consumer(self, spec: str) -> tuple[Consumer, str]:
         """`megatron-core:OptimizerConfig` -> (the consumer snapshot for this command's stack, 'OptimizerConfig')."""
         package, _, cls = spec.partition(":")
-        version = self.stack.megatron_core if package == "megatron-core" else self.stack.mbridge
+        version = {"megatron-core": self.stack.megatron_core, "ray": DEFAULT_RAY}.get(package, self.stack.mbridge)
         return load_consumer(package, version), cls
 
     def consumer_dict(self, path: str) -> tuple[str, dict] | None:
@@ -292,13 +293,13 @@ def _outside(key: str, roots) -> str | None:
 def resolve(command: Command, snapshot: Snapshot) -> LintContext:
     """Apply the command's overrides in order, as Hydra does at compose time."""
     groups = snapshot.groups
-    engine_spec = groups["model_engine"]
-    model_engine = engine_spec["default"]
+    selection = snapshot.default_selection()  # the groups that pick the tree: model_engine; engine, optim (SFT)
     for lo in command.overrides:
         p = lo.parsed
-        if p is not None and p.key == "model_engine" and p.op == "set" and p.value in engine_spec["options"]:
-            model_engine = p.value
-    tree = snapshot.tree(model_engine)
+        if p is not None and p.key in selection and p.op == "set" and p.value in groups[p.key]["options"]:
+            selection[p.key] = p.value
+    model_engine = selection.get("model_engine", "")
+    tree = snapshot.tree(selection)
     view = ConfigView(tree)
     external = _external_groups(command, groups, searchpath(command))
     resolved: list[ResolvedOverride] = []
@@ -330,7 +331,8 @@ def resolve(command: Command, snapshot: Snapshot) -> LintContext:
         resolved.append(ResolvedOverride(lo, p, tree.get(p.key), existed, current, anchor))
         if p.op == "delete" or (existed or p.op != "set"):
             view.apply(p)
-    return LintContext(snapshot, tree, model_engine, resolved, view, command.stack, broken, command)
+    return LintContext(snapshot, tree, model_engine, resolved, view, command.stack, broken, command,
+                       selection=selection)
 
 
 # verl entry modules that never build PPO's workers (actor, ref, critic), with the rule codes or families whose

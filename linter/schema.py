@@ -8,6 +8,7 @@ import sys
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 from sapo_toolkit import schemas as _schemas_package
 
@@ -19,12 +20,17 @@ DEFAULT_VERL_VERSION = "0.9.1"
 # Newest snapshots of the libraries that consume pass-through dicts: the default when a recipe names no stack.
 DEFAULT_MEGATRON_CORE = "0.16.1"
 DEFAULT_MBRIDGE = "0.15.1"  # what `pip install mbridge` gives (verl's Ascend images)
+DEFAULT_RAY = "2.60.0"  # `ray_kwargs.ray_init` goes to `ray.init`; the one ray snapshot
 # What MindSpeed adds to TransformerConfig on NPU: one transcribed snapshot (MindSpeed is not on PyPI).
 DEFAULT_MINDSPEED = "git-master"
 
 
 class SnapshotNotFound(LookupError):
     pass
+
+
+class ConfigNotInSnapshot(SnapshotNotFound):
+    """The verl version has a snapshot, but not of this config."""
 
 
 def version_key(version: str) -> tuple:
@@ -118,47 +124,83 @@ class Tree:
         return None, False
 
 
-def engine_tree(snapshot: dict, model_engine: str) -> dict[str, dict]:
-    """One model_engine option's composed tree from a verl snapshot file (schemas/FORMAT.md, format 2): the `base`
-    without the option's `unset` paths, with its `set` entries added or replaced; sorted by path, as built."""
-    diff = snapshot["engines"][model_engine]
-    entries = dict(snapshot["base"])
+def selection_key(selection: dict[str, str]) -> str:
+    """`engine=megatron,optim=fsdp`: a tree's key in its tree set (schemas/FORMAT.md)."""
+    return ",".join(f"{g}={selection[g]}" for g in sorted(selection))
+
+
+def tree_entries(snapshot: dict, tree_set: str, key: str) -> dict[str, dict]:
+    """One tree of a verl snapshot file (schemas/FORMAT.md, format 3): the set's `base` (or, for a set that
+    `extends` another, that set's tree of the same key) without the tree's `unset` paths, with its `set` entries
+    added or replaced; sorted by path, as built."""
+    stored = snapshot["tree_sets"][tree_set]
+    diff = stored["trees"][key]
+    entries = tree_entries(snapshot, stored["extends"], key) if "extends" in stored else dict(stored["base"])
     for path in diff["unset"]:
         del entries[path]
     entries.update(diff["set"])
     return dict(sorted(entries.items()))
 
 
+def selecting_groups(groups: dict[str, dict]) -> tuple[str, ...]:
+    """The config groups whose option picks the tree: those with more than one option (schemas/FORMAT.md)."""
+    return tuple(sorted(g for g, spec in groups.items() if len(spec["options"]) > 1))
+
+
 class _VerlSnapshot:
-    """One parsed `schemas/verl/<version>.json`, shared by its configs; each engine's tree is built on first use."""
+    """One parsed `schemas/verl/<version>.json`, shared by its configs; each tree is built on first use."""
 
     __slots__ = ("_trees", "data", "read_set")
 
     def __init__(self, data: dict) -> None:
         self.data = data
         self.read_set = frozenset(data["read_set"])
-        self._trees: dict[str, Tree] = {}
+        self._trees: dict[tuple[str, str], Tree] = {}
 
-    def tree(self, model_engine: str) -> Tree:
-        if model_engine not in self._trees:
-            self._trees[model_engine] = Tree(engine_tree(self.data, model_engine))
-        return self._trees[model_engine]
+    def tree(self, tree_set: str, key: str) -> Tree:
+        if (tree_set, key) not in self._trees:
+            self._trees[tree_set, key] = Tree(tree_entries(self.data, tree_set, key))
+        return self._trees[tree_set, key]
 
 
 class Snapshot:
-    """One trainer config of one verl version: its config groups, verl's read-set, and a tree per model_engine."""
+    """One trainer config of one verl version: its config groups, verl's read-set, and a tree per selection of the
+    groups that have several options (`model_engine` for `ppo_trainer`; `engine` and `optim` for
+    `sft_trainer_engine`)."""
 
-    __slots__ = ("_versioned", "config_name", "groups", "read_set", "verl_version")
+    __slots__ = ("_versioned", "config_name", "groups", "read_set", "selecting", "tree_set", "verl_version")
 
     def __init__(self, versioned: _VerlSnapshot, config_name: str) -> None:
         self.verl_version: str = versioned.data["verl_version"]
         self.config_name = config_name
-        self.groups: dict[str, dict] = versioned.data["configs"][config_name]["groups"]
+        config = versioned.data["configs"][config_name]
+        self.groups: dict[str, dict] = config["groups"]
+        self.tree_set: str = config["trees"]
+        self.selecting = selecting_groups(self.groups)
         self.read_set: frozenset[str] = versioned.read_set
         self._versioned = versioned
 
-    def tree(self, model_engine: str) -> Tree:
-        return self._versioned.tree(model_engine)
+    @property
+    def label(self) -> str:
+        """`0.10.0.dev (main @ 1dda039)` for a snapshot built from a git archive, else the version."""
+        return version_label(self._versioned.data)
+
+    def default_selection(self) -> dict[str, str]:
+        return {g: self.groups[g]["default"] for g in self.selecting}
+
+    def tree(self, selection: dict[str, str]) -> Tree:
+        """The tree of a selection of every group in `selecting` (`{"model_engine": "megatron"}`)."""
+        return self._versioned.tree(self.tree_set, selection_key(selection))
+
+
+def version_label(data: dict) -> str:
+    """A snapshot's version in messages: the commit of a source build is named (`0.10.0.dev (main @ 1dda039)`,
+    the branch from the archive's name `verl-main-...`)."""
+    commit = data.get("commit")
+    if not commit:
+        return data["verl_version"]
+    m = re.search(r"verl-([A-Za-z0-9_.]+?)-[0-9a-f]{7,40}\b", data.get("source", ""))
+    return f"{data['verl_version']} ({m.group(1) + ' @ ' if m else 'commit '}{commit[:7]})"
 
 
 # A version is joined into a path: letters, digits, dots, `+` and `-` only (no `/`, no `..`).
@@ -194,13 +236,55 @@ def entrypoints(verl_version: str) -> dict[str, str]:
 def load_snapshot(verl_version: str, config_name: str) -> Snapshot:
     """Raises `SnapshotNotFound` for an unknown version or config, or a version that is not a plain version string."""
     versioned = _verl_snapshot(verl_version)
-    if versioned is None or config_name not in versioned.data["configs"]:
+    if versioned is None:
         known = ", ".join(available_verl_versions()) or "none"
         raise SnapshotNotFound(
             f"no schema snapshot for verl {verl_version} config '{config_name}' (snapshots: {known}); "
             "build one with `sapo-lint schema build`"
         )
+    if config_name not in versioned.data["configs"]:
+        raise ConfigNotInSnapshot(
+            f"the verl {verl_version} snapshot has no config '{config_name}' (it has: "
+            f"{', '.join(sorted(versioned.data['configs']))})"
+        )
     return Snapshot(versioned, config_name)
+
+
+@cache
+def _tree_of(verl_version: str, config_name: str, key: str) -> Tree | None:
+    versioned = _verl_snapshot(verl_version)
+    if versioned is None or config_name not in versioned.data["configs"]:
+        return None
+    tree_set = versioned.data["configs"][config_name]["trees"]
+    if key not in versioned.data["tree_sets"][tree_set]["trees"]:
+        return None
+    return versioned.tree(tree_set, key)
+
+
+class OtherVersion(NamedTuple):
+    version: str
+    label: str  # version_label: `0.10.0.dev (main @ 1dda039)`
+    newer: bool  # than the snapshot in use
+
+
+def other_versions(snapshot: Snapshot, selection: dict[str, str], path: str | None = None,
+                   read: str | None = None) -> list[OtherVersion]:
+    """The other committed verl snapshots where the same config and group selection has the key `path`, or whose
+    verl reads a key named `read`, oldest first. Only asked when a key is unknown, so the other files are read
+    then, each once (`_verl_snapshot`, `_tree_of` are cached)."""
+    out = []
+    key = selection_key(selection)
+    for version in available_verl_versions():
+        if version == snapshot.verl_version:
+            continue
+        tree = _tree_of(version, snapshot.config_name, key)
+        if tree is None:
+            continue
+        versioned = _verl_snapshot(version)
+        if (path is not None and tree.get(path) is not None) or (read is not None and read in versioned.read_set):
+            newer = version_key(version) > version_key(snapshot.verl_version)
+            out.append(OtherVersion(version, version_label(versioned.data), newer))
+    return out
 
 
 @dataclass(slots=True)

@@ -164,3 +164,99 @@ def test_sl004_undeclared_list_of_names_takes_one_name(lint_text):
     assert only(lint_text("overrides:\n  trainer.logger: 3\n"), "SL004")
     # a list a dataclass declares (CheckpointConfig.save_contents) does not take a bare string
     assert only(lint_text("overrides:\n  actor_rollout_ref.actor.checkpoint.save_contents: model\n"), "SL004")
+
+
+# Version-aware SL001/SL003 (other committed snapshots), verl main's configs, builder fixes (H2)
+_MAIN = '"0.10.0.dev"'
+
+def test_sl001_names_the_newer_snapshot_that_has_the_key(lint_text):
+    body = "overrides:\n  model_engine: megatron\n  actor_rollout_ref.actor.megatron.grad_offload: true\n"
+    found = only(lint_text('verl: "0.9.1"\n' + body), "SL001")
+    assert len(found) == 1
+    assert "Added after 0.9.1: present in verl 0.10.0.dev (main @ 1dda039)" in found[0].message
+    assert "lint with `--verl-version 0.10.0.dev` if you run verl main" in found[0].message
+    assert "Removed or renamed since verl 0.8.0" in found[0].message  # 0.8.0 had it, 0.9.1 dropped it
+    assert found[0].fix is None  # not a typo: no `Did you mean` rewrite
+    assert not only(lint_text(f"verl: {_MAIN}\n" + body), "SL001")
+
+def test_sl001_names_the_older_snapshot_of_a_removed_key(lint_text):
+    found = only(lint_text(f"verl: {_MAIN}\noverrides:\n  trainer.checkpoint_callback_class: x.Y\n"), "SL001")
+    assert "Removed or renamed since verl 0.9.1" in found[0].message and "Added after" not in found[0].message
+    typo = only(lint_text(f"verl: {_MAIN}\noverrides:\n  trainer.checkpoint_callbak_class: x.Y\n"), "SL001")
+    assert "Removed" not in typo[0].message and "Added" not in typo[0].message
+
+def test_sl003_declared_dict_field_takes_keys(lint_text):
+    # FSDPEngineConfig.mixed_precision: Optional[dict[str, Any]] (verl/workers/config/engine.py), not in the YAML
+    ok = "config_name: ppo_trainer\noverrides:\n  +actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype: bf16\n"
+    bad = "config_name: ppo_trainer\noverrides:\n  +actor_rollout_ref.actor.fsdp_config.mixed_precison.param_dtype: bf16\n"
+    assert not only(lint_text(ok), "SL003")
+    assert only(lint_text(bad), "SL003")
+
+def test_sl003_keys_under_turbo_config_go_to_fsdp_turbo(lint_text):
+    base = "+actor_rollout_ref.actor.fsdp_config.turbo_config.distributed"
+    head = f"verl: {_MAIN}\nconfig_name: ppo_trainer\noverrides:\n"
+    assert not only(lint_text(head + f"  {base}.fsdp_plan.apply_modules: [a]\n  {base}.ep_plan.dispatcher: x\n"), "SL003")
+    assert only(lint_text(head + "  +actor_rollout_ref.actor.fsdp_config.turbo_cfg.x: 1\n"), "SL003")
+
+def test_sl007_ray_init_keys_are_ray_init_parameters(lint_text):
+    ok = "overrides:\n  +ray_kwargs.ray_init._temp_dir: /tmp/ray\n  +ray_kwargs.ray_init.namespace: n\n"
+    found = lint_text(ok)
+    assert not only(found, "SL003") and not only(found, "SL007")
+    bad = only(lint_text("overrides:\n  +ray_kwargs.ray_init.num_cpu: 8\n"), "SL007")
+    assert len(bad) == 1 and "ray 2.60.0 `init`" in bad[0].message and "Unknown keyword" in bad[0].message
+    assert "num_cpus" in bad[0].message
+
+def test_sl004_union_type_takes_either(lint_text):
+    key = "algorithm.rollout_correction.rollout_is_threshold"  # `str | float` (verl/trainer/config/algorithm.py)
+    assert not only(lint_text(f"overrides:\n  {key}: 0.5_4.0\n  algorithm.rollout_correction.rollout_is: token\n"),
+                    "SL004")
+    found = only(lint_text(f"overrides:\n  {key}: [1, 2]\n"), "SL004")
+    assert found and "expects float or str" in found[0].message and found[0].severity.value == "error"
+
+def test_sl004_inferred_type_is_a_warning(lint_text):
+    found = only(lint_text("overrides:\n  data.max_prompt_length: long\n"), "SL004")  # `data`: no dataclass
+    assert found and found[0].severity.value == "warning" and "verl's default" in found[0].message
+    declared = only(lint_text("overrides:\n  actor_rollout_ref.actor.ppo_mini_batch_size: long\n"), "SL004")
+    assert declared and declared[0].severity.value == "error"
+
+def _script(tmp_path, module: str, *args: str, version: str = "0.10.0.dev"):
+    from sapo_toolkit.linter.lint import lint_paths
+    from sapo_toolkit.linter.settings import Settings
+
+    path = tmp_path / "run_sft_megatron.sh"
+    path.write_text("#!/usr/bin/env bash\ntorchrun --nproc_per_node=8 -m " + module + " \\\n"
+                    + " \\\n".join(f"    {a}" for a in args) + "\n", encoding="utf-8")
+    return lint_paths([path], Settings(verl_version=version), []).diagnostics
+
+
+def test_sft_trainer_engine_is_checked(tmp_path):
+    sft = "verl.trainer.sft_trainer"
+    good = _script(tmp_path, sft, "model=hf_model", "engine=megatron", "optim=megatron",
+                   "engine.tensor_model_parallel_size=2", "optim.lr_decay_style=cosine")
+    assert not [d for d in good if d.code.startswith(("SL", "RF004"))]
+    found = only(_script(tmp_path, sft, "engine=megatron", "optim=megatron", "engine.tensor_parallel_size=2"), "SL001")
+    assert "`sft_trainer_engine` (engine=megatron, optim=megatron)" in found[0].message
+    assert "engine.tensor_model_parallel_size" in found[0].message
+    assert only(_script(tmp_path, sft, "engine.tensor_model_parallel_size=2"), "SL001")  # default engine=fsdp
+    assert not only(_script(tmp_path, sft, "engine=megatron", "engine.tensor_model_parallel_size=2",
+                            version="0.9.1"), "SL001")  # verl 0.9.1 ships sft_trainer_engine too
+
+
+def test_config_without_snapshot_is_one_info(tmp_path):
+    found = only(_script(tmp_path, "verl.trainer.main_ppo", "--config-name=my_own_trainer", "trainer.nnodes=2",
+                         "trainer.nnodes=3"), "RF004")
+    assert len(found) == 1 and found[0].severity.value == "info"
+    assert "no config 'my_own_trainer'" in found[0].message and "not checked" in found[0].message
+    assert not only(_script(tmp_path, "verl.trainer.main_ppo", "trainer.nnodes=2"), "RF004")
+    assert only(_script(tmp_path, "verl.trainer.main_ppo", "trainer.nnodes=2", version="0.3.0"),
+                "RF004")[0].severity.value == "error"
+
+def test_other_snapshots_are_read_only_for_unknown_keys(lint_text):
+    from sapo_toolkit.linter import schema
+
+    for cached in (schema._verl_snapshot, schema.load_snapshot, schema._tree_of):
+        cached.cache_clear()
+    lint_text('verl: "0.9.1"\noverrides:\n  trainer.nnodes: 2\n')
+    assert schema._verl_snapshot.cache_info().currsize == 1  # only 0.9.1's file
+    lint_text('verl: "0.9.1"\noverrides:\n  trainer.nnodez: 2\n')
+    assert schema._verl_snapshot.cache_info().currsize == len(schema.available_verl_versions())

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sapo_toolkit.linter.schema import SnapshotNotFound, engine_tree, entrypoints, load_snapshot
+from sapo_toolkit.linter.schema import SnapshotNotFound, entrypoints, load_snapshot, tree_entries
 from sapo_toolkit.schemas import build
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,10 +76,10 @@ def mcore_0121_wheel() -> Path:
 
 @pytest.fixture(scope="session")
 def verl_091(verl_091_wheel) -> dict:
-    pkg, version, source = build.locate_verl(wheel=verl_091_wheel)
-    assert version == "0.9.1"
-    assert source == verl_091_wheel.name
-    return build.build_verl_snapshot(pkg, version, source)
+    located = build.locate_verl(wheel=verl_091_wheel)
+    assert located.version == "0.9.1" and located.commit is None
+    assert located.source == verl_091_wheel.name
+    return build.build_verl_snapshot(*located)
 
 
 @pytest.fixture(scope="session")
@@ -92,18 +92,23 @@ def mcore_0121(mcore_0121_wheel) -> dict:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def _trees(snapshot: dict) -> dict[tuple[str, str], dict]:
+    return {(name, key): tree_entries(snapshot, name, key)
+            for name, stored in snapshot.get("tree_sets", {}).items() for key in stored["trees"]}
+
+
 def _first_differences(built: dict, committed: dict, limit: int = 10) -> list[str]:
     out = []
-    for opt in sorted(set(built["engines"]) | set(committed["engines"])):
-        a = engine_tree(built, opt) if opt in built["engines"] else {}
-        b = engine_tree(committed, opt) if opt in committed["engines"] else {}
+    a_trees, b_trees = _trees(built), _trees(committed)
+    for tree in sorted(set(a_trees) | set(b_trees)):
+        a, b = a_trees.get(tree, {}), b_trees.get(tree, {})
         for k in sorted(set(a) | set(b)):
             if a.get(k) != b.get(k):
-                out.append(f"{opt} tree [{k}]: built={a.get(k)} committed={b.get(k)}")
+                out.append(f"{tree} tree [{k}]: built={a.get(k)} committed={b.get(k)}")
                 if len(out) >= limit:
                     return out
     for k in sorted(set(built) | set(committed)):
-        if k not in ("base", "engines") and built.get(k) != committed.get(k):
+        if k != "tree_sets" and built.get(k) != committed.get(k):
             out.append(f"{k} differs")
     return out
 
@@ -136,17 +141,22 @@ def test_megatron_core_0121_snapshot_matches_committed(mcore_0121, mcore_0121_wh
 
 @pytest.fixture(scope="session")
 def meg(verl_091) -> dict[str, dict]:
-    return engine_tree(verl_091, "megatron")  # as the linter reads it: base + the megatron differences
+    return tree_entries(verl_091, "ppo_trainer", "model_engine=megatron")  # as the linter reads it
 
 
 @pytest.mark.network
 def test_groups(verl_091):
     configs = verl_091["configs"]
-    assert sorted(configs) == sorted(build.CONFIG_NAMES)
+    assert sorted(configs) == ["evaluation", "fully_async_ppo_megatron_trainer", "fully_async_ppo_trainer",
+                               "one_step_off_ppo_megatron_trainer", "one_step_off_ppo_trainer",
+                               "ppo_megatron_trainer", "ppo_trainer", "sft_trainer_engine"]
     assert configs["ppo_trainer"]["groups"]["model_engine"] == {
         "default": "dp", "options": ["dp", "megatron", "torchtitan", "veomni"]}
     assert configs["ppo_megatron_trainer"]["groups"]["model_engine"]["default"] == "megatron"
-    assert sorted(verl_091["engines"]) == configs["ppo_trainer"]["groups"]["model_engine"]["options"]
+    # ppo_megatron_trainer.yaml is ppo_trainer with another model_engine default: one tree set for both
+    assert configs["ppo_megatron_trainer"]["trees"] == configs["ppo_trainer"]["trees"] == "ppo_trainer"
+    assert sorted(verl_091["tree_sets"]["ppo_trainer"]["trees"]) == [
+        f"model_engine={o}" for o in configs["ppo_trainer"]["groups"]["model_engine"]["options"]]
 
 
 @pytest.mark.network
@@ -195,8 +205,9 @@ def test_consumers(meg, verl_091):
     assert meg["critic.megatron.override_ddp_config"]["consumer"] == "megatron-core:DistributedDataParallelConfig"
     for role in ("actor_rollout_ref.actor", "critic"):
         assert meg[f"{role}.checkpoint.mbridge_config"]["consumer"] == "mbridge:save_weights"
-    dp = engine_tree(verl_091, "dp")
-    assert not [k for k, e in dp.items() if "consumer" in e]  # FSDP optimizer overrides are not megatron's
+    dp = tree_entries(verl_091, "ppo_trainer", "model_engine=dp")
+    # FSDP optimizer overrides are not megatron's; ray_init goes to ray.init (verl/trainer/main_ppo.py)
+    assert [k for k, e in dp.items() if "consumer" in e] == ["ray_kwargs.ray_init"]
 
 
 @pytest.mark.network
@@ -236,7 +247,7 @@ def test_declared_only_fields(meg):
 @pytest.mark.network
 def test_grad_offload_is_version_specific(meg):
     assert "actor_rollout_ref.actor.megatron.grad_offload" not in meg
-    old = engine_tree(_load(build.verl_snapshot_path(SCHEMAS, "0.8.0")), "megatron")
+    old = tree_entries(_load(build.verl_snapshot_path(SCHEMAS, "0.8.0")), "ppo_trainer", "model_engine=megatron")
     e = old["actor_rollout_ref.actor.megatron.grad_offload"]
     assert e["kind"] == "value" and e["type"] == "bool"
 
@@ -274,8 +285,8 @@ def test_mbridge_snapshots():
 
 
 def test_write_snapshot_is_atomic_and_deterministic(tmp_path):
-    snap = {"format": 2, "base": {"b": {"kind": "value", "default": 1}, "a": {"kind": "node"}},
-            "engines": {"dp": {"set": {}, "unset": ["b"]}}, "read_set": ["y", "x"]}
+    snap = {"format": 3, "tree_sets": {"t": {"base": {"b": {"kind": "value", "default": 1}, "a": {"kind": "node"}},
+                                             "trees": {"dp": {"set": {}, "unset": ["b"]}}}}, "read_set": ["y", "x"]}
     p = tmp_path / "sub" / "s.json"
     build.write_snapshot(snap, p)
     first = p.read_bytes()
@@ -293,13 +304,13 @@ def test_committed_verl_snapshots_are_in_the_writers_layout():
     for path in sorted((SCHEMAS / "verl").glob("*.json")):
         text = path.read_text(encoding="utf-8")
         data = json.loads(text)
-        assert data["format"] == 2 and path.stem == data["verl_version"]
+        assert data["format"] == 3 and path.stem == data["verl_version"]
         assert build.snapshot_text(data) == text, path.name
     assert not [p for p in (SCHEMAS / "verl").iterdir() if p.suffix != ".json"]
 
 
-def test_split_engine_trees_round_trips():
-    from sapo_toolkit.schemas.build.layout import split_engine_trees
+def test_split_trees_round_trips():
+    from sapo_toolkit.schemas.build.layout import split_trees
 
     node, dict_, other = {"kind": "node"}, {"kind": "dict"}, {"kind": "value", "default": 2}
     trees = {  # "a" everywhere; "b" changed by y; "c" only in x and y; "d" only in z; "e": a tie x/y, absent in z
@@ -307,14 +318,14 @@ def test_split_engine_trees_round_trips():
         "y": {"a": node, "b": dict_, "c": node, "e": dict_},
         "z": {"a": node, "b": other, "d": node},
     }
-    base, engines = split_engine_trees(trees)
+    base, engines = split_trees(trees)
     assert base == {"a": node, "b": other, "c": node, "e": node}  # majority; the tie on "e" goes to x, the first
     assert engines == {"x": {"set": {}, "unset": []},
                        "y": {"set": {"b": dict_, "e": dict_}, "unset": []},
                        "z": {"set": {"d": node}, "unset": ["c", "e"]}}
-    snapshot = {"base": base, "engines": engines}
+    snapshot = {"tree_sets": {"t": {"base": base, "trees": engines}}}
     for option, tree in trees.items():
-        rebuilt = engine_tree(snapshot, option)
+        rebuilt = tree_entries(snapshot, "t", option)
         assert rebuilt == tree and list(rebuilt) == sorted(tree)
 
 
@@ -324,7 +335,7 @@ def test_loader_reads_one_file_per_version():
         assert trainer.groups["model_engine"]["default"] == "dp"
         assert megatron.groups["model_engine"]["default"] == "megatron"
         assert trainer.read_set is megatron.read_set  # one parsed file for both configs
-        assert trainer.tree("megatron") is megatron.tree("megatron")
+        assert trainer.tree({"model_engine": "megatron"}) is megatron.tree({"model_engine": "megatron"})
         assert entrypoints(version)["verl.trainer.main_ppo"] == "ppo_trainer"
 
 
@@ -354,7 +365,7 @@ def test_locate_installed_verl_without_importing_it():
         with pytest.raises(build.SchemaBuildError, match="not installed"):
             build.locate_verl()
     else:
-        pkg, version, source = build.locate_verl()
+        pkg, version, source, _ = build.locate_verl()
         assert (pkg / "trainer" / "config" / "ppo_trainer.yaml").is_file() and version in source
     assert "verl" not in sys.modules
 
@@ -364,3 +375,130 @@ def test_locate_verl_errors(tmp_path):
         build.locate_verl(wheel=tmp_path / "missing.whl")
     with pytest.raises(build.SchemaBuildError):
         build.locate_verl(verl_root=tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# verl main (a git archive), the other trainer configs, ray
+# ---------------------------------------------------------------------------------------------------------------
+
+VERL_MAIN_ARCHIVE = Path("/work/shared/verl-src/verl-main-1dda039.tar.gz")
+needs_verl_main = pytest.mark.skipif(not VERL_MAIN_ARCHIVE.is_file(), reason=f"no {VERL_MAIN_ARCHIVE}")
+
+
+@pytest.fixture(scope="session")
+def verl_main() -> dict:
+    located = build.locate_verl(verl_root=VERL_MAIN_ARCHIVE)
+    assert located.version == "0.10.0.dev"
+    assert located.commit == "1dda039b9c6311889a9c9a26040677e1254814f9"  # from the archive's pax header
+    return build.build_verl_snapshot(*located)
+
+
+@needs_verl_main
+def test_verl_main_snapshot_is_byte_identical_to_committed(verl_main):
+    path = build.verl_snapshot_path(SCHEMAS, "0.10.0.dev")
+    text = build.snapshot_text(verl_main)
+    committed_text = path.read_text(encoding="utf-8")
+    if text != committed_text:
+        diffs = _first_differences(json.loads(text), json.loads(committed_text))
+        pytest.fail(f"{path.relative_to(ROOT)} is stale; regenerate with "
+                    f"`sapo-lint schema build --verl-root {VERL_MAIN_ARCHIVE}`:\n" + "\n".join(diffs))
+    assert verl_main["commit"] == "1dda039b9c6311889a9c9a26040677e1254814f9"
+    assert verl_main["source"] == "git archive verl-main-1dda039.tar.gz of commit " + verl_main["commit"]
+
+
+@needs_verl_main
+def test_verl_main_has_the_keys_the_corpus_uses(verl_main):
+    meg = tree_entries(verl_main, "ppo_trainer", "model_engine=megatron")
+    assert meg["actor_rollout_ref.actor.megatron.grad_offload"]["type"] == "bool"  # not in 0.9.1 (test above)
+    # verl/trainer/config/algorithm.py: `rollout_is_threshold: str | float = 2.0` on RolloutCorrectionConfig, the
+    # annotation of AlgoConfig.rollout_correction (no _target_ in algorithm/rollout_correction.yaml)
+    assert meg["algorithm.rollout_correction.rollout_is_threshold"]["type"] == "float|str"
+    assert "inferred" not in meg["algorithm.rollout_correction.rollout_is_threshold"]
+    # FSDPEngineConfig.turbo_config: dict[str, Any], handed whole to fsdp_turbo (fsdp_turbo_impl.py)
+    dp = tree_entries(verl_main, "ppo_trainer", "model_engine=dp")
+    for path in ("actor_rollout_ref.actor.fsdp_config.turbo_config",
+                 "actor_rollout_ref.actor.fsdp_config.turbo_config.distributed",
+                 "actor_rollout_ref.actor.fsdp_config.turbo_config.distributed.fsdp_plan"):
+        assert dp[path]["kind"] == "dict", path
+    assert dp["actor_rollout_ref.actor.fsdp_config.turbo_config.distributed.fsdp_plan.param_dtype"]["kind"] == "value"
+    # FSDPEngineConfig.mixed_precision: Optional[dict[str, Any]], not in the YAML
+    assert dp["actor_rollout_ref.actor.fsdp_config.mixed_precision"] == {
+        "declared_only": True, "kind": "dict", "nullable": True, "type": "dict"}
+    assert dp["ray_kwargs.ray_init"] == {"consumer": "ray:init", "kind": "dict", "type": "dict"}
+    assert dp["ray_kwargs.ray_init.runtime_env"]["kind"] == "dict"
+
+
+@needs_verl_main
+def test_verl_main_other_trainer_configs(verl_main):
+    configs = verl_main["configs"]
+    sft = configs["sft_trainer_engine"]
+    assert sft["groups"]["engine"] == {"default": "fsdp",
+                                       "options": ["automodel", "fsdp", "megatron", "torchtitan", "veomni"]}
+    assert sft["groups"]["model"] == {"default": "hf_model", "options": ["hf_model"]}
+    assert sft["trees"] == "sft_trainer_engine"
+    trees = verl_main["tree_sets"]["sft_trainer_engine"]["trees"]
+    assert len(trees) == 25 and "engine=megatron,optim=megatron" in trees
+    mm = tree_entries(verl_main, "sft_trainer_engine", "engine=megatron,optim=megatron")
+    assert mm["engine.tensor_model_parallel_size"]["type"] == "int"
+    assert "engine.fsdp_size" not in mm
+    assert "engine.fsdp_size" in tree_entries(verl_main, "sft_trainer_engine", "engine=fsdp,optim=fsdp")
+    # verl/experimental/fully_async_policy/fully_async_main.py: @hydra.main(config_name="fully_async_ppo_trainer"),
+    # whose YAML finds ppo_trainer through `hydra.searchpath: [pkg://verl.trainer.config]`
+    assert verl_main["entrypoints"]["verl.experimental.fully_async_policy.fully_async_main"] == "fully_async_ppo_trainer"
+    assert configs["fully_async_ppo_megatron_trainer"]["trees"] == configs["fully_async_ppo_trainer"]["trees"]
+    assert configs["fully_async_ppo_megatron_trainer"]["groups"]["model_engine"]["default"] == "megatron"
+    fa = verl_main["tree_sets"]["fully_async_ppo_trainer"]
+    assert fa["extends"] == "ppo_trainer" and "base" not in fa  # stored as differences from ppo_trainer's trees
+    fully_async = tree_entries(verl_main, "fully_async_ppo_trainer", "model_engine=megatron")
+    assert fully_async["async_training.staleness_threshold"]["type"] == "float"
+    assert "async_training.staleness_threshold" not in tree_entries(verl_main, "ppo_trainer", "model_engine=megatron")
+
+
+@pytest.fixture(scope="session")
+def ray_wheel() -> Path:
+    return _wheel("ray==2.60.0", "ray-2.60.0-*.whl", MCORE_PLATFORM)
+
+
+@pytest.mark.network
+def test_ray_init_snapshot_matches_committed(ray_wheel):
+    built = json.loads(build.snapshot_text(build.build_consumer_snapshot(ray_wheel)))
+    committed = _load(build.consumer_snapshot_path(SCHEMAS, "ray", "2.60.0"))
+    assert built == committed
+    fields = committed["classes"]["init"]["fields"]
+    assert {"num_cpus", "runtime_env", "namespace", "address"} <= set(fields)
+    # popped from **kwargs in ray/_private/worker.py init(); any other keyword raises RuntimeError
+    assert fields["_temp_dir"]["hidden"] is True and fields["object_spilling_directory"]["hidden"] is True
+    assert "**kwargs" not in fields and "kwargs" not in fields
+
+
+def test_source_archive_gives_its_commit(tmp_path):
+    import tarfile
+
+    root = tmp_path / "verl-main"
+    (root / "verl" / "trainer" / "config").mkdir(parents=True)
+    (root / "verl" / "trainer" / "config" / "ppo_trainer.yaml").write_text("a: 1\n")
+    (root / "verl" / "version").mkdir()
+    (root / "verl" / "version" / "version").write_text("9.9.dev\n")
+    archive = tmp_path / "verl-main-abcdef0.tar.gz"
+    with tarfile.open(archive, "w:gz", format=tarfile.PAX_FORMAT, pax_headers={"comment": "ab" * 20}) as tf:
+        tf.add(root, arcname="verl-main")
+    located = build.locate_verl(verl_root=archive)
+    assert (located.version, located.commit) == ("9.9.dev", "ab" * 20)
+    assert located.source == f"git archive {archive.name} of commit {'ab' * 20}"
+    plain = tmp_path / "plain.tar"
+    with tarfile.open(plain, "w", format=tarfile.PAX_FORMAT) as tf:
+        tf.add(root, arcname="verl-main")
+    assert build.locate_verl(verl_root=plain).commit is None
+
+
+def test_union_annotations():
+    from sapo_toolkit.schemas.build.annotations import analyze_annotation
+    from sapo_toolkit.schemas.build.source_index import Index
+
+    index = Index(Path("/nonexistent"), packages=())
+    t = lambda code: analyze_annotation(index, "m", code)
+    assert t("str | float").type == "float|str"
+    assert t("Optional[Union[int, str]]").type == "int|str" and t("Optional[Union[int, str]]").nullable
+    assert t("int | float").type == "float"  # an int is a float
+    assert t("float").type == "float"
+    assert t("int | Any").type == "any"

@@ -21,7 +21,8 @@ def short_class(target: str | None) -> str:
 
 def where(ctx: LintContext) -> str:
     """How to name the config a key was checked against, in messages."""
-    return f"verl {ctx.snapshot.verl_version} `{ctx.snapshot.config_name}` (model_engine={ctx.model_engine})"
+    chosen = ", ".join(f"{g}={o}" for g, o in ctx.selection.items())
+    return f"verl {ctx.snapshot.verl_version} `{ctx.snapshot.config_name}`" + (f" ({chosen})" if chosen else "")
 
 
 def first_missing(ro: ResolvedOverride) -> str:

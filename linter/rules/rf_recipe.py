@@ -61,8 +61,11 @@ UNKNOWN_VERSION = source_rule(
     "RF004", "unknown-schema-version", Severity.ERROR,
     summary="no schema snapshot for the verl version or config the recipe names",
     explanation="""Overrides are checked against a schema snapshot of the named verl version and trainer
-    config. When none is committed (or built with `sapo-lint schema build`), nothing can be checked, which is
-    an error rather than a silent pass. The message lists the versions that have snapshots.""",
+    config. When no snapshot of the version is committed (or built with `sapo-lint schema build`), nothing can
+    be checked, which is an error rather than a silent pass; the message lists the versions that have
+    snapshots. A snapshot holds every trainer config its verl ships (`ppo_trainer`, `sft_trainer_engine`, the
+    fully-async and one-step-off trainers, ...); a command that names another config (`--config-name`) is one
+    info saying its overrides were not checked, and the file's other checks still run.""",
     bad="""
     recipe: sapo-recipe/v1
     name: demo

@@ -2,6 +2,7 @@ from ..core.diagnostics import Severity
 from ..engine import LintContext
 from ..rulekit.common import did_you_mean, where
 from ..rulekit.registry import Finding, rule
+from ..rulekit.versions import path_elsewhere
 
 
 @rule(
@@ -22,7 +23,9 @@ def check(ctx: LintContext):
     When that happens depends on the run: a script fails at start-up after its environment is set up, a typo
     in a variant only on the cluster that selects it. The message names the nearest real path, searched both
     at the same level and by leaf name across the tree. A dataclass field that verl's YAML does not list
-    (for example `actor_rollout_ref.rollout.repetition_penalty`) is legal only with `+`; the fix says so."""
+    (for example `actor_rollout_ref.rollout.repetition_penalty`) is legal only with `+`; the fix says so. When
+    another committed snapshot of the same config has the key (`actor_rollout_ref.actor.megatron.grad_offload` is
+    in verl main but not 0.9.1), the message says which, and which `--verl-version` to lint with."""
     for ro in ctx.overrides:
         if ro.parsed.op != "set" or ro.group is not None or ro.existed or ro.outside is not None:
             continue
@@ -35,5 +38,6 @@ def check(ctx: LintContext):
                               "missing key even there: add it with `+`", fix="+" + ro.override.key_text)
         else:
             hint, fix = did_you_mean(ctx, ro.path)
-            yield Finding(ro, f"unknown key `{ro.path}`: not in {where(ctx)}, so Hydra refuses it at compose.{hint}",
-                          fix=fix)
+            elsewhere = path_elsewhere(ctx, ro.path)
+            yield Finding(ro, f"unknown key `{ro.path}`: not in {where(ctx)}, so Hydra refuses it at compose."
+                              f"{elsewhere or hint}", fix=None if elsewhere else fix)

@@ -3,6 +3,7 @@ from ..engine import LintContext
 from ..rulekit.common import did_you_mean, first_missing, short_class
 from ..rulekit.registry import Finding, rule
 from ..rulekit.sapo import is_nested_tau
+from ..rulekit.versions import path_elsewhere, read_elsewhere
 
 
 @rule(
@@ -27,7 +28,9 @@ def check(ctx: LintContext):
     (`data`, `trainer`, `ray_kwargs`, ...) or a `_target_` node that `main_ppo` never instantiates
     (`algorithm`, `reward`, `global_profiler`), verl accepts anything: the key is reported when no code in
     verl reads a key of that name (the read-set collected from verl's source), because then the setting is
-    silently ignored. Keys under open pass-through dicts are checked by SL007. Nested SAPO taus are SP001."""
+    silently ignored. Keys under open pass-through dicts are checked by SL007, and keys under a declared
+    dict-typed field (`fsdp_config.mixed_precision`) are the field's value. When another committed verl snapshot
+    has the field, or reads the name, the message says which. Nested SAPO taus are SP001."""
     for ro in ctx.overrides:
         if ro.parsed.op not in ("add", "force_add") or ro.existed or ro.group is not None or ro.outside is not None:
             continue
@@ -37,14 +40,22 @@ def check(ctx: LintContext):
         if anchor is None or anchor["kind"] != "node":
             continue
         name = first_missing(ro)
+        field = ctx.tree.get(f"{ro.anchor}.{name}" if ro.anchor else name)
+        if field is not None and field["kind"] == "dict":
+            # A declared dict-typed field that the YAML does not list: `+` creates it, and the dataclass takes the
+            # mapping (FSDPEngineConfig.mixed_precision: Optional[dict], verl/workers/config/engine.py).
+            continue
         hint, fix = did_you_mean(ctx, ro.path)
         if anchor.get("target") and anchor.get("instantiated"):
+            elsewhere = path_elsewhere(ctx, f"{ro.anchor}.{name}" if ro.anchor else name)
             yield Finding(ro, f"`{ro.path}`: verl builds {short_class(anchor['target'])} from `{ro.anchor}`, which has "
                               f"no field `{name}`; the `+` gets past Hydra, then instantiation fails at start-up with "
-                              f"TypeError (unexpected keyword argument '{name}').{hint}", fix=fix)
+                              f"TypeError (unexpected keyword argument '{name}').{elsewhere or hint}",
+                          fix=None if elsewhere else fix)
         elif name not in ctx.snapshot.read_set:
             kind = (f"{short_class(anchor['target'])}, which main_ppo never instantiates (read as a plain dict)"
                     if anchor.get("target") else "a plain config node without a dataclass")
+            elsewhere = read_elsewhere(ctx, name)
             yield Finding(ro, f"`{ro.path}`: `{ro.anchor}` is {kind}, so verl accepts the key, but nothing in "
-                              f"verl {ctx.snapshot.verl_version} reads a key named `{name}`: the setting is silently "
-                              f"ignored.{hint}", fix=fix)
+                              f"verl {ctx.snapshot.label} reads a key named `{name}`: the setting is silently "
+                              f"ignored.{elsewhere or hint}", fix=None if elsewhere else fix)

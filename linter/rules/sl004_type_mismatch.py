@@ -20,12 +20,13 @@ def _strings(value) -> bool:
 
 def type_error(value, entry: dict) -> str | None:
     """Why `value` cannot be this entry's type, or None when it can."""
-    expected = entry.get("type", "any")
-    if expected not in _ACCEPTS or is_interpolation(value):
+    members = entry.get("type", "any").split("|")  # a union is "float|str" (schemas/FORMAT.md)
+    if any(m not in _ACCEPTS for m in members) or is_interpolation(value):
         return None
+    expected = " or ".join(members)
     if value is None:
         return None if entry.get("nullable") else f"expects {expected}, not null"
-    if _ACCEPTS[expected](value):
+    if any(_ACCEPTS[m](value) for m in members):
         return None
     if entry.get("inferred") and expected == "str" and isinstance(value, list) and all(isinstance(v, str) for v in value):
         return None  # undeclared path-like keys (data.train_files) are read as a string or a list of them
@@ -62,8 +63,9 @@ def check(ctx: LintContext):
     strings only has its type from the default (no dataclass declares it), one string is accepted: the one such
     key, `trainer.logger`, goes to `Tracking(default_backend: str | list[str])`, which wraps a string in a list
     (verl `verl/utils/tracking.py` `Tracking.__init__`), as does `main_ppo`'s own read of it
-    (`verl/trainer/main_ppo.py`, `[trainer_logger] if isinstance(trainer_logger, str)`). Interpolations are not
-    checked."""
+    (`verl/trainer/main_ppo.py`, `[trainer_logger] if isinstance(trainer_logger, str)`). A union annotation
+    (`rollout_is_threshold: str | float`) takes a value of any of its types. A mismatch with a type that only
+    comes from the default is a warning, not an error. Interpolations are not checked."""
     for ro in ctx.overrides:
         if not ro.assigns or ro.entry is None or ro.group is not None or ro.parsed.is_sweep or ro.outside is not None:
             continue
@@ -73,5 +75,10 @@ def check(ctx: LintContext):
         if entry["kind"] == "list" and not _declared(ctx, ro.path):
             entry = {**entry, "inferred": True}  # a list's type comes from its default unless a dataclass declares it
         problem = type_error(ro.parsed.value, entry)
-        if problem:
+        if problem and entry.get("inferred"):
+            # No dataclass declares the type, only verl's default shows it: verl may well take other values
+            # (`rollout_is_threshold: 2.0` also takes "0.5_4.0"), so this is a warning, never an error.
+            yield Finding(ro, f"`{ro.path}` {problem}, the type of verl's default; no dataclass declares the key's "
+                              "type, so check that verl reads this value", severity=Severity.WARNING)
+        elif problem:
             yield Finding(ro, f"`{ro.path}` {problem}")

@@ -14,6 +14,8 @@ _CONSEQUENCE = {
                                                    "worker: TypeError when the model is wrapped",
     "mbridge:save_weights": "verl filters `{dict}` against the installed `save_weights` signature, so the key is "
                             "silently dropped and the setting never takes effect",
+    "ray:init": "verl's main_ppo calls `ray.init(**{dict})` (verl/trainer/main_ppo.py), and ray raises "
+                "`RuntimeError: Unknown keyword argument(s)` before training starts",
 }
 
 

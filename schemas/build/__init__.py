@@ -6,9 +6,10 @@ In the linter only ``sapo-lint schema build`` (linter/cli.py) imports this packa
 the linter: imports flow linter -> schemas.  Importing this facade is cheap: each name below loads its module (and
 hydra, omegaconf, libcst) on first use.
 
-* ``locate_verl`` -> ``(package_dir, version, source_label)`` (distributions.py)
-* ``build_verl_snapshot`` -> the snapshot of one verl version; ``entrypoint_defaults`` (verl.py)
-* ``build_consumer_snapshot``, ``mbridge_git_main_snapshot`` -> megatron-core / mbridge snapshots (consumers.py)
+* ``locate_verl`` -> ``LocatedVerl(package_dir, version, source, commit)`` (distributions.py)
+* ``build_verl_snapshot`` -> the snapshot of one verl version (every trainer config it ships);
+  ``entrypoint_defaults``, ``config_sources`` (verl.py)
+* ``build_consumer_snapshot``, ``mbridge_git_main_snapshot`` -> megatron-core / mbridge / ray snapshots (consumers.py)
 * ``mindspeed_snapshot`` -> the transcribed MindSpeed (Ascend) snapshot (mindspeed.py)
 * ``snapshot_text`` -> the deterministic JSON text (layout.py)
 * ``write_snapshot``, ``build_all`` (regenerate every committed snapshot under ``schemas/``) (writer.py)
@@ -17,7 +18,9 @@ hydra, omegaconf, libcst) on first use.
 Regenerate the committed files with::
 
     sapo-lint schema build --wheel verl-0.9.1-py3-none-any.whl --wheel verl-0.8.0-py3-none-any.whl \
-        --consumer-wheel megatron_core-0.12.1-....whl ... --consumer-wheel mbridge-0.15.1-py3-none-any.whl
+        --verl-root verl-main-1dda039.tar.gz \
+        --consumer-wheel megatron_core-0.12.1-....whl ... --consumer-wheel mbridge-0.15.1-py3-none-any.whl \
+        --consumer-wheel ray-2.60.0-....whl
 """
 
 from __future__ import annotations
@@ -32,9 +35,9 @@ class SchemaBuildError(Exception):
 # Public name -> the submodule that defines it.
 _EXPORTS = {
     "locate_verl": "distributions",
-    "CONFIG_NAMES": "compose",
     "build_verl_snapshot": "verl",
     "entrypoint_defaults": "verl",
+    "config_sources": "verl",
     "build_consumer_snapshot": "consumers",
     "mbridge_git_main_snapshot": "consumers",
     "mindspeed_snapshot": "mindspeed",

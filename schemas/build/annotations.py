@@ -44,12 +44,12 @@ def _union(parts: list[Annotation]) -> Annotation:
     if all(p.choices is not None for p in real):
         choices = [c for p in real for c in p.choices]
     types = {p.type for p in real}
-    if len(types) == 1:
-        t = types.pop()
-    elif types <= {"int", "float"}:
-        t = "float"
-    else:
+    if "any" in types:
         t = "any"
+    else:
+        if {"int", "float"} <= types:
+            types.discard("int")  # an int is a float too
+        t = "|".join(sorted(types))  # `str | float` -> "float|str" (FORMAT.md `type`)
     dc = real[0].dataclass if len(real) == 1 else None
     return Annotation(t, nullable or any(p.type == "none" for p in parts), choices, dc)
 

@@ -1,71 +1,100 @@
-"""Composing verl's trainer configs with hydra-core, once per ``model_engine`` option."""
+"""Composing verl's trainer configs with hydra-core: every selection of the config groups that have more than one
+option, and the groups themselves as Hydra's own defaults list reports them."""
 
 from __future__ import annotations
 
+import itertools
+from dataclasses import dataclass
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
+from hydra.types import RunMode
 from omegaconf import OmegaConf
 
 from . import SchemaBuildError
 
-CONFIG_NAMES = ("ppo_trainer", "ppo_megatron_trainer")
-GROUP = "model_engine"
+
+@dataclass(slots=True)
+class ConfigSource:
+    """A primary config: its name, the directory holding it, and the directories on its search path."""
+
+    name: str
+    config_dir: Path
+    search_path: tuple[Path, ...] = ()
 
 
-def _defaults_list(config_dir: Path, name: str) -> list:
-    path = config_dir / f"{name}.yaml"
-    if not path.is_file():
+@dataclass(slots=True)
+class ComposedConfig:
+    """One config composed once per selection: ``groups`` maps each override key (``model_engine``, ``engine``)
+    to ``{"default", "options"}``; ``containers`` maps a selection key (``selection_key``) to the composed tree."""
+
+    groups: dict[str, dict]
+    containers: dict[str, dict]
+
+
+def selection_key(selection: dict[str, str]) -> str:
+    """``engine=megatron,optim=fsdp``: the selected option of each tree-selecting group, groups sorted (FORMAT.md);
+    ``""`` for a config without such groups."""
+    return ",".join(f"{g}={selection[g]}" for g in sorted(selection))
+
+
+def selecting_groups(groups: dict[str, dict]) -> list[str]:
+    """The groups whose option picks the tree: those with more than one option."""
+    return sorted(g for g, spec in groups.items() if len(spec["options"]) > 1)
+
+
+def _overrides(source: ConfigSource) -> list[str]:
+    # verl's experimental configs name `file://verl/trainer/config` (relative to the working directory) on their
+    # `hydra.searchpath`; the build gives the absolute directory instead.
+    if not source.search_path:
         return []
-    cfg = OmegaConf.load(path)
-    d = cfg.get("defaults") if hasattr(cfg, "get") else None
-    return OmegaConf.to_container(d, resolve=False) if d is not None else []
+    return ["hydra.searchpath=[" + ",".join(f"file://{p}" for p in source.search_path) + "]"]
 
 
-def group_default(config_dir: Path, name: str, group: str, _depth: int = 0) -> str | None:
-    """The option a primary config selects for ``group`` in its defaults list (following included primaries)."""
-    found = None
-    for item in _defaults_list(config_dir, name):
-        if isinstance(item, dict):
-            for k, v in item.items():
-                if k.strip() in (group, f"override {group}"):
-                    found = v
-        elif isinstance(item, str) and item != "_self_" and _depth < 5 and (config_dir / f"{item}.yaml").is_file():
-            sub = group_default(config_dir, item, group, _depth + 1)
-            if sub is not None and found is None:
-                found = sub
-    return found
+def _group_options(source: ConfigSource, group: str) -> list[str]:
+    """The options of ``group``: its YAML files in the config directory and the directories on the search path."""
+    dirs = (source.config_dir, *source.search_path)
+    return sorted({p.stem for d in dirs for p in (Path(d) / group).glob("*.yaml")})
 
 
-def compose_trees(config_dir: Path, options: list[str]) -> dict[str, dict]:
-    """``{option: container}``, the same for every trainer config.
+def _groups(source: ConfigSource, base: list[str]) -> dict[str, dict]:
+    """The config groups ``name`` selects from in its defaults list, under the keys an override uses.
 
-    The snapshot stores one tree per option for all of ``CONFIG_NAMES``: verl's ``ppo_megatron_trainer.yaml`` is
-    ``ppo_trainer`` plus ``override model_engine: megatron`` (verl 0.8.0, 0.9.1).  This fails loudly when a verl
-    breaks that, rather than writing a snapshot that is wrong for one of the configs.
-    """
-    composed: dict[str, dict[str, dict]] = {n: {} for n in CONFIG_NAMES}
+    Only groups placed at their own package (``model_engine``, ``engine@engine``): their override key is the group
+    name. Groups placed elsewhere (``actor@actor_rollout_ref.actor``) and those inside a group option
+    (``actor/../engine@...``) are not recorded."""
+    loader = GlobalHydra.instance().config_loader()
+    defaults = loader.compute_defaults_list(source.name, base, RunMode.RUN).defaults
+    groups: dict[str, dict] = {}
+    for d in defaults:
+        key = d.override_key
+        if not key or "@" in key or "/" in key or key.startswith("hydra") or d.config_path is None:
+            continue
+        group, _, option = d.config_path.rpartition("/")
+        if group != key:
+            continue
+        groups[key] = {"default": option, "options": _group_options(source, group)}
+    return dict(sorted(groups.items()))
+
+
+def compose_config(source: ConfigSource) -> ComposedConfig:
+    """Compose ``source`` for every combination of the options of its tree-selecting groups."""
+    base = _overrides(source)
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_dir(config_dir=str(config_dir), version_base=None, job_name="sapo_lint_schema"):
-            for cname in CONFIG_NAMES:
-                for opt in options:
-                    cfg = compose(config_name=cname, overrides=[f"{GROUP}={opt}"])
-                    composed[cname][opt] = OmegaConf.to_container(cfg, resolve=False)
-            shim = OmegaConf.to_container(compose(config_name="ppo_megatron_trainer"), resolve=False)
+        with initialize_config_dir(config_dir=str(source.config_dir), version_base=None, job_name="sapo_lint_schema"):
+            groups = _groups(source, base)
+            selecting = selecting_groups(groups)
+            containers: dict[str, dict] = {}
+            for options in itertools.product(*(groups[g]["options"] for g in selecting)):
+                selection = dict(zip(selecting, options))
+                cfg = compose(config_name=source.name, overrides=base + [f"{g}={o}" for g, o in selection.items()])
+                containers[selection_key(selection)] = OmegaConf.to_container(cfg, resolve=False)
     except Exception as e:  # noqa: BLE001 - hydra and omegaconf errors alike become one CLI line
         msg = " ".join(str(e).split())
-        raise SchemaBuildError(f"hydra compose of {config_dir} failed: {type(e).__name__}: {msg[:300]}") from None
+        raise SchemaBuildError(f"hydra compose of {source.config_dir / source.name}.yaml failed: "
+                               f"{type(e).__name__}: {msg[:300]}") from None
     finally:
         GlobalHydra.instance().clear()
-    if "megatron" not in options or shim != composed["ppo_trainer"]["megatron"]:
-        raise SchemaBuildError(
-            "compose('ppo_megatron_trainer') != compose('ppo_trainer', ['model_engine=megatron']): "
-            "ppo_megatron_trainer.yaml is no longer ppo_trainer with model_engine=megatron; "
-            "the snapshot format needs revisiting")
-    for opt in options:
-        if composed["ppo_megatron_trainer"][opt] != composed["ppo_trainer"][opt]:
-            raise SchemaBuildError(
-                f"compose('ppo_megatron_trainer', ['{GROUP}={opt}']) != compose('ppo_trainer', ['{GROUP}={opt}'])")
-    return composed["ppo_trainer"]
+    return ComposedConfig(groups, containers)

@@ -1,5 +1,6 @@
-"""Snapshots of the libraries that receive verl's pass-through dicts: megatron-core config dataclasses and
-mbridge's ``Bridge.save_weights`` parameters (format: FORMAT.md, ``schemas/consumers/``)."""
+"""Snapshots of the libraries that receive verl's pass-through dicts: megatron-core config dataclasses,
+mbridge's ``Bridge.save_weights`` parameters and ray's ``ray.init`` parameters (format: FORMAT.md,
+``schemas/consumers/``)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+import libcst as cst
+
 from . import SchemaBuildError
 from .annotations import analyze_annotation, infer_type, sorted_choices
 from .distributions import extract_wheel, normalise_name, parse_metadata
 from .layout import CONSUMER_FORMAT
-from .source_index import ClassRecord, Index, scan_source
+from .source_index import ClassRecord, Index, code_of, scan_source, signature_params, string_value
 
 # megatron-core classes recorded in a consumer snapshot: name -> module.
 MCORE_CLASSES = {
@@ -22,6 +25,8 @@ MCORE_CLASSES = {
     "DistributedDataParallelConfig": "megatron.core.distributed.distributed_data_parallel_config",
 }
 MBRIDGE_METHOD = ("mbridge.core.bridge", "Bridge", "save_weights")
+# `ray.init` is `ray._private.worker.init` (ray/__init__.py imports it from there).
+RAY_INIT = ("ray/_private/worker.py", "init")
 
 # mbridge git main is not on PyPI (pyproject there still says 0.15.1), so it cannot be rebuilt from a wheel.  Its
 # signature is transcribed from ISEEKYAN/mbridge main, mbridge/core/bridge.py:602-647, and parsed with the same code
@@ -79,8 +84,52 @@ def _method_fields(index: Index, cls: ClassRecord, method: str) -> dict[str, dic
     return out
 
 
+class _HiddenKwargs(cst.CSTVisitor):
+    """``name: ann = kwargs.pop("name", default)`` statements: the keywords a ``**kwargs`` function takes by name."""
+
+    def __init__(self) -> None:
+        self.found: dict[str, tuple[str | None, str | None]] = {}  # name -> (annotation, default) source
+
+    def _record(self, call: cst.BaseExpression | None, ann: str | None) -> None:
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "pop"
+                and isinstance(call.func.value, cst.Name) and call.func.value.value == "kwargs" and call.args):
+            return
+        name = string_value(call.args[0].value)
+        if name is not None:
+            self.found.setdefault(name, (ann, code_of(call.args[1].value) if len(call.args) > 1 else None))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._record(node.value, code_of(node.annotation.annotation))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._record(node.value, None)
+
+
+def _ray_init_fields(root: Path) -> dict[str, dict]:
+    """``ray.init``'s keywords: its named parameters and the hidden ones it pops from ``**kwargs``
+    (``_temp_dir``, ``_system_config``, ...). Any other keyword raises ``RuntimeError: Unknown keyword
+    argument(s)`` (ray/_private/worker.py, ``init``), so ``**kwargs`` itself is not recorded."""
+    rel, fname = RAY_INIT
+    path = root / rel
+    if not path.is_file():
+        raise SchemaBuildError(f"ray wheel: no {rel}")
+    module = "ray._private.worker"
+    fn = next((s for s in cst.parse_module(path.read_bytes()).body
+               if isinstance(s, cst.FunctionDef) and s.name.value == fname), None)
+    if fn is None:
+        raise SchemaBuildError(f"ray wheel: {rel} defines no {fname}()")
+    index = Index(root, packages=["ray"])
+    out = {p["name"]: _consumer_entry(index, module, p["ann"], p["default"])
+           for p in signature_params(fn) if not p.get("var")}
+    hidden = _HiddenKwargs()
+    fn.body.visit(hidden)
+    for name, (ann, default) in hidden.found.items():
+        out.setdefault(name, {**_consumer_entry(index, module, ann, default), "hidden": True})
+    return out
+
+
 def build_consumer_snapshot(wheel_or_dir: Path) -> dict:
-    """Snapshot of a megatron-core or mbridge wheel (or its extracted directory), read with libcst."""
+    """Snapshot of a megatron-core, mbridge or ray wheel (or its extracted directory), read with libcst."""
     wheel_or_dir = Path(wheel_or_dir)
     if wheel_or_dir.is_dir():
         root = wheel_or_dir
@@ -105,6 +154,8 @@ def build_consumer_snapshot(wheel_or_dir: Path) -> dict:
             fields = index.fields_of(cls)
             classes[cname] = {"fields": {n: _consumer_entry(index, f.module, f.ann, f.default)
                                          for n, f in fields.items()}}
+    elif package == "ray":
+        classes["init"] = {"fields": _ray_init_fields(root)}
     elif package == "mbridge":
         module, cname, method = MBRIDGE_METHOD
         cls = index.lookup(module, cname)
@@ -112,7 +163,7 @@ def build_consumer_snapshot(wheel_or_dir: Path) -> dict:
             raise SchemaBuildError(f"{source}: class {module}.{cname} not found")
         classes[method] = {"fields": _method_fields(index, cls, method)}
     else:
-        raise SchemaBuildError(f"{source}: package {package!r} is neither megatron-core nor mbridge")
+        raise SchemaBuildError(f"{source}: package {package!r} is not megatron-core, mbridge or ray")
     return {"format": CONSUMER_FORMAT, "package": package, "version": version, "source": source, "classes": classes}
 
 

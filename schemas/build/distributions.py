@@ -6,9 +6,11 @@ from __future__ import annotations
 import atexit
 import re
 import shutil
+import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import NamedTuple
 
 from . import SchemaBuildError
 
@@ -37,6 +39,22 @@ def extract_wheel(wheel: Path, prefix: str) -> Path:
     except zipfile.BadZipFile as e:
         raise SchemaBuildError(f"{wheel.name} is not a valid wheel: {e}") from None
     return dest
+
+
+def extract_source_archive(archive: Path) -> tuple[Path, str | None]:
+    """Unpack a ``git archive`` tarball of verl (``.tar.gz``/``.tgz``/``.tar``) into a temporary directory
+    (removed at exit); returns ``(its single top directory, the commit id)``. ``git archive`` of a commit records
+    the id in the archive's pax global header (``comment``); None when it has none."""
+    dest = _tempdir("sapo-lint-verl-src-")
+    try:
+        with tarfile.open(archive) as tf:
+            commit = tf.pax_headers.get("comment")
+            tf.extractall(dest, filter="data")  # refuses members that escape dest, links included
+    except (tarfile.TarError, OSError) as e:
+        raise SchemaBuildError(f"{archive.name} is not a readable source archive: {e}") from None
+    tops = [p for p in dest.iterdir() if p.is_dir()]
+    root = tops[0] if len(tops) == 1 else dest
+    return root, commit if commit and re.fullmatch(r"[0-9a-f]{40}", commit) else None
 
 
 def parse_metadata(text: str) -> dict[str, str]:
@@ -76,12 +94,20 @@ def _read_version_file(pkg: Path) -> str | None:
     return None
 
 
-def locate_verl(wheel: Path | None = None, verl_root: Path | None = None) -> tuple[Path, str, str]:
-    """Return ``(package_dir, version, source_label)``; ``package_dir`` holds verl's ``trainer/config/``.
+class LocatedVerl(NamedTuple):
+    package_dir: Path  # holds verl's trainer/config/
+    version: str
+    source: str  # what the snapshot was built from, in words (the snapshot's `source`)
+    commit: str | None = None  # the git commit, for a source archive that records it
+
+
+def locate_verl(wheel: Path | None = None, verl_root: Path | None = None) -> LocatedVerl:
+    """Find the verl package directory to build a snapshot of.
 
     ``wheel``: a verl ``.whl`` (extracted to a temporary directory, removed at exit); ``verl_root``: a source checkout
-    (its ``verl/`` directory; the version comes from ``verl/version/version``); neither: the installed verl, found
-    through ``importlib.metadata.distribution('verl')`` (verl is never imported).
+    (its ``verl/`` directory; the version comes from ``verl/version/version``), or a ``git archive`` tarball of one
+    (extracted likewise; the commit comes from the archive); neither: the installed verl, found through
+    ``importlib.metadata.distribution('verl')`` (verl is never imported).
     """
     if wheel is not None and verl_root is not None:
         raise SchemaBuildError("give either a verl wheel or a verl source root, not both")
@@ -94,9 +120,13 @@ def locate_verl(wheel: Path | None = None, verl_root: Path | None = None) -> tup
         version = _read_version_file(pkg) or _dist_info_version(root, "verl")
         if not version:
             raise SchemaBuildError(f"{wheel.name}: cannot tell the verl version (no verl/version/version)")
-        return pkg, version, wheel.name
+        return LocatedVerl(pkg, version, wheel.name)
     if verl_root is not None:
         verl_root = Path(verl_root).resolve()
+        archive, commit = None, None
+        if verl_root.is_file():
+            archive = verl_root
+            verl_root, commit = extract_source_archive(archive)
         for pkg in (verl_root / "verl", verl_root):
             if _is_verl_package(pkg):
                 break
@@ -105,7 +135,10 @@ def locate_verl(wheel: Path | None = None, verl_root: Path | None = None) -> tup
         version = _read_version_file(pkg)
         if not version:
             raise SchemaBuildError(f"{verl_root}: cannot tell the verl version (no verl/version/version)")
-        return pkg, version, f"verl source checkout {pkg.parent}"
+        if archive is None:
+            return LocatedVerl(pkg, version, f"verl source checkout {pkg.parent}")
+        of = f" of commit {commit}" if commit else ""
+        return LocatedVerl(pkg, version, f"git archive {archive.name}{of}", commit)
     # Installed distribution: never `import verl` (it pulls in torch).
     from importlib import metadata
 
@@ -130,4 +163,4 @@ def locate_verl(wheel: Path | None = None, verl_root: Path | None = None) -> tup
                 break
     if pkg is None:
         raise SchemaBuildError(f"installed verl {dist.version} has no trainer/config/ppo_trainer.yaml")
-    return pkg, dist.version, f"installed distribution verl=={dist.version}"
+    return LocatedVerl(pkg, dist.version, f"installed distribution verl=={dist.version}")

@@ -163,7 +163,8 @@ def _field_default(value: cst.BaseExpression | None) -> tuple[str | None, bool]:
     return code_of(value), True
 
 
-def _params(fn: cst.FunctionDef) -> list[dict]:
+def signature_params(fn: cst.FunctionDef) -> list[dict]:
+    """The parameters of a function definition: name, annotation and default source (``*args``/``**kw`` marked)."""
     out = []
     p = fn.params
     for param in list(p.posonly_params) + list(p.params) + list(p.kwonly_params):
@@ -205,7 +206,7 @@ def _class_record(node: cst.ClassDef, module: str) -> ClassRecord:
                         except (ValueError, SyntaxError):
                             rec.enum_members[t.value] = None
         elif isinstance(stmt, cst.FunctionDef):
-            rec.methods[stmt.name.value] = _params(stmt)
+            rec.methods[stmt.name.value] = signature_params(stmt)
     return rec
 
 

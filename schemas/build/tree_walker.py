@@ -6,7 +6,6 @@ import re
 from typing import Any
 
 from .annotations import Annotation, analyze_annotation, infer_type, sorted_choices
-from .compose import GROUP
 from .registries import Choices
 from .source_index import ClassRecord, Index
 
@@ -30,6 +29,10 @@ CONSUMERS = (
     ("optim.override_optimizer_config", "megatron-core:OptimizerConfig"),
     ("checkpoint.mbridge_config", "mbridge:save_weights"),
 )
+# Open dicts at a fixed path whose keys another library receives.  `ray_kwargs.ray_init`: verl's main_ppo calls
+# `ray.init(**OmegaConf.to_container(ray_init_kwargs))` with it (verl/trainer/main_ppo.py in verl 0.9.1 and main
+# 1dda039; verl/trainer/main_eval.py likewise), so its keys are `ray.init` parameters.
+FIXED_CONSUMERS = (("ray_kwargs.ray_init", "ray:init"),)
 
 # A default that is exactly one interpolation of another key: ${a.b}, ${.sibling}, ${oc.select:a.b,default}
 _POINTER = re.compile(r"^\$\{(?:oc\.select:)?\s*(\.*[A-Za-z_][A-Za-z0-9_.]*)\s*(?:,[^{}]*)?\}$")
@@ -61,16 +64,16 @@ def _kind_for(ann: Annotation | None, fallback: str) -> str:
 class TreeWalker:
     """Walks one composed config against verl's dataclasses; ``problems`` collects what does not match them."""
 
-    def __init__(self, index: Index, choices: Choices, options: list[str], problems: list[str]) -> None:
+    def __init__(self, index: Index, choices: Choices, groups: dict[str, dict], problems: list[str]) -> None:
         self.index = index
         self.choices = choices
-        self.options = options
+        self.groups = groups  # override key -> {"default", "options"} (compose.py)
         self.problems = problems
         self.entries: dict[str, dict] = {}
         self.rollout_nodes: set[str] = set()
 
     def walk(self, tree: dict) -> dict[str, dict]:
-        self._children(tree, "", None)
+        self._children(tree, "", None, False)
         self._mark_consumers()
         self._follow_interpolations()
         self._registry_choices()
@@ -80,8 +83,12 @@ class TreeWalker:
                 e["choices"] = sorted_choices(e["choices"])
         return self.entries
 
-    def _children(self, mapping: dict, path: str, cls: ClassRecord | None) -> None:
-        fields = self.index.fields_of(cls) if cls is not None else {}
+    def _children(self, mapping: dict, path: str, cls: ClassRecord | None, open_dict: bool,
+                  typed_by: ClassRecord | None = None) -> None:
+        """``cls``: the node's `_target_` dataclass; ``typed_by``: the dataclass its field annotation names when
+        it has no `_target_` (keys take their annotations from it, no field is added); ``open_dict``: the node
+        is inside an open dict."""
+        fields = self.index.fields_of(cls or typed_by) if (cls or typed_by) is not None else {}
         for key, value in mapping.items():
             key = str(key)
             p = f"{path}.{key}" if path else key
@@ -89,7 +96,7 @@ class TreeWalker:
             ann = analyze_annotation(self.index, f.module, f.ann) if f is not None else None
             if cls is not None and f is None and key != "_target_":
                 self.problems.append(f"{p}: key in YAML but not a field of {cls.module}.{cls.name}")
-            self._visit(value, p, ann)
+            self._visit(value, p, ann, open_dict)
         if cls is not None:
             for name, f in fields.items():
                 if name in mapping:
@@ -103,13 +110,18 @@ class TreeWalker:
                     e["choices"] = ann.choices
                 self.entries[f"{path}.{name}"] = e
 
-    def _visit(self, value: Any, path: str, ann: Annotation | None) -> None:
+    def _visit(self, value: Any, path: str, ann: Annotation | None, open_dict: bool) -> None:
         e: dict[str, Any] = {}
         if isinstance(value, dict):
             target = value.get("_target_")
             has_target = isinstance(target, str)
             if ann is not None and ann.type == "dict" and ann.dataclass is None and not has_target:
                 kind = "dict"  # dict-typed field: open, whatever the YAML shows
+            elif open_dict and not has_target:
+                # A mapping inside an open dict is open too: `fsdp_config.turbo_config` (`dict[str, Any]`) goes
+                # whole to fsdp_turbo's `_dict_to_dataclass(FSDPTurboConfig, ...)` (verl/workers/engine/fsdp/
+                # fsdp_turbo_impl.py in verl main 1dda039), so keys under `turbo_config.distributed` are its.
+                kind = "dict"
             elif has_target or value:
                 kind = "node"
             else:
@@ -130,7 +142,8 @@ class TreeWalker:
                     if cls.name == "RolloutConfig":
                         self.rollout_nodes.add(path)
             self.entries[path] = e
-            self._children(value, path, cls)
+            typed_by = ann.dataclass if ann is not None and cls is None and kind == "node" else None
+            self._children(value, path, cls, kind == "dict", typed_by)
             return
         if isinstance(value, (list, tuple)):
             e["kind"] = "list"
@@ -165,6 +178,14 @@ class TreeWalker:
         return not any(under(r) for r in NOT_INSTANTIATED_ROOTS)
 
     def _mark_consumers(self) -> None:
+        for path, consumer in FIXED_CONSUMERS:
+            e = self.entries.get(path)
+            if e is not None and e.get("kind") == "node" and not e.get("target"):
+                e["consumer"] = consumer
+                e["kind"] = "dict"
+                for child, ce in self.entries.items():  # its values are ray's too: a mapping under it is open
+                    if child.startswith(path + ".") and ce.get("kind") == "node" and not ce.get("target"):
+                        ce["kind"] = "dict"
         for path, e in self.entries.items():
             for suffix, consumer in CONSUMERS:
                 if not path.endswith("." + suffix):
@@ -217,5 +238,5 @@ class TreeWalker:
                 e["choices"] = self.choices.rollout_name
             elif parent in self.rollout_nodes and last == "mode" and self.choices.rollout_mode:
                 e["choices"] = self.choices.rollout_mode
-            elif path == GROUP:
-                e["choices"] = list(self.options)
+            elif path in self.groups and e.get("kind") == "value":  # `model_engine: dp`, written by its group
+                e["choices"] = list(self.groups[path]["options"])

@@ -1,15 +1,17 @@
-"""A verl package directory -> its snapshot: composed trees per ``model_engine`` option, the read-set, and the
-entry modules' default configs."""
+"""A verl package directory -> its snapshot: the key trees of every trainer config verl ships (one per selection
+of its config groups), the read-set, and the entry modules' default configs."""
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
 import libcst as cst
+from omegaconf import DictConfig, OmegaConf
 
 from . import SchemaBuildError
-from .compose import CONFIG_NAMES, GROUP, compose_trees, group_default
+from .compose import ConfigSource, compose_config
 from .layout import verl_document
 from .registries import registry_choices
 from .source_index import Index, dotted_name, module_name, string_value
@@ -36,11 +38,11 @@ def _verl_index(package_dir: Path) -> tuple[Index, list[str]]:
     return _INDEX_CACHE[key]
 
 
-def entrypoint_defaults(package_dir: Path) -> dict[str, str]:
-    """verl entry modules (``verl.trainer.main_ppo``, ...) -> the ``config_name`` of their ``@hydra.main``: every
-    module under ``package_dir`` (the ``verl/`` package directory) with such a decorator, read with libcst."""
-    package_dir = Path(package_dir)
-    out: dict[str, str] = {}
+def _hydra_entries(package_dir: Path) -> dict[str, tuple[str, Path]]:
+    """verl entry modules (``verl.trainer.main_ppo``, ...) -> (``config_name``, config directory) of their
+    ``@hydra.main``: every module under ``package_dir`` (the ``verl/`` package directory) with such a decorator,
+    read with libcst; the directory is ``config_path`` relative to the module's own."""
+    out: dict[str, tuple[str, Path]] = {}
     for path in sorted(package_dir.rglob("*.py")):
         try:
             source = path.read_bytes()
@@ -60,38 +62,97 @@ def entrypoint_defaults(package_dir: Path) -> dict[str, str]:
                 call = dec.decorator
                 if not isinstance(call, cst.Call) or dotted_name(call.func) not in ("hydra.main", "main"):
                     continue
-                for arg in call.args:
-                    if arg.keyword is not None and arg.keyword.value == "config_name":
-                        value = string_value(arg.value)
-                        if value:
-                            out[name] = value.removesuffix(".yaml")
+                kw = {a.keyword.value: string_value(a.value) for a in call.args if a.keyword is not None}
+                if kw.get("config_name"):
+                    out[name] = (kw["config_name"].removesuffix(".yaml"), path.parent / (kw.get("config_path") or "."))
     return dict(sorted(out.items()))
 
 
-def build_verl_snapshot(package_dir: Path, version: str, source: str) -> dict:
-    """The format 2 snapshot of the verl package in ``package_dir`` (FORMAT.md): every config of ``CONFIG_NAMES``
-    with its group defaults, one tree per ``model_engine`` option, the read-set and the entry modules."""
+def entrypoint_defaults(package_dir: Path) -> dict[str, str]:
+    """verl entry modules (``verl.trainer.main_ppo``, ...) -> the ``config_name`` of their ``@hydra.main``."""
+    return {m: c for m, (c, _) in _hydra_entries(Path(package_dir)).items()}
+
+
+def _search_path(package_dir: Path, yaml_path: Path) -> tuple[Path, ...]:
+    """The directories a primary config's ``hydra.searchpath`` names. verl's experimental configs name
+    ``file://verl/trainer/config`` (relative to the directory verl runs from, the one holding the package) or
+    ``pkg://verl.trainer.config`` (verl main 1dda039, verl/experimental/fully_async_policy/config/)."""
+    cfg = OmegaConf.load(yaml_path)
+    entries = OmegaConf.select(cfg, "hydra.searchpath", default=None) or []
+    dirs = []
+    for entry in entries:
+        if isinstance(entry, str) and entry.startswith("file://"):
+            p = Path(entry[len("file://"):])
+            dirs.append(p if p.is_absolute() else package_dir.parent / p)
+        elif isinstance(entry, str) and entry.startswith("pkg://"):
+            dirs.append(package_dir.parent.joinpath(*entry[len("pkg://"):].split(".")))
+    return tuple(d.resolve() for d in dirs if d.is_dir())
+
+
+def _includes(yaml_path: Path) -> set[str]:
+    """The plain config names a YAML file's defaults list includes (``- ppo_trainer``)."""
+    cfg = OmegaConf.load(yaml_path)
+    defaults = cfg.get("defaults") if isinstance(cfg, DictConfig) else None
+    return {d for d in (defaults or []) if isinstance(d, str)}
+
+
+def config_sources(package_dir: Path) -> list[ConfigSource]:
+    """The primary configs of a verl package: each entry module's ``config_name``, plus every YAML file beside one
+    that includes it in its defaults list (``ppo_megatron_trainer``: ``ppo_trainer`` with another
+    ``model_engine``), sorted by name."""
     package_dir = Path(package_dir)
-    config_dir = package_dir / "trainer" / "config"
-    if not (config_dir / "ppo_trainer.yaml").is_file():
+    entry: dict[Path, set[str]] = {}
+    for config_name, config_dir in _hydra_entries(package_dir).values():
+        if (config_dir / f"{config_name}.yaml").is_file():
+            entry.setdefault(config_dir.resolve(), set()).add(config_name)
+    known = {name for names in entry.values() for name in names}
+    candidates = {p: _includes(p) for d in entry for p in sorted(d.glob("*.yaml"))}
+    while True:  # a config that includes a known one is known too (fully_async_ppo_megatron_trainer)
+        more = {p.stem for p, includes in candidates.items() if includes & known} - known
+        if not more:
+            break
+        known |= more
+    found: dict[str, ConfigSource] = {}
+    for yaml_path in candidates:
+        name = yaml_path.stem
+        if name in known:
+            if name in found:
+                raise SchemaBuildError(f"config {name!r} is in both {found[name].config_dir} and {yaml_path.parent}")
+            found[name] = ConfigSource(name, yaml_path.parent, _search_path(package_dir, yaml_path))
+    return [found[n] for n in sorted(found)]
+
+
+def build_verl_snapshot(package_dir: Path, version: str, source: str, commit: str | None = None) -> dict:
+    """The format 3 snapshot of the verl package in ``package_dir`` (FORMAT.md): every config of
+    ``config_sources`` with its groups, one key tree per selection of its tree-selecting groups (configs with the
+    same trees share one tree set), the read-set and the entry modules."""
+    package_dir = Path(package_dir)
+    if not (package_dir / "trainer" / "config" / "ppo_trainer.yaml").is_file():
         raise SchemaBuildError(f"{package_dir}: no trainer/config/ppo_trainer.yaml")
-    group_dir = config_dir / GROUP
-    options = sorted(p.stem for p in group_dir.glob("*.yaml")) if group_dir.is_dir() else []
-    if not options:
-        raise SchemaBuildError(f"{config_dir}: no {GROUP}/*.yaml options")
-    defaults = {c: group_default(config_dir, c, GROUP) for c in CONFIG_NAMES}
-    for c, d in defaults.items():
-        if d not in options:
-            raise SchemaBuildError(f"{c}.yaml: {GROUP} default {d!r} is not one of {options}")
+    sources = config_sources(package_dir)
+    if "ppo_trainer" not in {s.name for s in sources}:
+        raise SchemaBuildError(f"{package_dir}: no entry module's @hydra.main names ppo_trainer")
 
     index, read_set = _verl_index(package_dir)
     choices = registry_choices(package_dir, index)
-    composed = compose_trees(config_dir, options)  # the same for every config: only the group default differs
-
     problems: list[str] = []
-    trees = {opt: TreeWalker(index, choices, options, problems).walk(composed[opt]) for opt in options}
+    walked: dict[str, dict[str, dict]] = {}  # composed container (as JSON) -> its tree: configs share most of them
+    configs: dict[str, dict] = {}
+    tree_sets: dict[str, dict[str, dict[str, dict]]] = {}
+    # Shorter names first, so that a tree set is named after the config the others extend (ppo_trainer).
+    for src in sorted(sources, key=lambda s: (len(s.name), s.name)):
+        composed = compose_config(src)
+        trees = {}
+        for key, container in composed.containers.items():
+            text = json.dumps(container, sort_keys=True)
+            if text not in walked:
+                walked[text] = TreeWalker(index, choices, composed.groups, problems).walk(container)
+            trees[key] = walked[text]
+        same = next((name for name, other in tree_sets.items() if other == trees), None)
+        if same is None:
+            same = src.name
+            tree_sets[same] = trees
+        configs[src.name] = {"groups": composed.groups, "trees": same}
     for p in sorted(set(problems)):
         log.info("schema build (verl %s): %s", version, p)
-
-    configs = {c: {"groups": {GROUP: {"default": defaults[c], "options": options}}} for c in CONFIG_NAMES}
-    return verl_document(version, source, configs, trees, read_set, entrypoint_defaults(package_dir))
+    return verl_document(version, source, commit, configs, tree_sets, read_set, entrypoint_defaults(package_dir))

@@ -7,6 +7,7 @@ from pathlib import Path
 from sapo_toolkit.schemas.atomic import write_atomically
 
 from .consumers import build_consumer_snapshot, mbridge_git_main_snapshot
+from .distributions import LocatedVerl
 from .layout import snapshot_text
 from .mindspeed import mindspeed_snapshot
 from .validator_codegen import write_recipe_validator
@@ -28,14 +29,14 @@ def write_snapshot(snapshot: dict, path: Path) -> None:
     write_atomically(path, snapshot_text(snapshot))
 
 
-def build_all(out_dir: Path, verl_packages: list[tuple[Path, str, str]], consumer_wheels: list[Path]) -> list[Path]:
+def build_all(out_dir: Path, verl_packages: list[LocatedVerl], consumer_wheels: list[Path]) -> list[Path]:
     """Write the snapshots of each located verl (``locate_verl``'s result) and each consumer wheel, plus the
     transcribed mbridge git-main and MindSpeed snapshots, under ``out_dir`` (normally ``schemas/``); returns the
     files written."""
     written: list[Path] = []
-    for pkg, version, source in verl_packages:
-        p = verl_snapshot_path(out_dir, version)
-        write_snapshot(build_verl_snapshot(pkg, version, source), p)
+    for located in verl_packages:
+        p = verl_snapshot_path(out_dir, located.version)
+        write_snapshot(build_verl_snapshot(*located), p)
         written.append(p)
     for wheel in consumer_wheels:
         snap = build_consumer_snapshot(Path(wheel))
