@@ -125,6 +125,18 @@ def test_verl_091_snapshot_is_byte_identical_to_committed(verl_091, verl_091_whe
 
 
 @pytest.mark.network
+def test_verl_080_snapshot_is_byte_identical_to_committed():
+    wheel = _wheel("verl==0.8.0", "verl-0.8.0-*.whl")
+    located = build.locate_verl(wheel=wheel)
+    text = build.snapshot_text(build.build_verl_snapshot(*located))
+    committed_text = build.verl_snapshot_path(SCHEMAS, "0.8.0").read_text(encoding="utf-8")
+    if text != committed_text:
+        diffs = _first_differences(json.loads(text), json.loads(committed_text))
+        pytest.fail(f"schemas/verl/0.8.0.json is stale; regenerate with `sapo-lint schema build --wheel {wheel}`:\n"
+                    + "\n".join(diffs))
+
+
+@pytest.mark.network
 def test_megatron_core_0121_snapshot_matches_committed(mcore_0121, mcore_0121_wheel):
     committed = _load(build.consumer_snapshot_path(SCHEMAS, "megatron-core", "0.12.1"))
     built = json.loads(build.snapshot_text(mcore_0121))
