@@ -183,3 +183,79 @@ def test_static_overrides_equal_bash_argv(stub_dir, text):
             assert ours == theirs, (text, command.variant, argv)
             exported = {e.name for e in command.env}
             assert exported == {k for k in exported if k.startswith("HCCL_")}
+
+
+# --- SH002 is a syntax error bash itself reports ---------------------------------------------------------------
+# `bash -n` only parses (it never runs a command), so it is the oracle: whatever it accepts, the reader must not
+# call a syntax error. Snippets mix arithmetic (nested parentheses, `?:`, unary minus), nested substitutions,
+# `${V:-...}` defaults holding any of them, arrays, `case` and `if`.
+
+ATOMS = st.sampled_from(["a", "b", "1", "2", "$x", "${y}", "${#A[@]}"])
+
+
+def _arith(depth: int = 0):
+    if depth >= 3:
+        return ATOMS
+    sub = st.deferred(lambda: _arith(depth + 1))
+    return st.one_of(
+        ATOMS,
+        st.tuples(sub, st.sampled_from(["+", "-", "*", "/", "%", "<", "==", "&&", "||"]), sub).map(" ".join),
+        sub.map(lambda e: f"({e})"),
+        sub.map(lambda e: f"-{e}"),
+        st.tuples(sub, sub, sub).map(lambda t: f"{t[0]} ? {t[1]} : {t[2]}"),
+    )
+
+
+def _word(depth: int = 0):
+    leaf = st.sampled_from(["x", "a.b=1", "--flag", "'q w'", '"$X"', "${A[@]}", '"${A[@]}"', "${V:-d}"])
+    if depth >= 2:
+        return leaf
+    sub = st.deferred(lambda: _word(depth + 1))
+    return st.one_of(
+        leaf,
+        _arith().map(lambda e: f"$(({e}))"),
+        sub.map(lambda w: f"$(echo {w})"),
+        sub.map(lambda w: f'"{w}"'),
+        sub.map(lambda w: f"${{V:-{w}}}"),
+        st.tuples(sub, sub).map("".join),
+    )
+
+
+def _statement(depth: int = 0):
+    words = st.lists(_word(), min_size=1, max_size=3).map(" ".join)
+    simple = st.one_of(words.map(lambda w: f"echo {w}"), _word().map(lambda w: f"V={w}"),
+                       st.lists(_word(), max_size=3).map(lambda ws: f"A=({' '.join(ws)})"))
+    if depth >= 1:
+        return simple
+    sub = st.deferred(lambda: _statement(depth + 1))
+    return st.one_of(
+        simple,
+        st.tuples(_word(), _word(), sub).map(lambda t: f"if [ {t[0]} = {t[1]} ]; then\n  {t[2]}\nfi"),
+        st.tuples(_word(), sub, sub).map(lambda t: f"case {t[0]} in\n  a) {t[1]} ;;\n  *) {t[2]} ;;\nesac"),
+        st.tuples(_word(), sub).map(lambda t: f"[ -n {t[0]} ] && {{ {t[1]}; }}"),
+    )
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_statement(), min_size=1, max_size=3).map(lambda ss: "\n".join(ss) + "\n"))
+def test_no_sh002_where_bash_n_accepts(text):
+    accepted = subprocess.run([BASH, "-n"], check=False, input=text.encode(), capture_output=True, timeout=10).returncode == 0
+    result = read_script(TextFile("run_gen_fsdp.sh", text), OPTIONS)
+    assert not (accepted and [d for d in result.diagnostics if d.code == "SH002"]), (text, result.diagnostics)
+
+
+@pytest.mark.parametrize("text", [
+    "echo $(((a + b) * 2))\n",
+    "V=${V:-$(((a + b) * 2))}\n",
+    "case ${V:-$(((2 ? a : 2) / --y))} in\n  a) V=x ;;\nesac\n",
+    '[ -n "${V:-$((a / 2 ? a < 1 : (y) * x))}" ] && V=$((a ? b : 1))\n',
+])
+def test_arithmetic_tree_sitter_misreads_is_not_sh002(text):
+    assert subprocess.run([BASH, "-n"], check=False, input=text.encode(), capture_output=True).returncode == 0
+    assert not [d for d in read_script(TextFile("run_x_fsdp.sh", text), OPTIONS).diagnostics if d.code == "SH002"]
+
+
+def test_a_real_syntax_error_is_still_sh002():
+    text = "V=${V:-$(((a + b) * 2)}\nif [ x = y ]; then\n"
+    assert subprocess.run([BASH, "-n"], check=False, input=text.encode(), capture_output=True).returncode != 0
+    assert [d for d in read_script(TextFile("run_x_fsdp.sh", text), OPTIONS).diagnostics if d.code == "SH002"]

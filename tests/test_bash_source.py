@@ -232,6 +232,22 @@ PINS = {
             ('actor_rollout_ref.model.path', "'Qwen/Qwen3-4B'", 17),
         ],
     },
+    'run_qwen3_8b_device_probe_fsdp.sh': {
+        'DEVICE=gpu': [
+            ('actor_rollout_ref.model.path', "'Qwen/Qwen3-8B'", 29),
+            ('actor_rollout_ref.rollout.name', "'vllm'", 16),
+            ('trainer.n_gpus_per_node', '8', 10),
+            ('trainer.nnodes', '1', 11),
+        ],
+        'DEVICE=npu': [
+            ('actor_rollout_ref.model.path', "'Qwen/Qwen3-8B'", 29),
+            ('actor_rollout_ref.rollout.name', "'vllm'", 19),
+            ('actor_rollout_ref.rollout.enforce_eager', 'True', 19),
+            ('trainer.n_gpus_per_node', '8', 10),
+            ('trainer.nnodes', '1', 11),
+            ('trainer.n_gpus_per_node', '16', 20),
+        ],
+    },
     'run_qwen3_8b_fsdp2.sh': {
         None: [
             ('actor_rollout_ref.model.path', "'Qwen/Qwen3-8B'", 9),
@@ -403,14 +419,14 @@ def codes(result):
     return [(d.code, d.location.line, d.location.column) for d in result.diagnostics]
 
 
-def test_command_substitution_is_sh001_and_passthrough_sh003():
+def test_command_substitution_in_a_free_form_value_is_an_environment_input_and_passthrough_sh003():
     result = read("run_qwen3_8b_fsdp2.sh")
-    assert ("SH001", 11, 5) in codes(result)
-    assert ("SH003", 15, 5) in codes(result)
-    msg = next(d.message for d in result.diagnostics if d.code == "SH001")
+    assert ("SH004", 11, 5) in codes(result) and ("SH003", 15, 5) in codes(result)
+    assert "SH001" not in {d.code for d in result.diagnostics}  # the reader leaves values to SH001's rule
+    msg = next(d.message for d in result.diagnostics if d.code == "SH004")
     assert "$(date +%Y%m%d_%H%M%S)" in msg
     lo = next(lo for lo in result.commands[0].overrides if lo.key_text == "trainer.experiment_name")
-    assert lo.parsed.value == UNRESOLVED_VALUE
+    assert lo.parsed.value == UNRESOLVED_VALUE and lo.unresolved == ("$(date +%Y%m%d_%H%M%S)",)
 
 
 def test_unknown_variable_in_key_is_sh001_and_dropped():
@@ -433,11 +449,17 @@ def test_unparseable_override_keeps_syntax_error():
     assert lo.parsed is None and lo.syntax_error
 
 
-def test_unknown_if_condition_is_reported():
+def test_undecidable_if_condition_is_taken_both_ways():
     text = "if [ -f /etc/x ]; then\n  N=2\nfi\npython3 -m verl.trainer.main_ppo trainer.nnodes=${N:-1}\n"
     result = read_text_script(text)
-    assert ("SH001", 1, 4) in codes(result)
-    assert pinned(result) == {None: [("trainer.nnodes", "1", 4)]}
+    assert "SH001" not in {d.code for d in result.diagnostics}
+    assert pinned(result) == {"cond@1:4=false": [("trainer.nnodes", "1", 4)],
+                              "cond@1:4=true": [("trainer.nnodes", "2", 4)]}
+
+
+def test_undecidable_condition_guarding_nothing_is_not_a_variant():
+    text = 'if [ ! -f "$CKPT/config.json" ]; then echo "missing" >&2; fi\npython3 -m verl.trainer.main_ppo a.b=1\n'
+    assert list(pinned(read_text_script(text))) == [None]
 
 
 def test_cli_overrides_merged_last():
@@ -501,3 +523,187 @@ def test_convert_to_stdout():
     assert result.exit_code == 0
     assert result.output.startswith("# Converted from run_qwen3_8b_fsdp2.sh")
     assert "SH003" in result.output and "trainer.experiment_name: ${oc.env:SAPO_LINT_UNRESOLVED}" in result.output
+
+
+# --- real run scripts: device probes, compound conditions, exits, unresolved values, branch regions ---------------
+
+MARKERS = range(0xF0000, 0x110000)
+
+
+def _no_marker(text) -> bool:
+    return not any(ord(ch) in MARKERS for ch in str(text))
+
+
+def test_device_probe_header_enumerates_the_devices_the_branches_name():
+    result = read("run_qwen3_8b_device_probe_fsdp.sh")
+    assert [c.variant for c in result.commands] == ["DEVICE=gpu", "DEVICE=npu"]
+    assert result.switches == {"DEVICE": ["gpu", "npu"]}
+    assert not [d for d in result.diagnostics if d.code == "SH001"], result.diagnostics
+    npu = next(c for c in result.commands if c.variant == "DEVICE=npu")
+    eager = next(lo for lo in npu.overrides if lo.key_text == "actor_rollout_ref.rollout.enforce_eager")
+    assert (eager.location.line, eager.location.column) == (19, 54)
+    assert all(_no_marker(c.variant) for c in result.commands)
+    assert all(_no_marker(d.message) and _no_marker(d.variant) for d in result.diagnostics)
+
+
+def test_device_probe_without_default_and_literal_defaults_elsewhere():
+    text = ("DEVICE=$(detect_device)\n"
+            'if [ "${DEVICE:-gpu}" = npu ]; then N=16; fi\n'
+            'case "$DEVICE" in ascend) N=32 ;; esac\n'
+            "python3 -m verl.trainer.main_ppo trainer.n_gpus_per_node=${N:-8}\n")
+    result = read_text_script(text)
+    got = {c.variant: c.overrides[0].parsed.value for c in result.commands}
+    assert got == {"DEVICE=npu": 16, "DEVICE=ascend": 32, "DEVICE=gpu": 8}
+    assert result.switches == {"DEVICE": ["npu", "ascend", "gpu"]}  # the script's own `${DEVICE:-gpu}` too
+
+
+def test_a_probe_no_branch_names_a_value_for_stays_sh001():
+    text = 'MODE=$(uname -m)\ncase "$MODE" in x86*) N=2 ;; esac\npython3 -m verl.trainer.main_ppo a.n=${N:-1}\n'
+    result = read_text_script(text)
+    assert ("SH001", 2, 1) in codes(result)
+
+
+@pytest.mark.parametrize("condition", [
+    '[ "${A:-1}" != 0 ] && [ "${B:-gpu}" = gpu ] && { [ "$C" = x ] || [ "$C" = y ]; }',
+    '[[ "${A:-1}" != 0 && "${B:-gpu}" == gpu && ( "$C" == x || "$C" == y ) ]]',
+    '! [ "${A:-1}" = 0 ] && test "${B:-gpu}" = gpu && { test "$C" = x || [ "$C" = y ]; }',
+])
+def test_compound_conditions_are_evaluated(condition, tmp_path):
+    text = f"if {condition}; then\n  N=2\nfi\npython3 -m verl.trainer.main_ppo a.n=${{N:-1}}\n"
+    result = read_text_script(text)
+    assert not [d for d in result.diagnostics if d.code == "SH001"], result.diagnostics
+    got = {c.variant: c.overrides[0].parsed.value for c in result.commands}
+    # A in {0, 1}, B in {gpu} (its default), C in {x, y, unset}; where `&&` stops early, B and C are no input
+    assert set(got.values()) == {1, 2} and 4 <= len(got) <= 6
+    for variant, n in got.items():
+        env = dict(t.split("=", 1) for t in variant.split(","))
+        bash_env = {k: v for k, v in env.items() if v != "unset"}
+        assert n == _bash_n(text, bash_env, tmp_path), variant
+
+
+def _bash_n(text: str, env: dict, tmp_path) -> int:
+    """What bash itself gives `a.n` for this environment (a stub python3 prints its arguments)."""
+    import os
+    import shutil
+    import subprocess
+
+    if shutil.which("bash") is None:
+        pytest.skip("bash is not installed")
+    stub = tmp_path / "python3"
+    stub.write_text('#!/bin/sh\nfor a in "$@"; do echo "$a"; done\n')
+    stub.chmod(0o755)
+    script = tmp_path / "run.sh"
+    script.write_text(text)
+    out = subprocess.run(["bash", str(script)], env={"PATH": f"{tmp_path}:{os.environ['PATH']}", **env},
+                         capture_output=True, text=True, timeout=10, check=True).stdout.split()
+    return int(next(a for a in out if a.startswith("a.n=")).split("=", 1)[1])
+
+
+def test_undecidable_part_of_a_compound_condition_makes_it_a_free_boolean():
+    text = ('if [ -d "$CKPT_DIR" ] && [ "${RESUME:-1}" = 1 ]; then N=2; fi\n'
+            "python3 -m verl.trainer.main_ppo a.n=${N:-1}\n")
+    got = {c.variant: c.overrides[0].parsed.value for c in read_text_script(text).commands}
+    # RESUME=1 leaves the directory test undecided: both ways; RESUME unset/other decides it false
+    assert got == {"RESUME=1,cond@1:4=false": 1, "RESUME=1,cond@1:4=true": 2}
+
+
+def test_free_booleans_are_bounded(tmp_path):
+    from sapo_toolkit.linter.core.variants import MAX_VARIANTS
+
+    text = "".join(f'[ -f /x{i} ] && A{i}=1\n' for i in range(10)) + "python3 -m verl.trainer.main_ppo a.b=1\n"
+    result = read_text_script(text)
+    assert len(result.commands) == MAX_VARIANTS
+    assert any(d.code == "SH001" and "not linted" in d.message for d in result.diagnostics)
+
+
+def test_variants_that_exit_before_the_trainer_are_dropped():
+    text = ('case "$MODE" in\n  a) N=1 ;;\n  b) N=2 ;;\n  *) echo "unsupported" >&2; exit 1 ;;\nesac\n'
+            'if [ "${N}" = 2 ] && [ "${STRICT:-0}" = 1 ]; then exit 3; fi\n'
+            "python3 -m verl.trainer.main_ppo a.n=${N}\n")
+    result = read_text_script(text)
+    got = {c.variant: c.overrides[0].parsed.value for c in result.commands}
+    # MODE unset takes `*) exit 1`, MODE=b with STRICT=1 exits: neither is a variant; with MODE=a the `&&` stops
+    # before STRICT is read, so STRICT is no input of that variant
+    assert got == {"MODE=a": 1, "MODE=b,STRICT=0": 2}
+    assert not {d.code for d in result.diagnostics} & {"SH001", "SL004"}
+
+
+def test_exit_after_the_trainer_call_keeps_the_variant_and_exit_in_a_subshell_is_not_the_scripts():
+    text = ("( exit 1 )\npython3 -m verl.trainer.main_ppo a.n=1\nexit $?\n")
+    assert pinned(read_text_script(text)) == {None: [("a.n", "1", 2)]}
+
+
+def test_positional_arguments_are_inputs_not_empty():
+    text = ('if [ "$#" -lt 2 ]; then echo "usage: $0 N DIR"; exit 1; fi\n'
+            "python3 -m verl.trainer.main_ppo trainer.default_local_dir=$2 trainer.nnodes=${3:-1}\n")
+    result = read_text_script(text)
+    (command,) = result.commands
+    assert [(lo.key_text, lo.parsed.value, lo.unresolved) for lo in command.overrides] == [
+        ("trainer.default_local_dir", UNRESOLVED_VALUE, ("$2 (an argument the script is given)",)),
+        ("trainer.nnodes", 1, ())]
+    assert "its own arguments (`$2`)" in next(d.message for d in result.diagnostics if d.code == "SH004")
+
+
+def test_arithmetic_in_a_default_word_is_evaluated():
+    """tree-sitter-bash reads `${V:-$((A + B))}` as a command substitution of a subshell; bash as arithmetic."""
+    text = "A=3\nB=${B:-$((A + 4))}\nC=${C:-$(((A + 1) * 2))}\npython3 -m verl.trainer.main_ppo a.b=$B a.c=$C\n"
+    assert pinned(read_text_script(text)) == {None: [("a.b", "7", 4), ("a.c", "8", 4)]}
+
+
+def _lint_text(tmp_path, text: str, name: str = "run_x_fsdp.sh"):
+    from sapo_toolkit.linter.lint import lint_paths
+
+    path = tmp_path / name
+    path.write_text(text)
+    return lint_paths([path], Settings(shellcheck=False, verl_version="0.9.1")).diagnostics
+
+
+def test_unresolved_value_is_sh001_only_where_a_rule_checks_it(tmp_path):
+    text = ("python3 -m verl.trainer.main_ppo \\\n"
+            "    data.train_files=$HOME/data/train.parquet \\\n"
+            "    trainer.experiment_name=run_$(date +%s) \\\n"
+            "    trainer.default_local_dir=$CKPT_DIR \\\n"
+            "    trainer.nnodes=$NNODES \\\n"
+            "    actor_rollout_ref.rollout.name=$BACKEND \\\n"
+            "    trainer.logger=$LOGGERS\n")
+    found = _lint_text(tmp_path, text)
+    sh001 = sorted((d.location.line, d.severity.value) for d in found if d.code == "SH001")
+    assert sh001 == [(5, "warning"), (6, "warning"), (7, "warning")]  # int, a choice, a list
+    (sh004,) = [d for d in found if d.code == "SH004"]
+    assert sh004.severity.value == "info" and (sh004.location.line, sh004.location.column) == (2, 5)
+    for name in ("$BACKEND", "$CKPT_DIR", "$HOME", "$LOGGERS", "$NNODES", "$(date +%s)"):
+        assert name in sh004.message
+    assert all(_no_marker(d.message) and "SAPO_LINT_UNRESOLVED" not in d.message for d in found)
+
+
+def test_one_environment_note_per_file_across_variants(tmp_path):
+    text = ('case "$DEVICE" in\n  npu) D=$NPU_DATA ;;\n  gpu) D=$GPU_DATA ;;\nesac\n'
+            "python3 -m verl.trainer.main_ppo data.train_files=$D/train.parquet\n")
+    found = [d for d in _lint_text(tmp_path, text) if d.code == "SH004"]
+    assert len(found) == 1 and "$GPU_DATA" in found[0].message and "$NPU_DATA" in found[0].message
+    assert found[0].variant is None
+
+
+def test_unresolved_model_path_is_named_not_the_placeholder(tmp_path):
+    text = ("MODEL_PATH=$HOME/models/Qwen3-8B\n"
+            "python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=$MODEL_PATH\n")
+    found = _lint_text(tmp_path, text)
+    (rf005,) = [d for d in found if d.code == "RF005"]
+    assert "not known statically" in rf005.message and "`$HOME`" in rf005.message
+    assert "SAPO_LINT_UNRESOLVED" not in rf005.message and _no_marker(rf005.message)
+    assert any(d.code == "SH001" and d.location.line == 2 for d in found)
+
+
+def test_duplicate_in_a_device_branch_is_not_sl008_but_one_in_the_same_array_is(tmp_path):
+    found = _lint_text(tmp_path, (FIXTURES / "run_qwen3_8b_device_probe_fsdp.sh").read_text())
+    assert not [d for d in found if d.code == "SL008"], found
+    text = ("ARGS=(\n    trainer.nnodes=1\n    trainer.nnodes=2\n)\n"
+            'case "$DEVICE" in\n  npu)\n    ARGS+=(trainer.nnodes=4 trainer.nnodes=8)\n    ;;\nesac\n'
+            "ARGS+=(trainer.save_freq=1)\n"
+            'if [ "$DEVICE" = gpu ]; then ARGS+=(trainer.save_freq=5); fi\n'
+            'ARGS+=(trainer.save_freq=9)\n'
+            'python3 -m verl.trainer.main_ppo "${ARGS[@]}"\n')
+    sl008 = {(d.location.line, d.location.column, d.variant) for d in _lint_text(tmp_path, text) if d.code == "SL008"}
+    # line 3 repeats line 2 in one array; the npu branch's second setting repeats its first; the unconditional
+    # line 12 repeats line 10 (and overrides the gpu branch's line 11); the branches' first settings are not reported
+    assert sl008 == {(3, 5, None), (7, 29, "DEVICE=npu"), (12, 8, None)}

@@ -20,6 +20,14 @@ class LocatedOverride(NamedTuple):
     key_text: str  # the key as written, prefix included: what a fix replaces
     parsed: ParsedOverride | None
     syntax_error: str | None = None
+    # What a run script's value holds that cannot be evaluated statically (`$HOME (never set in the script)`,
+    # `$(date +%s)`), each as the construct written then the reason in parentheses; the parsed value is then an
+    # interpolation that stands for it. Empty when the value is known.
+    unresolved: tuple[str, ...] = ()
+    # The conditional regions of a run script that the override is written in, outermost first, each named by its
+    # start byte (a `case` item, an `if`'s `then` part, an `elif`/`else` clause, the right of `&&`/`||`); empty
+    # for one written unconditionally and for every recipe override.
+    branches: tuple[int, ...] = ()
 
 
 class Stack(NamedTuple):

@@ -65,6 +65,7 @@ MODULES: dict[str, str] = {
     "SH001": "sh_script",
     "SH002": "sh_script",
     "SH003": "sh_script",
+    "SH004": "sh_script",
     "SH100": "sh_shellcheck",
     "SL001": "sl001_unknown_key",
     "SL002": "sl002_append_existing",

@@ -2,26 +2,66 @@
 verl-style run script statically, before any override is checked."""
 
 from ..core.diagnostics import Severity
-from ..rulekit.registry import source_rule
+from ..engine import LintContext
+from ..rulekit.registry import RULES, Finding, rule, source_rule
 
-UNRESOLVED = source_rule(
+# Keys whose text value the linter itself reads although the schema types them as free-form strings: the model
+# path gives the model's shape to the topology and memory rules (`catalog.find_model`, called by the sources).
+READ_VALUES = frozenset({"actor_rollout_ref.model.path", "model.path"})
+
+
+@rule(
     "SH001", "unresolved-construct", Severity.WARNING,
-    summary="a shell construct that cannot be evaluated without running the script reaches an override",
-    explanation="""Run scripts are read without being executed: assignments, `${VAR:-default}` (and `:=`, `-`,
-    `+`), arrays and `+=`, `"${ARR[@]}"`, quoting, `$(( ))` on known integers and `case`/`if` on variables are
-    evaluated. Anything else that reaches the trainer command (a command substitution `$(...)` in a value, a
-    variable the script never sets, an unsupported parameter expansion, an `if` whose condition is not a plain
-    comparison) is named here. An override whose value is unresolved is still checked by key (its value counts
-    as an interpolation); one whose key is unresolved cannot be checked at all.""",
+    summary="a shell construct that cannot be evaluated without running the script reaches what a rule checks",
     bad="""
-    python3 -m verl.trainer.main_ppo trainer.experiment_name=$(date +%s)
+    python3 -m verl.trainer.main_ppo trainer.n_gpus_per_node=$(nvidia-smi -L | wc -l)
     """,
     good="""
-    EXP_NAME=${EXP_NAME:-qwen3-8b-sapo}
-    python3 -m verl.trainer.main_ppo trainer.experiment_name=${EXP_NAME}
+    N_GPUS=${N_GPUS:-8}
+    python3 -m verl.trainer.main_ppo trainer.n_gpus_per_node=${N_GPUS}
     """,
-    module=__name__,
 )
+def check_unresolved(ctx: LintContext):
+    """Run scripts are read without being executed: assignments, `${VAR:-default}` (and `:=`, `-`, `+`), arrays
+    and `+=`, `"${ARR[@]}"`, quoting, `$(( ))` on known integers, `case`/`if` with compound conditions, `exit`
+    are evaluated. A variable the script computes but switches on (`DEVICE=${DEVICE:-$(probe)}` then
+    `case "$DEVICE"`) is enumerated over the values the script names for it, and a condition that cannot be
+    decided (`[ -f "$CKPT" ]`) is taken both ways, each a variant.
+
+    What remains unresolved (a command substitution `$(...)`, a variable the script never sets, an unsupported
+    parameter expansion) is reported as follows. In an override's key: always, since the override cannot be
+    checked at all. In an override's value: only where a rule would check that value, decided from the key's
+    schema entry: a typed key (int, float, bool, list, dict), a key with a closed set of choices, or a key whose
+    value the linter reads (the model path, which gives the model's shape). Its value counts as an interpolation,
+    so the key is still checked. A free-form value (a file path, an experiment name) is not a warning: the
+    script's environment inputs are listed once per file instead (SH004). Also reported: a loop around the
+    trainer call, a `case` on a computed word that guards an assignment, `source`, and a number of variants past
+    the limit."""
+    for ro in ctx.overrides:
+        if not ro.override.unresolved:
+            continue
+        checked = _checked_as(ro.path, ro.entry)
+        if checked is None:
+            continue
+        constructs = ", ".join(f"`{u.split(' (', 1)[0]}`" for u in ro.override.unresolved)
+        yield Finding(ro, f"`{ro.path}` is set from {constructs}, which cannot be evaluated statically; its value "
+                          f"({checked}) is not checked")
+
+
+def _checked_as(path: str, entry: dict | None) -> str | None:
+    """What a rule would check the key's value as; None for a free-form value."""
+    if path in READ_VALUES:
+        return "the model path, which gives the model's shape"
+    if entry is None:
+        return None
+    if entry.get("choices"):
+        return "one of " + ", ".join(map(str, entry["choices"]))
+    if entry.get("type") in ("int", "float", "bool", "list", "dict"):
+        return f"an {entry['type']}" if entry["type"] == "int" else f"a {entry['type']}"
+    return None
+
+
+UNRESOLVED = RULES["SH001"]
 
 SYNTAX = source_rule(
     "SH002", "bash-syntax-error", Severity.ERROR,
@@ -49,6 +89,24 @@ PASSTHROUGH = source_rule(
     """,
     good="""
     python3 -m verl.trainer.main_ppo trainer.nnodes=1
+    """,
+    module=__name__,
+)
+
+ENVIRONMENT_INPUTS = source_rule(
+    "SH004", "environment-inputs", Severity.INFO,
+    summary="the trainer's arguments take values from the environment the script runs in",
+    explanation="""A value built from a variable the script never sets (`$HOME`, `$DATA_DIR`, a caller's
+    variable) or from what it computes when it runs (`$(date +%s)`) is unknown when the script is linted. Where
+    a rule would check that value, SH001 warns at the override; everywhere else (file paths, experiment names)
+    this one note per file lists the variables and constructs, so that a run script's environment is known at a
+    glance. The overrides using them are checked by key; pass real values with `--override` to check them.""",
+    bad="""
+    python3 -m verl.trainer.main_ppo data.train_files=$HOME/data/gsm8k/train.parquet
+    """,
+    good="""
+    DATA_DIR=${DATA_DIR:-/data}
+    python3 -m verl.trainer.main_ppo data.train_files=$DATA_DIR/gsm8k/train.parquet
     """,
     module=__name__,
 )

@@ -19,13 +19,17 @@ from ..rulekit.registry import Finding, rule
 def check(ctx: LintContext):
     """Hydra applies overrides in order and the last one silently wins, so a key set twice in one command
     (often a long script where a later block repeats an earlier one) hides which value the run uses.
-    A variant that sets a key of the base recipe is not a duplicate: the variant's value replaces it."""
-    first: dict[tuple, object] = {}
+    A variant that sets a key of the base recipe is not a duplicate: the variant's value replaces it. Nor is a
+    run script's setting written in a conditional branch that the earlier setting is not in (`ARGS=(...
+    trainer.n_gpus_per_node=8 ...)`, then `npu) ARGS+=(trainer.n_gpus_per_node=16)`): the branch deliberately
+    replaces an unconditional default. Two settings in the same region (two lines of one array), or a later
+    unconditional one over a branch's, are reported."""
+    earlier: dict[tuple, list] = {}
     for ro in ctx.overrides:
         key = (ro.path, ro.parsed.package)
-        earlier = first.get(key)
-        if earlier is None:
-            first[key] = ro
-            continue
-        yield Finding(ro, f"`{ro.path}` is also set at line {earlier.location.line}; the last one wins "
-                          f"(here: {ro.parsed.value!r})")
+        regions = set(ro.override.branches)
+        first = next((e for e in earlier.get(key, ()) if regions <= set(e.override.branches)), None)
+        earlier.setdefault(key, []).append(ro)
+        if first is not None:
+            yield Finding(ro, f"`{ro.path}` is also set at line {first.location.line}; the last one wins "
+                              f"(here: {ro.parsed.value!r})")

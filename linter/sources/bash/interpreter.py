@@ -2,9 +2,13 @@
 
 Assignments and the `${V:-d}`/`${V-d}`/`${V:=d}`/`${V=d}`/`${V:+w}`/`${V+w}` expansions, arrays and `+=`,
 `"${ARR[@]}"`, quoting, concatenation and word splitting, `$(( ))` on known integers, `export`, `case`/`if` on
-variables, functions called by name. A value that cannot be evaluated holds a marker character standing for the
-construct, so that callers can tell where it ends up; what is skipped although it can change what a watched
-command receives (a loop around one, an undecided branch that assigns, `source`) is recorded as unevaluated.
+variables with compound conditions (`[ a ] && { [ b ] || [ c ]; }`, `[[ a && b ]]`, `!`, `test`), `exit`,
+functions called by name. A value that cannot be evaluated holds a marker character standing for the construct, so
+that callers can tell where it ends up. A condition that cannot be decided but guards something that can change
+what a watched command receives is a free boolean: the variant's `decisions` say which way it goes, and a condition
+met without one takes the `else` way and is recorded in `undecided`, so that the caller can evaluate the other way
+as another variant. What is skipped although it can change what a watched command receives (a loop around one, a
+`case` on a computed word, `source`) is recorded as unevaluated.
 """
 
 from __future__ import annotations
@@ -42,8 +46,53 @@ _LETTERS, _SYMBOLS = "éé".encode(), "¤¤".encode()
 
 def parse(src: bytes):
     """The tree-sitter-bash tree of a script (tree_sitter is imported on the first call only)."""
-    return _parser().parse(_FOUR_BYTE_CHAR.sub(
-        lambda m: _LETTERS if m.group().decode("utf-8", "replace").isalnum() else _SYMBOLS, src))
+    copy = _FOUR_BYTE_CHAR.sub(lambda m: _LETTERS if m.group().decode("utf-8", "replace").isalnum() else _SYMBOLS,
+                               src)
+    return _parser().parse(_mask_nested_arithmetic(copy))
+
+
+# tree-sitter-bash 0.25 misreads `$(( ... ))` inside `${V:-...}` when the expression holds parentheses, `?:` or
+# `--` (`${V:-$(((a + b) * 2))}` is an ERROR; bash accepts it): it takes `$(` for a command substitution. The parser's
+# copy has the body of each `$((...))` nested in `${...}` replaced by `0` and blanks (line breaks kept), so every
+# node keeps its byte range and line; the interpreter evaluates every arithmetic expansion from its own text
+# parsed alone (`_arithmetic`), where tree-sitter reads it right.
+def _mask_nested_arithmetic(src: bytes) -> bytes:
+    start = src.find(b"$((")
+    if start < 0 or b"${" not in src:
+        return src
+    out = bytearray(src)
+    braces = 0
+    i = 0
+    while i < len(src):
+        if src.startswith(b"${", i):
+            braces += 1
+            i += 2
+            continue
+        if src[i] == ord("}") and braces:
+            braces -= 1
+        elif braces and src.startswith(b"$((", i):
+            end = _arithmetic_end(src, i + 3)
+            if end is not None and end > i + 3:
+                out[i + 3:end] = b"0" + bytes(b if b == ord("\n") else ord(" ") for b in src[i + 4:end])
+                i = end + 2
+                continue
+        i += 1
+    return bytes(out)
+
+
+def _arithmetic_end(src: bytes, body: int) -> int | None:
+    """Where the `))` closing the arithmetic expansion whose body starts at `body` is, or None when the parentheses
+    close some other way (`$((a) (b))` is a command substitution)."""
+    depth = 0
+    for j in range(body, len(src)):
+        c = src[j]
+        if c == ord("("):
+            depth += 1
+        elif c == ord(")"):
+            if depth == 0:
+                return j if src.startswith(b"))", j) else None
+            depth -= 1
+    return None
 
 
 def node_location(path: str, lines: list[bytes], n) -> Location:
@@ -54,6 +103,23 @@ def node_location(path: str, lines: list[bytes], n) -> Location:
     if row > last:
         row, col = last, len(lines[last])
     return Location(path, row + 1, len(lines[row][:col].decode("utf-8", "replace")) + 1)
+
+
+NEVER_SET = "never set in the script"
+ARGUMENTS = "an argument the script is given"  # the script is read as called without knowing its arguments
+
+
+def construct_text(description: str) -> str:
+    """The construct a marker stands for, as written (its description without the reason)."""
+    return description.split(" (", 1)[0]
+
+
+def environment_name(description: str) -> str | None:
+    """The variable a marker stands for when it is one the script reads but never sets ($HOME), else None."""
+    text = construct_text(description)
+    if description.endswith(f"({NEVER_SET})") and text.startswith("$"):
+        return text.lstrip("${").rstrip("}")
+    return None
 
 
 def readable(s: str, marks: dict[str, str]) -> str:
@@ -68,8 +134,20 @@ class Unevaluated(NamedTuple):
     message: str
 
 
+class Decision(NamedTuple):
+    """A condition the variant took one way without being able to decide it: where it is and which way."""
+
+    key: int  # the condition's start byte: the same condition in every variant
+    location: Location
+    value: bool
+
+
 class _TooManySteps(Exception):
     pass
+
+
+class _Exit(Exception):
+    """`exit`: the script (or the subshell running it) ends here."""
 
 
 class Interpreter:
@@ -80,15 +158,25 @@ class Interpreter:
     watched_name = ""  # what a watched command is, for messages
 
     def __init__(self, path: str, src: bytes, lines: list[bytes], env: dict[str, str], marks: dict[str, str],
-                 switches: frozenset[str] = frozenset()):
+                 switches: frozenset[str] = frozenset(), free: frozenset[str] = frozenset(),
+                 decisions: dict[int, bool] | None = None):
         self.path, self.src, self.lines = path, src, lines
         self.switches = switches  # enumerated variables: unset means empty in the variant that leaves them unset
+        # enumerated variables whose own value cannot be evaluated: an unresolved assignment keeps the variant's value
+        self.free = {name: env[name] for name in free if name in env}
+        self.decisions = decisions or {}  # condition key -> the way this variant takes it
+        self.taken: dict[int, Decision] = {}  # the undecidable conditions met, in order, and the way taken
+        self.undecided: list[int] = []  # keys of those met without a decision (taken as false)
+        self.exited: Location | None = None  # where the script exited, if it did
         self.vars: dict[str, str | list[tuple[str, Location]]] = dict(env)
         self.exported: dict[str, tuple[str, Location]] = {}  # name -> (readable value, where it was exported)
         self.functions: dict[str, object] = {}
         self.marks = marks  # marker char -> construct description (shared across variants)
         self.unevaluated: list[Unevaluated] = []
         self.observed: dict[str, str | None] = {}  # switch variable -> value at its first switch
+        self.unresolved_switches: set[str] = set()  # switch variables met holding an unresolved construct
+        self.assigned: set[str] = set()  # variables the script has set (or unset) so far
+        self.inputs_read: set[str] = set()  # variables read before the script set them: the variant's inputs
         self.steps = 0
         self.depth = 0
 
@@ -98,6 +186,12 @@ class Interpreter:
 
     def loc(self, n) -> Location:
         return node_location(self.path, self.lines, n)
+
+    def get(self, name: str):
+        """A variable's value as the script reads it (recording it as an input when the script has not set it)."""
+        if name not in self.assigned:
+            self.inputs_read.add(name)
+        return self.vars.get(name)
 
     def mark(self, construct: str, why: str | None = None) -> str:
         """A marker character standing for an unresolved construct (its text; `why` adds the reason)."""
@@ -123,14 +217,19 @@ class Interpreter:
         try:
             for child in root.named_children:
                 self.stmt(child)
+        except _Exit as exc:
+            self.exited = exc.args[0]
         except (_TooManySteps, RecursionError):
             self.unevaluated.append(Unevaluated(Location(self.path), "script too large or too deeply nested to "
                                                 "evaluate statically"))
 
-    def stmt(self, n) -> None:
+    def _step(self) -> None:
         self.steps += 1
         if self.steps > MAX_STEPS:
             raise _TooManySteps()
+
+    def stmt(self, n) -> None:
+        self._step()
         t = n.type
         if t in ("comment",):
             return
@@ -145,9 +244,16 @@ class Interpreter:
             for c in n.named_children:
                 if c.type in ("variable_name", "word"):
                     self.vars.pop(self.text(c), None)
+                    self.assigned.add(self.text(c))
         elif t == "command":
             self.command(n)
-        elif t in ("redirected_statement", "pipeline", "compound_statement", "subshell", "program"):
+        elif t == "subshell":
+            try:
+                for c in n.named_children:
+                    self.stmt(c)
+            except _Exit:
+                pass  # `exit` in ( ... ) ends the subshell only
+        elif t in ("redirected_statement", "pipeline", "compound_statement", "program"):
             for c in n.named_children:
                 if c.type not in ("file_redirect", "heredoc_redirect", "herestring_redirect", "heredoc_body"):
                     self.stmt(c)
@@ -168,28 +274,76 @@ class Interpreter:
                 self.warn(n, f"loop `{self.text(n).splitlines()[0]}` is not evaluated; its body runs "
                           f"{self.watched_name}")
         elif t in ("test_command", "negated_command"):
-            pass
+            self.status(n)
         # other statements (arithmetic commands, heredocs, ...) set nothing a later command receives
 
     def _has_watched_text(self, n) -> bool:
         return self.watched_text is not None and self.watched_text in self.src[n.start_byte:n.end_byte]
 
-    def list_(self, n) -> None:
+    def status(self, n) -> bool | None:
+        """Run one statement and say whether it succeeds: True/False when that is known statically, else None."""
+        t = n.type
+        if t == "list":
+            return self.list_(n)
+        if t == "test_command":
+            return self.test_command(n)
+        if t == "negated_command":
+            inner = self.status(n.named_children[0]) if n.named_children else None
+            return None if inner is None else not inner
+        if t in ("compound_statement", "subshell"):
+            last: bool | None = True
+            try:
+                for c in n.named_children:
+                    last = self.status(c)
+            except _Exit:
+                if t == "compound_statement":
+                    raise
+                return None
+            return last
+        if t in ("variable_assignment", "variable_assignments"):
+            self.stmt(n)
+            return True
+        if t == "command":
+            name = n.child_by_field_name("name")
+            head = self.text(name) if name is not None else ""
+            if head in ("test", "["):
+                return self.test_words(n)
+            self.stmt(n)
+            return {"true": True, ":": True, "false": False}.get(head)
+        self.stmt(n)
+        return None
+
+    def decide(self, n) -> bool:
+        """The way this variant takes a condition it cannot decide (the `else` way unless `decisions` say)."""
+        key = n.start_byte
+        if key in self.taken:
+            return self.taken[key].value
+        value = self.decisions.get(key)
+        if value is None:
+            value = False
+            self.undecided.append(key)
+        self.taken[key] = Decision(key, self.loc(n), value)
+        return value
+
+    def list_(self, n) -> bool | None:
+        """`a && b || c`: each right-hand side runs when the outcome so far allows it. An outcome that cannot be
+        decided is a free boolean (`decide`) when what follows it assigns or runs the watched command; otherwise a
+        test that follows still settles it where it can (`unknown && false` is false), and anything else that
+        follows is skipped with the outcome left unknown."""
         kids = n.children
-        self.stmt(kids[0])
-        i = 1
-        last = self.cond_value(kids[0])
-        while i + 1 < len(kids):
+        last = self.status(kids[0])
+        for i in range(1, len(kids) - 1, 2):
             op, right = kids[i].type, kids[i + 1]
             if last is None:
-                if self._assigns(right):
-                    self.warn(n, f"condition `{self.text(kids[0])}` is not evaluated statically; assumed "
-                              f"{'false' if op == '&&' else 'true'}")
-                last = op != "&&"
-            elif (op == "&&") == last:
-                self.stmt(right)
-                last = self.cond_value(right)
-            i += 2
+                if any(self._assigns(kids[j]) for j in range(i + 1, len(kids), 2)):
+                    last = self.decide(kids[i - 1])
+                else:
+                    settles = self.status(right) if _is_test(self, right) else None
+                    last = settles if settles is (op == "||") else None
+                    continue
+            if (op == "&&") == last:
+                last = self.status(right)
+        return last
 
     def _assigns(self, n) -> bool:
         stack = [n]
@@ -200,46 +354,41 @@ class Interpreter:
             stack.extend(x.named_children)
         return False
 
-    def cond_value(self, n) -> bool | None:
-        """Truth of a condition: True/False when decidable, else None."""
-        t = n.type
-        if t == "test_command":
-            inner = [c for c in n.named_children]
-            return self.test(inner[0]) if len(inner) == 1 else None
-        if t == "list":
-            kids = n.children
-            left = self.cond_value(kids[0])
-            for i in range(1, len(kids) - 1, 2):
-                right = self.cond_value(kids[i + 1])
-                if kids[i].type == "&&":
-                    left = False if left is False or right is False else (None if None in (left, right) else True)
-                else:
-                    left = True if left is True or right is True else (None if None in (left, right) else False)
-            return left
-        if t == "negated_command":
-            inner = self.cond_value(n.named_children[0]) if n.named_children else None
-            return None if inner is None else not inner
-        if t == "command":
-            name = n.child_by_field_name("name")
-            if name is not None and self.text(name) in ("true", ":"):
-                return True
-            if name is not None and self.text(name) == "false":
-                return False
-        if t == "variable_assignment":
-            return True
-        return None
+    def test_command(self, n) -> bool | None:
+        """`[ ... ]` / `[[ ... ]]`: True/False when decidable, else None."""
+        self._step()
+        inner = n.named_children
+        return self.test(inner[0]) if len(inner) == 1 else None
+
+    def test_words(self, n) -> bool | None:
+        """The `test` (or `[`) command, on its expanded words."""
+        self._step()
+        args = [c for c in n.named_children if c != n.child_by_field_name("name") and c.type != "file_redirect"]
+        for c in args:
+            if switch_variable(self, c) is not None:
+                self.scalar(c)  # records the value a switch variable is tested with
+        words = [f for c in args for f, _ in self.word(c, split=True)]
+        if self.text(n.child_by_field_name("name")) == "[":
+            if not words or words[-1] != "]":
+                return None
+            words = words[:-1]
+        if any(ch in self.marks for w in words for ch in w):
+            return None
+        return posix_test(words)
 
     def test(self, n) -> bool | None:
         t = n.type
         if t == "parenthesized_expression" and n.named_children:
             return self.test(n.named_children[0])
         if t == "unary_expression":
-            op = n.children[0].type if n.children else ""
+            op = self.text(n.children[0]) if n.children else ""
             operand = n.named_children[-1] if n.named_children else None
-            if op == "!" and operand is not None:
+            if operand is None:
+                return None
+            if op == "!":
                 v = self.test(operand)
                 return None if v is None else not v
-            if op in ("-n", "-z") and operand is not None:
+            if op in ("-n", "-z"):
                 s = self.scalar(operand)
                 if s is None:
                     return None
@@ -263,13 +412,10 @@ class Interpreter:
                 pattern_ok = right.type in ("word", "extglob_pattern", "regex")
                 same = fnmatch.fnmatchcase(a, b) if pattern_ok and GLOB_CHAR.search(b) else a == b
                 return same if op != "!=" else not same
-            if op in ("-eq", "-ne", "-lt", "-gt", "-le", "-ge"):
-                try:
-                    x, y = int(a), int(b)
-                except ValueError:
-                    return None
-                return {"-eq": x == y, "-ne": x != y, "-lt": x < y, "-gt": x > y, "-le": x <= y, "-ge": x >= y}[op]
-            return None
+            return _compare(a, op, b)
+        if t in ("word", "string", "raw_string", "concatenation", "simple_expansion", "expansion", "number"):
+            s = self.scalar(n)  # a lone operand: true when not empty
+            return None if s is None else bool(s)
         return None
 
     def scalar(self, n) -> str | None:
@@ -278,6 +424,8 @@ class Interpreter:
         fields = self.word(n, split=False)
         s = "".join(f for f, _ in fields) if fields else ""
         if any(ch in self.marks for ch in s):
+            if var is not None:
+                self.unresolved_switches.add(var)
             return None
         if var is not None and var not in self.observed:
             self.observed[var] = s
@@ -299,22 +447,18 @@ class Interpreter:
                 continue
             (body if seen_then else cond).append(c)
         clauses.insert(0, (cond, body))
-        for cond_nodes, body_nodes in clauses:
+        for i, (cond_nodes, body_nodes) in enumerate(clauses):
             if cond_nodes is None:
                 for b in body_nodes:
                     self.stmt(b)
                 return
             value = None
             for c in cond_nodes:
-                if c.type != "test_command":
-                    self.stmt(c)
-                value = self.cond_value(c)
+                value = self.status(c)
             if value is None:
-                if any(self._assigns(b) for b in body_nodes):
-                    self.warn(cond_nodes[0] if cond_nodes else n,
-                              f"condition `{self.text(cond_nodes[-1]) if cond_nodes else '?'}` is not evaluated "
-                              "statically; assumed false")
-                continue
+                if not any(self._assigns(b) for _, later in clauses[i:] for b in later):
+                    continue  # nothing that follows changes a later command: skip it all
+                value = self.decide(cond_nodes[0] if cond_nodes else n)
             if value:
                 for b in body_nodes:
                     self.stmt(b)
@@ -390,8 +534,12 @@ class Interpreter:
         else:
             fields = self.word(value_node, split=False)
             value = "".join(f for f, _ in fields)
+            if name in self.free and index is None and any(ch in self.marks for ch in value):
+                value = self.free[name]  # a computed value (a device probe): the variant's value stands for it
         target = local_env if local_env is not None else self.vars
         current = target.get(name, self.vars.get(name))
+        if op == "+=" or index is not None:
+            self.get(name)  # appending reads the current value: an input when the script has not set it
         if index is not None:
             arr = list(current) if isinstance(current, list) else ([(current, self.loc(n))] if current is not None else [])
             v = value if isinstance(value, str) else " ".join(f for f, _ in value)
@@ -404,6 +552,8 @@ class Interpreter:
             else:
                 arr.append((v, self.loc(value_node or n)))
             target[name] = arr
+            if local_env is None:
+                self.assigned.add(name)
             return
         if op == "+=":
             if isinstance(value, list):
@@ -416,6 +566,8 @@ class Interpreter:
         elif isinstance(current, list) and isinstance(value, str) and local_env is None:
             value = [(value, self.loc(value_node or n))] + list(current[1:])
         target[name] = value
+        if local_env is None:
+            self.assigned.add(name)
         if export or name in self.exported:
             self._export(name, n)
 
@@ -479,6 +631,8 @@ class Interpreter:
                 finally:
                     self.depth -= 1
                 return
+            if head == "exit":
+                raise _Exit(self.loc(n))
             if head in ("source", "."):
                 self.warn(n, f"`{self.text(n)}` is not followed; variables it sets are unknown")
                 return
@@ -538,9 +692,8 @@ class Interpreter:
             b.literal(self.text(n))
         elif t in ("simple_expansion", "expansion"):
             self._expansion(n, b, quoted, split)
-        elif t == "arithmetic_expansion":
-            inner = n.named_children[0] if n.named_children else None
-            v = self.arith_value(inner) if inner is not None else None
+        elif t == "arithmetic_expansion" or (t == "command_substitution" and _arithmetic(self.text(n)) is not None):
+            v = self._arith_text(self.text(n))
             b.expanded(str(v) if v is not None else self.mark(self.text(n)), quoted, split)
         elif t in ("command_substitution", "process_substitution"):
             b.expanded(self.mark(self.text(n)), quoted, split)
@@ -561,12 +714,9 @@ class Interpreter:
                 if name in ("@", "*"):
                     if quoted and name == "@":
                         b.vanish()
-                    return  # no positional parameters: "$@" expands to nothing
-                if name == "#":
-                    b.expanded("0", quoted, split)
-                    return
-                if name.isdigit() and name != "0":
-                    b.expanded("", quoted, split)
+                    return  # "$@" expands to nothing: the trainer call's passthrough is reported on its own
+                if name == "#" or (name.isdigit() and name != "0"):
+                    b.expanded(self.mark(raw, ARGUMENTS), quoted, split)
                     return
                 b.expanded(self.mark(raw), quoted, split)
                 return
@@ -616,8 +766,9 @@ class Interpreter:
             s = None if v is None else (v if isinstance(v, str) else (v[0][0] if v else ""))
             colon = op.startswith(":")
             use_word = (not is_set or (colon and s == "")) if op.lstrip(":") in ("-", "=", "?") else (is_set and not (colon and s == ""))
-            if op.lstrip(":") == "?" and use_word:
-                b.expanded(self.mark(raw), quoted, split)
+            if op.lstrip(":") == "?" and use_word:  # the caller must set it: an input like any unset variable
+                name = self.text(target) if target.type == "variable_name" else None
+                b.expanded(self.mark(f"${name}", NEVER_SET) if name else self.mark(raw), quoted, split)
                 return
             if use_word:
                 wb = FieldBuilder(b.loc)
@@ -627,6 +778,7 @@ class Interpreter:
                 if op.lstrip(":") == "=":
                     name = self.text(target)
                     self.vars[name] = word
+                    self.assigned.add(name)
                     if name in self.exported:
                         self._export(name, n)
                 if op.lstrip(":") in ("-", "=", "+") and not quoted:
@@ -653,9 +805,9 @@ class Interpreter:
     def _lookup(self, target):
         """The variable's value (str or list), None when unset, _UNKNOWN when the index cannot be evaluated."""
         if target.type == "variable_name":
-            return self.vars.get(self.text(target))
+            return self.get(self.text(target))
         name = self.text(target.child_by_field_name("name"))
-        v = self.vars.get(name)
+        v = self.get(name)
         idx = self._index_text(target)
         if idx in ("@", "*"):
             return v if v is None or isinstance(v, list) else [(v, None)]
@@ -669,7 +821,7 @@ class Interpreter:
         return v[i][0] if 0 <= i < len(v) else None
 
     def _var(self, name: str, raw: str, b: FieldBuilder, quoted: bool, split: bool, index) -> None:
-        v = self.vars.get(name)
+        v = self.get(name)
         if index is not None:
             idx = self._index_text(index)
             if idx in ("@", "*"):
@@ -693,7 +845,10 @@ class Interpreter:
             b.expanded(got, quoted, split)
             return
         if v is None:
-            b.expanded("" if name in self.switches else self.mark(f"${name}", "never set in the script"), quoted, split)
+            if name.isdigit():
+                b.expanded(self.mark(raw, ARGUMENTS), quoted, split)
+                return
+            b.expanded("" if name in self.switches else self.mark(f"${name}", NEVER_SET), quoted, split)
             return
         b.expanded(v if isinstance(v, str) else (v[0][0] if v else ""), quoted, split)
 
@@ -701,6 +856,20 @@ class Interpreter:
         return name not in self.vars
 
     # ------------------------------------------------------------------ arithmetic
+    def _arith_text(self, text: str) -> int | None:
+        """The value of `$(( ... ))` from a parse of its text on its own (see `_mask_nested_arithmetic`; inside
+        `${V:-...}` tree-sitter-bash may also read it as a command substitution of a subshell)."""
+        parsed = _arithmetic(text)
+        if parsed is None:
+            return None
+        src, node = parsed
+        saved = self.src
+        self.src = src
+        try:
+            return self.arith_value(node)
+        finally:
+            self.src = saved
+
     def arith_value(self, n) -> int | None:
         if n is None:
             return None
@@ -714,7 +883,7 @@ class Interpreter:
             s = self.text(n)
             if re.fullmatch(r"-?\d+", s):
                 return int(s)
-            v = self.vars.get(s)
+            v = self.get(s)
             if v is None:
                 return None
             v = v if isinstance(v, str) else (v[0][0] if v else "")
@@ -757,6 +926,75 @@ class Interpreter:
 
 
 _UNKNOWN = object()  # an array element whose index cannot be evaluated
+
+
+@cache
+def _arithmetic(text: str):
+    """(source, expression node) of `$(( ... ))` text parsed on its own, or None when it is not arithmetic."""
+    if not (text.startswith("$((") and text.endswith("))")):
+        return None
+    src = b"echo " + text.encode("utf-8")
+    root = parse(src).root_node
+    value = root.named_children[0].named_children[-1] if root.named_children else None
+    if root.has_error or value is None or value.type != "arithmetic_expansion" or not value.named_children:
+        return None
+    return src, value.named_children[0]
+
+
+_BINARY_TESTS = ("=", "==", "!=", "-eq", "-ne", "-lt", "-gt", "-le", "-ge", "-nt", "-ot", "-ef", "<", ">")
+
+
+def _is_test(ev: Interpreter, n) -> bool:
+    """Whether a statement only tests (evaluating it changes nothing): `[ ]`, `[[ ]]`, `test`, `true`, `false`,
+    and `!`, `{ }`, `( )` and `&&`/`||` lists of those."""
+    if n.type == "test_command":
+        return True
+    if n.type == "command":
+        name = n.child_by_field_name("name")
+        return name is not None and ev.text(name) in ("test", "[", "true", "false", ":")
+    if n.type in ("negated_command", "compound_statement", "subshell", "list"):
+        return all(_is_test(ev, c) for c in n.named_children)
+    return False
+
+
+def _compare(a: str, op: str, b: str) -> bool | None:
+    """`a OP b` for the string and integer operators of `test`; None for an operator or operand it cannot judge."""
+    if op in ("=", "=="):
+        return a == b
+    if op == "!=":
+        return a != b
+    if op in ("-eq", "-ne", "-lt", "-gt", "-le", "-ge"):
+        try:
+            x, y = int(a), int(b)
+        except ValueError:
+            return None
+        return {"-eq": x == y, "-ne": x != y, "-lt": x < y, "-gt": x > y, "-le": x <= y, "-ge": x >= y}[op]
+    return None
+
+
+def posix_test(words: list[str]) -> bool | None:
+    """`test WORDS...` by POSIX's rules on the number of arguments; None for file tests and other operators
+    whose outcome depends on the machine the script runs on."""
+    if not words:
+        return False
+    if len(words) == 1:
+        return bool(words[0])
+    if len(words) == 2:
+        op, x = words
+        if op == "!":
+            return not x
+        return bool(x) if op == "-n" else (not x if op == "-z" else None)
+    if len(words) == 3:
+        if words[1] in _BINARY_TESTS:
+            return _compare(*words)
+        if words[0] == "!":
+            v = posix_test(words[1:])
+            return None if v is None else not v
+        return bool(words[1]) if words[0] == "(" and words[2] == ")" else None
+    if len(words) == 4 and words[0] == "!":
+        v = posix_test(words[1:])
+        return None if v is None else not v
+    return None
 
 
 def _index(parent, child) -> int:

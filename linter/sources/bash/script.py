@@ -1,8 +1,13 @@
 """Reading a run script: one evaluation per variant, each trainer call assembled into a `Command`.
 
 Every variable that a `case` or an `if` comparison switches on is enumerated over the literal values the
-branches name plus the script's own default; each combination is one variant (at most `core.variants.MAX_VARIANTS`, sampled beyond it).
-What cannot be evaluated is carried through as a marker and reported (SH001) where it reaches an override.
+branches name plus the script's own default; one the script computes (`DEVICE=${DEVICE:-$(probe)}`) is enumerated
+over the values named for it only. Within each combination, a condition that cannot be decided statically but
+guards an assignment or the trainer call is taken both ways (`cond@LINE:COL=true|false` in the variant's label).
+Ways that `exit` before the trainer call are dropped. At most `core.variants.MAX_VARIANTS` variants are evaluated.
+What cannot be evaluated is carried through as a marker: on an override's value it is kept on the override
+(`LocatedOverride.unresolved`) for SH001's rule to judge against the schema; in a key it is SH001 here; and every
+value the trainer's arguments take from the environment is listed once per file (SH004).
 """
 
 from __future__ import annotations
@@ -13,12 +18,22 @@ from pathlib import Path
 from ...core.command import Command, LocatedOverride, locate_override, merge_overrides, site_limits
 from ...core.diagnostics import Diagnostic, Location
 from ...core.overrides import OverrideSyntaxError, ParsedOverride, parse_override
-from ...core.variants import collapse_variants, expand
-from ...rules.sh_script import PASSTHROUGH, SYNTAX, UNRESOLVED
+from ...core.variants import MAX_VARIANTS, collapse_variants, expand
+from ...rules.sh_script import ENVIRONMENT_INPUTS, PASSTHROUGH, SYNTAX, UNRESOLVED
 from ...schema import entrypoints
 from ..files import TextFile
 from ..recipe import DEFAULT_CONFIG_NAME, ReadOptions
-from .interpreter import GLOB_CHAR, Interpreter, node_location, parse, readable, switch_variable
+from .interpreter import (
+    ARGUMENTS,
+    GLOB_CHAR,
+    Interpreter,
+    construct_text,
+    environment_name,
+    node_location,
+    parse,
+    readable,
+    switch_variable,
+)
 from .trainer_call import TrainerCallFinder
 
 # The value an override gets when part of it cannot be evaluated: an interpolation, so that type and range
@@ -36,14 +51,19 @@ class ScriptRead:
     switches: dict[str, list[str | None]] = field(default_factory=dict)  # variable -> values enumerated
 
 
-def _collect_switches(ev: Interpreter, root) -> dict[str, list[str]]:
-    """Every variable a `case` or an `if`/`[[ ]]` comparison switches on, with the literal values named."""
+def _collect_switches(ev: Interpreter, root) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Every variable a `case` or an `if`/`[[ ]]` comparison switches on, with the literal values named (in order
+    of appearance); and every variable's literal defaults in `${V:-x}`/`${V-x}` forms."""
     out: dict[str, list[str]] = {}
+    defaults: dict[str, list[str]] = {}
 
-    def add(var: str, value: str) -> None:
-        vals = out.setdefault(var, [])
+    def add(into: dict[str, list[str]], var: str, value: str) -> None:
+        vals = into.setdefault(var, [])
         if value not in vals:
             vals.append(value)
+
+    def literal(text: str) -> bool:
+        return not GLOB_CHAR.search(text) and not any(ch in ev.marks for ch in text)
 
     stack = [root]
     while stack:
@@ -57,8 +77,8 @@ def _collect_switches(ev: Interpreter, root) -> dict[str, list[str]]:
                         if item.field_name_for_child(i) == "value":
                             p = item.children[i]
                             text = "".join(f for f, _ in ev.word(p, split=False)) if p.type != "extglob_pattern" else ev.text(p)
-                            if text and not GLOB_CHAR.search(text) and not any(ch in ev.marks for ch in text):
-                                add(var, text)
+                            if text and literal(text):
+                                add(out, var, text)
         elif n.type == "binary_expression" and n.parent is not None and _in_test(n):
             op = n.child_by_field_name("operator")
             if op is not None and ev.text(op) in ("==", "=", "!=", "-eq", "-ne"):
@@ -67,11 +87,26 @@ def _collect_switches(ev: Interpreter, root) -> dict[str, list[str]]:
                     var = switch_variable(ev, a)
                     if var is not None and c is not None and switch_variable(ev, c) is None:
                         text = "".join(f for f, _ in ev.word(c, split=False))
-                        if not GLOB_CHAR.search(text) and not any(ch in ev.marks for ch in text):
-                            add(var, text)
+                        if literal(text):
+                            add(out, var, text)
+        elif n.type == "command" and ev.text(n.child_by_field_name("name") or n) in ("test", "["):
+            args = [c for c in n.named_children if c != n.child_by_field_name("name")]
+            if len(args) >= 3 and ev.text(args[1]) in ("=", "==", "!=", "-eq", "-ne"):
+                for a, c in ((args[0], args[2]), (args[2], args[0])):
+                    var = switch_variable(ev, a)
+                    if var is not None and switch_variable(ev, c) is None:
+                        text = "".join(f for f, _ in ev.word(c, split=False))
+                        if text and literal(text):
+                            add(out, var, text)
+        elif n.type == "expansion":
+            kids = [c for c in n.children if c.type not in ("${", "}")]
+            if len(kids) == 3 and kids[0].type == "variable_name" and kids[1].type in (":-", "-") \
+                    and kids[2].type in ("word", "raw_string", "string"):
+                text = "".join(f for f, _ in ev.word(kids[2], split=False))
+                if text and literal(text):
+                    add(defaults, ev.text(kids[0]), text)
         stack.extend(reversed(n.children))
-    # preserve first-appearance order
-    return out
+    return out, defaults
 
 
 def _in_test(n) -> bool:
@@ -100,9 +135,11 @@ def _syntax_errors(path: str, root, lines: list[bytes]) -> list[Diagnostic]:
     return out
 
 
-def _located_override(text: str, loc: Location, marks: dict[str, str], diagnostics: list[Diagnostic]
-                      ) -> LocatedOverride | None:
-    used = [marks[ch] for ch in dict.fromkeys(ch for ch in text if ch in marks)]
+def _located_override(text: str, loc: Location, marks: dict[str, str], diagnostics: list[Diagnostic],
+                      branches: tuple[int, ...]) -> LocatedOverride | None:
+    """One argument of the trainer call. An unresolved key is SH001 here (nothing about it can be checked); an
+    unresolved value is carried on the override (`unresolved`) for SH001's rule to judge against the schema."""
+    used = tuple(marks[ch] for ch in dict.fromkeys(ch for ch in text if ch in marks))
     key_text = text.split("=", 1)[0]
     shown = readable(text, marks)
     if any(ch in marks for ch in key_text):
@@ -111,15 +148,33 @@ def _located_override(text: str, loc: Location, marks: dict[str, str], diagnosti
                  "which cannot be evaluated statically; the override is not checked"))
         return None
     if used:
-        diagnostics.append(UNRESOLVED.diagnostic(
-            loc, f"`{shown}`: {', '.join(f'`{u}`' for u in used)} cannot be evaluated statically; the value is "
-                 "not checked"))
         try:
             head = parse_override(key_text if key_text.startswith("~") and "=" not in text else key_text + "=0")
         except OverrideSyntaxError as exc:
-            return LocatedOverride(loc, key_text, None, f"`{shown}`: {exc.message}")
-        return LocatedOverride(loc, key_text, ParsedOverride(head.op, head.key, head.package, UNRESOLVED_VALUE))
-    return locate_override(text, loc, key_text)
+            return LocatedOverride(loc, key_text, None, f"`{shown}`: {exc.message}", used, branches)
+        return LocatedOverride(loc, key_text, ParsedOverride(head.op, head.key, head.package, UNRESOLVED_VALUE),
+                               None, used, branches)
+    return locate_override(text, loc, key_text)._replace(branches=branches)
+
+
+def _environment_inputs(path: str, used: dict[str, Location]) -> Diagnostic | None:
+    """SH004: what the trainer's arguments take from outside the script, once per file."""
+    if not used:
+        return None
+    names = sorted({n for n in map(environment_name, used) if n is not None})
+    arguments = [construct_text(u) for u in used if u.endswith(f"({ARGUMENTS})")]
+    computed = [construct_text(u) for u in used if environment_name(u) is None and construct_text(u) not in arguments]
+    parts = []
+    if names:
+        parts.append(f"the environment it runs in ({', '.join(f'${n}' for n in names)})")
+    if arguments:
+        parts.append(f"its own arguments ({', '.join(f'`{a}`' for a in arguments)})")
+    if computed:
+        parts.append(f"what it computes when it runs ({', '.join(f'`{c}`' for c in computed)})")
+    first = min(used.values(), key=lambda loc: (loc.line, loc.column))
+    return ENVIRONMENT_INPUTS.diagnostic(first, f"the trainer's arguments take values from {', '.join(parts)}; they "
+                                                "are checked by key only (pass real values with --override to "
+                                                "check them)")
 
 
 @dataclass(slots=True)
@@ -137,6 +192,45 @@ def _parse(source: TextFile) -> _Parsed:
     return _Parsed(src, lines, root, _syntax_errors(source.path, root, lines))
 
 
+class _BranchFinder:
+    """The conditional regions around a place in the script, outermost first, each named by its start byte: a
+    `case` item, the `then` part of an `if`, an `elif` or `else` clause, the right-hand side of `&&`/`||`."""
+
+    def __init__(self, parsed: _Parsed):
+        self.parsed = parsed
+        self.line_starts = [0]
+        for line in parsed.lines:
+            self.line_starts.append(self.line_starts[-1] + len(line) + 1)
+        self.found: dict[tuple[int, int], tuple[int, ...]] = {}
+
+    def __call__(self, loc: Location) -> tuple[int, ...]:
+        key = (loc.line, loc.column)
+        if key not in self.found:
+            self.found[key] = self._branches(loc)
+        return self.found[key]
+
+    def _branches(self, loc: Location) -> tuple[int, ...]:
+        row = loc.line - 1
+        if not 0 <= row < len(self.parsed.lines):
+            return ()
+        line = self.parsed.lines[row].decode("utf-8", "replace")
+        byte = self.line_starts[row] + len(line[:max(loc.column - 1, 0)].encode("utf-8"))
+        node = self.parsed.root.descendant_for_byte_range(byte, byte)
+        out = []
+        while node is not None and node.parent is not None:
+            parent = node.parent
+            if parent.type in ("case_item", "elif_clause", "else_clause"):
+                out.append(parent.start_byte)
+            elif parent.type == "if_statement" and node.type not in ("elif_clause", "else_clause"):
+                then = next((c for c in parent.children if c.type == "then"), None)
+                if then is not None and node.start_byte >= then.end_byte:
+                    out.append(parent.start_byte)
+            elif parent.type == "list" and node.start_byte > parent.children[0].start_byte:
+                out.append(node.start_byte)
+            node = parent
+        return tuple(reversed(out))
+
+
 def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     """The commands the script runs, one per trainer call in each variant, and what was reported on the way."""
     from ...catalog import ModelNotFound, accelerators, find_model
@@ -147,43 +241,52 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     if parsed.errors:
         return ScriptRead([], parsed.errors, verl_version)
     marks: dict[str, str] = {}
+    free: set[str] = set()
 
-    def run(env: dict[str, str]) -> TrainerCallFinder:
-        ev = TrainerCallFinder(source.path, parsed.src, parsed.lines, env, marks, frozenset(named))
+    def run(env: dict[str, str], decisions: dict[int, bool]) -> TrainerCallFinder:
+        ev = TrainerCallFinder(source.path, parsed.src, parsed.lines, env, marks, frozenset(named), frozenset(free),
+                               decisions)
         ev.run(parsed.root)
         return ev
 
-    named: dict[str, list[str]] = {}
     probe = Interpreter(source.path, parsed.src, parsed.lines, {}, marks)
-    named.update(_collect_switches(probe, parsed.root))
-    default = run({})
+    named, literal_defaults = _collect_switches(probe, parsed.root)
+    default = run({}, {})
     axes: list[tuple[str, list[str | None]]] = []
     defaults: list[int] = []  # per axis, the index of the value the script runs with when nothing is set
     for var, values in named.items():
         vals: list[str | None] = list(values)
-        d = default.observed.get(var, default.vars.get(var) if isinstance(default.vars.get(var), str) else None)
-        if d in vals:
+        current = default.vars.get(var)
+        d = default.observed.get(var, current if isinstance(current, str) else None)
+        if var in default.unresolved_switches or (d is not None and any(ch in marks for ch in d)):
+            # The script computes it (`DEVICE=${DEVICE:-$(probe)}`): a free variable, enumerated over the values
+            # the script names for it; the first `${V:-x}` default is the one it runs with.
+            vals.extend(v for v in literal_defaults.get(var, []) if v not in vals)
+            if not vals:
+                continue
+            free.add(var)
+            preferred = next((v for v in literal_defaults.get(var, []) if v in vals), vals[0])
+            defaults.append(vals.index(preferred))
+        elif d in vals:
             defaults.append(vals.index(d))
         else:
             vals.append(d if d else None)
             defaults.append(len(vals) - 1)
         axes.append((var, vals))
+    if free:
+        default = run({var: vals[i] for (var, vals), i in zip(axes, defaults) if var in free}, {})
     diagnostics: list[Diagnostic] = []
     chosen, total = expand([[(f"{var}={v if v is not None else 'unset'}", (var, v)) for v in vals] for var, vals in axes],
                            defaults)
+    runs, cut = _variants(chosen, default, run, free)
     if total > len(chosen):
         diagnostics.append(UNRESOLVED.diagnostic(Location(source.path), f"{total:,} variant combinations of "
                                                  f"{', '.join(v for v, _ in axes)}; linted {len(chosen)}: the script's "
                                                  "defaults, each single change from them, then the rest in order"))
-    runs: list[tuple[str | None, TrainerCallFinder]] = []
-    for _, combo in chosen:
-        env = {var: v for var, v in combo if v is not None}
-        ev = default if not env else run(env)
-        reachable = all(ev.observed.get(var, "" if v is None else v) == ("" if v is None else v) for var, v in combo)
-        if not reachable:
-            continue
-        label = ",".join(f"{var}={v if v is not None else 'unset'}" for var, v in combo) or None
-        runs.append((label, ev))
+    if cut:
+        diagnostics.append(UNRESOLVED.diagnostic(Location(source.path), f"conditions that cannot be decided "
+                                                 f"statically give more than {MAX_VARIANTS} variants; {cut:,} ways "
+                                                 "through them are not linted"))
     if not runs:
         runs = [(None, default)]
 
@@ -194,18 +297,24 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
             diagnostics.append(UNKNOWN_ACCELERATOR.diagnostic(Location(source.path), f"unknown accelerator "
                                                               f"`{options.cli_accelerator}`; known: {', '.join(accelerators())}"))
     entry = entrypoints(verl_version)
+    branches = _BranchFinder(parsed)
     commands: list[Command] = []
     per_variant: list[list[Diagnostic]] = []
     models: dict[str | None, object] = {}
+    inputs: dict[str, Location] = {}  # unresolved construct -> where it first reaches the trainer
     for label, ev in runs:
         found = [UNRESOLVED.diagnostic(u.location, u.message) for u in ev.unevaluated]
         for tr in ev.trainers:
             overrides = []
             for text, loc in tr.args:
+                for ch in text:
+                    if ch in marks:
+                        inputs.setdefault(marks[ch], loc)
                 if text.startswith("-"):
-                    found.append(UNRESOLVED.diagnostic(loc, f"`{text}` is not a Hydra override; ignored"))
+                    found.append(UNRESOLVED.diagnostic(loc, f"`{readable(text, marks)}` is not a Hydra override; "
+                                                       "ignored"))
                     continue
-                lo = _located_override(text, loc, marks, found)
+                lo = _located_override(text, loc, marks, found, branches(loc))
                 if lo is not None:
                     overrides.append(lo)
             if tr.passthrough is not None:
@@ -221,19 +330,89 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                     config_name = DEFAULT_CONFIG_NAME
             path_lo = next((lo for lo in overrides if lo.parsed and lo.parsed.key == "actor_rollout_ref.model.path"
                             and isinstance(lo.parsed.value, str)), None)
-            mpath = path_lo.parsed.value if path_lo else None
-            if mpath not in models:
-                try:
-                    models[mpath] = find_model(mpath, None, Path(source.path).parent)
-                except ModelNotFound as exc:
-                    models[mpath] = None
-                    found.append(UNKNOWN_MODEL.diagnostic(
-                        path_lo.location if path_lo else tr.node_loc,
-                        f"{exc}; skipped the topology rules that need the model's shape (TP003 and up). Point "
-                        "actor_rollout_ref.model.path at a directory holding config.json"))
+            if path_lo is not None and path_lo.unresolved:
+                found.append(UNKNOWN_MODEL.diagnostic(path_lo.location, _unknown_model_path(path_lo)))
+                model = None
+            else:
+                mpath = path_lo.parsed.value if path_lo else None
+                if mpath not in models:
+                    try:
+                        models[mpath] = find_model(mpath, None, Path(source.path).parent)
+                    except ModelNotFound as exc:
+                        models[mpath] = None
+                        found.append(UNKNOWN_MODEL.diagnostic(
+                            path_lo.location if path_lo else tr.node_loc,
+                            f"{exc}; skipped the topology rules that need the model's shape (TP003 and up). Point "
+                            "actor_rollout_ref.model.path at a directory holding config.json"))
+                model = models[mpath]
             commands.append(Command(config_name, merge_overrides(overrides, options.cli_overrides), options.stack, label,
-                                    tr.node_loc, models[mpath], accelerator, tuple(tr.env.values()),
+                                    tr.node_loc, model, accelerator, tuple(tr.env.values()),
                                     site_limits({**dict(options.resources), **dict(options.cli_resources)}), tr.module))
         per_variant.append(list(dict.fromkeys(found)))
     diagnostics.extend(collapse_variants(per_variant, [label for label, _ in runs]))
+    environment = _environment_inputs(source.path, inputs)
+    if environment is not None:
+        diagnostics.append(environment)
     return ScriptRead(commands, diagnostics, verl_version, {var: vals for var, vals in axes})
+
+
+def _unknown_model_path(lo: LocatedOverride) -> str:
+    constructs = ", ".join(f"`{construct_text(u)}`" for u in lo.unresolved)
+    return (f"the model path is not known statically (it uses {constructs}); skipped the topology rules that need the model's shape (TP003 and up). Pass the path with --override "
+            "actor_rollout_ref.model.path=DIR (a directory holding config.json)")
+
+
+def _variants(chosen, default: TrainerCallFinder, run, free: set[str]
+              ) -> tuple[list[tuple[str | None, TrainerCallFinder]], int]:
+    """Evaluate each chosen combination of switch values, and within it each way through the conditions that
+    cannot be decided statically (free booleans), within `MAX_VARIANTS` evaluations in all. A way that reaches
+    `exit` before any trainer call is no variant (the script stops there: `*) echo unsupported; exit 1`).
+
+    A variant's label names the inputs it was evaluated with: each switch variable the script read before setting
+    it, with the value its first switch saw (`${A:-1}` unset is `A=1`), plus the free variables; then the ways
+    taken through undecidable conditions. Combinations that give the same label are one variant (a variable the
+    script sets before reading it is no input). Returns the variants (label, evaluation) and how many ways
+    through undecidable conditions were left out."""
+    budget = max(1, MAX_VARIANTS // max(len(chosen), 1))
+    runs: list[tuple[str | None, TrainerCallFinder]] = []
+    seen: set[str | None] = set()
+    cut = 0
+    for _, combo in chosen:
+        env = {var: v for var, v in combo if v is not None}
+        pending: list[dict[int, bool]] = [{}]
+        evaluated = 0
+        while pending:
+            if evaluated >= budget:
+                cut += len(pending)
+                break
+            decisions = pending.pop(0)
+            ev = default if not env and not decisions else run(env, decisions)
+            evaluated += 1
+            label = _label(ev, combo, free)
+            if label in seen:
+                if not decisions:
+                    break  # the same inputs as a combination already evaluated, forks included
+                continue
+            seen.add(label)
+            fixed = dict(decisions)
+            for key in ev.undecided:  # the same way up to this condition, the other way at it
+                pending.append({**fixed, key: True})
+                fixed[key] = False
+            if ev.exited is not None and not ev.trainers:
+                continue
+            runs.append((label, ev))
+    return runs, cut
+
+
+def _label(ev: TrainerCallFinder, combo, free: set[str]) -> str | None:
+    tokens = []
+    for var, v in combo:
+        if var not in ev.inputs_read and var not in free:
+            continue
+        value = ev.observed.get(var, "" if v is None else v)
+        tokens.append(f"{var}={value if value else 'unset'}")
+    tokens += [f"cond@{d.location.line}:{d.location.column}={'true' if d.value else 'false'}"
+               for d in ev.taken.values()]
+    return ",".join(tokens) or None
+
+
