@@ -102,7 +102,9 @@ class TreeWalker:
                 if name in mapping:
                     continue
                 ann = analyze_annotation(self.index, f.module, f.ann) or Annotation()
-                e: dict[str, Any] = {"declared_only": True, "kind": _kind_for(ann, "value"),
+                # a dataclass-typed field is a node (its keys are the dataclass's); a dict-typed one is open
+                kind = "node" if ann.dataclass is not None else _kind_for(ann, "value")
+                e: dict[str, Any] = {"declared_only": True, "kind": kind,
                                      "type": ann.type if ann.type != "none" else "any"}
                 if ann.nullable:
                     e["nullable"] = True
