@@ -122,9 +122,17 @@ def environment_name(description: str) -> str | None:
     return None
 
 
+_MARKER = re.compile("[\U000F0000-\U0010FFFF]")  # where markers can be (`_MARK_BASE` up)
+
+
+def markers(s: str, marks: dict[str, str]) -> list[str]:
+    """The marker characters in a text, in order."""
+    return [ch for ch in _MARKER.findall(s) if ch in marks]
+
+
 def readable(s: str, marks: dict[str, str]) -> str:
     """The text with each marker replaced by the construct it stands for (without the reason)."""
-    return "".join(marks[ch].split(" (", 1)[0] if ch in marks else ch for ch in s)
+    return _MARKER.sub(lambda m: construct_text(marks[m.group()]) if m.group() in marks else m.group(), s)
 
 
 class Unevaluated(NamedTuple):
@@ -159,8 +167,10 @@ class Interpreter:
 
     def __init__(self, path: str, src: bytes, lines: list[bytes], env: dict[str, str], marks: dict[str, str],
                  switches: frozenset[str] = frozenset(), free: frozenset[str] = frozenset(),
-                 decisions: dict[int, bool] | None = None):
+                 decisions: dict[int, bool] | None = None, locations: dict | None = None):
         self.path, self.src, self.lines = path, src, lines
+        # (row, column) -> Location: the same in every variant of the script, so shared across them
+        self.locations: dict[tuple[int, int], Location] = {} if locations is None else locations
         self.switches = switches  # enumerated variables: unset means empty in the variant that leaves them unset
         # enumerated variables whose own value cannot be evaluated: an unresolved assignment keeps the variant's value
         self.free = {name: env[name] for name in free if name in env}
@@ -185,7 +195,11 @@ class Interpreter:
         return self.src[n.start_byte:n.end_byte].decode("utf-8", "replace")
 
     def loc(self, n) -> Location:
-        return node_location(self.path, self.lines, n)
+        point = n.start_point
+        found = self.locations.get(point)
+        if found is None:
+            found = self.locations[point] = node_location(self.path, self.lines, n)
+        return found
 
     def get(self, name: str):
         """A variable's value as the script reads it (recording it as an input when the script has not set it)."""
@@ -372,7 +386,7 @@ class Interpreter:
             if not words or words[-1] != "]":
                 return None
             words = words[:-1]
-        if any(ch in self.marks for w in words for ch in w):
+        if any(markers(w, self.marks) for w in words):
             return None
         return posix_test(words)
 
@@ -423,7 +437,7 @@ class Interpreter:
         var = switch_variable(self, n)
         fields = self.word(n, split=False)
         s = "".join(f for f, _ in fields) if fields else ""
-        if any(ch in self.marks for ch in s):
+        if markers(s, self.marks):
             if var is not None:
                 self.unresolved_switches.add(var)
             return None
@@ -534,7 +548,7 @@ class Interpreter:
         else:
             fields = self.word(value_node, split=False)
             value = "".join(f for f, _ in fields)
-            if name in self.free and index is None and any(ch in self.marks for ch in value):
+            if name in self.free and index is None and markers(value, self.marks):
                 value = self.free[name]  # a computed value (a device probe): the variant's value stands for it
         target = local_env if local_env is not None else self.vars
         current = target.get(name, self.vars.get(name))

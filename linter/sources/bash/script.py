@@ -29,6 +29,7 @@ from .interpreter import (
     Interpreter,
     construct_text,
     environment_name,
+    markers,
     node_location,
     parse,
     readable,
@@ -63,7 +64,7 @@ def _collect_switches(ev: Interpreter, root) -> tuple[dict[str, list[str]], dict
             vals.append(value)
 
     def literal(text: str) -> bool:
-        return not GLOB_CHAR.search(text) and not any(ch in ev.marks for ch in text)
+        return not GLOB_CHAR.search(text) and not markers(text, ev.marks)
 
     stack = [root]
     while stack:
@@ -136,13 +137,15 @@ def _syntax_errors(path: str, root, lines: list[bytes]) -> list[Diagnostic]:
 
 
 def _located_override(text: str, loc: Location, marks: dict[str, str], diagnostics: list[Diagnostic],
-                      branches: tuple[int, ...]) -> LocatedOverride | None:
+                      branches: tuple[int, ...], known: dict[tuple[str, Location], LocatedOverride]
+                      ) -> LocatedOverride | None:
     """One argument of the trainer call. An unresolved key is SH001 here (nothing about it can be checked); an
-    unresolved value is carried on the override (`unresolved`) for SH001's rule to judge against the schema."""
-    used = tuple(marks[ch] for ch in dict.fromkeys(ch for ch in text if ch in marks))
+    unresolved value is carried on the override (`unresolved`) for SH001's rule to judge against the schema.
+    `known`: the overrides already parsed for this script, by argument and place."""
+    used = tuple(marks[ch] for ch in dict.fromkeys(markers(text, marks)))
     key_text = text.split("=", 1)[0]
     shown = readable(text, marks)
-    if any(ch in marks for ch in key_text):
+    if markers(key_text, marks):
         diagnostics.append(UNRESOLVED.diagnostic(
             loc, f"override key `{readable(key_text, marks)}` uses {', '.join(f'`{u}`' for u in used)}, "
                  "which cannot be evaluated statically; the override is not checked"))
@@ -154,7 +157,9 @@ def _located_override(text: str, loc: Location, marks: dict[str, str], diagnosti
             return LocatedOverride(loc, key_text, None, f"`{shown}`: {exc.message}", used, branches)
         return LocatedOverride(loc, key_text, ParsedOverride(head.op, head.key, head.package, UNRESOLVED_VALUE),
                                None, used, branches)
-    return locate_override(text, loc, key_text)._replace(branches=branches)
+    if (text, loc) not in known:  # the same argument in every variant: parsed once
+        known[text, loc] = locate_override(text, loc, key_text)._replace(branches=branches)
+    return known[text, loc]
 
 
 def _environment_inputs(path: str, used: dict[str, Location]) -> Diagnostic | None:
@@ -241,15 +246,16 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     if parsed.errors:
         return ScriptRead([], parsed.errors, verl_version)
     marks: dict[str, str] = {}
+    locations: dict = {}
     free: set[str] = set()
 
     def run(env: dict[str, str], decisions: dict[int, bool]) -> TrainerCallFinder:
         ev = TrainerCallFinder(source.path, parsed.src, parsed.lines, env, marks, frozenset(named), frozenset(free),
-                               decisions)
+                               decisions, locations)
         ev.run(parsed.root)
         return ev
 
-    probe = Interpreter(source.path, parsed.src, parsed.lines, {}, marks)
+    probe = Interpreter(source.path, parsed.src, parsed.lines, {}, marks, locations=locations)
     named, literal_defaults = _collect_switches(probe, parsed.root)
     default = run({}, {})
     axes: list[tuple[str, list[str | None]]] = []
@@ -258,7 +264,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
         vals: list[str | None] = list(values)
         current = default.vars.get(var)
         d = default.observed.get(var, current if isinstance(current, str) else None)
-        if var in default.unresolved_switches or (d is not None and any(ch in marks for ch in d)):
+        if var in default.unresolved_switches or (d is not None and markers(d, marks)):
             # The script computes it (`DEVICE=${DEVICE:-$(probe)}`): a free variable, enumerated over the values
             # the script names for it; the first `${V:-x}` default is the one it runs with.
             vals.extend(v for v in literal_defaults.get(var, []) if v not in vals)
@@ -273,12 +279,13 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
             vals.append(d if d else None)
             defaults.append(len(vals) - 1)
         axes.append((var, vals))
+    default_env = {var: vals[i] for (var, vals), i in zip(axes, defaults) if var in free}
     if free:
-        default = run({var: vals[i] for (var, vals), i in zip(axes, defaults) if var in free}, {})
+        default = run(default_env, {})
     diagnostics: list[Diagnostic] = []
     chosen, total = expand([[(f"{var}={v if v is not None else 'unset'}", (var, v)) for v in vals] for var, vals in axes],
                            defaults)
-    runs, cut = _variants(chosen, default, run, free)
+    runs, cut = _variants(chosen, default, default_env, run, free)
     if total > len(chosen):
         diagnostics.append(UNRESOLVED.diagnostic(Location(source.path), f"{total:,} variant combinations of "
                                                  f"{', '.join(v for v, _ in axes)}; linted {len(chosen)}: the script's "
@@ -302,19 +309,19 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     per_variant: list[list[Diagnostic]] = []
     models: dict[str | None, object] = {}
     inputs: dict[str, Location] = {}  # unresolved construct -> where it first reaches the trainer
+    known: dict[tuple[str, Location], LocatedOverride] = {}
     for label, ev in runs:
         found = [UNRESOLVED.diagnostic(u.location, u.message) for u in ev.unevaluated]
         for tr in ev.trainers:
             overrides = []
             for text, loc in tr.args:
-                for ch in text:
-                    if ch in marks:
-                        inputs.setdefault(marks[ch], loc)
+                for ch in markers(text, marks):
+                    inputs.setdefault(marks[ch], loc)
                 if text.startswith("-"):
                     found.append(UNRESOLVED.diagnostic(loc, f"`{readable(text, marks)}` is not a Hydra override; "
                                                        "ignored"))
                     continue
-                lo = _located_override(text, loc, marks, found, branches(loc))
+                lo = _located_override(text, loc, marks, found, branches(loc), known)
                 if lo is not None:
                     overrides.append(lo)
             if tr.passthrough is not None:
@@ -362,7 +369,7 @@ def _unknown_model_path(lo: LocatedOverride) -> str:
             "actor_rollout_ref.model.path=DIR (a directory holding config.json)")
 
 
-def _variants(chosen, default: TrainerCallFinder, run, free: set[str]
+def _variants(chosen, default: TrainerCallFinder, default_env: dict[str, str], run, free: set[str]
               ) -> tuple[list[tuple[str | None, TrainerCallFinder]], int]:
     """Evaluate each chosen combination of switch values, and within it each way through the conditions that
     cannot be decided statically (free booleans), within `MAX_VARIANTS` evaluations in all. A way that reaches
@@ -386,7 +393,7 @@ def _variants(chosen, default: TrainerCallFinder, run, free: set[str]
                 cut += len(pending)
                 break
             decisions = pending.pop(0)
-            ev = default if not env and not decisions else run(env, decisions)
+            ev = default if env == default_env and not decisions else run(env, decisions)
             evaluated += 1
             label = _label(ev, combo, free)
             if label in seen:
