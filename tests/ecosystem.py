@@ -3,7 +3,8 @@
     python tests/ecosystem.py            # print today's findings in the expected file's form
     python tests/ecosystem.py --update   # rewrite tests/ecosystem/verl-examples.expected, keeping review notes
 
-The corpus is `../shared/corpus/verl-examples/` beside the checkout (verl main @ 1dda039), linted against the
+The corpus is `../shared/corpus/verl-examples/` beside the checkout (verl main @ 1dda039), linted as the
+`examples/` folder of a verl checkout (so verl's own naming-check ignores apply), against the
 snapshot built from that same verl (`VERL_VERSION`) with the default settings, shellcheck included: what a user
 who runs `sapo-lint` on these scripts sees. One line per finding:
 
@@ -36,15 +37,18 @@ HEADER = f"""\
 
 def findings(corpus: Path = CORPUS) -> list[str]:
     """Today's findings on the corpus, one line each, sorted (path, line, code, variant)."""
-    with tempfile.TemporaryDirectory() as cache:
-        env = {**os.environ, "SAPO_LINT_CACHE_DIR": os.environ.get("SAPO_LINT_CACHE_DIR", cache)}
+    with tempfile.TemporaryDirectory() as tmp:
+        # Linted as `examples/` of a verl checkout, so that verl's own naming-check ignores (examples/profile,
+        # examples/mtp_trainer, ...) apply as they do upstream.
+        (Path(tmp) / "examples").symlink_to(corpus.resolve(), target_is_directory=True)
+        env = {**os.environ, "SAPO_LINT_CACHE_DIR": os.environ.get("SAPO_LINT_CACHE_DIR", tmp)}
         proc = subprocess.run([sys.executable, "-m", "sapo_toolkit.linter", "--format", "json", "--verl-version",
-                               VERL_VERSION, str(corpus)], check=False, capture_output=True, text=True, env=env, cwd=corpus)
+                               VERL_VERSION, "examples"], check=False, capture_output=True, text=True, env=env, cwd=tmp)
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"sapo-lint exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
     rows = []
     for d in json.loads(proc.stdout)["diagnostics"]:
-        path = Path(d["path"]).resolve().relative_to(corpus.resolve()).as_posix()
+        path = Path(d["path"]).relative_to("examples").as_posix()
         rows.append((path, d["line"] or 0, d["code"], d["variant"] or "", d["severity"]))
     rows = sorted(set(rows))
     return [f"{p}:{line} {code} {sev}" + (f" [{variant}]" if variant else "") for p, line, code, variant, sev in rows]
