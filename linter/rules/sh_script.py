@@ -5,11 +5,6 @@ from ..core.diagnostics import Severity
 from ..engine import LintContext
 from ..rulekit.registry import RULES, Finding, rule, source_rule
 
-# Keys whose text value the linter itself reads although the schema types them as free-form strings: the model
-# path gives the model's shape to the topology and memory rules (`catalog.find_model`, called by the sources).
-READ_VALUES = frozenset({"actor_rollout_ref.model.path", "model.path"})
-
-
 @rule(
     "SH001", "unresolved-construct", Severity.WARNING,
     summary="a shell construct that cannot be evaluated without running the script reaches what a rule checks",
@@ -31,9 +26,9 @@ def check_unresolved(ctx: LintContext):
     What remains unresolved (a command substitution `$(...)`, a variable the script never sets, an unsupported
     parameter expansion) is reported as follows. In an override's key: always, since the override cannot be
     checked at all. In an override's value: only where a rule would check that value, decided from the key's
-    schema entry: a typed key (int, float, bool, list, dict), a key with a closed set of choices, or a key whose
-    value the linter reads (the model path, which gives the model's shape). Its value counts as an interpolation,
-    so the key is still checked. A free-form value (a file path, an experiment name) is not a warning: the
+    schema entry: a typed key (int, float, bool, list, dict) or a key with a closed set of choices. Its value counts
+    as an interpolation, so the key is still checked. An unresolved model path is RF005's (the rules that need
+    the model's shape are skipped, and it says how to give the path), not reported twice. A free-form value (a file path, an experiment name) is not a warning: the
     script's environment inputs are listed once per file instead (SH004). Also reported: a loop around the
     trainer call, a `case` on a computed word that guards an assignment, `source`, and a number of variants past
     the limit."""
@@ -50,8 +45,6 @@ def check_unresolved(ctx: LintContext):
 
 def _checked_as(path: str, entry: dict | None) -> str | None:
     """What a rule would check the key's value as; None for a free-form value."""
-    if path in READ_VALUES:
-        return "the model path, which gives the model's shape"
     if entry is None:
         return None
     if entry.get("choices"):
