@@ -557,6 +557,28 @@ def test_device_probe_without_default_and_literal_defaults_elsewhere():
     assert result.switches == {"DEVICE": ["npu", "ascend", "gpu"]}  # the script's own `${DEVICE:-gpu}` too
 
 
+def test_switch_on_a_copy_of_a_callers_variable_enumerates_the_callers_variable():
+    # verl's mtp script: `rollout_backend=${ROLLOUT_BACKEND:-sglang}`, then `if [ "${rollout_backend}" = vllm ]`.
+    # Setting rollout_backend before the script runs is overwritten, so the vllm branch is reached only through
+    # ROLLOUT_BACKEND; unset runs as sglang, which is no variant of its own.
+    text = ("rollout_backend=${ROLLOUT_BACKEND:-sglang}\n"
+            'if [ "${rollout_backend}" = vllm ]; then EAGER=True; else EAGER=False; fi\n'
+            "python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=${rollout_backend} "
+            "actor_rollout_ref.rollout.enforce_eager=${EAGER}\n")
+    result = read_text_script(text)
+    got = {c.variant: [lo.parsed.value for lo in c.overrides] for c in result.commands}
+    assert got == {"ROLLOUT_BACKEND=vllm": ["vllm", True], "ROLLOUT_BACKEND=sglang": ["sglang", False]}
+
+
+def test_a_variable_assigned_twice_is_no_copy_of_the_callers_variable():
+    text = ("backend=${BACKEND:-sglang}\n"
+            "backend=vllm\n"
+            'if [ "$backend" = vllm ]; then EAGER=True; else EAGER=False; fi\n'
+            "python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.enforce_eager=${EAGER}\n")
+    result = read_text_script(text)
+    assert {c.variant: c.overrides[0].parsed.value for c in result.commands} == {None: True}
+
+
 def test_a_probe_no_branch_names_a_value_for_stays_sh001():
     text = 'MODE=$(uname -m)\ncase "$MODE" in x86*) N=2 ;; esac\npython3 -m verl.trainer.main_ppo a.n=${N:-1}\n'
     result = read_text_script(text)

@@ -12,6 +12,7 @@ value the trainer's arguments take from the environment is listed once per file 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -108,6 +109,40 @@ def _collect_switches(ev: Interpreter, root) -> tuple[dict[str, list[str]], dict
                     add(defaults, ev.text(kids[0]), text)
         stack.extend(reversed(n.children))
     return out, defaults
+
+
+# `var=${SRC:-default}`, `var=${SRC-default}`, `var="$SRC"`: the value is the caller's SRC (or the default).
+_ALIAS = re.compile(r'"?\$(?:\{(?P<braced>[A-Za-z_]\w*)(?::?-[^}]*)?\}|(?P<plain>[A-Za-z_]\w*))"?')
+
+
+def _aliases(ev: Interpreter, root) -> dict[str, str]:
+    """Variables assigned once, from another variable the caller may set: name -> that variable
+    (`rollout_backend=${ROLLOUT_BACKEND:-sglang}`). A switch on such a variable is enumerated through the caller's
+    variable, since assigning the switch variable itself before the script runs would be overwritten."""
+    sources: dict[str, str | None] = {}
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type == "variable_assignment":
+            name, value = n.child_by_field_name("name"), n.child_by_field_name("value")
+            if name is not None and name.type == "variable_name":
+                m = _ALIAS.fullmatch(ev.text(value)) if value is not None else None
+                var = ev.text(name)
+                sources[var] = None if var in sources or m is None else (m["braced"] or m["plain"])
+        stack.extend(n.children)
+    return {var: src for var, src in sources.items() if src is not None and src != var}
+
+
+def _through_aliases(named: dict[str, list[str]], aliases: dict[str, str]) -> dict[str, list[str]]:
+    """`named` with each switch variable that aliases a caller's variable replaced by that variable."""
+    out: dict[str, list[str]] = {}
+    for var, values in named.items():
+        src = aliases.get(var, var)
+        if src != var and src in named:
+            src = var  # the caller's variable is switched on too: keep both as they are
+        vals = out.setdefault(src, [])
+        vals.extend(v for v in values if v not in vals)
+    return out
 
 
 def _in_test(n) -> bool:
@@ -257,6 +292,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
 
     probe = Interpreter(source.path, parsed.src, parsed.lines, {}, marks, locations=locations)
     named, literal_defaults = _collect_switches(probe, parsed.root)
+    named = _through_aliases(named, _aliases(probe, parsed.root))
     default = run({}, {})
     axes: list[tuple[str, list[str | None]]] = []
     defaults: list[int] = []  # per axis, the index of the value the script runs with when nothing is set
@@ -275,6 +311,12 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
             defaults.append(vals.index(preferred))
         elif d in vals:
             defaults.append(vals.index(d))
+        elif d is None and literal_defaults.get(var):
+            # a caller's variable read as `${VAR:-x}` (through a copy the script switches on): unset runs as x,
+            # which is no variant of its own
+            if literal_defaults[var][0] not in vals:
+                vals.append(literal_defaults[var][0])
+            defaults.append(vals.index(literal_defaults[var][0]))
         else:
             vals.append(d if d else None)
             defaults.append(len(vals) - 1)
