@@ -17,7 +17,9 @@ Fast path (anything else goes to Hydra, including every error):
 * value: empty (``a=`` gives ``""``), an int / float / bool / null in every form
   Hydra's lexer accepts (``1_000``, ``+5``, ``.5``, ``5.``, ``1e-6``, ``-inf``,
   ``NaN``, ``TRUE``, ``Null``...), an unquoted string made of
-  ``[A-Za-z0-9_-/.+%*@?|:$]`` (no whitespace, no backslash), a single- or
+  ``[A-Za-z0-9_-/.+%*@?|:$]`` (no whitespace, no backslash), several such
+  separated by blanks (``uv -v run``: one string, trailing blanks dropped; not
+  with a ``:`` next to a blank), a single- or
   double-quoted string (Hydra's escaping of backslashes before the quote
   character is reproduced) that does not contain ``${``, or a flat list
   ``[...]`` of such scalars with optional spaces / tabs around ``[``, ``,`` and
@@ -208,6 +210,10 @@ _OVERRIDE_RE = re.compile(
 # Tokens that make up an unquoted primitive when there is no whitespace and no
 # backslash: ID, INT, FLOAT, BOOL, NULL, UNQUOTED_CHAR ([/\-+.$%*@?|]), COLON.
 _UNQUOTED_RE = re.compile(r"[A-Za-z0-9_\-/.+%*@?|:$]+")
+# Several such primitives separated by blanks (`uv -v run --frozen`, a command line verl passes on): Hydra joins
+# the tokens' text, blanks included, into one string and drops trailing blanks.
+_SPACED_RE = re.compile(r"[A-Za-z0-9_\-/.+%*@?|:$]+(?:[ \t]+[A-Za-z0-9_\-/.+%*@?|:$]+)+[ \t]*")
+_COLON_BLANK_RE = re.compile(r"[ \t]:|:[ \t]")  # COLON takes its blanks along (WS? ':' WS?): left to Hydra
 _DIGITS = r"[0-9](?:_?[0-9])*"
 _POINT_FLOAT = rf"(?:{_INT_UNSIGNED}\.|(?:{_INT_UNSIGNED})?\.{_DIGITS})"
 _EXPONENT_FLOAT = rf"(?:{_INT_UNSIGNED}|{_POINT_FLOAT})[eE][+-]?{_DIGITS}"
@@ -340,6 +346,8 @@ def _fast_value(text: str) -> Any:
         return _fast_list(text)
     if _UNQUOTED_RE.fullmatch(text):
         return _unquoted_scalar(text)
+    if _SPACED_RE.fullmatch(text) and not _COLON_BLANK_RE.search(text):
+        return text.rstrip(" \t")
     raise _NotFast
 
 
