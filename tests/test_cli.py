@@ -324,3 +324,26 @@ def test_statistics_text_and_json(tmp_path):
     assert any(line.split()[1] == tau["code"] and "1 fixable" in line for line in text)
     assert text[-1].startswith("Found ") and not any(line.startswith(str(path)) for line in text)
     assert sapo_lint(str(path), "--statistics", "--format", "sarif").returncode == 2
+
+
+
+def test_a_finding_over_variant_switches_is_printed_once_per_message_with_its_variants(tmp_path):
+    # six independent switches, each setting save_freq before an unconditional setting: 64 variants, and the
+    # SL008 message (which earlier line it repeats) depends on the last switch on; one line per message
+    switches = "".join(f'if [ "${{{v}:-0}}" = 1 ]; then ARGS+=(trainer.save_freq={i}); fi\n' for i, v in enumerate("ABCDEF"))
+    script = tmp_path / "run_qwen3_8b_fsdp.sh"
+    script.write_text("ARGS=()\n" + switches + 'ARGS+=(trainer.save_freq=9)\npython3 -m verl.trainer.main_ppo "${ARGS[@]}"\n')
+    proc = sapo_lint(str(script), "--no-shellcheck", "--select", "SL008", "--format", "json")
+    found = [(d["line"], d["variant"]) for d in json.loads(proc.stdout)["diagnostics"]]
+    assert sorted(found) == sorted([(8, "A=1"), (8, "A=0,B=1"), (8, "A=0,B=0,C=1"), (8, "A=0,B=0,C=0,D=1"),
+                                    (8, "A=0,B=0,C=0,D=0,E=1"), (8, "A=0,B=0,C=0,D=0,E=0,F=1")]), found
+    assert proc.stdout.count("also set at line 7") == 1
+
+
+def test_a_script_reader_finding_in_one_branch_names_its_variant(tmp_path):
+    script = tmp_path / "run_qwen3_8b_fsdp.sh"
+    script.write_text('ARGS=(trainer.nnodes=1)\ncase "$DEVICE" in\n  npu) ARGS+=("${PREFIX}.enable=True") ;;\n'
+                      '  gpu) ;;\nesac\npython3 -m verl.trainer.main_ppo "${ARGS[@]}"\n')
+    proc = sapo_lint(str(script), "--no-shellcheck", "--select", "SH001")
+    assert "run_qwen3_8b_fsdp.sh:3:15: SH001 override key `$PREFIX.enable`" in proc.stdout
+    assert proc.stdout.splitlines()[0].endswith("[DEVICE=npu]"), proc.stdout

@@ -55,23 +55,93 @@ def matches(variant: str | None, wanted: Sequence[str]) -> bool:
 
 
 def collapse_variants(per_variant: list[list[Diagnostic]], variants: list[str | None]) -> list[Diagnostic]:
-    """One diagnostic per finding: variant null when every variant has it, `AXIS=value` when exactly the
-    variants with that value have it, else one per variant."""
+    """One diagnostic per finding, whatever the number of variants that have it: variant null when every variant
+    has it, else a label that names exactly the variants that have it (`describe`). `per_variant[i]`: the findings
+    of `variants[i]`, labelled or not."""
     groups: dict[Diagnostic, list[str | None]] = defaultdict(list)
-    for found in per_variant:
+    for variant, found in zip(variants, per_variant, strict=True):
         for d in found:
-            groups[d.with_variant(None)].append(d.variant)
-    all_variants = set(variants)
-    tokens = sorted({t for v in variants if v for t in v.split(",")})
+            groups[d.with_variant(None)].append(variant)
+    universe = _Universe(variants)
     out = []
     for diag, where in groups.items():
         have = set(where)
-        if have == all_variants:
-            out.append(diag)
-            continue
-        token = next((t for t in tokens if {v for v in variants if v and t in v.split(",")} == have), None)
-        if token is not None:
-            out.append(diag.with_variant(token))
-        else:
-            out.extend(diag.with_variant(v) for v in sorted(have, key=str))
+        out.append(diag if have >= universe.labels else diag.with_variant(universe.describe(have)))
     return out
+
+
+def describe(have: set[str | None], variants: list[str | None]) -> str:
+    """A label for the variants `have` among all `variants` (each `AXIS=value,...`): terms joined by ` or `, each
+    term `AXIS=value` tokens joined by commas, a token listing several values as `AXIS=a|b`. Values are in the
+    order the variants name them. A term holds for every input that has one of each listed axis's values; an
+    axis a variant did not read (its label does not name it) holds for every value of it. So
+    `INFER_BACKEND=sglang|vllm` says: whatever the other axes, with sglang or vllm. The terms are found greedily
+    (each grown from the first variant not yet described), so the label is short, not always the shortest."""
+    return _Universe(variants).describe(have)
+
+
+class _Universe:
+    """The variants of one file, parsed: label -> {axis: value}, and each axis's values in order."""
+
+    def __init__(self, variants: list[str | None]):
+        self.labels = set(variants)
+        self.order = list(dict.fromkeys(variants))
+        self.parsed = {v: dict(t.split("=", 1) if "=" in t else (t, "") for t in (v or "").split(",") if t)
+                       for v in self.order}
+        self.values: dict[str, list[str]] = {}
+        for axes in self.parsed.values():
+            for axis, value in axes.items():
+                if value not in self.values.setdefault(axis, []):
+                    self.values[axis].append(value)
+        self.described: dict[frozenset, str] = {}
+
+    def _touches(self, cube: dict[str, list[str]], variant: str | None) -> bool:
+        """Whether some input the cube allows reaches `variant` (an axis the variant did not read allows any)."""
+        axes = self.parsed[variant]
+        return all(axis not in axes or axes[axis] in allowed for axis, allowed in cube.items())
+
+    def _holds(self, cube: dict[str, list[str]], have: set[str | None]) -> bool:
+        return all(v in have for v in self.order if self._touches(cube, v))
+
+    def describe(self, have: set[str | None]) -> str:
+        key = frozenset(have)
+        if key not in self.described:
+            self.described[key] = self._describe(have)
+        return self.described[key]
+
+    def _describe(self, have: set[str | None]) -> str:
+        terms: list[tuple[dict[str, list[str]], set[str | None]]] = []
+        left = [v for v in self.order if v in have]
+        while left:
+            seed = left[0]
+            cube = {axis: [value] for axis, value in self.parsed[seed].items()}
+            if self._holds(cube, have):  # grown from each axis in turn, the one that describes the most
+                axes = list(cube)
+                grown = (self._grow(cube, axes[i:] + axes[:i], have) for i in range(len(axes)))
+                cube = max(grown, key=lambda c: (len(self._within(c, left)), -len(c)))
+            terms.append((cube, self._within(cube, have) | {seed}))
+            left = [v for v in left if v not in terms[-1][1]]
+        # a term whose variants the others name too is left out
+        for term in list(terms):
+            others = set().union(*(within for t, within in terms if t is not term[0]))
+            if term[1] <= others:
+                terms.remove(term)
+        return " or ".join(",".join(f"{axis}={'|'.join(allowed)}" for axis, allowed in cube.items())
+                           for cube, _ in terms)
+
+    def _within(self, cube: dict[str, list[str]], variants) -> set[str | None]:
+        return {v for v in variants if all(self.parsed[v].get(a) in allowed for a, allowed in cube.items())}
+
+    def _grow(self, cube: dict[str, list[str]], axes: list[str], have: set[str | None]) -> dict[str, list[str]]:
+        """Drop each axis the finding does not depend on, and widen the others to every value it holds for."""
+        for axis in axes:
+            without = {a: allowed for a, allowed in cube.items() if a != axis}
+            if self._holds(without, have):
+                cube = without
+                continue
+            for value in self.values[axis]:
+                if value not in cube[axis]:
+                    wider = {**cube, axis: sorted([*cube[axis], value], key=self.values[axis].index)}
+                    if self._holds(wider, have):
+                        cube = wider
+        return cube

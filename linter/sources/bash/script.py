@@ -115,6 +115,30 @@ def _collect_switches(ev: Interpreter, root) -> tuple[dict[str, list[str]], dict
 _ALIAS = re.compile(r'"?\$(?:\{(?P<braced>[A-Za-z_]\w*)(?::?-[^}]*)?\}|(?P<plain>[A-Za-z_]\w*))"?')
 
 
+# How run scripts install a Megatron-LM that is not a release (verl's examples, in commands or set-up comments):
+# `git clone https://github.com/NVIDIA/Megatron-LM -b dev && (cd Megatron-LM; git checkout 23e092f...)`,
+# `git clone -b lite https://github.com/verl-project/Megatron-LM mlite`, `pip install git+https://...Megatron-LM@ref`.
+_MEGATRON_COMMIT = re.compile(r"Megatron-LM\b.*\bgit checkout ([0-9a-f]{7,40})\b")
+_MEGATRON_BRANCH = re.compile(r"git clone\b[^\n]*?(?:-b|--branch)[ =](\S+)[^\n]*Megatron-LM|"
+                              r"Megatron-LM\S*[^\n]*?\s(?:-b|--branch)[ =](\S+)")
+_MEGATRON_REF = re.compile(r"Megatron-LM(?:\.git)?@([\w./-]+)")
+
+
+def megatron_pin(text: str) -> str | None:
+    """The Megatron-LM commit or branch the script installs ("commit 23e092f4", "branch lite"), if it names one
+    rather than a release; read from the text, never run."""
+    for line in text.splitlines():
+        if "Megatron-LM" not in line:
+            continue
+        if m := _MEGATRON_COMMIT.search(line):
+            return f"commit {m[1][:8]}"
+        if m := _MEGATRON_REF.search(line):
+            return f"ref {m[1]}"
+        if m := _MEGATRON_BRANCH.search(line):
+            return f"branch {m[1] or m[2]}"
+    return None
+
+
 def _aliases(ev: Interpreter, root) -> dict[str, str]:
     """Variables assigned once, from another variable the caller may set: name -> that variable
     (`rollout_backend=${ROLLOUT_BACKEND:-sglang}`). A switch on such a variable is enumerated through the caller's
@@ -278,6 +302,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
 
     parsed = _parse(source)
     verl_version = options.cli_verl or options.default_verl
+    stack = options.stack._replace(megatron_pin=megatron_pin(source.text))
     if parsed.errors:
         return ScriptRead([], parsed.errors, verl_version)
     marks: dict[str, str] = {}
@@ -349,7 +374,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     branches = _BranchFinder(parsed)
     commands: list[Command] = []
     per_variant: list[list[Diagnostic]] = []
-    models: dict[str | None, object] = {}
+    models: dict[str | None, tuple[object, Diagnostic | None]] = {}
     inputs: dict[str, Location] = {}  # unresolved construct -> where it first reaches the trainer
     known: dict[tuple[str, Location], LocatedOverride] = {}
     for label, ev in runs:
@@ -384,17 +409,18 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                 model = None
             else:
                 mpath = path_lo.parsed.value if path_lo else None
-                if mpath not in models:
+                if mpath not in models:  # looked up once; reported in every variant that names it
                     try:
-                        models[mpath] = find_model(mpath, None, Path(source.path).parent)
+                        models[mpath] = (find_model(mpath, None, Path(source.path).parent), None)
                     except ModelNotFound as exc:
-                        models[mpath] = None
-                        found.append(UNKNOWN_MODEL.diagnostic(
+                        models[mpath] = (None, UNKNOWN_MODEL.diagnostic(
                             path_lo.location if path_lo else tr.node_loc,
                             f"{exc}; skipped the topology rules that need the model's shape (TP003 and up). Point "
                             "actor_rollout_ref.model.path at a directory holding config.json"))
-                model = models[mpath]
-            commands.append(Command(config_name, merge_overrides(overrides, options.cli_overrides), options.stack, label,
+                model, not_found = models[mpath]
+                if not_found is not None:
+                    found.append(not_found)
+            commands.append(Command(config_name, merge_overrides(overrides, options.cli_overrides), stack, label,
                                     tr.node_loc, model, accelerator, tuple(tr.env.values()),
                                     site_limits({**dict(options.resources), **dict(options.cli_resources)}), tr.module))
         per_variant.append(list(dict.fromkeys(found)))
