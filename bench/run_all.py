@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -225,6 +226,22 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(f.name, path)
 
 
+CORPUS_VERL = "0.10.0.dev"  # the verl the corpus scripts are written for (its snapshot is committed)
+ONE_SCRIPT = "grpo_trainer/run_qwen3_30b_a3b_megatron.sh"  # the corpus script with the most variants
+HUNDRED = 100
+
+
+def copy_to(corpus: Path, out: Path, count: int) -> int:
+    """`count` run scripts copied from `corpus` (round robin, each copy in its own folder so names stay verl's):
+    the size of a real repository's script collection, made of real scripts."""
+    scripts = sorted(corpus.rglob("*.sh"))
+    for i in range(count):
+        dest = out / f"copy{i // len(scripts)}" / scripts[i % len(scripts)].relative_to(corpus)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(scripts[i % len(scripts)], dest)
+    return count
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
@@ -263,12 +280,23 @@ def main() -> None:
         bench.lint(f"sapo-lint, {args.generated} generated recipes", lint, [str(generated)])
         corpus_note = None
         if args.corpus.is_dir():
-            bench.lint("sapo-lint, real run scripts, --no-shellcheck", lint, ["--no-shellcheck", str(args.corpus)])
-            bench.lint("sapo-lint, real run scripts, shellcheck, cold cache", lint, [str(args.corpus)],
+            # The scripts are written for verl main: linted against its snapshot, as a user of them would.
+            main = ["--verl-version", CORPUS_VERL]
+            one_script = args.corpus / ONE_SCRIPT
+            if one_script.is_file():
+                bench.lint(f"sapo-lint, one real run script ({one_script.name}), --no-shellcheck", lint,
+                           [*main, "--no-shellcheck", str(one_script)])
+            bench.lint("sapo-lint, real run scripts, --no-shellcheck", lint, [*main, "--no-shellcheck", str(args.corpus)])
+            hundred = tmp / "hundred-real-scripts"
+            count = copy_to(args.corpus, hundred, HUNDRED)
+            bench.lint(f"sapo-lint, {count} real run scripts (the corpus, copied), --no-shellcheck", lint,
+                       [*main, "--no-shellcheck", str(hundred)])
+            bench.lint("sapo-lint, real run scripts, shellcheck, cold cache", lint, [*main, str(args.corpus)],
                        fresh_cache=True)
             # The untimed check run fills this cache; every timed run then finds it warm.
             warm_env = {**os.environ, "SAPO_LINT_CACHE_DIR": str(tmp / "warm-cache")}
-            bench.lint("sapo-lint, real run scripts, shellcheck, warm cache", lint, [str(args.corpus)], env=warm_env)
+            bench.lint("sapo-lint, real run scripts, shellcheck, warm cache", lint, [*main, str(args.corpus)],
+                       env=warm_env)
         else:
             corpus_note = f"real run scripts: skipped, {args.corpus} does not exist"
         for recipe in recipes:
