@@ -36,6 +36,7 @@ class Stack(NamedTuple):
     megatron_core: str
     mbridge: str
     mindspeed: str | None = None  # a recipe's `stack.mindspeed`: the run is on Ascend NPU, with MindSpeed
+    megatron_pin: str | None = None  # a Megatron-LM commit or branch a run script installs, not a release
 
 
 class EnvVar(NamedTuple):
