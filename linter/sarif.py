@@ -1,58 +1,341 @@
-"""SARIF 2.1.0 output (`--format sarif`), for GitHub code scanning and other SARIF consumers."""
+"""SARIF 2.1.0 output (`--format sarif`), for GitHub code scanning and other SARIF consumers.
+
+One run, tool `sapo-lint` (shellcheck's findings are sapo-lint's own SH<number> rules, so they belong to the same
+run). What GitHub code scanning requires of a third-party SARIF file (docs.github.com, "SARIF support for code
+scanning") and how it is met here:
+
+- every rule: `id`, `shortDescription` (<= 1024 characters: the rule's summary), `fullDescription` (<= 1024
+  characters: the first sentences of the rule's documentation that fit), `help` (the whole documentation, text and
+  Markdown) and a `helpUri`: the rule's own section of docs/rules.md at the installed version's release tag
+  (`<Repository URL>/blob/v<version>/docs/rules.md#<anchor>`, the Repository URL from the distribution's metadata,
+  i.e. pyproject's [project.urls]); shellcheck's codes link to shellcheck's wiki page for the code;
+- every result: a message, one location, and `partialFingerprints`. Upload-sarif computes GitHub's own
+  `primaryLocationLineHash` from the file's text (it is not ours to fill); ours, `sapoLintFinding/v1`, identifies a
+  finding by rule, file, the located text's key (an override's key, else the text itself), variant and the
+  occurrence among equal ones, so it survives lines moving;
+- a region: `startLine`/`startColumn` from the diagnostic and an end found in the file's text (diagnostics carry
+  only where a finding starts): for a recipe, the end of the YAML node written there (a mapping entry's value
+  included); for a run script, the end of the shell word there (quotes and `$(...)` kept together, which may span
+  lines); where no text starts at the location, the rest of the line, or the one column of an empty line.
+  Columns count Unicode code points (`columnKind`), as the sources do;
+- artifact URIs are relative to `%SRCROOT%`, percent-encoded; `originalUriBaseIds` gives `%SRCROOT%` as the
+  current directory's `file://` URI (run from the repository root for code scanning). A file outside it gets an
+  absolute `file://` URI;
+- findings of `--override` (the command line, no file) get a logical location named as in the text output
+  (`--override:N`), not a fake path. GitHub code scanning displays only results with a file location: these are
+  for other SARIF consumers, and CI runs that upload to code scanning lint files, not `--override`.
+
+Limits GitHub states: 20 runs per file (here 1), 25,000 rules and 25,000 results per run (over 25,000 results
+the upload is rejected, and only the 5,000 most severe are shown), 1,000 locations per result (here 1), rule names
+up to 255 characters.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import re
+from pathlib import Path, PurePath
+from urllib.parse import quote
 
-from .core.diagnostics import Diagnostic, Severity
+from .core.diagnostics import Diagnostic, Location, Severity
+from .ruledocs import rule_anchor
+
+LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+OVERRIDE_SOURCE = "--override"  # api.py: command-line overrides are located as `--override:N`
+SRCROOT = "%SRCROOT%"
+FINGERPRINT = "sapoLintFinding/v1"
+DESCRIPTION_LIMIT = 1024  # GitHub code scanning: shortDescription.text and fullDescription.text
 
 
 def render_sarif(diagnostics: list[Diagnostic], files: int) -> str:
     from . import __version__
+
+    root = Path.cwd()
+    rules = _rule_descriptors(diagnostics, __version__)
+    index = {r["id"]: i for i, r in enumerate(rules)}
+    spans = _Spans()
+    results = [_result(d, index, root, spans) for d in diagnostics]
+    _add_fingerprints(results, diagnostics, spans)
+    run = {
+        "tool": {"driver": {"name": "sapo-lint", "version": __version__, "semanticVersion": __version__,
+                            "informationUri": _repository_url(), "rules": rules}},
+        "originalUriBaseIds": {SRCROOT: {"uri": root.as_uri().rstrip("/") + "/"}},
+        "columnKind": "unicodeCodePoints",
+        "results": results,
+    }
+    doc = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [run]}
+    return json.dumps(doc, indent=2)
+
+
+# --- rules ------------------------------------------------------------------------------------------------------
+
+
+def _repository_url() -> str:
+    """pyproject's [project.urls] Repository, as installed (the distribution's metadata)."""
+    from importlib.metadata import metadata
+
+    urls = dict(entry.split(", ", 1) for entry in metadata("sapo-toolkit").get_all("Project-URL") or ())
+    return urls["Repository"].rstrip("/")
+
+
+def help_uri(code: str, name: str, version: str) -> str:
+    """The rule's section of docs/rules.md at the release tag of `version`."""
+    return f"{_repository_url()}/blob/v{version}/docs/rules.md#{rule_anchor(code, name)}"
+
+
+def _rule_descriptors(diagnostics: list[Diagnostic], version: str) -> list[dict]:
+    from .ruledocs import rule_markdown
     from .rules import all_rules
 
-    level = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
     registered = all_rules()
     rules = [
         {
             "id": r.code, "name": r.name,
-            "shortDescription": {"text": r.summary},
-            "fullDescription": {"text": r.explanation},
-            "defaultConfiguration": {"level": level[r.severity]},
-            "help": {"text": f"{r.explanation}\n\nBad:\n{r.bad}\n\nGood:\n{r.good}"},
+            "shortDescription": {"text": _fit(r.summary)},
+            "fullDescription": {"text": _fit(r.explanation)},
+            "defaultConfiguration": {"level": LEVEL[r.severity]},
+            "helpUri": help_uri(r.code, r.name, version),
+            "help": {"text": f"{r.explanation}\n\nBad:\n{r.bad}\n\nGood:\n{r.good}", "markdown": rule_markdown(r)},
         }
         for r in registered.values()
     ]
     # shellcheck findings (SH<SC number>) are one registered family (SH100); SARIF wants an entry per id.
+    family = registered["SH100"]
     passthrough = sorted({d.code: d for d in diagnostics if d.code not in registered}.values(), key=lambda d: d.code)
-    family = registered.get("SH100")
     for d in passthrough:
         sc = f"SC{d.code[2:]}"
+        wiki = f"https://www.shellcheck.net/wiki/{sc}"
+        about = (f"shellcheck's {sc}, reported by sapo-lint as {d.code}: {wiki} explains the finding; "
+                 f"`sapo-lint rule {d.code}` explains how sapo-lint runs shellcheck and which findings it reports.")
         rules.append({
             "id": d.code, "name": d.name,
             "shortDescription": {"text": f"shellcheck {sc}"},
-            "fullDescription": {"text": family.explanation if family else f"shellcheck {sc}"},
-            "defaultConfiguration": {"level": level[d.severity]},
-            "helpUri": f"https://www.shellcheck.net/wiki/{sc}",
+            "fullDescription": {"text": _fit(f"{about}\n\n{family.explanation}")},
+            "defaultConfiguration": {"level": LEVEL[d.severity]},
+            "helpUri": wiki,
+            "help": {"text": f"{about}\n\n{family.explanation}"},
         })
-    index = {r["id"]: i for i, r in enumerate(rules)}
-    results = []
-    for d in diagnostics:
-        result = {
-            "ruleId": d.code, "ruleIndex": index[d.code], "level": level[d.severity],
-            "message": {"text": d.message},
-            "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": d.location.path},
-                "region": {"startLine": max(d.location.line, 1), "startColumn": max(d.location.column, 1)},
-            }}],
-        }
-        if d.variant or d.fix:
-            result["properties"] = {k: v for k, v in (("variant", d.variant), ("fix", d.fix)) if v}
-        results.append(result)
-    doc = {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{"tool": {"driver": {"name": "sapo-lint", "version": __version__, "rules": rules}},
-                  "results": results}],
-    }
-    return json.dumps(doc, indent=2)
+    return rules
+
+
+def _fit(text: str, limit: int = DESCRIPTION_LIMIT) -> str:
+    """`text` on one line, or as many of its first sentences as fit in `limit` characters (GitHub's limit)."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    ends = [m.end() for m in re.finditer(r"[.!?:](?=\s)", flat[:limit])]
+    return flat[:ends[-1]] if ends else flat[:limit - 1] + "\u2026"
+
+
+# --- results ----------------------------------------------------------------------------------------------------
+
+
+def _result(d: Diagnostic, index: dict[str, int], root: Path, spans: _Spans) -> dict:
+    result = {"ruleId": d.code, "ruleIndex": index[d.code], "level": LEVEL[d.severity],
+              "message": {"text": d.message}, "locations": [_location(d.location, root, spans)]}
+    if d.variant or d.fix:
+        result["properties"] = {k: v for k, v in (("variant", d.variant), ("fix", d.fix)) if v}
+    return result
+
+
+def _location(loc: Location, root: Path, spans: _Spans) -> dict:
+    if _is_command_line(loc):
+        name = f"{OVERRIDE_SOURCE}:{loc.line}"
+        return {"logicalLocations": [{"name": name, "fullyQualifiedName": f"sapo-lint {name}", "kind": "parameter"}]}
+    start_line, start_column = max(loc.line, 1), max(loc.column, 1)
+    end_line, end_column = spans.end(loc.path, start_line, start_column)
+    region = {"startLine": start_line, "startColumn": start_column, "endLine": end_line, "endColumn": end_column}
+    return {"physicalLocation": {"artifactLocation": artifact_location(loc.path, root), "region": region}}
+
+
+def _is_command_line(loc: Location) -> bool:
+    return loc.path == OVERRIDE_SOURCE
+
+
+def artifact_location(path: str, root: Path) -> dict:
+    """A percent-encoded URI relative to `%SRCROOT%` (`root`), or an absolute file URI for a file outside it."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        relative = absolute.relative_to(root)
+    except ValueError:
+        return {"uri": absolute.as_uri()}
+    return {"uri": quote(PurePath(relative).as_posix(), safe="/"), "uriBaseId": SRCROOT}
+
+
+def _add_fingerprints(results: list[dict], diagnostics: list[Diagnostic], spans: _Spans) -> None:
+    """Identity of a finding that does not depend on its line: rule, file, the located key, variant; equal ones are
+    numbered in the order they appear."""
+    seen: dict[str, int] = {}
+    for result, d in sorted(zip(results, diagnostics), key=lambda pair: pair[1].sort_key()):
+        loc = d.location
+        key = f"{OVERRIDE_SOURCE}:{loc.line}" if _is_command_line(loc) else spans.key(loc.path, loc.line, loc.column)
+        identity = "\0".join((d.code, loc.path, key, d.variant or ""))
+        digest = hashlib.sha256(identity.encode()).hexdigest()[:32]
+        seen[digest] = seen.get(digest, 0) + 1
+        result["partialFingerprints"] = {FINGERPRINT: f"{digest}:{seen[digest]}"}
+
+
+# --- where a finding's text ends --------------------------------------------------------------------------------
+
+
+class _Spans:
+    """End positions and keys of what is written at a location, from the file's text (read once per file)."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, _FileText | None] = {}
+
+    def _file(self, path: str) -> _FileText | None:
+        if path not in self._files:
+            from .sources.files import UnreadableFile, read_text
+
+            try:
+                text = read_text(Path(path)).text
+            except UnreadableFile:
+                text = None
+            self._files[path] = None if text is None else _FileText(text, _is_yaml(path))
+        return self._files[path]
+
+    def end(self, path: str, line: int, column: int) -> tuple[int, int]:
+        """1-based end line and the column after the last character (SARIF's `endColumn`)."""
+        found = self._file(path)
+        return found.end(line, column) if found else (line, column + 1)
+
+    def key(self, path: str, line: int, column: int) -> str:
+        found = self._file(path)
+        return found.key(line, column) if found else f"{line}:{column}"
+
+
+def _is_yaml(path: str) -> bool:
+    return path.endswith((".yaml", ".yml"))
+
+
+class _FileText:
+    def __init__(self, text: str, yaml_file: bool) -> None:
+        self.text = text
+        # Lines as the sources count them (bash's reader splits at "\n"; PyYAML's marks are used for recipes).
+        self.lines = text.split("\n")
+        self.line_starts = [0]
+        for line in self.lines[:-1]:
+            self.line_starts.append(self.line_starts[-1] + len(line) + 1)
+        # (line, column) 1-based -> (end line, end column, key): the YAML nodes (and mapping entries) of a recipe
+        self.nodes = _yaml_nodes(text) if yaml_file else None
+
+    def end(self, line: int, column: int) -> tuple[int, int]:
+        if self.nodes is not None and (line, column) in self.nodes:
+            end_line, end_column, _ = self.nodes[line, column]
+            return end_line, end_column
+        word = self._shell_word(line, column) if self.nodes is None else None
+        if word:
+            return word[1], word[2]
+        content_end = len(self.lines[line - 1].rstrip()) + 1 if line <= len(self.lines) else 0
+        return (line, content_end) if content_end > column else (line, column + 1)
+
+    def key(self, line: int, column: int) -> str:
+        """The override key written at the location (a YAML mapping key, or a shell word's text before `=`), else
+        the text there; the position when nothing is written there."""
+        if self.nodes is not None and (line, column) in self.nodes:
+            return self.nodes[line, column][2]
+        word = self._shell_word(line, column)
+        if word:
+            return word[0].split("=", 1)[0].strip("'\"")
+        text = self.lines[line - 1].strip() if line <= len(self.lines) else ""
+        return text or f"{line}:{column}"
+
+    def _shell_word(self, line: int, column: int) -> tuple[str, int, int] | None:
+        """The shell word starting at the location: its text, end line and end column (quotes, `$(...)`, `${...}`
+        and backslash escapes kept inside the word, which may then span lines)."""
+        if line > len(self.lines) or column > len(self.lines[line - 1]):
+            return None
+        start = self.line_starts[line - 1] + column - 1
+        end = _word_end(self.text, start)
+        if end == start:
+            return None
+        end_line = line + self.text.count("\n", start, end)
+        end_column = end - self.line_starts[end_line - 1] + 1
+        return self.text[start:end], end_line, end_column
+
+
+_WORD_BREAK = set(" \t\r\n;&|<>()")
+
+
+def _word_end(text: str, start: int) -> int:
+    """Index after the shell word that starts at `start` (bash's quoting: '...', "...", \\x, $(...), ${...})."""
+    i, depth, quote_char = start, 0, ""
+    while i < len(text):
+        c = text[i]
+        if quote_char == "'":
+            quote_char = "" if c == "'" else quote_char
+        elif c == "\\":
+            if text.startswith("\n", i + 1) and not quote_char and depth == 0:
+                break  # a line continuation ends the word
+            i += 1
+        elif c == '"':
+            quote_char = "" if quote_char == '"' else '"'
+        elif c == "'" and not quote_char:
+            quote_char = "'"
+        elif c == "$" and text.startswith(("(", "{"), i + 1):
+            depth += 1
+            i += 1
+        elif c in ")}" and depth:
+            depth -= 1
+        elif not quote_char and depth == 0 and c in _WORD_BREAK:
+            break
+        i += 1
+    return min(i, len(text))
+
+
+def _yaml_nodes(text: str) -> dict[tuple[int, int], tuple[int, int, str]] | None:
+    """Every node of a YAML document by its start (1-based), with its end and key; a mapping entry's span is its
+    key to the end of its value. None when the text is not YAML (then spans come from the lines)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        documents = list(yaml.compose_all(text, Loader=loader))
+    except yaml.YAMLError:
+        return None
+    lines = text.splitlines()
+    spans: dict[tuple[int, int], tuple[int, int, str]] = {}
+    seen: set[int] = set()
+
+    def start(node) -> tuple[int, int]:
+        return node.start_mark.line + 1, node.start_mark.column + 1
+
+    def visit(node) -> None:
+        if id(node) in seen:  # an alias: the same node again
+            return
+        seen.add(id(node))
+        spans.setdefault(start(node), (*_node_end(lines, node), _scalar(node)))
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                # A mapping entry (key to the end of its value) is what is written at its key, even where a
+                # block mapping around it starts at the same place; the innermost entry is visited last.
+                spans[start(k)] = (*_node_end(lines, v), _scalar(k))
+                visit(v)
+        elif isinstance(node, yaml.SequenceNode):
+            for item in node.value:
+                visit(item)
+
+    for document in documents:
+        if document is not None:
+            visit(document)
+    return spans
+
+
+def _scalar(node) -> str:
+    import yaml
+
+    return node.value if isinstance(node, yaml.ScalarNode) else node.tag
+
+
+def _node_end(lines: list[str], node) -> tuple[int, int]:
+    """A node's end as SARIF's (endLine, endColumn): a block node's end mark sits at the start of the line after
+    it, so the end moves back to the last non-blank text before it."""
+    line, column = node.end_mark.line, node.end_mark.column  # 0-based; column is the one after the end
+    while column == 0 and line > node.start_mark.line:
+        line -= 1
+        text = lines[line] if line < len(lines) else ""
+        column = len(text.split(" #")[0].rstrip()) if not text.lstrip().startswith("#") else 0
+    return line + 1, column + 1 if column else 2
