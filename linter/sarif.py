@@ -36,6 +36,7 @@ import hashlib
 import json
 import os
 import re
+from functools import cache
 from pathlib import Path, PurePath
 from urllib.parse import quote
 
@@ -72,6 +73,7 @@ def render_sarif(diagnostics: list[Diagnostic], files: int) -> str:
 # --- rules ------------------------------------------------------------------------------------------------------
 
 
+@cache
 def _repository_url() -> str:
     """pyproject's [project.urls] Repository, as installed (the distribution's metadata)."""
     from importlib.metadata import metadata
