@@ -21,7 +21,7 @@ def rules_markdown(rules: dict) -> str:
     lines = [*HEADER, "| code | name | severity | what it catches |", "|---|---|---|---|"]
     ordered = [rules[code] for code in sorted(rules)]
     for r in ordered:
-        summary = " ".join(r.summary.split()).replace("|", "\\|")
+        summary = _text(" ".join(r.summary.split())).replace("|", "\\|")
         lines.append(f"| [{r.code}](#{rule_anchor(r.code, r.name)}) | {r.name} | {r.severity.value} | {summary} |")
     for r in ordered:
         lines += ["", f"## {r.code} {r.name}", "", rule_markdown(r)]
@@ -31,9 +31,9 @@ def rules_markdown(rules: dict) -> str:
 def rule_markdown(rule) -> str:
     """One rule's section body: severity and summary, what verl / Megatron would do, a bad and a good example."""
     return "\n".join([
-        f"**{rule.severity.value}**: {' '.join(rule.summary.split())}",
+        f"**{rule.severity.value}**: {_text(' '.join(rule.summary.split()))}",
         "",
-        rule.explanation,
+        _text(rule.explanation),
         "",
         "Bad:",
         "",
@@ -43,6 +43,12 @@ def rule_markdown(rule) -> str:
         "",
         _fenced(rule.good),
     ])
+
+
+def _text(text: str) -> str:
+    """`<` outside code spans as `&lt;`: Markdown would read `SH<SC number>` as an HTML tag, which GitHub drops."""
+    parts = text.split("`")
+    return "`".join(part if i % 2 else part.replace("<", "&lt;") for i, part in enumerate(parts))
 
 
 def _fenced(text: str) -> str:

@@ -240,3 +240,11 @@ def test_sarif_is_one_run_of_sapo_lint(tmp_path):
     (run,) = doc["runs"]
     assert run["tool"]["driver"]["name"] == "sapo-lint" and run["tool"]["driver"]["version"] == __version__
     assert run["columnKind"] == "unicodeCodePoints"
+
+
+def test_rule_markdown_keeps_angle_brackets_as_text_outside_code():
+    from sapo_toolkit.linter.ruledocs import rule_markdown
+    from sapo_toolkit.linter.rules import all_rules
+
+    shellcheck = all_rules()["SH100"]._replace(summary="as SH<SC number>, or `SH<n>` in code")
+    assert rule_markdown(shellcheck).startswith("**error**: as SH&lt;SC number>, or `SH<n>` in code\n")
