@@ -68,6 +68,7 @@ def read_options(settings: Settings, cli_overrides: Iterable[str] = (), cli_verl
         cli_verl=cli_verl,
         cli_overrides=command_line_overrides(cli_overrides),
         cli_accelerator=cli_accelerator,
+        accelerator=settings.accelerator,
         resources=site_limits(settings.resources()),
         cli_resources=site_limits(cli_resources or {}),
     )

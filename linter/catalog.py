@@ -4,6 +4,7 @@ card or a local config.json."""
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from pathlib import Path
 
@@ -67,3 +68,61 @@ def accelerators() -> dict[str, Accelerator]:
     return {name: Accelerator(name, d["device"], d["hbm_gib"], d["devices_per_node"],
                               d.get("usable_hbm_gib", d["hbm_gib"]), d.get("usable_source", ""))
             for name, d in data.items()}
+
+
+# The accelerator assumed for a device kind when nobody names one. Both are the 64/80 GB class that most training
+# nodes of their kind have, so a memory verdict on the assumption holds for the common parts: the Ascend 910B1,
+# B2 and B3 share the 64 GB die (60.96 GiB reported by torch_npu; the 910B3 is the Atlas 800T A2 part the field
+# incidents ran on), and the A100-80GB, H100 and H800 all have 80 GB (79.1-79.3 GiB reported by PyTorch).
+ASSUMED_ACCELERATORS = {"npu": "ascend-910b3", "gpu": "nvidia-h100"}
+DEVICE_KINDS = tuple(ASSUMED_ACCELERATORS)
+# Vendor and product-line words that people put in front of a part name (`Ascend910B3`, `NVIDIA H100`).
+_VENDOR_WORDS = ("ascend", "nvidia", "huawei", "atlas", "tesla")
+
+
+class UnknownAccelerator(LookupError):
+    """A name that is not in schemas/devices.json; the message lists the known names."""
+
+
+def _normal(name: str) -> str:
+    """Lower case, letters and digits only, vendor words and a trailing `gb`/`g` dropped: `Ascend910B3` -> `910b3`,
+    `A100-80G` -> `a10080`."""
+    text = "".join(ch for ch in name.lower() if ch.isalnum())
+    for word in _VENDOR_WORDS:
+        text = text.removeprefix(word)
+    return re.sub(r"(?<=[0-9])gb?$", "", text)
+
+
+@cache
+def _aliases() -> dict[str, str]:
+    """Normalised alias -> accelerator name: each name's own form, with and without its nominal capacity
+    (`h100`, `h10080`; `a10080`). An alias two accelerators would share (`a100`) is left out: it names neither."""
+    claimed: dict[str, set[str]] = {}
+    for name, acc in accelerators().items():
+        core = _normal(name)
+        size = f"{acc.hbm_gib:g}"
+        for alias in {core, core + size, core.removesuffix(size)}:
+            claimed.setdefault(alias, set()).add(name)
+    return {alias: next(iter(names)) for alias, names in claimed.items() if len(names) == 1 and alias}
+
+
+def find_accelerator(name: str) -> Accelerator:
+    """The accelerator a name means, matched case-insensitively with aliases (`910B3`, `Ascend910B3`, `H100`,
+    `h100-80gb`, `A100-80G`). Raises UnknownAccelerator naming the known ones."""
+    known = accelerators()
+    if name in known:
+        return known[name]
+    found = _aliases().get(_normal(name))
+    if found is not None:
+        return known[found]
+    import difflib
+
+    near = [n for n in known if _normal(n).startswith(_normal(name)) and _normal(name)]
+    near = near or difflib.get_close_matches(name.lower(), list(known), n=2, cutoff=0.6)
+    hint = f" Did you mean {' or '.join(f'`{n}`' for n in near)}?" if near else ""
+    raise UnknownAccelerator(f"unknown accelerator `{name}`; known: {', '.join(known)}.{hint}")
+
+
+def assumed_accelerator(kind: str, why: str) -> Accelerator:
+    """The accelerator assumed for a device kind, marked with why (`Accelerator.assumed`)."""
+    return accelerators()[ASSUMED_ACCELERATORS[kind]]._replace(assumed=why)

@@ -1,8 +1,9 @@
-"""`sapo-lint explain RECIPE`: the derived plan of each variant -- world, dp, edp, parameters, device memory by
+"""`sapo-lint explain FILE` (a recipe or a run script): the derived plan of each variant -- world, dp, edp, parameters, device memory by
 phase and term against HBM, host RAM, checkpoint size, save time and disk peak -- as a rich table, JSON, or a
 stacked-bar PNG (`--plot`, matplotlib imported only then).
 
-The numbers come from `linter.estimate`; this module only reads the recipe, resolves each variant and renders.
+The numbers come from `linter.estimate`; this module only reads the file (`api.load`, as lint does), resolves each
+variant and renders.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ TERM_LABELS = {
     "grads": "actor main grads",
     "optimizer": "actor optimizer state",
     "activations": "activations",
+    "backward_working": "backward working set",
+    "moe_dispatch": "MoE dispatch buffers",
     "logits": "logits / log-probs",
     "ref_weights": "ref weights",
     "critic_weights": "critic weights",
@@ -56,8 +59,11 @@ class Item:
 def explain_recipe(path: Path, *, variants: tuple[str, ...] = (), overrides: tuple[str, ...] = (),
                    verl_version: str | None = None, accelerator: str | None = None,
                    resources: dict | None = None) -> tuple[list[Item], list[str]]:
-    """Estimate every (selected) variant of a recipe: (items, problems that stop the whole file). `resources`: site
-    limits from the command line; they reach the estimate as the linter's do, through `Command.resources`."""
+    """Estimate every (selected) variant of a recipe or run script, read as `sapo-lint` reads it (`api.load`):
+    (items, problems that stop the whole file). `resources`: site limits from the command line; they reach the
+    estimate as the linter's do, through `Command.resources`. An unknown accelerator name (RF006) and an
+    `--override` that the override checks reject (SL001, SL004, ...) are problems: the plan would be of a run that
+    cannot be meant."""
     from . import api
     from .estimate.from_context import estimate_for
     from .rules import load_rules
@@ -73,11 +79,18 @@ def explain_recipe(path: Path, *, variants: tuple[str, ...] = (), overrides: tup
         loaded = api.load(path, api.read_options(settings, overrides, verl_version, accelerator, resources))
     except UnreadableFile as exc:
         return [], [str(exc)]
-    if loaded is None or loaded.kind != "recipe":
-        return [], [f"{path}: not a recipe (a YAML file with a top-level `recipe:` key); "
-                    "run scripts are not read by `explain` yet"]
-    if loaded.recipe is None:
-        return [], [f"{d.location.path}:{d.location.line}:{d.location.column}: {d.code} {d.message}" for d in loaded.diagnostics]
+    if loaded is None:
+        return [], [f"{path}: neither a recipe (a YAML file with a top-level `recipe:` key) nor a run script (*.sh)"]
+    stopping = [d for d in loaded.diagnostics
+                if d.code == "RF006" or (d.severity.value == "error" and not loaded.commands)]
+    if (loaded.kind == "recipe" and loaded.recipe is None) or stopping:
+        return [], [_line(d) for d in (stopping or loaded.diagnostics)]
+    if not loaded.commands:
+        return [], [f"{path}: no trainer command (`python3 -m verl...`) found"]
+    rejected = [d for d in api.check(loaded, settings)
+                if d.location.path == "--override" and d.severity.value == "error"]
+    if rejected:
+        return [], [_line(d) for d in dict.fromkeys(d.with_variant(None) for d in rejected)]
     commands = api.select(loaded.commands, variants)
     if not commands:
         known = ", ".join(c.variant or "(none)" for c in loaded.commands)
@@ -90,11 +103,10 @@ def explain_recipe(path: Path, *, variants: tuple[str, ...] = (), overrides: tup
         except SnapshotNotFound as exc:
             return [], [str(exc)]
         if command.model is None:
-            items.append(Item(command.variant, error="unknown model: name a shipped card (`model.card`) or a directory "
-                                                     "with config.json (`model.path`)"))
-            continue
-        if command.accelerator is None:
-            items.append(Item(command.variant, error="no accelerator: set `hardware.accelerator` or --accelerator"))
+            how = ("name a shipped card (`model.card`) or a directory with config.json (`model.path`)"
+                   if loaded.kind == "recipe" else
+                   "give a directory with config.json: --override actor_rollout_ref.model.path=DIR")
+            items.append(Item(command.variant, error=f"unknown model: {how}"))
             continue
         est = estimate_for(ctx)  # the estimate the MEM/CK rules below report from
         if est is None:
@@ -110,6 +122,12 @@ def explain_recipe(path: Path, *, variants: tuple[str, ...] = (), overrides: tup
                 findings.append({"code": r.code, "severity": severity, "message": f.message})
         items.append(Item(command.variant, est, findings))
     return items, []
+
+
+def _line(d) -> str:
+    where = f"{d.location.path}:{d.location.line}:{d.location.column}" if d.location.path != "--override" else \
+        f"--override {d.location.line}"
+    return f"{where}: {d.code} {d.message}"
 
 
 # ------------------------------------------------------------------------------------------------ JSON
@@ -149,6 +167,7 @@ def to_json(item: Item, recipe_path: str | None = None) -> dict[str, Any]:
     out.update({
         "model": p.model.name,
         "accelerator": p.accelerator,
+        "accelerator_assumed": p.accelerator_assumed or None,
         "device": p.device,
         "world": e.world,
         "nodes": e.world // p.devices_per_node if p.devices_per_node else None,
@@ -218,6 +237,9 @@ def render_text(items: list[Item], title: str, color: bool = False, width: int =
             f"  {e.world} x {p.accelerator} ({p.hbm_gib:g} GiB, {p.device}): TP{L.tp} PP{L.pp}"
             + (f" VPP{L.vpp}" if L.vpp else "") + f" CP{L.cp}" + (f" EP{L.ep} ETP{L.expert_tp}" if moe else "")
             + f", dp {e.dp}" + (f", edp {e.edp}" if moe else ""))
+        if p.accelerator_assumed:
+            console.print(Text(f"  {p.accelerator} is {p.accelerator_assumed}: name yours with --accelerator, "
+                               "`hardware.accelerator` or `[tool.sapo-lint] accelerator`"))
         rank = e.actor.params
         console.print(
             f"  per rank (most loaded: stage {rank.stage}): {rank.total / 1e9:.3f} B parameters"
@@ -273,6 +295,7 @@ def render_text(items: list[Item], title: str, color: bool = False, width: int =
 
 PLOT_COLORS = {
     "weights": "#4c72b0", "grads": "#55a868", "optimizer": "#c44e52", "activations": "#8172b2",
+    "backward_working": "#a99bd0", "moe_dispatch": "#5f9e6e",
     "logits": "#ccb974", "ref_weights": "#64b5cd", "critic_weights": "#8c8c8c", "critic_grads": "#b0b0b0",
     "critic_optimizer": "#d0d0d0", "rollout": "#dd8452", "comm_buffers": "#937860", "runtime": "#da8bc3",
 }
@@ -290,7 +313,8 @@ def plot(items: list[Item], out: Path, title: str) -> Path:
         raise click.UsageError("nothing to plot: no variant could be estimated")
     cols = min(3, len(shown))
     rows = (len(shown) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 4.2 * rows), squeeze=False, sharey=True)
+    # At least 10 inches wide: one panel alone would cut off the title and the legend, which span the figure.
+    fig, axes = plt.subplots(rows, cols, figsize=(max(4.6 * cols, 10.0), 4.2 * rows), squeeze=False, sharey=True)
     used_terms: dict[str, Any] = {}
     for ax, item in zip(axes.flat, shown):
         e = item.estimate
@@ -338,14 +362,14 @@ def plot(items: list[Item], out: Path, title: str) -> Path:
 
 
 @click.command("explain")
-@click.argument("recipe", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("recipe", metavar="FILE", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--variant", "variants", multiple=True, metavar="AXIS=VALUE[,...]",
               help="Only variants with these values, e.g. DEVICE=npu or DEVICE=npu,RECOMPUTE=full (repeatable).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write a PNG: a stacked bar of device memory per phase with the HBM line.")
 @click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="A Hydra override applied on top of the recipe (repeatable).")
+              help="A Hydra override applied on top of the recipe or script, checked like lint's (repeatable).")
 @click.option("--accelerator", help="Accelerator from schemas/devices.json, instead of the recipe's.")
 @click.option("--verl-version", help="Resolve against this verl schema snapshot instead of the recipe's.")
 @click.option("--write-gib-per-s", type=click.FloatRange(min=0, min_open=True),
@@ -355,9 +379,9 @@ def plot(items: list[Item], out: Path, title: str) -> Path:
               help="Disk budget of the checkpoint directory, GiB.")
 def explain(recipe, variants, fmt, plot_path, overrides, accelerator, verl_version, write_gib_per_s, host_ram_gib,
             disk_budget_gib):
-    """Show the derived plan of RECIPE: world, dp, edp, per-rank parameters, device memory by phase and term
-    against HBM, host RAM, checkpoint size, estimated save time and peak disk. With several variants, JSON is a
-    list with one object per variant."""
+    """Show the derived plan of FILE (a recipe or a run script, read as `sapo-lint` reads it): world, dp, edp,
+    per-rank parameters, device memory by phase and term against HBM, host RAM, checkpoint size, estimated save
+    time and peak disk. With several variants, JSON is a list with one object per variant."""
     import json
 
     resources = {"write_gib_per_s": write_gib_per_s, "host_ram_gib": host_ram_gib, "disk_budget_gib": disk_budget_gib}

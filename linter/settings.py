@@ -32,6 +32,8 @@ KEYS = {
     "checkpoint-write-gib-per-s": ("write_gib_per_s", float, "checkpoint write bandwidth per writing rank (CK001)"),
     "host-ram-gib": ("host_ram_gib", float, "host RAM per node (MEM002)"),
     "checkpoint-disk-budget-gib": ("disk_budget_gib", float, "disk budget for checkpoints (CK002)"),
+    "accelerator": ("accelerator", (str, dict), ("accelerator of every variant, or one per device kind: "
+                                                 '{npu = "ascend-910b3", gpu = "nvidia-h100"} (MEM001)')),
 }
 
 
@@ -57,6 +59,7 @@ class Settings:
     write_gib_per_s: float | None = None
     host_ram_gib: float | None = None
     disk_budget_gib: float | None = None
+    accelerator: str | dict[str, str] | None = None  # a name, or device kind -> name
 
     def resources(self) -> dict:
         return {k: getattr(self, k) for k in ("write_gib_per_s", "host_ram_gib", "disk_budget_gib")
@@ -103,6 +106,8 @@ def load_settings(start: Path) -> tuple[Settings, Path | None]:
         )
     for key, value in table.items():
         attribute, expected, _ = KEYS[key]
+        if key == "accelerator":
+            value = _accelerator(path, value)
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, expected) or (expected is list and not all(isinstance(v, str) for v in value)):
@@ -113,3 +118,30 @@ def load_settings(start: Path) -> tuple[Settings, Path | None]:
             raise SettingsError(f"{path}: [tool.sapo-lint] {key} must be a positive finite number, not {value}")
         setattr(settings, attribute, value)
     return settings, path
+
+
+def _accelerator(path: Path, value) -> str | dict[str, str]:
+    """`accelerator = "name"` or `accelerator = {npu = "name", gpu = "name"}`: every name known (aliases allowed) and
+    of the kind it is given for."""
+    from .catalog import DEVICE_KINDS, UnknownAccelerator, find_accelerator
+
+    where = f"{path}: [tool.sapo-lint] accelerator"
+    if isinstance(value, dict):
+        unknown = [k for k in value if k not in DEVICE_KINDS]
+        if unknown or not value or not all(isinstance(v, str) for v in value.values()):
+            raise SettingsError(f"{where} maps device kinds ({', '.join(DEVICE_KINDS)}) to accelerator names, "
+                                f"not {value!r}")
+        entries = value.items()
+    elif isinstance(value, str):
+        entries = [(None, value)]
+    else:
+        raise SettingsError(f"{where} must be a name or a table of device kind -> name")
+    for kind, name in entries:
+        try:
+            accelerator = find_accelerator(name)
+        except UnknownAccelerator as exc:
+            raise SettingsError(f"{where}: {exc}") from None
+        if kind is not None and accelerator.device != kind:
+            raise SettingsError(f"{where}: {accelerator.name} is not {'an NPU' if kind == 'npu' else 'a GPU'} "
+                                f"(given for {kind})")
+    return value

@@ -110,16 +110,64 @@ def test_usage_errors(tmp_path):
     other = tmp_path / "other.yaml"
     other.write_text("name: not a recipe\n")
     result = run(other)
-    assert result.exit_code == 2 and "not a recipe" in result.output
+    assert result.exit_code == 2 and "neither a recipe" in result.output
 
 
-def test_unknown_accelerator_or_model_is_reported_per_variant(tmp_path):
+def test_without_an_accelerator_the_assumed_one_is_named(tmp_path):
     path = tmp_path / "r.yaml"
     path.write_text("recipe: sapo-recipe/v1\nname: x\nconfig_name: ppo_megatron_trainer\nmodel: {path: Qwen/Qwen3-8B}\n"
+                    "overrides: {trainer.device: npu}\n")
+    result = run(path, "--format", "json")
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)[0]
+    assert plan["accelerator"] == "ascend-910b3" and plan["hbm_gib"] == 60.96
+    assert plan["accelerator_assumed"] == "assumed for npu (`trainer.device=npu`)"
+    text = run(path).output
+    assert "ascend-910b3 is assumed for npu (`trainer.device=npu`): name yours with --accelerator" in text
+    assert "`[tool.sapo-lint] accelerator`" in text  # not eaten as rich markup
+    named = json.loads(run(path, "--format", "json", "--accelerator", "Ascend910B2").stdout)[0]
+    assert named["accelerator"] == "ascend-910b2" and named["accelerator_assumed"] is None
+
+
+def test_an_unknown_accelerator_is_not_swallowed(tmp_path):
+    result = run(RECIPE_30B, "--accelerator", "910B")
+    assert result.exit_code == 2
+    assert "RF006 --accelerator: unknown accelerator `910B`; known: ascend-910b1" in result.output
+    assert "Did you mean `ascend-910b1` or `ascend-910b2` or `ascend-910b3` or `ascend-910b4`?" in result.output
+    path = tmp_path / "r.yaml"
+    path.write_text(RECIPE_30B.read_text().replace("npu: ascend-910b3", "npu: ascend-910"))
+    result = run(path)
+    assert result.exit_code == 2 and "RF006 `hardware.accelerator`: unknown accelerator `ascend-910`" in result.output
+
+
+def test_unknown_model_is_reported_per_variant(tmp_path):
+    path = tmp_path / "r.yaml"
+    path.write_text("recipe: sapo-recipe/v1\nname: x\nconfig_name: ppo_megatron_trainer\nmodel: {path: my/model}\n"
                     "overrides: {}\n")
     result = run(path, "--format", "json")
     assert result.exit_code == 2
-    assert "accelerator" in json.loads(result.stdout)[0]["error"]
+    assert json.loads(result.stdout)[0]["error"].startswith("unknown model: name a shipped card")
+
+
+def test_overrides_go_through_the_override_checks():
+    result = run(RECIPE_30B, "--variant", "DEVICE=npu,RECOMPUTE=full", "--override", "actor_rollout_ref.actor.tau_poss=1")
+    assert result.exit_code == 2
+    assert "--override 1: SL001 unknown key `actor_rollout_ref.actor.tau_poss`" in result.output
+    assert "Did you mean `actor_rollout_ref.actor.tau_pos`?" in result.output
+    result = run(RECIPE_30B, "--variant", "DEVICE=npu,RECOMPUTE=full", "--override", "actor_rollout_ref.actor.tau_pos=2",
+                 "--format", "json")
+    assert result.exit_code == 0, result.output
+
+
+def test_single_variant_plot_is_wide_enough(tmp_path):
+    pytest.importorskip("matplotlib")
+    import struct
+
+    out = tmp_path / "one.png"
+    result = run(RECIPE_30B, "--variant", "DEVICE=npu,RECOMPUTE=full", "--plot", out)
+    assert result.exit_code == 0, result.output
+    width = struct.unpack(">I", out.read_bytes()[16:20])[0]  # the PNG's IHDR width
+    assert width >= 10 * 110  # 10 inches at 110 dpi: the title and the legend fit (4.6 inches cut them off)
 
 
 def test_helpers():

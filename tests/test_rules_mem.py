@@ -24,9 +24,46 @@ def test_mem001_warns_between_90_percent_and_hbm(lint_text):
                                      "(80 GiB nominal)"), mem[0].message
 
 
-def test_mem001_silent_without_accelerator(lint_text):
-    found = lint_text("overrides:\n  actor_rollout_ref.rollout.gpu_memory_utilization: 0.99\n")
-    assert not [d for d in found if d.code.startswith("MEM")]
+def test_mem001_on_an_assumed_accelerator_says_so(lint_text):
+    # Nothing names the device: GPU, assumed nvidia-h100 (79.11 GiB). Qwen3-8B on 8 devices, TP1, P = 8.19e9 per
+    # rank: step 1's rollout holds weights 2P, fp32 grads 4P and the fp32 master 4P / dp 8 = 6.5P (49.6 GiB) plus
+    # 0.5 x 79.11 GiB of rollout and 1 GiB of runtime = 90.2 GiB: over the H100. A B200 (178.4 GiB) would hold it
+    # (49.6 + 89.2 + 1 = 139.8 GiB; 147 GiB from step 2 on), so the verdict rests on the assumption: a warning.
+    found = lint_text("overrides:\n  algorithm.adv_estimator: grpo\n"
+                      "  actor_rollout_ref.rollout.gpu_memory_utilization: 0.5\n")
+    mem = [d for d in found if d.code == "MEM001"]
+    assert len(mem) == 1 and mem[0].severity.value == "warning", mem
+    assert ("nvidia-h100 is assumed for gpu (nothing in the command names an NPU), hence a warning: name yours with "
+            "--accelerator") in mem[0].message
+    # The same plan on a named H100 is an error, and says nothing of an assumption.
+    named = [d for d in lint_text("hardware: {accelerator: H100}\noverrides:\n  algorithm.adv_estimator: grpo\n"
+                                  "  actor_rollout_ref.rollout.gpu_memory_utilization: 0.5\n") if d.code == "MEM001"]
+    assert len(named) == 1 and named[0].severity.value == "error" and "assumed" not in named[0].message
+
+
+def test_mem001_on_an_assumed_accelerator_is_an_error_when_no_device_of_its_kind_fits(lint_text):
+    # trainer.device=npu: assumed ascend-910b3. Qwen3-8B with TP1 (49.6 GiB of weights, grads and master copy in
+    # step 1's rollout, as above) and 0.99 of the HBM for the rollout exceeds every NPU in the table (the largest,
+    # ascend-a3, reports 61.27 GiB): an error whichever NPU it is.
+    found = lint_text("overrides:\n  algorithm.adv_estimator: grpo\n  trainer.device: npu\n"
+                      "  actor_rollout_ref.rollout.gpu_memory_utilization: 0.99\n")
+    mem = [d for d in found if d.code == "MEM001"]
+    assert len(mem) == 1 and mem[0].severity.value == "error", mem
+    assert "ascend-910b3 is assumed for npu (`trainer.device=npu`), but no device of its kind" in mem[0].message
+    assert "(ascend-a3: 61.27 GiB)" in mem[0].message
+
+
+def test_an_unknown_accelerator_skips_mem001_only(lint_text):
+    # RF006 names what is skipped; the host-RAM and checkpoint checks do not need the device's memory and still run.
+    body = ("hardware: {accelerator: tpu-v5, host_ram_gib: 64}\noverrides:\n  algorithm.adv_estimator: grpo\n"
+            "  actor_rollout_ref.rollout.gpu_memory_utilization: 0.99\n  actor_rollout_ref.actor.megatron.param_offload: true\n"
+            "  actor_rollout_ref.actor.megatron.optimizer_offload: true\n")
+    found = lint_text(body)
+    codes = {d.code for d in found}
+    assert "RF006" in codes and "MEM001" not in codes and "MEM002" in codes, codes
+    rf006 = next(d for d in found if d.code == "RF006")
+    assert "known: ascend-910b1" in rf006.message and "MEM001 is skipped" in rf006.message
+    assert "CK001, CK002 and MEM002 still run" in rf006.message
 
 
 def test_mem002_stated_ram_is_an_error():

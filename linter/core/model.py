@@ -157,3 +157,5 @@ class Accelerator(NamedTuple):
     devices_per_node: int
     usable_hbm_gib: float  # what the runtime reports (mem_get_info total); hbm_gib where no figure is known
     usable_source: str = ""
+    # Why this accelerator was assumed ("assumed for npu (variant `DEVICE=npu`)"); empty when the user named it.
+    assumed: str = ""

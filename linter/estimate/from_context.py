@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..core.model import Accelerator
+from ..core.device import device_of
 from ..engine import LintContext
 from ..schema import version_key
 from ..topology import ROLE_NODE, ROLLOUT, Parallelism, active_roles, parallelism, world_size
@@ -41,11 +41,12 @@ def estimate_for(ctx: LintContext) -> Estimate | None:
 
 
 def plan_inputs(ctx: LintContext) -> PlanInputs | None:
-    """Everything the estimate needs, read from a resolved command; None when the model, the accelerator, the
-    world size or the actor's Megatron sizes are unknown, or a running role has more pipeline chunks than layers
-    (other rules report those)."""
+    """Everything the estimate needs, read from a resolved command; None when the model, the world size or the
+    actor's Megatron sizes are unknown, or a running role has more pipeline chunks than layers (other rules report
+    those). Without an accelerator (a name that is not in the table: RF006) the device memory is unknown (`hbm_gib`
+    0, which MEM001 skips); the host-RAM and checkpoint figures do not depend on it."""
     command = ctx.command
-    if command is None or command.model is None or command.accelerator is None:
+    if command is None or command.model is None:
         return None
     world = world_size(ctx)
     actor_par = parallelism(ctx, "actor")
@@ -63,7 +64,7 @@ def plan_inputs(ctx: LintContext) -> PlanInputs | None:
     if "critic" in roles and (p := parallelism(ctx, "critic")) is not None:
         critic = _role(ctx, "critic", p, world, seq)
     accelerator = command.accelerator
-    device = _device(ctx, accelerator)
+    device = device_of(command, accelerator).kind
     rollout = RolloutSetup(
         gpu_memory_utilization=_num(ctx.config.value(f"{ROLLOUT}.gpu_memory_utilization"), 0.5),
         free_cache_engine=ctx.config.value(f"{ROLLOUT}.free_cache_engine") is not False,
@@ -93,14 +94,16 @@ def plan_inputs(ctx: LintContext) -> PlanInputs | None:
         async_save=bool(ctx.config.value("actor_rollout_ref.actor.checkpoint.async_save")),
         timeout_s=timeout, timeout_source=source,
     )
-    per_node = _int(ctx.config.value("trainer.n_gpus_per_node"), accelerator.devices_per_node)
+    per_node = _int(ctx.config.value("trainer.n_gpus_per_node"), accelerator.devices_per_node if accelerator else 8)
     return PlanInputs(
-        model=command.model, world=world, devices_per_node=per_node, hbm_gib=float(accelerator.usable_hbm_gib),
+        model=command.model, world=world, devices_per_node=per_node,
+        hbm_gib=float(accelerator.usable_hbm_gib) if accelerator else 0.0,
         device=device, actor=actor, ref=ref, critic=critic, rollout=rollout, checkpoint=checkpoint,
         limits=Limits.from_mapping(dict(command.resources)),
         hccl_buffsize_mb=_num(_float_or_none(env.get("HCCL_BUFFSIZE")), DEFAULT_HCCL_BUFFSIZE_MB),
         mla_down_replicated=version_key(ctx.stack.megatron_core) >= (0, 15),
-        accelerator=accelerator.name, nominal_hbm_gib=float(accelerator.hbm_gib),
+        accelerator=accelerator.name if accelerator else "", nominal_hbm_gib=float(accelerator.hbm_gib) if accelerator else 0.0,
+        accelerator_assumed=accelerator.assumed if accelerator else "",
     )
 
 
@@ -207,13 +210,6 @@ def _optimizer(ctx: LintContext, prefix: str, megatron: str, param_bytes: float)
     else:
         grad = 4.0
     return opt, grad
-
-
-def _device(ctx: LintContext, accelerator: Accelerator) -> str:
-    """`npu` or `gpu`: `trainer.device` when the recipe sets it, else the accelerator's."""
-    if ctx.explicit("trainer.device") is not None:
-        return "npu" if ctx.config.value("trainer.device") == "npu" else "gpu"
-    return accelerator.device
 
 
 def dtype_bytes(name: Any, default: int = 4) -> int:

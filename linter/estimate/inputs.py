@@ -114,5 +114,6 @@ class PlanInputs(NamedTuple):
     hccl_buffsize_mb: float = DEFAULT_HCCL_BUFFSIZE_MB
     runtime_gib: float = RUNTIME_GIB
     mla_down_replicated: bool = False
-    accelerator: str = ""
+    accelerator: str = ""  # '' when the accelerator named is not known (hbm_gib is then 0: MEM001 is skipped)
     nominal_hbm_gib: float = 0.0  # the datasheet capacity, for messages (0: same as hbm_gib)
+    accelerator_assumed: str = ""  # why the accelerator was assumed (`Accelerator.assumed`); '' when named

@@ -62,6 +62,7 @@ MODULES: dict[str, str] = {
     "RF007": "rf_recipe",
     "RF008": "rf_recipe",
     "RF009": "rf_recipe",
+    "RF010": "rf_recipe",
     "SH001": "sh_script",
     "SH002": "sh_script",
     "SH003": "sh_script",

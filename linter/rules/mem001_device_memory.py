@@ -1,9 +1,11 @@
+from ..catalog import accelerators
 from ..core.diagnostics import Severity
+from ..core.model import Accelerator
 from ..engine import LintContext
 from ..estimate.activations import Recompute, train_activations
 from ..estimate.from_context import estimate_for
 from ..estimate.inputs import GIB, WARN_FRACTION
-from ..estimate.plan import Estimate, Moment
+from ..estimate.plan import Estimate, Moment, estimate
 from ..rulekit.registry import Finding, rule
 from ..topology import ROLLOUT
 
@@ -135,11 +137,15 @@ def check(ctx: LintContext):
     (experts) by the distributed optimizer; activations follow the recompute mode and the micro-batch or dynamic-bsz
     token budget, with the backward working set, the MoE dispatcher buffers and the logits' fp32 working set;
     Ascend adds 2 x HCCL_BUFFSIZE per communicator. The message names the phase and the point in the run, its
-    biggest term and the knobs that shrink it. Not counted: allocator fragmentation -- hence the warning above 90%.
+    biggest term and the knobs that shrink it. The accelerator is the one named (--accelerator, the recipe's
+    `hardware.accelerator`, `[tool.sapo-lint] accelerator`, each a name or one per device kind), else the one assumed
+    for the variant's device kind (ascend-910b3 for NPU, nvidia-h100 for GPU), which the message then says: on an
+    assumed accelerator the finding is an error only when no accelerator of that kind in `schemas/devices.json` has
+    enough memory (the verdict holds whichever it is), else a warning. Not counted: allocator fragmentation -- hence the warning above 90%.
     To compare with a run: verl's `perf/max_memory_allocated_gb` is the peak since the process started (verl never
     resets the peak counter), init and weight-export transients included."""
     est = estimate_for(ctx)
-    if est is None:
+    if est is None or not est.inputs.hbm_gib:  # no accelerator: the name given is unknown (RF006 says so)
         return
     hbm = est.hbm_bytes
     moment = est.first_over(hbm) or est.first_over(WARN_FRACTION * hbm)
@@ -153,10 +159,26 @@ def check(ctx: LintContext):
              + f", dp {est.dp}" + (f", edp {est.edp}" if p.model.is_moe else ""))
     verdict = "exceeds" if over else f"is over {WARN_FRACTION:.0%} of"
     nominal = f" ({p.nominal_hbm_gib:g} GiB nominal)" if p.nominal_hbm_gib and p.nominal_hbm_gib != p.hbm_gib else ""
+    assumed, severity = "", None if over else Severity.WARNING
+    if p.accelerator_assumed:
+        largest = _largest_of_kind(p.accelerator)
+        if over and estimate(p._replace(hbm_gib=largest.usable_hbm_gib)).first_over(largest.usable_hbm_gib * GIB):
+            assumed = (f" {p.accelerator} is {p.accelerator_assumed}, but no device of its kind in schemas/devices.json "
+                       f"has enough ({largest.name}: {largest.usable_hbm_gib:g} GiB).")
+        else:
+            severity = Severity.WARNING
+            assumed = (f" {p.accelerator} is {p.accelerator_assumed}, hence a warning: name yours with --accelerator, "
+                       "`hardware.accelerator` or `[tool.sapo-lint] accelerator`.")
     yield Finding(
         ctx.blame(*BLAME.get(term, ()), *FALLBACK),
         f"{moment.label}: estimated {moment.total / GIB:.1f} GiB per device {verdict} the {p.hbm_gib:g} GiB the "
         f"runtime reports for {p.accelerator}{nominal} ({p.model.name} on {est.world} devices, {shape}); biggest "
-        f"term: {term} {size / GIB:.1f} GiB. Fix: {advice(est, moment)}. See `sapo-lint explain` for every term",
-        severity=None if over else Severity.WARNING,
+        f"term: {term} {size / GIB:.1f} GiB. Fix: {advice(est, moment)}.{assumed} See `sapo-lint explain` for every term",
+        severity=severity,
     )
+
+
+def _largest_of_kind(name: str) -> Accelerator:
+    """The accelerator with the most memory of the same kind (NPU/GPU) as `name`."""
+    table = accelerators()
+    return max((a for a in table.values() if a.device == table[name].device), key=lambda a: a.usable_hbm_gib)

@@ -87,7 +87,8 @@ UNKNOWN_MODEL = source_rule(
     (`model.path` or `actor_rollout_ref.model.path`) is a local directory, else from the shipped card whose
     Hugging Face id matches the path. When none applies, or a local config.json cannot describe a model (not a
     JSON object; a size missing, not an integer, or beyond any real model's: the note names the field), this note
-    says which rules were skipped and how to supply the shape; it is never a silent skip.""",
+    says which rules were skipped (the topology rules from TP003, and the estimate's MEM001, MEM002, CK001 and
+    CK002) and how to supply the shape; it is never a silent skip.""",
     bad="""
     model: {path: my-org/private-model}
     overrides: {}
@@ -101,15 +102,18 @@ UNKNOWN_MODEL = source_rule(
 
 UNKNOWN_ACCELERATOR = source_rule(
     "RF006", "unknown-accelerator", Severity.ERROR,
-    summary="`hardware.accelerator` is not in schemas/devices.json",
-    explanation="""The accelerator decides the memory per device and devices per node that the hardware-aware
-    rules use. A name that is not in the table (usually a typo) is an error that lists the known names.""",
+    summary="an accelerator name (`hardware.accelerator`, --accelerator, [tool.sapo-lint]) not in schemas/devices.json",
+    explanation="""The accelerator decides the memory per device that MEM001 checks against. Names are matched
+    case-insensitively with the usual spellings (`910B3`, `Ascend910B3`, `H100`, `h100-80gb`, `A100-80G`); a name
+    that matches none (usually a typo, or an ambiguous `A100`) is an error that lists the known names, and MEM001 is
+    skipped for the variants it would apply to -- it is not replaced by an assumption. The checkpoint and host-RAM
+    checks (CK001, CK002, MEM002) do not depend on the device's memory and still run.""",
     bad="""
     hardware: {accelerator: ascend-910b}
     overrides: {}
     """,
     good="""
-    hardware: {accelerator: ascend-910b3}
+    hardware: {accelerator: 910B3}
     overrides: {}
     """,
     module=__name__,
@@ -164,6 +168,36 @@ TOO_MANY_VARIANTS = source_rule(
     """,
     good="""
     (a recipe with 6 two-valued axes) 64 combinations
+    """,
+    module=__name__,
+)
+
+ACCELERATOR_MISMATCH = source_rule(
+    "RF010", "accelerator-device-mismatch", Severity.WARNING,
+    summary="a device variant runs on one kind of device (NPU/GPU) but the accelerator named for it is the other kind",
+    explanation="""A recipe or script whose variants run on NPU and on GPU (`device: {npu: ..., gpu: ...}`, a `case`
+    on `DEVICE`, `trainer.device`, VERL_ENGINE_DEVICE) needs an accelerator per device kind: one name for the whole
+    file (`hardware: {accelerator: nvidia-h100}`, --accelerator, `[tool.sapo-lint] accelerator = "..."`) would check
+    the NPU variant's memory against a GPU's HBM ("8 x nvidia-h100 (80 GiB, npu)"). The variant is checked on the
+    accelerator assumed for its own kind instead (ascend-910b3 for npu, nvidia-h100 for gpu), and this warning says
+    so: name one per kind, `hardware: {accelerator: {npu: ascend-910b3, gpu: nvidia-h100}}` in a recipe or
+    `accelerator = {npu = "ascend-910b3", gpu = "nvidia-h100"}` in `[tool.sapo-lint]`. A warning, not an error: the
+    run itself is not affected, only which HBM the memory check of that variant uses.""",
+    bad="""
+    hardware: {accelerator: nvidia-h100}
+    overrides: {}
+    variants:
+      device:
+        npu: {overrides: {trainer.device: npu}}
+        gpu: {overrides: {trainer.device: cuda}}
+    """,
+    good="""
+    hardware: {accelerator: {npu: ascend-910b3, gpu: nvidia-h100}}
+    overrides: {}
+    variants:
+      device:
+        npu: {overrides: {trainer.device: npu}}
+        gpu: {overrides: {trainer.device: cuda}}
     """,
     module=__name__,
 )

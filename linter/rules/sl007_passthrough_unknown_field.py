@@ -1,5 +1,6 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
+from ..core.device import device_of
 from ..rulekit.common import nearest
 from ..rulekit.registry import Finding, rule
 from ..schema import DEFAULT_MINDSPEED, consumer_versions, load_consumer
@@ -70,7 +71,7 @@ def check(ctx: LintContext):
             continue
         mindspeed = load_consumer("mindspeed", ctx.stack.mindspeed or DEFAULT_MINDSPEED)
         added = mindspeed.classes["TransformerConfig"]["fields"]
-        device, why = _device(ctx)
+        device, why, _ = device_of(ctx.command, ctx.accelerator)
         if device == "npu":
             if name in added:
                 continue
@@ -102,33 +103,3 @@ def _other_releases(consumer, cls: str, name: str) -> str:
         return ""
     return (f" {consumer.package} {', '.join(others)} {'has' if len(others) == 1 else 'have'} it: if that is the "
             f"version installed, name it in the recipe's `stack` (or `[tool.sapo-lint]` for scripts).")
-
-
-# Environment variables only Ascend software reads (CANN, HCCL, torch_npu, vllm-ascend).
-_ASCEND_ENV_PREFIXES = ("ASCEND_", "HCCL_", "VLLM_ASCEND_", "PYTORCH_NPU_")
-
-
-def _device(ctx: LintContext) -> tuple[str, str]:
-    """`npu` or `gpu` for this command, and the evidence, strongest first. verl picks the engine from the device
-    it detects (verl/workers/engine/base.py EngineRegistry.get_engine_cls, overridable by VERL_ENGINE_DEVICE);
-    the linter can only read what the command says about it."""
-    if ctx.explicit("trainer.device") is not None:
-        value = ctx.config.value("trainer.device")
-        return ("npu" if value == "npu" else "gpu"), f"`trainer.device={value}`"
-    env = {e.name: e.value for e in ctx.command.env} if ctx.command else {}
-    engine_device = env.get("VERL_ENGINE_DEVICE")
-    if engine_device:
-        return ("npu" if engine_device == "npu" else "gpu"), f"`VERL_ENGINE_DEVICE={engine_device}`"
-    variant = ctx.command.variant if ctx.command else None
-    for part in (variant or "").split(","):
-        value = part.partition("=")[2].lower()
-        if value in ("npu", "gpu", "cuda"):
-            return ("npu" if value == "npu" else "gpu"), f"variant `{part}`"
-    if ctx.accelerator is not None:
-        return ctx.accelerator.device, f"accelerator {ctx.accelerator.name}"
-    if ctx.stack.mindspeed is not None:
-        return "npu", f"the stack names mindspeed {ctx.stack.mindspeed}"
-    ascend = sorted(n for n in env if n.startswith(_ASCEND_ENV_PREFIXES))
-    if ascend:
-        return "npu", f"it sets `{ascend[0]}`"
-    return "gpu", "nothing in the command names an NPU"

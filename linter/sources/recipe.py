@@ -11,24 +11,24 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from ..catalog import ModelNotFound, accelerators, find_model
+from ..catalog import ModelNotFound, find_model
 from ..core.command import RESOURCE_KEYS, Command, EnvVar, LocatedOverride, Stack, merge_overrides, site_limits
 from ..core.diagnostics import Diagnostic, Location
 from ..core.overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse_override
-from ..core.variants import expand
+from ..core.variants import collapse_variants, expand
 from ..rules.rf_recipe import (
     DUPLICATE_KEY,
     INVALID_YAML,
     RECIPE_SCHEMA,
     TOO_MANY_VARIANTS,
-    UNKNOWN_ACCELERATOR,
     UNKNOWN_MODEL,
 )
 from ..schema import SCHEMA_DIR
 from . import yaml_nodes
 from .files import TextFile
+from .hardware import RECIPE_FORM, SETTINGS_FORM, AcceleratorLevel, choose, level
 
-RECIPE_MARKER = re.compile(r"^recipe\s*:", re.M)
+RECIPE_MARKER = re.compile(r"^recipe\s*:", re.MULTILINE)
 DEFAULT_CONFIG_NAME = "ppo_trainer"
 
 
@@ -164,7 +164,8 @@ def _env(path: str, loader, mapping: yaml.Node | None) -> dict[str, EnvVar]:
     return out
 
 
-MODEL_RULES = "topology rules that need the model's shape (TP003 and up)"
+MODEL_RULES = ("rules that need the model's shape: the topology rules from TP003, and the memory and checkpoint estimate "
+               "(MEM001, MEM002, CK001, CK002)")
 
 
 def _model(source: TextFile, root, data: dict, base: list[LocatedOverride], diagnostics: list[Diagnostic]):
@@ -185,18 +186,27 @@ def _model(source: TextFile, root, data: dict, base: list[LocatedOverride], diag
         return None
 
 
-def _accelerator(source: TextFile, root, data: dict, diagnostics: list[Diagnostic], cli_name: str | None):
-    hardware = data.get("hardware") if isinstance(data.get("hardware"), dict) else {}
-    name = cli_name or hardware.get("accelerator")
-    if name is None:
-        return None
-    known = accelerators()
-    if name not in known:
-        node = yaml_nodes.child(yaml_nodes.child(root, "hardware"), "accelerator")
-        diagnostics.append(UNKNOWN_ACCELERATOR.diagnostic(
-            _location(source.path, node), f"unknown accelerator `{name}`; known: {', '.join(known)}"))
-        return None
-    return known[name]
+def accelerator_levels(path: str, options: ReadOptions, hardware_spec=None, root=None
+                       ) -> tuple[list[AcceleratorLevel], list[Diagnostic]]:
+    """The places that name accelerators for one file, in order (`sources.hardware`): --accelerator, the recipe's
+    `hardware.accelerator` (`root`: its YAML, for locations), `[tool.sapo-lint] accelerator`."""
+    accelerator_node = yaml_nodes.child(yaml_nodes.child(root, "hardware"), "accelerator") if root is not None else None
+
+    def in_recipe(kind):
+        node = accelerator_node if kind is None else yaml_nodes.child(accelerator_node, kind)
+        return _location(path, node or accelerator_node)
+
+    levels, found = [], []
+    for spec, source, form, locate in (
+        (options.cli_accelerator, "--accelerator", SETTINGS_FORM, lambda kind: Location(path)),
+        (hardware_spec, "`hardware.accelerator`", RECIPE_FORM, in_recipe),
+        (options.accelerator, "[tool.sapo-lint] accelerator", SETTINGS_FORM, lambda kind: Location(path)),
+    ):
+        lv, diagnostics = level(spec, source, form, locate)
+        found.extend(diagnostics)
+        if lv is not None:
+            levels.append(lv)
+    return levels, found
 
 
 class ReadOptions(NamedTuple):
@@ -207,6 +217,7 @@ class ReadOptions(NamedTuple):
     cli_verl: str | None = None
     cli_overrides: tuple[LocatedOverride, ...] = ()
     cli_accelerator: str | None = None
+    accelerator: str | dict[str, str] | None = None  # `[tool.sapo-lint] accelerator`: a name, or kind -> name
     # Site limits as (name, value) pairs (`core.command.RESOURCE_KEYS`): `[tool.sapo-lint]`'s, which a recipe's
     # `hardware` refines, and the command line's, which win over both.
     resources: tuple[tuple[str, float], ...] = ()
@@ -251,7 +262,10 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
 
     base = _overrides(source.path, loader, yaml_nodes.child(root, "overrides"))
     origin = _location(source.path, yaml_nodes.key_node(root, "overrides"))
-    model, accelerator = _model(source, root, data, base, diagnostics), _accelerator(source, root, data, diagnostics, options.cli_accelerator)
+    model = _model(source, root, data, base, diagnostics)
+    hardware = data.get("hardware") if isinstance(data.get("hardware"), dict) else {}
+    levels, found = accelerator_levels(source.path, options, hardware.get("accelerator"), root)
+    diagnostics.extend(found)
     axes = []
     variants_node = yaml_nodes.child(root, "variants")
     for axis_key, axis_node in yaml_nodes.mapping_pairs(variants_node):
@@ -263,7 +277,6 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
         if choices:
             axes.append(choices)
     base_env = _env(source.path, loader, yaml_nodes.child(root, "env"))
-    hardware = data.get("hardware") if isinstance(data.get("hardware"), dict) else {}
     resources = {**dict(options.resources), **{k: hardware[k] for k in RESOURCE_KEYS if k in hardware},
                  **dict(options.cli_resources)}
     combinations, total = expand(axes)
@@ -272,12 +285,17 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
             _location(source.path, yaml_nodes.key_node(root, "variants")),
             f"{total:,} variant combinations; linted {len(combinations)}: the first value of every axis, each "
             "single-axis change from it, then the rest in order"))
+    mismatches: list[list[Diagnostic]] = []
     for label, chosen in combinations:
         overrides, env = list(base), dict(base_env)
         for extra, extra_env in chosen:
             overrides = list(merge_overrides(overrides, extra))
             env.update(extra_env)
-        recipe.commands.append(Command(config_name, merge_overrides(overrides, list(options.cli_overrides)), stack, label,
-                                       origin, model, accelerator, tuple(env.values()), site_limits(resources),
-                                       data.get("entrypoint") if isinstance(data.get("entrypoint"), str) else None))
+        command = Command(config_name, merge_overrides(overrides, list(options.cli_overrides)), stack, label, origin,
+                          model, None, tuple(env.values()), site_limits(resources),
+                          data.get("entrypoint") if isinstance(data.get("entrypoint"), str) else None)
+        accelerator, mismatch = choose(command, levels)
+        recipe.commands.append(command._replace(accelerator=accelerator))
+        mismatches.append([mismatch] if mismatch else [])
+    diagnostics.extend(collapse_variants(mismatches, [c.variant for c in recipe.commands]))
     return RecipeRead(recipe, diagnostics)

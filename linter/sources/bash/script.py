@@ -23,7 +23,8 @@ from ...core.variants import MAX_VARIANTS, collapse_variants, expand
 from ...rules.sh_script import ENVIRONMENT_INPUTS, PASSTHROUGH, SYNTAX, UNRESOLVED
 from ...schema import entrypoints
 from ..files import TextFile
-from ..recipe import DEFAULT_CONFIG_NAME, ReadOptions
+from ..hardware import choose
+from ..recipe import DEFAULT_CONFIG_NAME, MODEL_RULES, ReadOptions, accelerator_levels
 from .interpreter import (
     ARGUMENTS,
     GLOB_CHAR,
@@ -297,8 +298,8 @@ class _BranchFinder:
 
 def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     """The commands the script runs, one per trainer call in each variant, and what was reported on the way."""
-    from ...catalog import ModelNotFound, accelerators, find_model
-    from ...rules.rf_recipe import UNKNOWN_ACCELERATOR, UNKNOWN_MODEL
+    from ...catalog import ModelNotFound, find_model
+    from ...rules.rf_recipe import UNKNOWN_MODEL
 
     parsed = _parse(source)
     verl_version = options.cli_verl or options.default_verl
@@ -364,12 +365,8 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     if not runs:
         runs = [(None, default)]
 
-    accelerator = None
-    if options.cli_accelerator:
-        accelerator = accelerators().get(options.cli_accelerator)
-        if accelerator is None:
-            diagnostics.append(UNKNOWN_ACCELERATOR.diagnostic(Location(source.path), f"unknown accelerator "
-                                                              f"`{options.cli_accelerator}`; known: {', '.join(accelerators())}"))
+    levels, unknown_accelerators = accelerator_levels(source.path, options)
+    diagnostics.extend(unknown_accelerators)
     entry = entrypoints(verl_version)
     branches = _BranchFinder(parsed)
     commands: list[Command] = []
@@ -415,14 +412,18 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                     except ModelNotFound as exc:
                         models[mpath] = (None, UNKNOWN_MODEL.diagnostic(
                             path_lo.location if path_lo else tr.node_loc,
-                            f"{exc}; skipped the topology rules that need the model's shape (TP003 and up). Point "
+                            f"{exc}; skipped the {MODEL_RULES}. Point "
                             "actor_rollout_ref.model.path at a directory holding config.json"))
                 model, not_found = models[mpath]
                 if not_found is not None:
                     found.append(not_found)
-            commands.append(Command(config_name, merge_overrides(overrides, options.cli_overrides), stack, label,
-                                    tr.node_loc, model, accelerator, tuple(tr.env.values()),
-                                    site_limits({**dict(options.resources), **dict(options.cli_resources)}), tr.module))
+            command = Command(config_name, merge_overrides(overrides, options.cli_overrides), stack, label,
+                              tr.node_loc, model, None, tuple(tr.env.values()),
+                              site_limits({**dict(options.resources), **dict(options.cli_resources)}), tr.module)
+            accelerator, mismatch = choose(command, levels)  # per variant: each device variant gets its own
+            commands.append(command._replace(accelerator=accelerator))
+            if mismatch is not None:
+                found.append(mismatch)
         per_variant.append(list(dict.fromkeys(found)))
     diagnostics.extend(collapse_variants(per_variant, [label for label, _ in runs]))
     environment = _environment_inputs(source.path, inputs)
@@ -433,7 +434,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
 
 def _unknown_model_path(lo: LocatedOverride) -> str:
     constructs = ", ".join(f"`{construct_text(u)}`" for u in lo.unresolved)
-    return (f"the model path is not known statically (it uses {constructs}); skipped the topology rules that need the model's shape (TP003 and up). Pass the path with --override "
+    return (f"the model path is not known statically (it uses {constructs}); skipped the {MODEL_RULES}. Pass the path with --override "
             "actor_rollout_ref.model.path=DIR (a directory holding config.json)")
 
 

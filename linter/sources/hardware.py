@@ -1,0 +1,98 @@
+"""Which accelerator each command (one variant of a recipe or script) is checked on.
+
+In order: `--accelerator`; the recipe's `hardware.accelerator`; `[tool.sapo-lint] accelerator`; else the one assumed
+for the command's device kind (`catalog.ASSUMED_ACCELERATORS`, the kind from `rulekit.device`), marked as assumed so
+that every finding resting on it says so. Each level is one name for every variant, or a map from device kind to
+name (`{npu: ascend-910b3, gpu: nvidia-h100}`) so that each device variant gets its own; a map without the
+command's kind passes to the next level. A single name whose kind contradicts what the variant states
+(`DEVICE=npu` on `nvidia-h100`) is RF010, and that variant is checked on its own kind's assumed accelerator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+from ..catalog import ASSUMED_ACCELERATORS, UnknownAccelerator, assumed_accelerator, find_accelerator
+from ..core.command import Command
+from ..core.device import device_of, stated_device
+from ..core.diagnostics import Diagnostic, Location
+from ..core.model import Accelerator
+from ..rules.rf_recipe import ACCELERATOR_MISMATCH, UNKNOWN_ACCELERATOR
+
+KIND_NAMES = {"npu": "an NPU", "gpu": "a GPU"}
+
+
+class AcceleratorLevel(NamedTuple):
+    """One place that names accelerators."""
+
+    source: str  # how messages name it: "--accelerator", "`hardware.accelerator`"
+    fix_form: str  # how to write one per kind there, with `{npu}` and `{gpu}` to fill in
+    location: Location | None  # where a finding about it goes; None: the command's origin
+    single: Accelerator | None = None  # one accelerator for every variant
+    named: bool = False  # a single name was given (`single` is None when it is unknown: RF006 was reported)
+    by_kind: tuple[tuple[str, Accelerator | None], ...] = ()  # device kind -> accelerator (None: unknown name)
+
+
+RECIPE_FORM = "`hardware: {{accelerator: {{npu: {npu}, gpu: {gpu}}}}}`"
+SETTINGS_FORM = '`accelerator = {{npu = "{npu}", gpu = "{gpu}"}}` in [tool.sapo-lint]'
+
+
+def level(spec, source: str, fix_form: str, locate: Callable[[str | None], Location | None]
+          ) -> tuple[AcceleratorLevel | None, list[Diagnostic]]:
+    """A level from its spec (a name, a {kind: name} mapping, or None for none); RF006 for each unknown name and
+    RF010 for a mapping entry of the other kind (that entry is dropped). `locate(kind)`: where the name for `kind`
+    (None: the single name) is written."""
+    if spec is None:
+        return None, []
+    found: list[Diagnostic] = []
+
+    def lookup(name: str, kind: str | None) -> Accelerator | None:
+        try:
+            return find_accelerator(name)
+        except UnknownAccelerator as exc:
+            found.append(UNKNOWN_ACCELERATOR.diagnostic(
+                locate(kind) or Location("<config>"), f"{source}: {exc} MEM001 is skipped where it applies; "
+                "CK001, CK002 and MEM002 still run"))
+            return None
+
+    if isinstance(spec, str):
+        return AcceleratorLevel(source, fix_form, locate(None), lookup(spec, None), True), found
+    entries = []
+    for kind, name in spec.items():
+        acc = lookup(str(name), kind)
+        if acc is not None and acc.device != kind:
+            found.append(ACCELERATOR_MISMATCH.diagnostic(
+                locate(kind) or Location("<config>"), f"{source} names {acc.name}, {KIND_NAMES[acc.device]}, for "
+                f"{kind}: the {kind} variants are checked on {ASSUMED_ACCELERATORS[kind]} (assumed) instead"))
+            continue
+        entries.append((kind, acc))
+    return AcceleratorLevel(source, fix_form, locate(None), by_kind=tuple(entries)), found
+
+
+def choose(command: Command, levels: list[AcceleratorLevel]) -> tuple[Accelerator | None, Diagnostic | None]:
+    """The accelerator to check `command` on (None: the name given for it is unknown), and RF010 when a single name
+    contradicts the device the command states."""
+    stated = stated_device(command)
+    for lv in levels:
+        if lv.named:
+            acc = lv.single
+            if acc is None or stated is None or acc.device == stated.kind:
+                return acc, None
+            instead = assumed_accelerator(stated.kind, f"assumed for {stated.kind} ({stated.evidence}; {lv.source} "
+                                                       f"names {KIND_NAMES[acc.device]})")
+            names = {acc.device: acc.name, stated.kind: instead.name}
+            return instead, ACCELERATOR_MISMATCH.diagnostic(
+                lv.location or command.origin or Location("<config>"),
+                f"this variant runs on {KIND_NAMES[stated.kind]} ({stated.evidence}) but {lv.source} names "
+                f"{acc.name}, {KIND_NAMES[acc.device]}: its memory is checked on {instead.name} (assumed for "
+                f"{stated.kind}) instead. Name one accelerator per device kind: {lv.fix_form.format(**names)}")
+        kind = (stated or device_of(command)).kind
+        for entry_kind, acc in lv.by_kind:
+            if entry_kind == kind:
+                return acc, None
+    evidence = device_of(command)
+    return assumed_accelerator(evidence.kind, f"assumed for {evidence.kind} ({evidence.evidence})"), None
+
+
+__all__ = ["RECIPE_FORM", "SETTINGS_FORM", "AcceleratorLevel", "choose", "level"]
