@@ -79,8 +79,15 @@ def load(path: Path, options: ReadOptions) -> Loaded | None:
     None for any other file. Raises `UnreadableFile` (its message says why, in one line)."""
     if path.suffix not in RECIPE_SUFFIXES + SCRIPT_SUFFIXES:
         return None
-    source = read_text(path)
-    if path.suffix in SCRIPT_SUFFIXES:
+    return load_text(read_text(path), options)
+
+
+def load_text(source: TextFile, options: ReadOptions) -> Loaded | None:
+    """`load` of text already read (standard input): its path's suffix says recipe or script."""
+    suffix = Path(source.path).suffix
+    if suffix not in RECIPE_SUFFIXES + SCRIPT_SUFFIXES:
+        return None
+    if suffix in SCRIPT_SUFFIXES:
         from .sources.bash import read_script  # tree-sitter only when a script is linted
 
         script = read_script(source, options)

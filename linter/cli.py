@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -11,8 +12,14 @@ import click
 from . import __version__
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
-SHELLCHECK_CODE = re.compile(r"SH\d{4}")  # shellcheck's SC<n> passed through (documented by SH100)
-SHELLCHECK_PREFIX = re.compile(r"SH\d{1,4}")  # `--select SH2` picks shellcheck's SC2xxx
+EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141  # 128 + SIGINT, 128 + SIGPIPE: what a shell reports for those signals
+# shellcheck's SC<n> passed through (documented by SH100): its codes are SC1xxx (parser), SC2xxx (checks) and
+# SC3xxx (sh portability)
+SHELLCHECK_CODE = re.compile(r"SH[123]\d{3}")
+
+
+class ClosedPipe(Exception):
+    """The reader of standard output went away (`sapo-lint rules | head -1`)."""
 
 
 class DefaultToCheck(click.Group):
@@ -32,6 +39,12 @@ class DefaultToCheck(click.Group):
             self.add_command(getattr(import_module(module), attribute), name)
         return super().get_command(ctx, name)
 
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:  # click would exit 1, which means "errors found" here
+            raise ClosedPipe() from None
+
     def parse_args(self, ctx, args):
         known = (*self.commands, *self.lazy, "--help", "-h", "--version")
         if not args or args[0] not in known:
@@ -49,73 +62,179 @@ def cli():
 
 
 @cli.command("check")
-@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))  # a dangling name is a usage error
+# a dangling name is a usage error; `-` is standard input
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]), default="text", show_default=True)
 @click.option("--select", multiple=True, help="Only these rule codes or prefixes (repeatable, or comma-separated).")
 @click.option("--ignore", multiple=True, help="Skip these rule codes or prefixes (repeatable, or comma-separated).")
+@click.option("--exclude", multiple=True, metavar="GLOB",
+              help="Paths not to lint, instead of [tool.sapo-lint] exclude (repeatable, or comma-separated).")
+@click.option("--extend-exclude", multiple=True, metavar="GLOB",
+              help="Paths not to lint, besides [tool.sapo-lint] exclude (repeatable, or comma-separated).")
 @click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE",
               help="A Hydra override applied on top of every recipe (repeatable).")
 @click.option("--verl-version", help="Check against this verl schema snapshot instead of the recipe's.")
 @click.option("--accelerator", help="Accelerator from schemas/devices.json, instead of the recipe's `hardware.accelerator`.")
 @click.option("--no-shellcheck", is_flag=True, help="Do not run shellcheck on run scripts.")
 @click.option("--fix", is_flag=True, help="Apply mechanical fixes (tau path, `+` prefix) in place.")
+@click.option("--diff", "show_diff", is_flag=True,
+              help="Print what --fix would change as a unified diff, change nothing; exit 1 if there is any.")
 @click.option("--add-noqa", is_flag=True,
               help="Suppress every current finding with a `# sapo-lint: noqa: CODE` comment on its line (on a script's "
                    "continued line: where the command ends).")
 @click.option("--statistics", is_flag=True, help="Counts per rule code instead of the findings (text or json).")
 @click.option("--warnings-as-errors", is_flag=True, help="Exit 1 on warnings too.")
-def check(paths, fmt, select, ignore, overrides, verl_version, accelerator, no_shellcheck, fix, add_noqa, statistics,
-          warnings_as_errors):
-    """Lint recipes under PATHS."""
-    from .lint import lint_paths
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (2 still means a usage error or "
+              "an unreadable file).")
+@click.option("-q", "--quiet", is_flag=True, help="Only the findings: no summary line, no notes on stderr.")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the report to this file (atomically) instead of standard output.")
+@click.option("--stdin-filename", metavar="PATH",
+              help="Lint standard input (the path `-`) as this file: its suffix says recipe or script, and findings "
+                   "are reported under it.")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Colour the text report; auto: when standard output is a terminal and NO_COLOR is not set.")
+def check(paths, fmt, select, ignore, exclude, extend_exclude, overrides, verl_version, accelerator, no_shellcheck,
+          fix, show_diff, add_noqa, statistics, warnings_as_errors, exit_zero, quiet, output_file, stdin_filename,
+          color):
+    """Lint recipes under PATHS (`-`: standard input, with --stdin-filename)."""
+    from .lint import lint_paths, lint_text
     from .reporters import RENDER, STATISTICS
-    from .settings import SettingsError, load_settings
+    from .settings import SettingsError, SettingsFinder, unknown_codes
 
-    if fix and add_noqa:
-        raise click.UsageError("--fix and --add-noqa do not go together: fix first, then suppress what is left")
+    given = [flag for flag, on in (("--fix", fix), ("--diff", show_diff), ("--add-noqa", add_noqa)) if on]
+    if len(given) > 1:
+        raise click.UsageError(f"{', '.join(given[:-1])} and {given[-1]} do not go together"
+                               + (": fix first, then suppress what is left" if fix and add_noqa else ""))
     if statistics and fmt not in STATISTICS:
         raise click.UsageError(f"--statistics is written as {' or '.join(STATISTICS)}, not {fmt}")
+    stdin = Path("-") in paths or (stdin_filename is not None and not paths)
+    if stdin and (len(paths) > 1 or stdin_filename is None):
+        raise click.UsageError("standard input (`-`) is linted alone, named with --stdin-filename PATH (its suffix "
+                               "says recipe or script)")
+    if stdin_filename is not None and not stdin:
+        raise click.UsageError("--stdin-filename names standard input: pass `-` as the only path")
+    if stdin and (fix or show_diff or add_noqa):
+        raise click.UsageError("--fix, --diff and --add-noqa change files, not standard input")
+    cli_select, cli_ignore = _codes(select), _codes(ignore)
+    unknown = unknown_codes(cli_select + cli_ignore)
+    if unknown:
+        raise click.UsageError(f"unknown rule code or prefix: {', '.join(unknown)} (see `sapo-lint rules`)")
 
-    try:
-        settings, _ = load_settings(Path.cwd())
-    except SettingsError as exc:  # a configuration error, not a usage error: one line, no usage boilerplate
-        raise click.ClickException(str(exc)) from None
-    settings.select = _codes(select) or settings.select
-    settings.ignore = [*settings.ignore, *_codes(ignore)]
-    settings.warnings_as_errors = warnings_as_errors or settings.warnings_as_errors
-    settings.shellcheck = settings.shellcheck and not no_shellcheck
-    _check_codes(settings.select + settings.ignore)
+    def adjust(settings):  # the command line over each project's [tool.sapo-lint]
+        settings.select = cli_select or settings.select
+        settings.ignore = [*settings.ignore, *cli_ignore]
+        settings.exclude = [*(_globs(exclude) if exclude else settings.exclude), *_globs(extend_exclude)]
+        settings.warnings_as_errors = warnings_as_errors or settings.warnings_as_errors
+        settings.shellcheck = settings.shellcheck and not no_shellcheck
+
+    finder = SettingsFinder(adjust)
     targets = list(paths) or [Path(".")]
-    result = lint_paths(targets, settings, list(overrides), verl_version, accelerator)
-    if fix:
-        from .fix import apply_fixes
+    try:
+        if stdin:
+            source = _read_stdin(stdin_filename)
+            result = lint_text(source, finder.for_path(Path(stdin_filename)), list(overrides), verl_version,
+                               accelerator)
+        else:
+            with _progress(quiet) as progress:
+                result = lint_paths(targets, finder, list(overrides), verl_version, accelerator, progress)
+            if fix:
+                result = _fix(result, quiet, lambda: lint_paths(targets, finder, list(overrides), verl_version,
+                                                                accelerator))
+            if add_noqa:
+                result = _add_noqa(result, quiet, lambda: lint_paths(targets, finder, list(overrides), verl_version,
+                                                                     accelerator))
+        failing = any(d.severity.value == "error" or (d.severity.value == "warning" and
+                      finder.for_path(Path(d.location.path)).warnings_as_errors) for d in result.diagnostics)
+    except SettingsError as exc:  # a configuration error: one line naming the file and key, no usage boilerplate
+        raise OneLineError(str(exc)) from None
 
-        try:
-            applied = apply_fixes(result.diagnostics)
-        except OSError as exc:
-            raise click.ClickException(f"cannot apply fixes: {exc.strerror or exc}: {exc.filename}") from None
-        if applied:
-            click.echo(f"Fixed {applied} override(s).", err=True)
-            result = lint_paths(targets, settings, list(overrides), verl_version, accelerator)
-    if add_noqa:
-        result = _add_noqa(result, lambda: lint_paths(targets, settings, list(overrides), verl_version, accelerator))
-    render = (STATISTICS if statistics else RENDER)[fmt]
-    output = render(result.diagnostics, result.files, color=sys.stdout.isatty()) if fmt == "text" else render(result.diagnostics, result.files)
-    if output:
-        click.echo(output)
-    severities = {d.severity.value for d in result.diagnostics}
     if result.files == 0 and not result.named_but_skipped and not result.unreadable:
         click.echo(f"sapo-lint: no recipes or run scripts found under {', '.join(map(str, targets))} (recipes are "
                    "*.yaml/*.yml with a top-level `recipe:` key, run scripts *.sh)", err=True)
         sys.exit(EXIT_USAGE)
+    if show_diff:
+        from .fix import planned_fixes, unified_diff
+
+        planned = planned_fixes(result.diagnostics)
+        _write(unified_diff(planned), output_file)
+        if not quiet:
+            click.echo(f"Would fix {sum(f.fixes for f in planned)} override(s) in {len(planned)} file(s).", err=True)
+        sys.exit(EXIT_USAGE if result.unreadable else EXIT_FINDINGS if planned else EXIT_OK)
+    render = (STATISTICS if statistics else RENDER)[fmt]
+    colored = fmt == "text" and _color(color, output_file)
+    if fmt == "text":
+        output = render(result.diagnostics, result.files, color=colored, summary=not quiet)
+    else:
+        output = render(result.diagnostics, result.files)
+    _write(output, output_file, colored)
     if result.unreadable:
         sys.exit(EXIT_USAGE)
-    if "error" in severities or (settings.warnings_as_errors and "warning" in severities):
-        sys.exit(EXIT_FINDINGS)
-    sys.exit(EXIT_OK)
+    sys.exit(EXIT_FINDINGS if failing and not exit_zero else EXIT_OK)
 
 
-def _add_noqa(result, lint_again):
+class OneLineError(click.ClickException):
+    """An error that is not about how the command was typed (a bad [tool.sapo-lint], an unknown rule): one line
+    `sapo-lint: ...` on stderr, exit 2, without click's usage text."""
+
+    exit_code = EXIT_USAGE
+
+    def show(self, file=None) -> None:
+        click.echo(f"sapo-lint: {self.format_message()}", err=True)
+
+
+def _read_stdin(name: str):
+    from .sources.files import MAX_BYTES, UnreadableFile, decode_text
+
+    try:
+        return decode_text(name, sys.stdin.buffer.read(MAX_BYTES + 1))
+    except UnreadableFile as exc:
+        raise click.ClickException(f"standard input ({name}): {exc}") from None
+
+
+def _progress(quiet: bool):
+    from .progress import Progress
+
+    return Progress(enabled=not quiet and sys.stderr.isatty(), color="NO_COLOR" not in os.environ)
+
+
+def _color(mode: str, output_file: Path | None) -> bool:
+    """--color always, or auto on a terminal unless NO_COLOR is set to anything non-empty (no-color.org)."""
+    if mode != "auto":
+        return mode == "always"
+    return output_file is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _write(output: str, output_file: Path | None, color: bool = False) -> None:
+    """The report on standard output (styles kept with `color`, even when it is not a terminal), or written
+    atomically to --output-file (never a half-written report)."""
+    if output_file is None:
+        if output:
+            click.echo(output, color=color)
+        return
+    from .sources.files import write_atomically
+
+    try:
+        write_atomically(output_file, (output + "\n" if output else "").encode("utf-8"))
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {output_file}: {exc.strerror or exc}") from None
+
+
+def _fix(result, quiet, lint_again):
+    from .fix import apply_fixes
+
+    try:
+        applied = apply_fixes(result.diagnostics)
+    except OSError as exc:
+        raise click.ClickException(f"cannot apply fixes: {exc.strerror or exc}: {exc.filename}") from None
+    if not applied:
+        return result
+    if not quiet:
+        click.echo(f"Fixed {applied} override(s).", err=True)
+    return lint_again()
+
+
+def _add_noqa(result, quiet, lint_again):
     """Write the noqa comments, say what was done and what could not be, and lint again."""
     from .fix import add_noqa
 
@@ -123,8 +242,9 @@ def _add_noqa(result, lint_again):
         outcome = add_noqa(result.diagnostics)
     except OSError as exc:
         raise click.ClickException(f"cannot add noqa comments: {exc.strerror or exc}: {exc.filename}") from None
-    click.echo(f"Added {outcome.comments} noqa comment(s) covering {outcome.covered} finding(s) in {outcome.files} "
-               "file(s).", err=True)
+    if not quiet:
+        click.echo(f"Added {outcome.comments} noqa comment(s) covering {outcome.covered} finding(s) in "
+                   f"{outcome.files} file(s).", err=True)
     for d, why in outcome.left:
         click.echo(f"{d.location.path}:{d.location.line}:{d.location.column}: {d.code} not suppressed: {why}", err=True)
     return lint_again() if outcome.comments else result
@@ -134,12 +254,8 @@ def _codes(values) -> list[str]:
     return [c.strip().upper() for v in values for c in v.split(",") if c.strip()]
 
 
-def _check_codes(codes: list[str]) -> None:
-    from .rules import MODULES
-
-    unknown = [c for c in codes if not any(code.startswith(c) for code in MODULES) and not SHELLCHECK_PREFIX.fullmatch(c)]
-    if unknown:
-        raise click.UsageError(f"unknown rule code or prefix: {', '.join(unknown)} (see `sapo-lint rules`)")
+def _globs(values) -> list[str]:
+    return [g.strip() for v in values for g in v.split(",") if g.strip()]
 
 
 @cli.command("rules")
@@ -154,8 +270,9 @@ def list_rules(markdown):
 
         click.echo(rules_markdown(rules))
         return
+    width = max(len(r.name) for r in rules.values())
     for r in rules.values():
-        click.echo(f"{r.code:<7} {r.severity.value:<8} {r.name:<34} {r.summary}")
+        click.echo(f"{r.code:<7} {r.severity.value:<8} {r.name:<{width}}  {r.summary}")
 
 
 @cli.command("rule")
@@ -168,7 +285,8 @@ def show_rule(code):
     code = code.upper()
     r = rules.get(code) or (rules.get("SH100") if SHELLCHECK_CODE.fullmatch(code) else None)
     if r is None:
-        raise click.UsageError(f"no rule {code!r} (see `sapo-lint rules`)")
+        shellcheck = " (SH<number> is shellcheck's SC<number>: SC1000 to SC3999)" if code.startswith("SH") else ""
+        raise OneLineError(f"no rule {code}{shellcheck}; `sapo-lint rules` lists them")
     if r.code != code:
         click.echo(f"{code} is shellcheck's SC{code[2:]}: https://www.shellcheck.net/wiki/SC{code[2:]}\n")
     click.echo(f"{r.code} {r.name} ({r.severity.value})\n\n{r.summary}\n\n{r.explanation}\n")
@@ -214,19 +332,27 @@ def schema_build(wheels, verl_root, consumer_wheels, out):
 
 
 def main() -> None:
-    """Console entry point: click's own errors exit 2; anything unexpected is one line, never a traceback."""
+    """Console entry point: click's own errors exit 2; anything unexpected is one line, never a traceback. Ctrl-C
+    exits 130 (as a shell reports SIGINT), and a reader that stops reading (`sapo-lint rules | head -1`) ends the
+    run quietly with 141 (SIGPIPE)."""
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.Abort:
+    except click.Abort as exc:  # click turns Ctrl-C into Abort
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            sys.exit(EXIT_INTERRUPTED)
         click.echo("Aborted.", err=True)
         sys.exit(EXIT_USAGE)
     except click.ClickException as exc:
         exc.show()
         sys.exit(EXIT_USAGE)
-    except (KeyboardInterrupt, BrokenPipeError):
-        sys.exit(EXIT_USAGE)
+    except KeyboardInterrupt:
+        sys.exit(EXIT_INTERRUPTED)
+    except ClosedPipe:
+        # Python would report the failed flush of stdout at exit: point stdout at /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(EXIT_BROKEN_PIPE)
     except Exception as exc:  # noqa: BLE001 - the contract: one clear line and exit 2
         click.echo(f"sapo-lint: internal error: {type(exc).__name__}: {exc}", err=True)
         sys.exit(EXIT_USAGE)

@@ -23,13 +23,20 @@ def _replace_key(line: str, column: int, old: str, new: str) -> str | None:
     return None
 
 
-def apply_fixes(diagnostics: list[Diagnostic]) -> int:
-    """Apply every fix whose key text is still where the diagnostic says; returns how many were applied."""
+class FixedFile(NamedTuple):
+    path: Path
+    before: bytes
+    after: bytes
+    fixes: int  # fixes applied in `after`
+
+
+def planned_fixes(diagnostics: list[Diagnostic]) -> list[FixedFile]:
+    """Every fix whose key text is still where the diagnostic says, applied in memory: the files it changes."""
     by_file: dict[str, dict[tuple[int, int], Diagnostic]] = defaultdict(dict)
     for d in diagnostics:
         if d.fix is not None and d.replaces is not None and Path(d.location.path).is_file():
             by_file[d.location.path].setdefault((d.location.line, d.location.column), d)
-    applied = 0
+    planned = []
     for name, fixes in by_file.items():
         path = Path(name)
         raw = path.read_bytes()
@@ -46,9 +53,27 @@ def apply_fixes(diagnostics: list[Diagnostic]) -> int:
                 lines[line_no - 1] = new_line
                 changed += 1
         if changed:
-            write_atomically(path, (BOM if bom else b"") + "".join(lines).encode("utf-8"))
-            applied += changed
-    return applied
+            planned.append(FixedFile(path, raw, (BOM if bom else b"") + "".join(lines).encode("utf-8"), changed))
+    return planned
+
+
+def apply_fixes(diagnostics: list[Diagnostic]) -> int:
+    """Apply every fix whose key text is still where the diagnostic says; returns how many were applied."""
+    planned = planned_fixes(diagnostics)
+    for fixed in planned:
+        write_atomically(fixed.path, fixed.after)
+    return sum(f.fixes for f in planned)
+
+
+def unified_diff(planned: list[FixedFile]) -> str:
+    """What `apply_fixes` would change, as a unified diff (`--- path` / `+++ path`, as `ruff --diff` prints)."""
+    import difflib
+
+    chunks = []
+    for fixed in planned:
+        before, after = (b.decode("utf-8").splitlines(keepends=True) for b in (fixed.before, fixed.after))
+        chunks.extend(difflib.unified_diff(before, after, str(fixed.path), str(fixed.path)))
+    return "".join(chunks)
 
 
 # --- --add-noqa -------------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,9 +12,9 @@ from . import api
 from .core.diagnostics import Diagnostic, Location
 from .rules.rf_recipe import NOT_LINTABLE, UNREADABLE_FILE
 from .rules.sh_shellcheck import reported_by_default
-from .settings import Settings
-from .sources.files import UnreadableFile, is_regular_file
-from .sources.recipe import Recipe
+from .settings import Settings, SettingsFinder
+from .sources.files import TextFile, UnreadableFile, is_regular_file
+from .sources.recipe import ReadOptions, Recipe
 
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", "build", "dist"}
 
@@ -27,65 +28,115 @@ class LintResult:
     named_but_skipped: int = 0  # files named on the command line that are neither a recipe nor a script
 
 
-def discover(paths: list[Path], exclude: list[str]) -> tuple[list[Path], list[tuple[Path, str]]]:
+def discover(paths: list[Path], settings_for: Callable[[Path], Settings]
+             ) -> tuple[list[Path], list[tuple[Path, str]]]:
     """Recipe and run-script candidates under the given paths, sorted and de-duplicated (a path named explicitly
-    is always a candidate, whatever its suffix), and the directories that could not be listed, with why."""
+    is always a candidate, whatever its suffix, unless excluded), and the directories that could not be listed,
+    with why. Each path is excluded by the settings that govern it (`excluded`)."""
     found: dict[Path, None] = {}
     unlisted: list[tuple[Path, str]] = []
-
-    def excluded(p: Path) -> bool:
-        text = p.as_posix()
-        return any(fnmatch.fnmatch(text, pat) or fnmatch.fnmatch(p.name, pat) for pat in exclude)
-
     for root in paths:
         if not root.is_dir():
-            if not excluded(root):
+            if not excluded(root, settings_for(root)):
                 found[root] = None
             continue
         for directory, subdirs, files in os.walk(root, onerror=lambda e: unlisted.append((Path(e.filename), e.strerror))):
-            subdirs[:] = sorted(d for d in subdirs if d not in SKIP_DIRS and not excluded(Path(directory, d)))
+            subdirs[:] = sorted(d for d in subdirs if d not in SKIP_DIRS
+                                and not excluded(Path(directory, d), settings_for(Path(directory, d))))
+            inside = settings_for(Path(directory))
             for name in sorted(files):
                 p = Path(directory, name)
-                if p.suffix in api.RECIPE_SUFFIXES + api.SCRIPT_SUFFIXES and not excluded(p):
+                if p.suffix in api.RECIPE_SUFFIXES + api.SCRIPT_SUFFIXES and not excluded(p, inside):
                     found[p] = None
     return list(found), unlisted
 
 
-def lint_paths(paths: list[Path], settings: Settings, cli_overrides: list[str] = (), cli_verl: str | None = None,
-               cli_accelerator: str | None = None) -> LintResult:
-    options = api.read_options(settings, cli_overrides, cli_verl, cli_accelerator)
+def excluded(path: Path, settings: Settings) -> bool:
+    """Whether a glob of `exclude` matches the path as given, the path relative to the directory of the
+    pyproject.toml the settings come from, or its name (`experiments/*`, `*.generated.yaml`, `fixtures`)."""
+    if not settings.exclude:
+        return False
+    texts = {path.as_posix(), path.name}
+    if settings.config is not None:
+        try:
+            texts.add(Path(os.path.abspath(path)).relative_to(settings.config.parent).as_posix())
+        except ValueError:  # settings given for the whole run, from a project this path is not in
+            pass
+    return any(fnmatch.fnmatch(text, pattern) for text in texts for pattern in settings.exclude)
+
+
+def lint_paths(paths: list[Path], settings: Settings | SettingsFinder, cli_overrides: list[str] = (),
+               cli_verl: str | None = None, cli_accelerator: str | None = None,
+               progress: Callable[[int, int], None] | None = None) -> LintResult:
+    """Lint the recipes and run scripts under `paths`: with one `Settings` for all, or with the settings a
+    `SettingsFinder` finds for each path. `progress(done, total)` is called after each file."""
+    settings_for = settings.for_path if isinstance(settings, SettingsFinder) else lambda path: settings
+    options: dict[int, ReadOptions] = {}  # per Settings object: its files share one
     diagnostics: list[Diagnostic] = []
     result = LintResult(diagnostics, 0, 0)
-    files, unlisted = discover(paths, settings.exclude)
+    files, unlisted = discover(paths, settings_for)
     for directory, why in unlisted:
         result.unreadable += 1
         diagnostics.append(UNREADABLE_FILE.diagnostic(Location(str(directory)), f"cannot list directory: {why}"))
     explicit = set(paths)
-    scripts = [p for p in files if p.suffix in api.SCRIPT_SUFFIXES and is_regular_file(p)]
-    shellcheck = _shellcheck(scripts) if settings.shellcheck and scripts else {}
-    for path in files:
+    scripts = [p for p in files if p.suffix in api.SCRIPT_SUFFIXES and is_regular_file(p)
+               and settings_for(p).shellcheck]
+    shellcheck = _shellcheck(scripts) if scripts else {}
+    for done, path in enumerate(files, 1):
+        file_settings = settings_for(path)
+        if id(file_settings) not in options:
+            options[id(file_settings)] = api.read_options(file_settings, cli_overrides, cli_verl, cli_accelerator)
         try:
-            loaded = api.load(path, options)
+            loaded = api.load(path, options[id(file_settings)])
         except UnreadableFile as exc:
             result.files += 1
             result.unreadable += 1
             diagnostics.append(UNREADABLE_FILE.diagnostic(Location(str(path)), str(exc)))
-            continue
-        if loaded is None:
-            if path in explicit:  # named on the command line but nothing to lint: say so rather than pass silently
+            loaded = None
+        else:
+            if loaded is None and path in explicit:  # named but nothing to lint: say so rather than pass silently
                 result.named_but_skipped += 1
                 diagnostics.append(NOT_LINTABLE.diagnostic(Location(str(path)), f"no recipe or script: {path} "
                                    "(recipes are *.yaml/*.yml with a top-level `recipe:` key, run scripts *.sh)"))
-            continue
-        if loaded.recipe is not None:
-            result.recipes.append(loaded.recipe)
-        result.files += 1
-        diagnostics.extend(api.check(loaded, settings, _shown(shellcheck.get(str(path), ()), loaded, settings)))
-    result.diagnostics = sorted(
-        {(d.sort_key(), d.message): d for d in diagnostics if settings.enabled(d.code)}.values(),
-        key=Diagnostic.sort_key,
-    )
+        if loaded is not None:
+            result.files += 1
+            _add_findings(result, loaded, file_settings, shellcheck.get(str(path), ()))
+        if progress is not None:
+            progress(done, len(files))
+    result.diagnostics = _shown_once(diagnostics, settings_for)
     return result
+
+
+def lint_text(source: TextFile, settings: Settings, cli_overrides: list[str] = (), cli_verl: str | None = None,
+              cli_accelerator: str | None = None) -> LintResult:
+    """Lint text read from standard input as the file `source.path` (its suffix says recipe or script; it is
+    reported under that name). A script's shellcheck findings come from a copy in a temporary directory."""
+    options = api.read_options(settings, cli_overrides, cli_verl, cli_accelerator)
+    result = LintResult([], 0, 0)
+    loaded = api.load_text(source, options)
+    if loaded is None:
+        result.named_but_skipped = 1
+        result.diagnostics.append(NOT_LINTABLE.diagnostic(Location(source.path), f"no recipe or script: "
+                                  f"{source.path} (recipes are *.yaml/*.yml with a top-level `recipe:` key, run "
+                                  "scripts *.sh)"))
+        return result
+    result.files = 1
+    found = _shellcheck_text(source) if loaded.kind == "script" and settings.shellcheck else []
+    _add_findings(result, loaded, settings, found)
+    result.diagnostics = _shown_once(result.diagnostics, lambda path: settings)
+    return result
+
+
+def _add_findings(result: LintResult, loaded: api.Loaded, settings: Settings, shellcheck: list[Diagnostic]) -> None:
+    if loaded.recipe is not None:
+        result.recipes.append(loaded.recipe)
+    result.diagnostics.extend(api.check(loaded, settings, _shown(shellcheck, loaded, settings)))
+
+
+def _shown_once(diagnostics: list[Diagnostic], settings_for: Callable[[Path], Settings]) -> list[Diagnostic]:
+    """Sorted, each finding once, filtered by the settings of the path it is about."""
+    kept = {(d.sort_key(), d.message): d for d in diagnostics if settings_for(Path(d.location.path)).enabled(d.code)}
+    return sorted(kept.values(), key=Diagnostic.sort_key)
 
 
 def _shown(found: list[Diagnostic], loaded: api.Loaded, settings: Settings) -> list[Diagnostic]:
@@ -113,3 +164,14 @@ def _shellcheck(scripts: list[Path]) -> dict[str, list[Diagnostic]]:
     from .sources.shellcheck import shellcheck_diagnostics  # only when scripts are linted
 
     return shellcheck_diagnostics(scripts)
+
+
+def _shellcheck_text(source: TextFile) -> list[Diagnostic]:
+    """shellcheck's findings on a script's text, reported under its name (shellcheck reads files)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="sapo-lint-") as tmp:
+        copy = Path(tmp, Path(source.path).name)
+        copy.write_text(source.text, encoding="utf-8")
+        found = _shellcheck([copy]).get(str(copy), [])
+    return [d._replace(location=d.location._replace(path=source.path)) for d in found]

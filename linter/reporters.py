@@ -21,14 +21,17 @@ def render_json(diagnostics: list[Diagnostic], files: int) -> str:
                        "summary": summary(diagnostics, files)}, indent=2)
 
 
-def render_text(diagnostics: list[Diagnostic], files: int, color: bool = False) -> str:
+def render_text(diagnostics: list[Diagnostic], files: int, color: bool = False, summary: bool = True) -> str:
+    """One line per finding (the code coloured by severity with `color`), then the summary line unless not
+    `summary` (--quiet)."""
     import click
 
     colors = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
     lines = []
     for d in diagnostics:
         lines.append(d.text_line(click.style(d.code, fg=colors[d.severity], bold=True) if color else None))
-    lines.append(_summary_line(diagnostics, files))
+    if summary:
+        lines.append(_summary_line(diagnostics, files))
     return "\n".join(lines)
 
 
@@ -80,13 +83,14 @@ def statistics(diagnostics: list[Diagnostic]) -> list[dict]:
     return sorted(rows, key=lambda r: (-r["count"], r["code"]))
 
 
-def render_statistics_text(diagnostics: list[Diagnostic], files: int, color: bool = False) -> str:
+def render_statistics_text(diagnostics: list[Diagnostic], files: int, color: bool = False,
+                           summary: bool = True) -> str:
     """One line per code (count, code, severity, how many fixable, name), then the usual summary line."""
     lines = []
     for r in statistics(diagnostics):
         fixable = f"{r['fixable']} fixable" if r["fixable"] else ""
         lines.append(f"{r['count']:>6}  {r['code']:<7} {r['severity']:<8} {fixable:<11} {r['name']}")
-    return "\n".join([*lines, _summary_line(diagnostics, files)])
+    return "\n".join([*lines, _summary_line(diagnostics, files)] if summary else lines)
 
 
 def render_statistics_json(diagnostics: list[Diagnostic], files: int) -> str:

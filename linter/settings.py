@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
+import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,6 +63,7 @@ class Settings:
     host_ram_gib: float | None = None
     disk_budget_gib: float | None = None
     accelerator: str | dict[str, str] | None = None  # a name, or device kind -> name
+    config: Path | None = None  # the pyproject.toml these settings come from; `exclude` is relative to its directory
 
     def resources(self) -> dict:
         return {k: getattr(self, k) for k in ("write_gib_per_s", "host_ram_gib", "disk_budget_gib")
@@ -76,27 +80,55 @@ class Settings:
         return any(code.startswith(p) and p.startswith(family) for p in self.select)
 
 
+SHELLCHECK_PREFIX = re.compile(r"SH\d{1,4}")  # `SH2` picks shellcheck's SC2xxx, `SH2086` one code (SH100)
+
+
+def unknown_codes(codes: list[str]) -> list[str]:
+    """The codes or prefixes that name no rule (case as given; rules are matched upper-case)."""
+    from .rules import MODULES
+
+    return [c for c in codes if not any(code.startswith(c.upper()) for code in MODULES)
+            and not SHELLCHECK_PREFIX.fullmatch(c.upper())]
+
+
 def find_pyproject(start: Path) -> Path | None:
+    """The closest pyproject.toml with a `[tool.sapo-lint]` table from the directory `start` upwards: one without
+    the table is passed over (ruff's rule for `[tool.ruff]`), so a sub-package's pyproject.toml does not hide its
+    repository's settings."""
     for directory in (start, *start.parents):
         candidate = directory / "pyproject.toml"
-        if candidate.is_file():
+        if candidate.is_file() and _table(candidate) is not None:
             return candidate
     return None
 
 
-def load_settings(start: Path) -> tuple[Settings, Path | None]:
-    path = find_pyproject(start.resolve())
-    settings = Settings()
-    if path is None:
-        return settings, None
+def _table(path: Path) -> dict | None:
+    """The `[tool.sapo-lint]` table of a pyproject.toml, None without one."""
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise SettingsError(f"{path}: cannot read [tool.sapo-lint]: {exc}") from None
     tool = document.get("tool", {})
-    table = tool.get("sapo-lint", {}) if isinstance(tool, dict) else None
-    if not isinstance(table, dict):
+    if not isinstance(tool, dict):
+        raise SettingsError(f"{path}: `tool` must be a table ([tool.sapo-lint])")
+    if "sapo-lint" not in tool:
+        return None
+    if not isinstance(tool["sapo-lint"], dict):
         raise SettingsError(f"{path}: `tool.sapo-lint` must be a table ([tool.sapo-lint])")
+    return tool["sapo-lint"]
+
+
+def load_settings(start: Path) -> tuple[Settings, Path | None]:
+    """The settings for paths in the directory `start`: from `find_pyproject`, else the defaults. Raises
+    `SettingsError`, one line naming the file and the key."""
+    path = find_pyproject(start.resolve())
+    return (Settings(), None) if path is None else (settings_from(path), path)
+
+
+def settings_from(path: Path) -> Settings:
+    """The settings a pyproject.toml's `[tool.sapo-lint]` table gives. Raises `SettingsError`."""
+    settings = Settings(config=path)
+    table = _table(path) or {}
     unknown = sorted(set(table) - set(KEYS))
     if unknown:
         # A key with a line break or another control character is shown escaped: the message stays one line.
@@ -113,11 +145,47 @@ def load_settings(start: Path) -> tuple[Settings, Path | None]:
         if not isinstance(value, expected) or (expected is list and not all(isinstance(v, str) for v in value)):
             kind = {list: "a list of strings", float: "a number"}.get(expected, expected.__name__)
             raise SettingsError(f"{path}: [tool.sapo-lint] {key} must be {kind}")
+        if key in ("select", "ignore"):
+            if unknown_codes(value):
+                raise SettingsError(f"{path}: [tool.sapo-lint] {key}: unknown rule code or prefix: "
+                                    f"{', '.join(unknown_codes(value))} (see `sapo-lint rules`)")
+            value = [code.upper() for code in value]
         if expected is float and not (math.isfinite(value) and value > 0):
             # a site limit of 0, a negative, inf or nan would switch its check off without a word
             raise SettingsError(f"{path}: [tool.sapo-lint] {key} must be a positive finite number, not {value}")
         setattr(settings, attribute, value)
-    return settings, path
+    return settings
+
+
+class SettingsFinder:
+    """The settings that govern each linted path, as `load_settings` finds them for its directory (so paths in
+    different projects each get their own project's), every pyproject.toml read once, with `adjust` (the command
+    line's options) applied over each."""
+
+    def __init__(self, adjust: Callable[[Settings], None] = lambda settings: None):
+        self._adjust = adjust
+        self._configs: dict[Path, Path | None] = {}  # absolute directory -> its pyproject.toml
+        self._settings: dict[Path | None, Settings] = {}
+
+    def for_path(self, path: Path) -> Settings:
+        """The settings for a file (from its directory) or a directory. Raises `SettingsError`."""
+        # the path as named (made absolute, `..` folded), not its symlinks' targets: a project's symlinked folder
+        # is linted with that project's settings
+        config = self._config_of(Path(os.path.abspath(path if path.is_dir() else path.parent)))
+        if config not in self._settings:
+            settings = Settings() if config is None else settings_from(config)
+            self._adjust(settings)
+            self._settings[config] = settings
+        return self._settings[config]
+
+    def _config_of(self, directory: Path) -> Path | None:
+        if directory not in self._configs:
+            candidate = directory / "pyproject.toml"
+            if candidate.is_file() and _table(candidate) is not None:
+                self._configs[directory] = candidate
+            else:
+                self._configs[directory] = None if directory.parent == directory else self._config_of(directory.parent)
+        return self._configs[directory]
 
 
 def _accelerator(path: Path, value) -> str | dict[str, str]:

@@ -51,7 +51,12 @@ def read_text(path: Path) -> TextFile:
         raise UnreadableFile(f"cannot read: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
-    if len(data) > MAX_BYTES:  # grew while being read
+    return decode_text(str(path), data)
+
+
+def decode_text(name: str, data: bytes) -> TextFile:
+    """Bytes read from a file (or standard input, `name` standing for it) as its text, on the same terms."""
+    if len(data) > MAX_BYTES:  # standard input, or a file that grew while being read
         raise UnreadableFile(f"file is over {MAX_BYTES // 2**20} MiB; sapo-lint reads files up to that")
     if b"\0" in data:
         raise UnreadableFile("binary file (contains NUL bytes)")
@@ -59,7 +64,7 @@ def read_text(path: Path) -> TextFile:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise UnreadableFile(f"not UTF-8 text (invalid byte at offset {exc.start})") from None
-    return TextFile(str(path), text)
+    return TextFile(name, text)
 
 
 def _read_all(fd: int, limit: int) -> bytes:
