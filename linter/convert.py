@@ -1,7 +1,7 @@
 """`sapo-lint convert SCRIPT.sh`: a verl-style bash run script -> a `sapo-recipe/v1` recipe.
 
-The script is read the way `sapo-lint` reads it (statically, every variant); overrides shared by every variant
-go to `overrides`, exported variables shared by every variant to `env`, and the rest to `variants`: one axis per
+The script is read the way `sapo-lint` reads it (statically, every variant); the model path and the accelerators
+(when `[tool.sapo-lint]` names them) go to `model` and `hardware`, overrides shared by every variant go to `overrides`, exported variables shared by every variant to `env`, and the rest to `variants`: one axis per
 variable the script switches on (`device`, `infer_backend`, ...) when the differences factor that way, else a
 single `variant` axis with one entry per combination.
 """
@@ -86,6 +86,20 @@ def _factor(commands, base_o: dict, base_e: dict) -> dict | None:
     return axes
 
 
+def _hardware(commands) -> str | dict | None:
+    """`hardware.accelerator` when the script's commands run on named accelerators (`--accelerator` or
+    `[tool.sapo-lint] accelerator`): one name, or one per device kind; None when any is an assumption or unknown."""
+    from .core.device import device_of
+
+    if any(c.accelerator is None or c.accelerator.assumed for c in commands):
+        return None
+    names = {c.accelerator.name for c in commands}
+    if len(names) == 1:
+        return names.pop()
+    per_kind = {device_of(c, c.accelerator).kind: c.accelerator.name for c in commands}
+    return dict(sorted(per_kind.items(), reverse=True))  # npu, gpu
+
+
 def script_to_recipe(path: Path, options) -> tuple[dict, list[str]]:
     """The recipe (a dict ready for YAML) and notes on what could not be carried over."""
     from .api import SCRIPT_SUFFIXES, load
@@ -118,6 +132,12 @@ def script_to_recipe(path: Path, options) -> tuple[dict, list[str]]:
     maps = [_override_map(c) for c in commands]
     envs = [_env_map(c) for c in commands]
     base_o, base_e = _common(maps), _common(envs)
+    model_path = base_o.get("actor_rollout_ref.model.path")
+    if isinstance(model_path, str) and all(c.model is not None for c in commands):
+        recipe["model"] = {"path": model_path}
+    accelerator = _hardware(commands)
+    if accelerator is not None:
+        recipe["hardware"] = {"accelerator": accelerator}
     recipe["overrides"] = base_o
     if base_e:
         recipe["env"] = base_e

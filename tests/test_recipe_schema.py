@@ -78,3 +78,17 @@ def test_shipped_recipes_are_valid_for_both():
 @given(mutated_recipes())
 def test_fast_validator_agrees_with_jsonschema(doc):
     assert fast_accepts(doc) == REFERENCE.is_valid(doc)
+
+
+def test_hardware_accelerator_is_a_name_or_one_per_device_kind():
+    base = {"recipe": "sapo-recipe/v1", "name": "x", "overrides": {}}
+    for accelerator, valid in [
+        ("ascend-910b3", True), ({"npu": "ascend-910b3", "gpu": "nvidia-h100"}, True), ({"gpu": "H100"}, True),
+        ({}, False), ({"tpu": "v5"}, False), ({"npu": 3}, False), ("", False), (["ascend-910b3"], False),
+    ]:
+        doc = {**base, "hardware": {"accelerator": accelerator}}
+        assert fast_accepts(doc) is valid and REFERENCE.is_valid(doc) is valid, accelerator
+    # every shipped recipe with device variants names one accelerator per device kind (issue 14)
+    for doc in SHIPPED:
+        if "device" in doc.get("variants", {}):
+            assert set(doc["hardware"]["accelerator"]) == set(doc["variants"]["device"]), doc["name"]
