@@ -139,6 +139,37 @@ def test_sl007_names_the_committed_release_that_has_the_field(lint_text):
     typo = "overrides:\n  +actor_rollout_ref.actor.optim.override_optimizer_config.adam_beta3: 0.9\n"
     assert " have it" not in only(lint_text('stack: {megatron_core: "0.12.1"}\n' + typo), "SL007")[0].message
 
+def test_sl007_field_of_no_release_is_a_warning_when_the_script_installs_a_megatron_commit(tmp_path):
+    from sapo_toolkit.linter.lint import lint_paths
+    from sapo_toolkit.linter.settings import Settings
+
+    call = ("python3 -m verl.trainer.main_ppo model_engine=megatron "
+            "+actor_rollout_ref.actor.megatron.override_transformer_config.{field}=True\n")
+    pinned = ("[ -d Megatron-LM ] || git clone https://github.com/NVIDIA/Megatron-LM -b dev && "
+              "(cd Megatron-LM; git checkout 23e092f41ec8bc659020e401ddac9576c1cfed7e)\n")
+
+    def sl007(text):
+        script = tmp_path / "run_x_megatron.sh"
+        script.write_text(text)
+        return only(lint_paths([script], Settings(verl_version="0.9.1"), []).diagnostics, "SL007")
+
+    (found,) = sl007(pinned + call.format(field="mtp_use_repeated_layer"))  # in no committed release
+    assert found.severity.value == "warning" and "Megatron-LM commit 23e092f4, which may have it" in found.message
+    (found,) = sl007(call.format(field="mtp_use_repeated_layer"))  # no pin: an error
+    assert found.severity.value == "error"
+    # a name some committed release has is judged against the release in use, pin or not
+    assert not sl007(pinned + call.format(field="moe_router_enable_expert_bias"))
+
+
+def test_megatron_pin_read_from_the_scripts_install_lines_and_comments():
+    from sapo_toolkit.linter.sources.bash.script import megatron_pin
+
+    assert megatron_pin("#   git clone -b lite https://github.com/verl-project/Megatron-LM mlite\n") == "branch lite"
+    assert megatron_pin("pip install git+https://github.com/NVIDIA/Megatron-LM.git@core_r0.18.0\n") == "ref core_r0.18.0"
+    assert megatron_pin("#   - Megatron-LM==0.16.0\n") is None  # a release: the stack names its snapshot
+    assert megatron_pin("git checkout 23e092f41ec8\n") is None  # not Megatron-LM's
+
+
 # SL008
 def test_sl008_variant_replacing_base_key_is_not_a_duplicate(lint_text):
     body = (

@@ -1,6 +1,6 @@
+from ..core.device import device_of
 from ..core.diagnostics import Severity
 from ..engine import LintContext
-from ..core.device import device_of
 from ..rulekit.common import nearest
 from ..rulekit.registry import Finding, rule
 from ..schema import DEFAULT_MINDSPEED, consumer_versions, load_consumer
@@ -49,7 +49,12 @@ def check(ctx: LintContext):
     other unknown key is stored but never read. A command runs on NPU when `trainer.device=npu`, its variant is
     `DEVICE=npu` (any `NAME=npu`), the accelerator or `VERL_ENGINE_DEVICE` says so, the recipe's stack names
     `mindspeed`, or it sets Ascend-only environment variables (`HCCL_*`, `ASCEND_*`, `VLLM_ASCEND_*`,
-    `PYTORCH_NPU_*`); otherwise on GPU, where a MindSpeed field stays an error."""
+    `PYTORCH_NPU_*`); otherwise on GPU, where a MindSpeed field stays an error.
+
+    A run script that installs Megatron-LM from a commit or a branch (`git clone ... Megatron-LM && git checkout
+    <sha>`, `git clone -b lite ...Megatron-LM`, `pip install git+...Megatron-LM@<ref>`, in a command or its set-up
+    comments) may pass a field no release has yet: a megatron-core name found in no committed release snapshot is
+    then a warning naming the pin, to be checked against that source, rather than an error."""
     for ro in ctx.overrides:
         if not ro.assigns or ro.group is not None:
             continue
@@ -65,16 +70,22 @@ def check(ctx: LintContext):
         consequence = _CONSEQUENCE[entry["consumer"]].format(dict=dict_path)
         what = f"{consumer.package} {consumer.version} `{cls}`"
         elsewhere = _other_releases(consumer, cls, name)
-        if entry["consumer"] != "megatron-core:TransformerConfig":
+        added: dict = {}
+        if entry["consumer"] == "megatron-core:TransformerConfig":
+            mindspeed = load_consumer("mindspeed", ctx.stack.mindspeed or DEFAULT_MINDSPEED)
+            added = mindspeed.classes["TransformerConfig"]["fields"]
+            device, why, _ = device_of(ctx.command, ctx.accelerator)
+            if device == "npu" and name in added:
+                continue
+        if name not in added and (pinned := _pinned_commit(ctx, consumer, elsewhere)):
+            yield Finding(ro, f"`{name}` is in no committed {consumer.package} release snapshot "
+                              f"({', '.join(consumer_versions(consumer.package))}); this script installs Megatron-LM "
+                              f"{pinned}, which may have it: check that it does, or the run fails ({consequence})."
+                              f"{nearest(name, sorted(accepted))}", severity=Severity.WARNING)
+        elif entry["consumer"] != "megatron-core:TransformerConfig":
             yield Finding(ro, f"`{name}` is not accepted by {what}: {consequence}.{elsewhere}"
                               f"{nearest(name, sorted(accepted))}")
-            continue
-        mindspeed = load_consumer("mindspeed", ctx.stack.mindspeed or DEFAULT_MINDSPEED)
-        added = mindspeed.classes["TransformerConfig"]["fields"]
-        device, why, _ = device_of(ctx.command, ctx.accelerator)
-        if device == "npu":
-            if name in added:
-                continue
+        elif device == "npu":
             yield Finding(ro, f"`{name}` is accepted neither by {what} nor by MindSpeed {mindspeed.version} (this "
                               f"variant runs on NPU: {why}): MindSpeed turns unknown keywords into config "
                               f"attributes that nothing reads, so the setting never takes effect.{elsewhere}"
@@ -86,6 +97,14 @@ def check(ctx: LintContext):
         else:
             yield Finding(ro, f"`{name}` is not accepted by {what}: {consequence}.{elsewhere}"
                               f"{nearest(name, sorted(accepted))}")
+
+
+def _pinned_commit(ctx: LintContext, consumer, elsewhere: str) -> str | None:
+    """The Megatron-LM commit or branch the run script installs, when the name is in no megatron-core release we
+    have: the pinned source may be newer than every release (a field on its way into the next one)."""
+    if consumer.package != "megatron-core" or elsewhere or not ctx.stack.megatron_pin:
+        return None
+    return ctx.stack.megatron_pin
 
 
 def _accepted(consumer, cls: str) -> frozenset[str]:
