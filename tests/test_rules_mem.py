@@ -33,7 +33,7 @@ def test_mem001_on_an_assumed_accelerator_says_so(lint_text):
                       "  actor_rollout_ref.rollout.gpu_memory_utilization: 0.5\n")
     mem = [d for d in found if d.code == "MEM001"]
     assert len(mem) == 1 and mem[0].severity.value == "warning", mem
-    assert ("nvidia-h100 is assumed for gpu (nothing in the command names an NPU), hence a warning: name yours with "
+    assert ("nvidia-h100 is assumed (none is named), hence a warning: name yours with "
             "--accelerator") in mem[0].message
     # The same plan on a named H100 is an error, and says nothing of an assumption.
     named = [d for d in lint_text("hardware: {accelerator: H100}\noverrides:\n  algorithm.adv_estimator: grpo\n"
@@ -49,7 +49,7 @@ def test_mem001_on_an_assumed_accelerator_is_an_error_when_no_device_of_its_kind
                       "  actor_rollout_ref.rollout.gpu_memory_utilization: 0.99\n")
     mem = [d for d in found if d.code == "MEM001"]
     assert len(mem) == 1 and mem[0].severity.value == "error", mem
-    assert "ascend-910b3 is assumed for npu (`trainer.device=npu`), but no device of its kind" in mem[0].message
+    assert "ascend-910b3 is assumed (none is named), but no device of its kind" in mem[0].message
     assert "(ascend-a3: 61.27 GiB)" in mem[0].message
 
 

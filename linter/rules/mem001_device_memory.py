@@ -163,11 +163,12 @@ def check(ctx: LintContext):
     if p.accelerator_assumed:
         largest = _largest_of_kind(p.accelerator)
         if over and estimate(p._replace(hbm_gib=largest.usable_hbm_gib)).first_over(largest.usable_hbm_gib * GIB):
-            assumed = (f" {p.accelerator} is {p.accelerator_assumed}, but no device of its kind in schemas/devices.json "
+            assumed = (f" {p.accelerator} is assumed (none is named), but no device of its kind in schemas/devices.json "
                        f"has enough ({largest.name}: {largest.usable_hbm_gib:g} GiB).")
         else:
             severity = Severity.WARNING
-            assumed = (f" {p.accelerator} is {p.accelerator_assumed}, hence a warning: name yours with --accelerator, "
+            # Not why it was assumed (that differs between variants that share the finding; `explain` says it).
+            assumed = (f" {p.accelerator} is assumed (none is named), hence a warning: name yours with --accelerator, "
                        "`hardware.accelerator` or `[tool.sapo-lint] accelerator`.")
     yield Finding(
         ctx.blame(*BLAME.get(term, ()), *FALLBACK),
