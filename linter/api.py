@@ -18,7 +18,7 @@ from .core.variants import collapse_variants, matches
 from .engine import LintContext, lint_command
 from .engine import resolve as resolve_against
 from .rules import load_rules
-from .rules.rf_recipe import UNKNOWN_VERSION
+from .rules.rf_recipe import RECIPE_SCHEMA, UNKNOWN_VERSION
 from .schema import (
     DEFAULT_MBRIDGE,
     DEFAULT_MEGATRON_CORE,
@@ -104,14 +104,16 @@ def load_text(source: TextFile, options: ReadOptions) -> Loaded | None:
 def check(loaded: Loaded, settings: Settings, extra: Iterable[Diagnostic] = ()) -> list[Diagnostic]:
     """Every finding for one loaded file, variants collapsed, `# sapo-lint: noqa` applied: the file's own
     diagnostics, `extra` ones found elsewhere (shellcheck), the naming rules for scripts, and every enabled rule
-    over every command. Not filtered by `select`/`ignore` (the caller decides)."""
+    over every command. Not filtered by `select`/`ignore` (the caller decides). A recipe that violates its schema
+    (RF001) gets no config rule: the rules would judge a config the recipe does not describe (a recipe of only
+    `recipe:` has no overrides, so every required setting looks missing)."""
     found = [*loaded.diagnostics, *extra]
     if loaded.kind == "script":
         from .rules.nm_naming import naming_diagnostics
 
         found.extend(naming_diagnostics(Path(loaded.source.path), settings.naming_ignore_dirs,
                                         settings.naming_ignore_files))
-    if loaded.commands:
+    if loaded.commands and not any(d.code == RECIPE_SCHEMA.code for d in loaded.diagnostics):
         found.extend(_lint_commands(loaded, load_rules(settings.enabled)))
     return _without_noqa(loaded.source, found, continued_lines=loaded.kind == "script")
 

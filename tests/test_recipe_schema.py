@@ -9,13 +9,20 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sapo_toolkit.linter.core.command import Stack
+from sapo_toolkit.linter.lint import lint_paths
+from sapo_toolkit.linter.schema import DEFAULT_MBRIDGE, DEFAULT_MEGATRON_CORE
+from sapo_toolkit.linter.settings import Settings
+from sapo_toolkit.linter.sources.files import read_text
+from sapo_toolkit.linter.sources.recipe import ReadOptions, read_recipe
 from sapo_toolkit.schemas.recipe_validator import JsonSchemaValueException
 from sapo_toolkit.schemas.recipe_validator import validate as fast_validate
 
-from .helpers import REPO
+from .helpers import REPO, recipe
 
 SCHEMA_TEXT = (REPO / "schemas" / "recipe.schema.json").read_text(encoding="utf-8")
 REFERENCE = jsonschema.Draft202012Validator(json.loads(SCHEMA_TEXT))
+READ_OPTIONS = ReadOptions("0.9.1", Stack(DEFAULT_MEGATRON_CORE, DEFAULT_MBRIDGE))
 SHIPPED = [yaml.safe_load(p.read_text()) for p in sorted((REPO / "recipes").glob("*.yaml"))]
 
 
@@ -92,3 +99,65 @@ def test_hardware_accelerator_is_a_name_or_one_per_device_kind():
     for doc in SHIPPED:
         if "device" in doc.get("variants", {}):
             assert set(doc["hardware"]["accelerator"]) == set(doc["variants"]["device"]), doc["name"]
+
+
+# --- rules wait for a valid recipe; nested overrides are checked like dotted ones (issue 14) ---------------------
+
+
+def test_no_config_rule_runs_on_a_recipe_that_violates_its_schema(tmp_path):
+    path = tmp_path / "only.yaml"
+    path.write_text("recipe: sapo-recipe/v1\n", encoding="utf-8")
+    found = lint_paths([path], Settings(), []).diagnostics
+    assert found and {d.code for d in found} <= {"RF001", "RF005"}, [(d.code, d.message) for d in found]
+    # the same overrides in a valid recipe do get the config rules (BS003: no micro-batch size)
+    path.write_text("recipe: sapo-recipe/v1\nname: x\noverrides: {}\n", encoding="utf-8")
+    assert "BS003" in {d.code for d in lint_paths([path], Settings(), []).diagnostics}
+
+
+NESTED = """overrides:
+  algorithm.adv_estimator: grpo
+  actor_rollout_ref:
+    actor:
+      policy_loss:
+        tau_pos: 1
+        tua_neg: 1.05
+      ppo_micro_batch_size_per_gpu: 1
+    rollout: {log_prob_micro_batch_size_per_gpu: 1}
+"""
+
+
+def test_nested_overrides_are_checked_leaf_by_leaf_at_their_own_lines(lint_text):
+    found = lint_text(NESTED)
+    by_code = {d.code: d for d in found}
+    # line 5 of the body: `tau_pos: 1` (header lines come first; SP001 names the nested SAPO key)
+    header = len(recipe(NESTED).splitlines()) - len(NESTED.splitlines())
+    assert "SL001" in by_code and "tua_neg" in by_code["SL001"].message
+    assert (by_code["SL001"].location.line, by_code["SL001"].location.column) == (header + 7, 9)
+    assert "BS003" not in by_code  # the nested micro-batch sizes are read
+    flat = lint_text("overrides:\n  algorithm.adv_estimator: grpo\n"
+                     "  actor_rollout_ref.actor.policy_loss.tau_pos: 1\n"
+                     "  actor_rollout_ref.actor.policy_loss.tua_neg: 1.05\n"
+                     "  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 1\n"
+                     "  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 1\n")
+    assert sorted(d.code for d in found) == sorted(d.code for d in flat)
+
+
+def test_nested_and_dotted_settings_of_one_key_are_one_key(lint_text):
+    base = "overrides:\n  trainer: {nnodes: 1}\n"
+    assert "SL008" in {d.code for d in lint_text(base + "  trainer.nnodes: 2\n")}
+    # a variant's dotted key replaces the base's nested one (and the reverse), like any variant override
+    variant = base + "variants:\n  device:\n    npu: {overrides: {trainer.nnodes: 2}}\n    gpu: {overrides: {trainer: {nnodes: 3}}}\n"
+    assert "SL008" not in {d.code for d in lint_text(variant)}
+
+
+def test_nested_overrides_launch_as_the_leaves_that_were_linted(tmp_path):
+    text = recipe("overrides:\n  trainer: {nnodes: 2, n_gpus_per_node: 4}\n  ~trainer.val_before_train: null\n"
+                  "  +ray_kwargs: {ray_init: {num_cpus: 8}}\n  data.train_files: {}\n")
+    source = tmp_path / "r.yaml"
+    source.write_text(text, encoding="utf-8")
+    read = read_recipe(read_text(source), READ_OPTIONS)
+    # plain keys flatten; a `+` key keeps its dict (Hydra merges it with force-add, which no dotted form says),
+    # and an empty dict stays one override
+    assert read.recipe.commands[0].hydra_overrides() == [
+        "trainer.nnodes=2", "trainer.n_gpus_per_node=4", "~trainer.val_before_train",
+        "+ray_kwargs={ray_init:{num_cpus:8}}", "data.train_files={}"]

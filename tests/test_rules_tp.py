@@ -120,3 +120,35 @@ def test_unknown_model_is_one_info_and_skips_model_rules(lint_text):
     assert len(notes) == 1 and notes[0].severity == Severity.INFO and "model.card" in notes[0].message
     assert not only(found, "TP003")
     assert only(found, "TP001")  # shape-free topology still checked
+
+
+# --- TP014: sizes below 1 (issue 14) -------------------------------------------------------------------------------
+
+STATIC_MICRO = ("  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 2\n"
+                "  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 2\n")
+
+
+def test_tp014_a_world_of_no_devices(lint_text):
+    for setting, said in [("trainer.nnodes: 0", "`trainer.nnodes` is 0"),
+                          ("trainer.n_gpus_per_node: -8", "`trainer.n_gpus_per_node` is -8"),
+                          ("~trainer.nnodes: null", "`~trainer.nnodes` deletes `trainer.nnodes`")]:
+        found = lint_text(f"overrides:\n{STATIC_MICRO}  {setting}\n")
+        tp014 = only(found, "TP014")
+        assert len(tp014) == 1 and said in tp014[0].message, (setting, [(d.code, d.message) for d in found])
+        assert tp014[0].location.line == 8  # the setting's own line, after the 4 header lines and 3 overrides
+        # no other rule does arithmetic on the broken world (no crash, no second finding about it)
+        assert {d.code for d in found} <= {"TP014", "MEM001", "MEM002"}, [(d.code, d.message) for d in found]
+    # on the FSDP engine too: verl's resource pool is `[n_gpus_per_node] * nnodes` whatever the engine
+    assert only(lint_text(f"config_name: ppo_trainer\noverrides:\n{STATIC_MICRO}  trainer.nnodes: 0\n"), "TP014")
+    assert not only(lint_text(f"overrides:\n{STATIC_MICRO}  trainer.nnodes: 2\n  trainer.n_gpus_per_node: 4\n"), "TP014")
+
+
+def test_tp014_megatron_expert_and_virtual_pipeline_sizes(lint_text):
+    for name, value in [("expert_model_parallel_size", 0), ("expert_tensor_parallel_size", 0),
+                        ("expert_tensor_parallel_size", -2), ("virtual_pipeline_model_parallel_size", 0)]:
+        found = only(lint_text(MOE + f"overrides:\n{STATIC_MICRO}  {A}.pipeline_model_parallel_size: 2\n"
+                                     f"  {A}.{name}: {value}\n"), "TP014")
+        assert len(found) == 1 and f"`{A}.{name}` is {value}" in found[0].message, (name, found)
+    assert not only(lint_text(MOE + f"overrides:\n{STATIC_MICRO}  {A}.pipeline_model_parallel_size: 2\n"
+                                    f"  {A}.expert_model_parallel_size: 2\n  {A}.expert_tensor_parallel_size: 1\n"
+                                    f"  {A}.virtual_pipeline_model_parallel_size: 2\n"), "TP014")

@@ -97,6 +97,7 @@ MODULES: dict[str, str] = {
     "TP011": "tp011_rollout_tp_heads",
     "TP012": "tp012_rollout_tp_devices",
     "TP013": "tp013_context_parallel_length",
+    "TP014": "tp014_size_below_one",
 }
 
 

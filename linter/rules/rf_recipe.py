@@ -9,7 +9,8 @@ RECIPE_SCHEMA = source_rule(
     explanation="""A recipe is checked against `schemas/recipe.schema.json` (JSON Schema 2020-12, validated with
     jsonschema) before its overrides are: a misspelt top-level key (`overides:`), a variant without
     `overrides`/`env`, or a gate without a threshold would otherwise be ignored by the launcher. The
-    diagnostic points at the YAML line of the offending value.""",
+    diagnostic points at the YAML line of the offending value. Until the recipe is valid no config rule runs on
+    it: they would judge a config the file does not describe.""",
     bad="""
     recipe: sapo-recipe/v1
     name: demo
@@ -70,11 +71,15 @@ UNKNOWN_VERSION = source_rule(
     recipe: sapo-recipe/v1
     name: demo
     verl: "0.3.0"
+    overrides:
+      trainer.nnodes: 1
     """,
     good="""
     recipe: sapo-recipe/v1
     name: demo
     verl: "0.9.1"
+    overrides:
+      trainer.nnodes: 1
     """,
     module=__name__,
 )
