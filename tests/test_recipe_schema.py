@@ -5,6 +5,7 @@ import json
 import re
 
 import jsonschema
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -126,38 +127,24 @@ NESTED = """overrides:
 """
 
 
+@pytest.mark.xfail(strict=True, reason="issue 14: a mapping value is checked by its top key only; checking its "
+                   "leaves needs the resolved config (Hydra merges into a dict node, sets a null one)")
 def test_nested_overrides_are_checked_leaf_by_leaf_at_their_own_lines(lint_text):
     found = lint_text(NESTED)
-    by_code = {d.code: d for d in found}
-    # line 5 of the body: `tau_pos: 1` (header lines come first; SP001 names the nested SAPO key)
     header = len(recipe(NESTED).splitlines()) - len(NESTED.splitlines())
-    assert "SL001" in by_code and "tua_neg" in by_code["SL001"].message
-    assert (by_code["SL001"].location.line, by_code["SL001"].location.column) == (header + 7, 9)
-    assert "BS003" not in by_code  # the nested micro-batch sizes are read
-    flat = lint_text("overrides:\n  algorithm.adv_estimator: grpo\n"
-                     "  actor_rollout_ref.actor.policy_loss.tau_pos: 1\n"
-                     "  actor_rollout_ref.actor.policy_loss.tua_neg: 1.05\n"
-                     "  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 1\n"
-                     "  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 1\n")
-    assert sorted(d.code for d in found) == sorted(d.code for d in flat)
+    typo = [d for d in found if d.code == "SL001" and "tua_neg" in d.message]
+    assert typo and (typo[0].location.line, typo[0].location.column) == (header + 7, 9)
 
 
-def test_nested_and_dotted_settings_of_one_key_are_one_key(lint_text):
-    base = "overrides:\n  trainer: {nnodes: 1}\n"
-    assert "SL008" in {d.code for d in lint_text(base + "  trainer.nnodes: 2\n")}
-    # a variant's dotted key replaces the base's nested one (and the reverse), like any variant override
-    variant = base + "variants:\n  device:\n    npu: {overrides: {trainer.nnodes: 2}}\n    gpu: {overrides: {trainer: {nnodes: 3}}}\n"
-    assert "SL008" not in {d.code for d in lint_text(variant)}
-
-
-def test_nested_overrides_launch_as_the_leaves_that_were_linted(tmp_path):
-    text = recipe("overrides:\n  trainer: {nnodes: 2, n_gpus_per_node: 4}\n  ~trainer.val_before_train: null\n"
-                  "  +ray_kwargs: {ray_init: {num_cpus: 8}}\n  data.train_files: {}\n")
+def test_a_mapping_value_is_one_hydra_dict_value(tmp_path, lint_text):
+    # Hydra sets a dict on a null node: FSDP's `optim.override_optimizer_config` is null, so `key={...}` composes
+    # (and the dotted `key.optimizer_cpu_offload=true` does not: not in struct). Not a finding, and launched as is.
+    text = ("config_name: ppo_trainer\noverrides:\n  algorithm.adv_estimator: grpo\n"
+            "  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 1\n"
+            "  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 1\n"
+            "  actor_rollout_ref.actor.optim.override_optimizer_config: {optimizer_cpu_offload: true}\n")
+    assert "SL001" not in {d.code for d in lint_text(text)}
     source = tmp_path / "r.yaml"
-    source.write_text(text, encoding="utf-8")
-    read = read_recipe(read_text(source), READ_OPTIONS)
-    # plain keys flatten; a `+` key keeps its dict (Hydra merges it with force-add, which no dotted form says),
-    # and an empty dict stays one override
-    assert read.recipe.commands[0].hydra_overrides() == [
-        "trainer.nnodes=2", "trainer.n_gpus_per_node=4", "~trainer.val_before_train",
-        "+ray_kwargs={ray_init:{num_cpus:8}}", "data.train_files={}"]
+    source.write_text(recipe(text), encoding="utf-8")
+    argv = read_recipe(read_text(source), READ_OPTIONS).recipe.commands[0].hydra_overrides()
+    assert "actor_rollout_ref.actor.optim.override_optimizer_config={optimizer_cpu_offload:true}" in argv

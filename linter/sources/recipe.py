@@ -137,55 +137,22 @@ def _override_mappings(root: yaml.Node):
 
 
 def _overrides(path: str, loader, mapping: yaml.Node | None) -> list[LocatedOverride]:
-    """Each `key: value` of an overrides mapping, in file order, duplicates kept (SL008 reports them). A plain
-    key whose value is a non-empty mapping is its leaves, each a dotted override located at its own key: Hydra
-    applies `key={...}` by merging the dict into the config, which is what the dotted leaves do, one by one."""
+    """Each `key: value` of an overrides mapping, in file order, duplicates kept (SL008 reports them)."""
     out = []
     for key_node, value_node in yaml_nodes.mapping_pairs(mapping):
         key_text = str(key_node.value)
         location = _location(path, key_node)
+        value = yaml_nodes.construct(loader, value_node)
         try:
             # The key goes through Hydra's grammar; the value is the YAML value, already typed.
             head = parse_override(key_text if key_text.startswith("~") else key_text + "=0")
         except OverrideSyntaxError as exc:
             out.append(LocatedOverride(location, key_text, None, f"`{key_text}` is not a valid Hydra key: {exc.message}"))
             continue
-        if _plain(head) and yaml_nodes.mapping_pairs(value_node):
-            out.extend(_leaves(path, loader, head.key, value_node))
-            continue
-        value = yaml_nodes.construct(loader, value_node)
         if head.op == "delete":
             value = MISSING if value is None else value
-        out.append(LocatedOverride(location, key_text, ParsedOverride(head.op, head.key, head.package, value)))
-    return out
-
-
-def _plain(head: ParsedOverride) -> bool:
-    """`key=value` on a config key: not `+`/`++`/`~` (a `+key={...}` merges with force-add, which no dotted form
-    says), not a config group (`a/b`) or a package (`key@pkg`)."""
-    return head.op == "set" and head.package is None and "/" not in head.key
-
-
-def _leaves(path: str, loader, prefix: str, mapping: yaml.Node) -> list[LocatedOverride]:
-    """The dotted overrides of a nested overrides mapping. Within one mapping a key set twice (a duplicate, RF003;
-    or a key that `<<: *anchor` also brings) counts once, as the last one, as YAML keeps it."""
-    out = []
-    last = {str(k.value): (k, v) for k, v in yaml_nodes.mapping_pairs(mapping)}
-    for name, (key_node, value_node) in last.items():
-        dotted, location = f"{prefix}.{name}", _location(path, key_node)
-        try:
-            head = parse_override(dotted + "=0")
-        except OverrideSyntaxError:
-            head = None
-        if head is None or not _plain(head) or head.key != dotted:
-            out.append(LocatedOverride(location, dotted, None, f"`{name}` under `{prefix}` is not a config key name "
-                                       "(`+`, `~` and `@` work on the top-level keys of `overrides` only): write it "
-                                       "there as one dotted key"))
-        elif yaml_nodes.mapping_pairs(value_node):
-            out.extend(_leaves(path, loader, dotted, value_node))
-        else:
-            parsed = ParsedOverride("set", dotted, None, yaml_nodes.construct(loader, value_node))
-            out.append(LocatedOverride(location, dotted, parsed))
+        parsed = ParsedOverride(head.op, head.key, head.package, value)
+        out.append(LocatedOverride(location, key_text, parsed))
     return out
 
 
