@@ -301,11 +301,11 @@ def test_parallel_size_below_one(tmp_path, overrides, size):
 
 
 def test_virtual_pipeline_size_of_0(tmp_path):
-    """Not a VPP: the estimator used to divide the layers into 0 chunks."""
+    """Not a VPP (TP014): the estimator used to divide the layers into 0 chunks."""
     body = ("overrides:\n  actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size: 0\n"
             "  actor_rollout_ref.actor.megatron.pipeline_model_parallel_size: 2\n")
     found = lint_file(tmp_path, "r.yaml", HEADER + "hardware: {accelerator: nvidia-h100}\n" + body)
-    assert not [d for d in found if d.code.startswith(("TP", "RF"))], found
+    assert [d.code for d in found if d.code.startswith(("TP", "RF"))] == ["TP014"], found  # and no crash
 
 
 MODEL_HEADER = HEADER.replace("model: {path: Qwen/Qwen3-8B}", "model: {path: model}") + "hardware: {accelerator: nvidia-h100}\n"

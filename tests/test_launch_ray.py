@@ -32,7 +32,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:Deprecati
 def make_plan(tmp_path: Path, env: dict, *, gpus: int = 0, device: str | None = None) -> tuple[Plan, Path]:
     """The stand-in trainer's recipe, planned and given a run directory; `gpus` is trainer.n_gpus_per_node (the
     head has none, so a job that is to run asks for none)."""
-    recipe = fake_recipe(tmp_path, env, overrides=f"  trainer.n_gpus_per_node: {gpus}\n")
+    # verl itself needs a device per worker (TP014); the stand-in trainer runs on the CPU
+    recipe = fake_recipe(tmp_path, env, overrides=f"  trainer.n_gpus_per_node: {gpus}  # sapo-lint: noqa: TP014\n")
     facts = Facts(device, sys.executable, str(REPO), 4, datetime.now(timezone.utc), str(tmp_path / "runs"))
     launch = plan(recipe, settings=Settings(), facts=facts, device=device)
     assert not launch.lint.refuses
