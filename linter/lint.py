@@ -16,7 +16,7 @@ from .settings import Settings, SettingsFinder
 from .sources.files import TextFile, UnreadableFile, is_regular_file
 from .sources.recipe import ReadOptions, Recipe
 
-SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", "build", "dist"}
+SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", "build", "dist", "site-packages"}
 
 
 @dataclass(slots=True)
@@ -41,7 +41,7 @@ def discover(paths: list[Path], settings_for: Callable[[Path], Settings]
                 found[root] = None
             continue
         for directory, subdirs, files in os.walk(root, onerror=lambda e: unlisted.append((Path(e.filename), e.strerror))):
-            subdirs[:] = sorted(d for d in subdirs if d not in SKIP_DIRS
+            subdirs[:] = sorted(d for d in subdirs if d not in SKIP_DIRS and not _is_virtualenv(Path(directory, d))
                                 and not excluded(Path(directory, d), settings_for(Path(directory, d))))
             inside = settings_for(Path(directory))
             for name in sorted(files):
@@ -49,6 +49,12 @@ def discover(paths: list[Path], settings_for: Callable[[Path], Settings]
                 if p.suffix in api.RECIPE_SUFFIXES + api.SCRIPT_SUFFIXES and not excluded(p, inside):
                     found[p] = None
     return list(found), unlisted
+
+
+def _is_virtualenv(directory: Path) -> bool:
+    """A virtual environment under any name (`.verl-venv`, `env311`): its installed packages ship shell scripts
+    that are nobody's run scripts."""
+    return (directory / "pyvenv.cfg").is_file()
 
 
 def excluded(path: Path, settings: Settings) -> bool:

@@ -296,3 +296,16 @@ def test_rule_for_an_unknown_code_is_an_error_and_a_shellcheck_code_is_explained
         assert line.startswith(f"sapo-lint: no rule {code}") and "Usage" not in line
     proc = sapo_lint("rule", "sh2086")
     assert proc.returncode == 0 and proc.stdout.startswith("SH2086 is shellcheck's SC2086")
+
+
+def test_virtual_environments_under_any_name_are_not_walked(tmp_path):
+    # CI builds verl's venv as `.verl-venv` inside the checkout; its packages ship shell scripts (ray's).
+    venv = tmp_path / ".verl-venv"
+    for script in (venv / "lib" / "python3" / "ray" / "waiter.sh", tmp_path / "scripts" / "helper.sh"):
+        script.parent.mkdir(parents=True)
+        script.write_text("echo hi\n")
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    proc = sapo_lint(str(tmp_path), "--no-shellcheck", "--select", "NM")
+    assert "helper.sh" in proc.stdout and "waiter.sh" not in proc.stdout, proc.stdout
+    (venv / "pyvenv.cfg").unlink()  # not a virtual environment: walked like any folder
+    assert "waiter.sh" in sapo_lint(str(tmp_path), "--no-shellcheck", "--select", "NM").stdout
