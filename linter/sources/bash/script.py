@@ -42,6 +42,8 @@ from .trainer_call import TrainerCallFinder
 # The value an override gets when part of it cannot be evaluated: an interpolation, so that type and range
 # rules leave it alone while key rules still apply.
 UNRESOLVED_VALUE = "${oc.env:SAPO_LINT_UNRESOLVED}"
+# `var=${SRC:-default}`, `var=${SRC-default}`, `var="$SRC"`: the value is the caller's SRC (or the default).
+_ALIAS = re.compile(r'"?\$(?:\{(?P<braced>[A-Za-z_]\w*)(?::?-[^}]*)?\}|(?P<plain>[A-Za-z_]\w*))"?')
 
 
 @dataclass(slots=True)
@@ -54,11 +56,15 @@ class ScriptRead:
     switches: dict[str, list[str | None]] = field(default_factory=dict)  # variable -> values enumerated
 
 
-def _collect_switches(ev: Interpreter, root) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+def _collect_switches(ev: Interpreter, root) -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, str]]:
     """Every variable a `case` or an `if`/`[[ ]]` comparison switches on, with the literal values named (in order
-    of appearance); and every variable's literal defaults in `${V:-x}`/`${V-x}` forms."""
+    of appearance); every variable's literal defaults in `${V:-x}`/`${V-x}` forms; and the variables assigned once
+    from another variable the caller may set (`rollout_backend=${ROLLOUT_BACKEND:-sglang}` -> ROLLOUT_BACKEND):
+    a switch on such a copy is enumerated through the caller's variable, since assigning the copy itself before
+    the script runs would be overwritten."""
     out: dict[str, list[str]] = {}
     defaults: dict[str, list[str]] = {}
+    sources: dict[str, str | None] = {}  # assigned variable -> the variable it copies; None: not a plain copy
 
     def add(into: dict[str, list[str]], var: str, value: str) -> None:
         vals = into.setdefault(var, [])
@@ -101,6 +107,12 @@ def _collect_switches(ev: Interpreter, root) -> tuple[dict[str, list[str]], dict
                         text = "".join(f for f, _ in ev.word(c, split=False))
                         if text and literal(text):
                             add(out, var, text)
+        elif n.type == "variable_assignment":
+            name, value = n.child_by_field_name("name"), n.child_by_field_name("value")
+            if name is not None and name.type == "variable_name":
+                m = _ALIAS.fullmatch(ev.text(value)) if value is not None else None
+                var = ev.text(name)
+                sources[var] = None if var in sources or m is None else (m["braced"] or m["plain"])
         elif n.type == "expansion":
             kids = [c for c in n.children if c.type not in ("${", "}")]
             if len(kids) == 3 and kids[0].type == "variable_name" and kids[1].type in (":-", "-") \
@@ -109,11 +121,8 @@ def _collect_switches(ev: Interpreter, root) -> tuple[dict[str, list[str]], dict
                 if text and literal(text):
                     add(defaults, ev.text(kids[0]), text)
         stack.extend(reversed(n.children))
-    return out, defaults
-
-
-# `var=${SRC:-default}`, `var=${SRC-default}`, `var="$SRC"`: the value is the caller's SRC (or the default).
-_ALIAS = re.compile(r'"?\$(?:\{(?P<braced>[A-Za-z_]\w*)(?::?-[^}]*)?\}|(?P<plain>[A-Za-z_]\w*))"?')
+    aliases = {var: src for var, src in sources.items() if src is not None and src != var}
+    return out, defaults, aliases
 
 
 # How run scripts install a Megatron-LM that is not a release (verl's examples, in commands or set-up comments):
@@ -138,24 +147,6 @@ def megatron_pin(text: str) -> str | None:
         if m := _MEGATRON_BRANCH.search(line):
             return f"branch {m[1] or m[2]}"
     return None
-
-
-def _aliases(ev: Interpreter, root) -> dict[str, str]:
-    """Variables assigned once, from another variable the caller may set: name -> that variable
-    (`rollout_backend=${ROLLOUT_BACKEND:-sglang}`). A switch on such a variable is enumerated through the caller's
-    variable, since assigning the switch variable itself before the script runs would be overwritten."""
-    sources: dict[str, str | None] = {}
-    stack = [root]
-    while stack:
-        n = stack.pop()
-        if n.type == "variable_assignment":
-            name, value = n.child_by_field_name("name"), n.child_by_field_name("value")
-            if name is not None and name.type == "variable_name":
-                m = _ALIAS.fullmatch(ev.text(value)) if value is not None else None
-                var = ev.text(name)
-                sources[var] = None if var in sources or m is None else (m["braced"] or m["plain"])
-        stack.extend(n.children)
-    return {var: src for var, src in sources.items() if src is not None and src != var}
 
 
 def _through_aliases(named: dict[str, list[str]], aliases: dict[str, str]) -> dict[str, list[str]]:
@@ -317,8 +308,8 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
         return ev
 
     probe = Interpreter(source.path, parsed.src, parsed.lines, {}, marks, locations=locations)
-    named, literal_defaults = _collect_switches(probe, parsed.root)
-    named = _through_aliases(named, _aliases(probe, parsed.root))
+    named, literal_defaults, aliases = _collect_switches(probe, parsed.root)
+    named = _through_aliases(named, aliases)
     default = run({}, {})
     axes: list[tuple[str, list[str | None]]] = []
     defaults: list[int] = []  # per axis, the index of the value the script runs with when nothing is set
