@@ -65,10 +65,24 @@ class ConfigView:
 
     def lookup(self, path: str) -> tuple[bool, Any]:
         """(whether the key is in the config, its raw value)."""
+        found, value, _ = self._lookup(path)
+        return found, value
+
+    def merges_into(self, path: str) -> bool:
+        """Whether a mapping set on `path` is merged into the node there key by key, as Hydra's
+        `OmegaConf.update(cfg, key, value, merge=True)` does for a config node or a non-null dict (struct mode then
+        refuses a key the node lacks), rather than set whole, as on a null, a value, a list or an interpolation."""
+        found, value, from_tree = self._lookup(path)
+        if not found or not isinstance(value, dict):
+            return False
+        return not from_tree or self.tree.get(path).get("default", {}) is not None
+
+    def _lookup(self, path: str) -> tuple[bool, Any, bool]:
+        """lookup(), and whether the value is the schema's (no override set it)."""
         if self._is_deleted(path):
-            return False, None
+            return False, None, False
         if path in self._set:
-            return True, self._set[path]
+            return True, self._set[path], False
         if self._mappings:  # a mapping set on an ancestor
             parts = path.split(".")
             for i in range(len(parts) - 1, 0, -1):
@@ -77,13 +91,14 @@ class ConfigView:
                     value = self._set[prefix]
                     for part in parts[i:]:
                         if not isinstance(value, dict) or part not in value:
-                            return False, None
+                            return False, None, False
                         value = value[part]
-                    return True, value
+                    return True, value, False
         entry = self.tree.get(path)
         if entry is None or entry.get("declared_only"):
-            return False, None
-        return True, entry.get("default") if entry["kind"] in ("value", "list") or "interpolation" in entry else {}
+            return False, None, True
+        value = entry.get("default") if entry["kind"] in ("value", "list") or "interpolation" in entry else {}
+        return True, value, True
 
     def exists(self, path: str) -> bool:
         return self.lookup(path)[0]
@@ -290,6 +305,35 @@ def _outside(key: str, roots) -> str | None:
     return next((r for r in roots if r == "" or key == r or key.startswith(r + ".")), None)
 
 
+def _merged(overrides, view: ConfigView):
+    """The overrides as Hydra applies them: a mapping value set on a config node or a non-null dict is merged key
+    by key (`OmegaConf.update(..., merge=True)`), so each key in it is checked as the dotted override it amounts
+    to, at the line it was written; `+`/`++` merge without struct mode, as `++` does. Expanded lazily: whether a
+    mapping merges depends on the overrides applied before it."""
+    for lo in overrides:
+        p = lo.parsed
+        if (p is None or p.op == "delete" or not isinstance(p.value, dict) or p.package is not None or "/" in p.key
+                or hydra_keys.is_hydra_key(p.key) or not view.merges_into(p.key)):
+            yield lo
+            continue
+        op = "set" if p.op == "set" else "force_add"
+        yield from _merged_keys(lo, op, p.key, "", p.value, view)
+
+
+def _merged_keys(lo: LocatedOverride, op: str, key: str, below: str, mapping: dict, view: ConfigView):
+    inner = dict(lo.inner_locations)
+    for name, value in mapping.items():
+        rel = f"{below}.{name}" if below else str(name)
+        path = f"{key}.{rel}"
+        if isinstance(value, dict) and view.merges_into(path):
+            yield from _merged_keys(lo, op, key, rel, value, view)
+            continue
+        unresolved = lo.unresolved if isinstance(value, str) and "${" in value else ()
+        yield LocatedOverride(inner.get(rel, lo.location), ("++" if op == "force_add" else "") + path,
+                              ParsedOverride(op, path, None, value), None, unresolved, lo.branches,
+                              merged_from=lo.key_text)
+
+
 def resolve(command: Command, snapshot: Snapshot) -> LintContext:
     """Apply the command's overrides in order, as Hydra does at compose time."""
     groups = snapshot.groups
@@ -304,7 +348,7 @@ def resolve(command: Command, snapshot: Snapshot) -> LintContext:
     external = _external_groups(command, groups, searchpath(command))
     resolved: list[ResolvedOverride] = []
     broken: list[LocatedOverride] = []
-    for lo in command.overrides:
+    for lo in _merged(command.overrides, view):
         p = lo.parsed
         if p is None:
             broken.append(lo)

@@ -88,7 +88,8 @@ class Tree:
 
         Searches other levels by exact leaf name first (`actor.policy_loss.tau_pos` -> `actor.tau_pos`),
         preferring the candidate that shares the longest prefix, then near spellings at the same level,
-        then near leaf names anywhere. Memoised: every variant of a script asks again.
+        then near leaf names anywhere (again the longest shared prefix first: `actor.policy_loss.tua_neg` ->
+        `actor.tau_neg`, not the ref's). Memoised: every variant of a script asks again.
         """
         if path not in self._suggestions:
             self._suggestions[path] = self._suggest(path)
@@ -99,16 +100,17 @@ class Tree:
 
         parts = path.split(".")
         leaf = parts[-1]
+
+        def shared(candidate: str) -> int:
+            n = 0
+            for a, b in zip(candidate.split("."), parts):
+                if a != b:
+                    break
+                n += 1
+            return n
+
         same_leaf = [p for p in self._by_leaf.get(leaf, []) if p != path]
         if same_leaf:
-            def shared(candidate: str) -> int:
-                n = 0
-                for a, b in zip(candidate.split("."), parts):
-                    if a != b:
-                        break
-                    n += 1
-                return n
-
             best = max(shared(c) for c in same_leaf)
             top = sorted((c for c in same_leaf if shared(c) == best), key=len)
             return top[0], len(top) == 1 and best > 0
@@ -120,7 +122,7 @@ class Tree:
                 return ".".join([*parts[:depth], near[0], *parts[depth + 1 :]]), False
         near_leaf = difflib.get_close_matches(leaf, list(self._by_leaf), n=1, cutoff=0.8)
         if near_leaf:
-            return min(self._by_leaf[near_leaf[0]], key=len), False
+            return min(self._by_leaf[near_leaf[0]], key=lambda c: (-shared(c), len(c))), False
         return None, False
 
 

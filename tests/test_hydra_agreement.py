@@ -27,7 +27,23 @@ CASES = [
     ["+trainer.foo=1", "trainer.foo=2"],
     ["~trainer.total_epochs", "+trainer.total_epochs=3"],
     ["+actor_rollout_ref.ref.megatron.override_transformer_config.recompute_granularity=full"],
+    # a mapping value: merged key by key into a config node or a non-null dict, set whole elsewhere
+    ["actor_rollout_ref.actor.policy_loss={loss_mode:sapo}"],
+    ["actor_rollout_ref.actor={policy_loss:{loss_mode:sapo},tau_pos:2}"],
+    ["actor_rollout_ref.actor.megatron.override_transformer_config={recompute_method:uniform}"],
+    ["actor_rollout_ref.actor.megatron={tensor_model_parallel_size:2,override_transformer_config:{recompute_granularity:full}}"],
+    ["actor_rollout_ref.ref.megatron={tensor_model_parallel_size:2}"],
+    ["actor_rollout_ref.rollout.engine_kwargs={vllm:{}}"],
+    ["++actor_rollout_ref.actor.megatron.override_transformer_config={apply_rope_fusion:true}"],
+    ["+actor_rollout_ref.actor.policy_loss={tau_pos:1}"],  # `+` merges a mapping without struct mode; SP001 catches it
+    ["+actor_rollout_ref.actor.new_node={a:1}"],
     # refused by Hydra
+    ["actor_rollout_ref.actor.policy_loss={tau_pos:1}"],
+    ["actor_rollout_ref.actor={policy_loss:{tau_poss:1}}"],
+    ["actor_rollout_ref.actor.megatron.override_transformer_config={apply_rope_fusion:true}"],
+    ["actor_rollout_ref.rollout.engine_kwargs={vllm:{a:1}}"],
+    ["actor_rollout_ref.model.override_config={a:1}"],
+    ["actor_rollout_ref.actor.optim.override_optimizer_config={optimizer_cpu_offload:true}"],  # {} under Megatron
     ["actor_rollout_ref.actor.tau_poss=1.2"],
     ["actor_rollout_ref.actor.megatron.tensor_parallel_size=4"],
     ["actor_rollout_ref.actor.megatron.override_transformer_config.apply_rope_fusion=True"],

@@ -127,8 +127,6 @@ NESTED = """overrides:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14: a mapping value is checked by its top key only; checking its "
-                   "leaves needs the resolved config (Hydra merges into a dict node, sets a null one)")
 def test_nested_overrides_are_checked_leaf_by_leaf_at_their_own_lines(lint_text):
     found = lint_text(NESTED)
     header = len(recipe(NESTED).splitlines()) - len(NESTED.splitlines())
@@ -148,3 +146,64 @@ def test_a_mapping_value_is_one_hydra_dict_value(tmp_path, lint_text):
     source.write_text(recipe(text), encoding="utf-8")
     argv = read_recipe(read_text(source), READ_OPTIONS).recipe.commands[0].hydra_overrides()
     assert "actor_rollout_ref.actor.optim.override_optimizer_config={optimizer_cpu_offload:true}" in argv
+
+
+MERGED = """config_name: ppo_megatron_trainer
+overrides:
+  algorithm.adv_estimator: grpo
+  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 2
+  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 2
+  actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu: 2
+  actor_rollout_ref.actor.megatron: &parallel
+    tensor_model_parallel_size: 2
+    sequence_paralel: true
+  actor_rollout_ref.ref.megatron:
+    <<: *parallel
+    pipeline_model_parallel_size: 1
+"""
+
+
+def test_keys_a_mapping_merges_are_checked_where_yaml_wrote_them(lint_text):
+    # The anchor's typo reaches both roles: each is reported at the line the key was written, the anchor's.
+    found = [d for d in lint_text(MERGED) if d.code == "SL001"]
+    header = len(recipe(MERGED).splitlines()) - len(MERGED.splitlines())
+    assert sorted((d.location.line, d.location.column, d.message.split("`")[1]) for d in found) == [
+        (header + 9, 5, "actor_rollout_ref.actor.megatron.sequence_paralel"),
+        (header + 9, 5, "actor_rollout_ref.ref.megatron.sequence_paralel"),
+    ]
+
+
+def test_a_merged_mapping_keeps_the_node_s_other_keys_as_hydra_composes_it(tmp_path, verl_config_dir):
+    from omegaconf import OmegaConf
+
+    from .helpers import composed, contexts
+
+    text = MERGED.replace("    sequence_paralel: true\n", "")
+    path = tmp_path / "r.yaml"
+    path.write_text(recipe(text), encoding="utf-8")
+    ctx = contexts(path)[None]
+    argv = read_recipe(read_text(path), READ_OPTIONS).recipe.commands[0].hydra_overrides()
+    real = composed(verl_config_dir, "ppo_megatron_trainer", argv)
+    for role in ("actor", "ref"):
+        for key in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
+                    "sequence_parallel", "param_offload"):
+            path_ = f"actor_rollout_ref.{role}.megatron.{key}"
+            assert ctx.config.value(path_) == OmegaConf.select(real, path_), path_
+    assert ctx.config.value("actor_rollout_ref.ref.megatron.tensor_model_parallel_size") == 2
+
+
+def test_a_key_inside_a_mapping_gets_its_fix_as_a_hint_only(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "r.yaml"
+    path.write_text(recipe(NESTED), encoding="utf-8")
+    before = path.read_bytes()
+    proc = subprocess.run([sys.executable, "-m", "sapo_toolkit.linter", str(path), "--fix", "--no-shellcheck"],
+                          capture_output=True, text=True)
+    assert path.read_bytes() == before, "a dotted key written into a nested mapping breaks the file"
+    assert "SP001" in proc.stdout and "(fix: actor_rollout_ref.actor.tau_pos)" in proc.stdout, proc.stdout
+    stats = subprocess.run([sys.executable, "-m", "sapo_toolkit.linter", str(path), "--statistics", "--format", "json",
+                            "--no-shellcheck"], capture_output=True, text=True).stdout
+    by_code = {row["code"]: row for row in json.loads(stats)["statistics"]}
+    assert by_code["SP001"]["fixable"] == 0 and by_code["SL001"]["fixable"] == 0, by_code

@@ -9,6 +9,11 @@ def test_sl001_suggests_the_real_path_at_another_level(lint_text):
     assert "actor_rollout_ref.actor.tau_pos" in found[0].message
     assert found[0].fix == "actor_rollout_ref.actor.tau_pos"
 
+def test_sl001_near_spelling_elsewhere_prefers_the_closest_branch(lint_text):
+    # `tua_neg` is near `tau_neg`, which both the actor and the ref have: the actor's shares the longer prefix.
+    found = only(lint_text("overrides:\n  actor_rollout_ref.actor.policy_loss.tua_neg: 1.05\n"), "SL001")
+    assert "Did you mean `actor_rollout_ref.actor.tau_neg`?" in found[0].message, found[0].message
+
 def test_sl001_declared_only_field_needs_plus(lint_text):
     found = only(lint_text("overrides:\n  actor_rollout_ref.rollout.repetition_penalty: 1.1\n"), "SL001")
     assert found and found[0].fix == "+actor_rollout_ref.rollout.repetition_penalty"

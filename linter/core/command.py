@@ -28,6 +28,12 @@ class LocatedOverride(NamedTuple):
     # start byte (a `case` item, an `if`'s `then` part, an `elif`/`else` clause, the right of `&&`/`||`); empty
     # for one written unconditionally and for every recipe override.
     branches: tuple[int, ...] = ()
+    # For a mapping value (a recipe's nested `key: {a: {b: 1}}`), where each key inside it was written, by its
+    # dotted path below the key (`a`, `a.b`); a key not listed is located at the override itself.
+    inner_locations: tuple[tuple[str, Location], ...] = ()
+    # For one key of a mapping value that Hydra merges into the config key by key: the key text of the override
+    # it was written in. Its fixes are not mechanical (the dotted key is not what the file says there).
+    merged_from: str | None = None
 
 
 class Stack(NamedTuple):

@@ -39,7 +39,10 @@ class Rule(NamedTuple):
         for f in self.check(ctx):
             at = f.at
             location = at if isinstance(at, Location) else at.location
-            replaces = getattr(getattr(at, "override", at), "key_text", None) if f.fix else None
+            written = getattr(at, "override", at)
+            # A key inside a merged mapping is not written as its dotted key: the fix stays a hint.
+            mechanical = f.fix and getattr(written, "merged_from", None) is None
+            replaces = getattr(written, "key_text", None) if mechanical else None
             out.append(self.diagnostic(location, f.message, f.fix, replaces, f.severity))
         return out
 

@@ -152,8 +152,31 @@ def _overrides(path: str, loader, mapping: yaml.Node | None) -> list[LocatedOver
         if head.op == "delete":
             value = MISSING if value is None else value
         parsed = ParsedOverride(head.op, head.key, head.package, value)
-        out.append(LocatedOverride(location, key_text, parsed))
+        inner = tuple(_inner_locations(path, value_node).items()) if isinstance(value, dict) else ()
+        out.append(LocatedOverride(location, key_text, parsed, inner_locations=inner))
     return out
+
+
+def _inner_locations(path: str, mapping: yaml.Node, below: str = "") -> dict[str, Location]:
+    """Where each key inside a mapping value was written, by dotted path; a key written twice is where YAML
+    keeps it from (the last one), and a key a `<<: *anchor` merge brings is at the anchor unless written here."""
+    merged: dict[str, Location] = {}
+    written: dict[str, Location] = {}
+    tops: set[str] = set()  # the keys written here: a merge is shallow, so what it brings under them is gone
+    for key_node, value_node in yaml_nodes.mapping_pairs(mapping):
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+            for source in sources:  # the first source listed wins, as PyYAML merges
+                for rel, location in _inner_locations(path, source, below).items():
+                    merged.setdefault(rel, location)
+            continue
+        rel = f"{below}.{key_node.value}" if below else str(key_node.value)
+        tops.add(rel)
+        written = {k: v for k, v in written.items() if k != rel and not k.startswith(rel + ".")}
+        written[rel] = _location(path, key_node)
+        written.update(_inner_locations(path, value_node, rel))
+    kept = {k: v for k, v in merged.items() if not any(k == t or k.startswith(t + ".") for t in tops)}
+    return {**kept, **written}
 
 
 def _env(path: str, loader, mapping: yaml.Node | None) -> dict[str, EnvVar]:
