@@ -68,11 +68,11 @@ def explain_recipe(path: Path, *, variants: tuple[str, ...] = (), overrides: tup
     from .estimate.from_context import estimate_for
     from .rules import load_rules
     from .schema import SnapshotNotFound
-    from .settings import SettingsError, load_settings
+    from .settings import SettingsError, SettingsFinder
     from .sources.files import UnreadableFile
 
-    try:
-        settings, _ = load_settings(Path.cwd())
+    try:  # the [tool.sapo-lint] that governs the file, as `sapo-lint` finds it: from the file's folder upwards
+        settings = SettingsFinder().for_path(Path(path))
     except SettingsError as exc:
         return [], [str(exc)]
     try:

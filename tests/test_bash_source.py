@@ -716,6 +716,13 @@ def test_unresolved_model_path_is_named_not_the_placeholder(tmp_path):
     assert not any(d.code == "SH001" for d in found)  # RF005 says it once
 
 
+def test_a_script_without_a_model_path_is_told_so_in_script_terms(tmp_path):
+    found = _lint_text(tmp_path, "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo\n")
+    (rf005,) = [d for d in found if d.code == "RF005"]
+    assert "sets no `actor_rollout_ref.model.path`" in rf005.message and "recipe" not in rf005.message, rf005.message
+    assert "--override actor_rollout_ref.model.path=" in rf005.message
+
+
 def test_duplicate_in_a_device_branch_is_not_sl008_but_one_in_the_same_array_is(tmp_path):
     found = _lint_text(tmp_path, (FIXTURES / "run_qwen3_8b_device_probe_fsdp.sh").read_text())
     assert not [d for d in found if d.code == "SL008"], found

@@ -77,3 +77,12 @@ def test_explain_json_on_the_incident_scripts(name):
     assert len(npu) == 1 and npu[0]["world"] == (8 if "2node" not in name else 16)
     codes = {f["code"] for f in npu[0]["findings"]}
     assert codes == ({"MEM001"} if "2node" not in name else {"CK001"})
+
+
+def test_explain_reads_the_settings_beside_the_file_from_any_folder(tmp_path):
+    # The site's write bandwidth is in the fixture folder's pyproject; explain run elsewhere still applies it.
+    proc = subprocess.run([SAPO_LINT, "explain", str(INCIDENTS / "run_qwen3_30b_a3b_sapo_2node_megatron.sh"),
+                           "--format", "json", "--variant", "DEVICE=npu"], check=False, cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert {f["code"] for f in json.loads(proc.stdout)[0]["findings"]} == {"CK001"}

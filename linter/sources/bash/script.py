@@ -397,6 +397,11 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                 model = None
             else:
                 mpath = path_lo.parsed.value if path_lo else None
+                if mpath is None and None not in models:
+                    models[None] = (None, UNKNOWN_MODEL.diagnostic(
+                        tr.node_loc, f"the trainer command sets no `actor_rollout_ref.model.path`; skipped the "
+                                     f"{MODEL_RULES}. Pass it with --override actor_rollout_ref.model.path=DIR (a "
+                                     "directory holding config.json)"))
                 if mpath not in models:  # looked up once; reported in every variant that names it
                     try:
                         models[mpath] = (find_model(mpath, None, Path(source.path).parent), None)
