@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from . import api
 from .core.diagnostics import Diagnostic, Location
@@ -14,7 +18,7 @@ from .rules.rf_recipe import NOT_LINTABLE, UNREADABLE_FILE
 from .rules.sh_shellcheck import reported_by_default
 from .settings import Settings, SettingsFinder
 from .sources.files import TextFile, UnreadableFile, is_regular_file
-from .sources.recipe import ReadOptions, Recipe
+from .sources.recipe import ReadOptions
 
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", "build", "dist", "site-packages"}
 
@@ -24,7 +28,6 @@ class LintResult:
     diagnostics: list[Diagnostic]
     files: int  # files linted (recipes and scripts), unreadable ones included
     unreadable: int  # files and directories that could not be read
-    recipes: list[Recipe] = field(default_factory=list)
     named_but_skipped: int = 0  # files named on the command line that are neither a recipe nor a script
 
 
@@ -88,27 +91,32 @@ def lint_paths(paths: list[Path], settings: Settings | SettingsFinder, cli_overr
     scripts = [p for p in files if p.suffix in api.SCRIPT_SUFFIXES and is_regular_file(p)
                and settings_for(p).shellcheck]
     shellcheck = _shellcheck(scripts) if scripts else {}
-    for done, path in enumerate(files, 1):
+
+    def lint_file(path: Path) -> FileOutcome:
         file_settings = settings_for(path)
         if id(file_settings) not in options:
             options[id(file_settings)] = api.read_options(file_settings, cli_overrides, cli_verl, cli_accelerator)
         try:
             loaded = api.load(path, options[id(file_settings)])
         except UnreadableFile as exc:
-            result.files += 1
-            result.unreadable += 1
-            diagnostics.append(UNREADABLE_FILE.diagnostic(Location(str(path)), str(exc)))
-            loaded = None
-        else:
-            if loaded is None and path in explicit:  # named but nothing to lint: say so rather than pass silently
-                result.named_but_skipped += 1
-                diagnostics.append(NOT_LINTABLE.diagnostic(Location(str(path)), f"no recipe or script: {path} "
-                                   "(recipes are *.yaml/*.yml with a top-level `recipe:` key, run scripts *.sh)"))
-        if loaded is not None:
-            result.files += 1
-            _add_findings(result, loaded, file_settings, shellcheck.get(str(path), ()))
-        if progress is not None:
-            progress(done, len(files))
+            return FileOutcome(True, True, False, [UNREADABLE_FILE.diagnostic(Location(str(path)), str(exc))])
+        if loaded is None:
+            if path not in explicit:
+                return FileOutcome(False, False, False, [])
+            # named but nothing to lint: say so rather than pass silently
+            return FileOutcome(False, False, True, [NOT_LINTABLE.diagnostic(Location(str(path)), f"no recipe or "
+                               f"script: {path} (recipes are *.yaml/*.yml with a top-level `recipe:` key, run scripts "
+                               "*.sh)")])
+        return FileOutcome(True, False, False, _findings(loaded, file_settings, shellcheck.get(str(path), ())))
+
+    with _outcomes(files, lint_file) as outcomes:
+        for done, outcome in enumerate(outcomes, 1):
+            result.files += outcome.linted
+            result.unreadable += outcome.unreadable
+            result.named_but_skipped += outcome.named_but_skipped
+            diagnostics.extend(outcome.diagnostics)
+            if progress is not None:
+                progress(done, len(files))
     result.diagnostics = _shown_once(diagnostics, settings_for)
     return result
 
@@ -128,15 +136,70 @@ def lint_text(source: TextFile, settings: Settings, cli_overrides: list[str] = (
         return result
     result.files = 1
     found = _shellcheck_text(source) if loaded.kind == "script" and settings.shellcheck else []
-    _add_findings(result, loaded, settings, found)
+    result.diagnostics.extend(_findings(loaded, settings, found))
     result.diagnostics = _shown_once(result.diagnostics, lambda path: settings)
     return result
 
 
-def _add_findings(result: LintResult, loaded: api.Loaded, settings: Settings, shellcheck: list[Diagnostic]) -> None:
-    if loaded.recipe is not None:
-        result.recipes.append(loaded.recipe)
-    result.diagnostics.extend(api.check(loaded, settings, _shown(shellcheck, loaded, settings)))
+def _findings(loaded: api.Loaded, settings: Settings, shellcheck: list[Diagnostic]) -> list[Diagnostic]:
+    return api.check(loaded, settings, _shown(shellcheck, loaded, settings))
+
+
+class FileOutcome(NamedTuple):
+    """What linting one file gave: whether it counts as linted, unreadable, named but not lintable; its findings."""
+
+    linted: bool
+    unreadable: bool
+    named_but_skipped: bool
+    diagnostics: list[Diagnostic]
+
+
+# A long run lints in forked worker processes, one for every this many files, up to one per core. Measured on 2
+# cores (median of 7, copies of verl's run scripts / shipped recipes): 32 scripts 388 -> 283 ms, 300 scripts
+# 2,156 -> 1,215 ms; 32 recipes 216 -> 195 ms, 300 recipes 1,187 -> 692 ms; at 16 recipes forking gains nothing.
+FILES_PER_WORKER = 16
+_forked_job: Callable[[Path], FileOutcome] | None = None  # what a forked worker runs: set before the fork
+
+
+@contextmanager
+def _outcomes(files: list[Path], lint_file: Callable[[Path], FileOutcome]) -> Iterator[Iterator[FileOutcome]]:
+    """Each file's outcome, in file order: here, or in forked workers for a long run. Workers are forked (Linux
+    only), so they start with everything already loaded and run the very same `lint_file`; they ignore Ctrl-C, which
+    reaches the main process, and are stopped however the run ends."""
+    workers = min(_cores(), len(files) // FILES_PER_WORKER) if sys.platform == "linux" else 1
+    pool = _fork_workers(workers, lint_file) if workers > 1 else None
+    if pool is None:
+        yield map(lint_file, files)
+        return
+    try:
+        yield pool.imap(_lint_forked, files, chunksize=max(1, len(files) // (workers * 8)))
+    finally:
+        pool.terminate()
+        pool.join()
+        _forked_job = None
+
+
+def _fork_workers(workers: int, lint_file: Callable[[Path], FileOutcome]):
+    """A pool of forked workers that run `lint_file`, or None where the system cannot make one (no POSIX
+    semaphores in some sandboxes): the run is then linted here."""
+    import multiprocessing
+
+    global _forked_job
+    _forked_job = lint_file
+    try:
+        return multiprocessing.get_context("fork").Pool(workers, initializer=signal.signal,
+                                                        initargs=(signal.SIGINT, signal.SIG_IGN))
+    except OSError:
+        _forked_job = None
+        return None
+
+
+def _lint_forked(path: Path) -> FileOutcome:
+    return _forked_job(path)
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _shown_once(diagnostics: list[Diagnostic], settings_for: Callable[[Path], Settings]) -> list[Diagnostic]:

@@ -309,3 +309,62 @@ def test_virtual_environments_under_any_name_are_not_walked(tmp_path):
     assert "helper.sh" in proc.stdout and "waiter.sh" not in proc.stdout, proc.stdout
     (venv / "pyvenv.cfg").unlink()  # not a virtual environment: walked like any folder
     assert "waiter.sh" in sapo_lint(str(tmp_path), "--no-shellcheck", "--select", "NM").stdout
+
+
+# --- parallel linting ------------------------------------------------------------------------------------------------
+
+def test_a_long_run_lints_in_forked_workers_with_the_same_result(tmp_path, monkeypatch):
+    from sapo_toolkit.linter import api, lint
+    from sapo_toolkit.linter.settings import SettingsFinder
+
+    corpus = REPO.parent / "shared" / "corpus" / "verl-examples"
+    scripts = sorted(corpus.rglob("*.sh"))[:12] if corpus.is_dir() else []
+    for i in range(40):
+        write(tmp_path / f"r{i:02}.yaml", f"{UNKNOWN_KEY}  trainer.total_epochs: {i % 3}\n")
+    for i, script in enumerate(scripts + sorted((REPO / "tests" / "fixtures" / "scripts").glob("*.sh"))):
+        shutil.copy(script, tmp_path / f"s{i:02}_{script.name}")
+    (tmp_path / "bad.yaml").write_bytes(b"recipe: sapo-recipe/v1\nname: \xff\n")  # not UTF-8: unreadable
+    named = write(tmp_path / "notes.txt", "no recipe\n")
+
+    def lint_all():
+        result = lint.lint_paths([tmp_path, named], SettingsFinder(), [])
+        return result.diagnostics, result.files, result.unreadable, result.named_but_skipped
+
+    sequential = lint_all()
+    pids = tmp_path / "pids"
+    real_load = api.load
+
+    def load_and_record(path, options):
+        with open(pids, "a", encoding="utf-8") as out:
+            out.write(f"{os.getpid()}\n")
+        return real_load(path, options)
+
+    monkeypatch.setattr(api, "load", load_and_record)
+    monkeypatch.setattr(lint, "FILES_PER_WORKER", 1)
+    monkeypatch.setattr(lint, "_cores", lambda: 2)
+    parallel = lint_all()
+    workers = set(pids.read_text().split())
+    assert len(workers) == 2 and str(os.getpid()) not in workers, workers
+    assert parallel == sequential
+    assert sequential[1] > 50 and sequential[2] == 1 and sequential[3] == 1
+
+
+def test_without_semaphores_a_long_run_is_linted_in_one_process(tmp_path, monkeypatch):
+    import multiprocessing
+
+    from sapo_toolkit.linter import lint
+    from sapo_toolkit.linter.settings import SettingsFinder
+
+    for i in range(4):
+        write(tmp_path / f"r{i}.yaml", f"{UNKNOWN_KEY}  trainer.total_epochs: {i + 1}\n")
+    sequential = lint.lint_paths([tmp_path], SettingsFinder(), []).diagnostics
+
+    class NoSemaphores:
+        def Pool(self, *args, **kwargs):  # noqa: N802 - multiprocessing's name
+            raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(multiprocessing, "get_context", lambda method: NoSemaphores())
+    monkeypatch.setattr(lint, "FILES_PER_WORKER", 1)
+    monkeypatch.setattr(lint, "_cores", lambda: 2)
+    assert lint.lint_paths([tmp_path], SettingsFinder(), []).diagnostics == sequential
+    assert len(sequential) == 4
