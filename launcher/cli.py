@@ -17,6 +17,7 @@ from pathlib import Path
 
 import click
 
+from sapo_toolkit.linter.clikit import DefaultCommandGroup
 from sapo_toolkit.linter.core.diagnostics import Severity
 
 from .rundir import EXIT_REFUSED
@@ -24,10 +25,11 @@ from .rundir import EXIT_REFUSED
 EXIT_USAGE = 2
 
 
-class DefaultToRun(click.Group):
-    """`sapo-launch RECIPE ...` means `sapo-launch run RECIPE ...` unless the first word is a subcommand.
-    `doctor`, `report` and the Ray job commands are imported only when asked for, to keep planning fast."""
+class DefaultToRun(DefaultCommandGroup):
+    """`sapo-launch RECIPE ...` means `sapo-launch run RECIPE ...`. `doctor`, `report` and the Ray job commands are
+    imported only when asked for, to keep planning fast."""
 
+    default = "run"
     lazy = {
         "doctor": ("sapo_toolkit.launcher.doctor", "doctor"),
         "report": ("sapo_toolkit.launcher.report", "report"),
@@ -35,22 +37,6 @@ class DefaultToRun(click.Group):
         "stop": ("sapo_toolkit.launcher.ray_jobs", "stop_command"),
         "status": ("sapo_toolkit.launcher.ray_jobs", "status_command"),
     }
-
-    def list_commands(self, ctx):
-        return sorted([*self.commands, *self.lazy])
-
-    def get_command(self, ctx, name):
-        if name in self.lazy and name not in self.commands:
-            from importlib import import_module
-
-            module, attribute = self.lazy[name]
-            self.add_command(getattr(import_module(module), attribute), name)
-        return super().get_command(ctx, name)
-
-    def parse_args(self, ctx, args):
-        if args and args[0] not in [*self.commands, *self.lazy] and args[0] not in ("--help", "-h", "--version"):
-            args = ["run", *args]
-        return super().parse_args(ctx, args)
 
 
 @click.group(cls=DefaultToRun, context_settings={"help_option_names": ["-h", "--help"]})

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .clikit import DefaultCommandGroup
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141  # 128 + SIGINT, 128 + SIGPIPE: what a shell reports for those signals
@@ -22,34 +23,18 @@ class ClosedPipe(Exception):
     """The reader of standard output went away (`sapo-lint rules | head -1`)."""
 
 
-class DefaultToCheck(click.Group):
-    """`sapo-lint PATH...` means `sapo-lint check PATH...` unless the first word is a subcommand.
-    `explain` (rich, the estimator) and `convert` are imported only when asked for, to keep linting fast."""
+class DefaultToCheck(DefaultCommandGroup):
+    """`sapo-lint PATH...` (or plain `sapo-lint`) means `sapo-lint check PATH...`. `explain` (rich, the estimator) and
+    `convert` are imported only when asked for, to keep linting fast."""
 
+    default, default_without_arguments = "check", True
     lazy = {"explain": ("sapo_toolkit.linter.explain", "explain"), "convert": ("sapo_toolkit.linter.convert", "convert")}
-
-    def list_commands(self, ctx):
-        return sorted([*self.commands, *self.lazy])
-
-    def get_command(self, ctx, name):
-        if name in self.lazy and name not in self.commands:
-            from importlib import import_module
-
-            module, attribute = self.lazy[name]
-            self.add_command(getattr(import_module(module), attribute), name)
-        return super().get_command(ctx, name)
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except BrokenPipeError:  # click would exit 1, which means "errors found" here
             raise ClosedPipe() from None
-
-    def parse_args(self, ctx, args):
-        known = (*self.commands, *self.lazy, "--help", "-h", "--version")
-        if not args or args[0] not in known:
-            args = ["check", *args]
-        return super().parse_args(ctx, args)
 
 
 @click.group(cls=DefaultToCheck, context_settings={"help_option_names": ["-h", "--help"]})
