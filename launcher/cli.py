@@ -14,6 +14,7 @@ import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import ClassVar
 
 import click
 
@@ -30,7 +31,7 @@ class DefaultToRun(DefaultCommandGroup):
     imported only when asked for, to keep planning fast."""
 
     default = "run"
-    lazy = {
+    lazy: ClassVar[dict[str, tuple[str, str]]] = {
         "doctor": ("sapo_toolkit.launcher.doctor", "doctor"),
         "report": ("sapo_toolkit.launcher.report", "report"),
         "logs": ("sapo_toolkit.launcher.ray_jobs", "logs_command"),

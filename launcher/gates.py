@@ -24,11 +24,12 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from statistics import fmean
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from .metrics import MetricTable
 

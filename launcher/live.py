@@ -14,8 +14,9 @@ from __future__ import annotations
 import io
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO, Callable, NamedTuple, TextIO
+from typing import BinaryIO, NamedTuple, TextIO
 
 from .gates import Gate, LiveGates, Verdict, evaluate
 from .metrics import MetricsWatcher
@@ -53,7 +54,7 @@ def _duration(seconds: float) -> str:
 class PlainView:
     """Not a TTY: the trainer's bytes unchanged on the terminal, `sapo-launch:` lines on stderr."""
 
-    __slots__ = ("terminal", "messages", "clock", "_shown_at", "_shown_step")
+    __slots__ = ("_shown_at", "_shown_step", "clock", "messages", "terminal")
 
     def __init__(self, terminal: BinaryIO, messages: TextIO, clock: Callable[[], float]):
         self.terminal, self.messages, self.clock = terminal, messages, clock
@@ -84,7 +85,7 @@ class PlainView:
 class RichView:
     """A TTY: a rich progress bar at the bottom, the trainer's lines and sapo-launch's messages printed above it."""
 
-    __slots__ = ("_stream", "_progress", "_task")
+    __slots__ = ("_progress", "_stream", "_task")
 
     def __init__(self, terminal: BinaryIO, total: int | None):
         from rich.console import Console
@@ -119,7 +120,7 @@ class RichView:
 
 
 class LiveMonitor:
-    __slots__ = ("watcher", "gates", "total_steps", "view", "clock", "_live", "_first", "_polled_at")
+    __slots__ = ("_first", "_live", "_polled_at", "clock", "gates", "total_steps", "view", "watcher")
 
     def __init__(self, metrics_path: Path, total_steps: int | None, gates: tuple[Gate, ...], terminal: BinaryIO,
                  messages: TextIO | None = None, clock: Callable[[], float] = time.monotonic):

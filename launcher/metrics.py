@@ -139,7 +139,7 @@ class MetricsWatcher:
     JSONL as it grows; each returns the steps it added or updated. `close` when the output ends, then
     `complete_metrics_file` (see the module docstring)."""
 
-    __slots__ = ("table", "jsonl_path", "_pending", "_offset", "_identity")
+    __slots__ = ("_identity", "_offset", "_pending", "jsonl_path", "table")
 
     def __init__(self, jsonl_path: Path | None):
         self.table = MetricTable()

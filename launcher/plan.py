@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, Mapping, NamedTuple
+from typing import NamedTuple
 
 from sapo_toolkit.linter import api
 from sapo_toolkit.linter.core.command import Command, locate_override, merge_overrides

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Mapping
 
 import yaml
 

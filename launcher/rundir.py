@@ -18,8 +18,8 @@ import json
 import platform
 import socket
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from sapo_toolkit.schemas.atomic import write_atomically
 

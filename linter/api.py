@@ -8,9 +8,9 @@ resolved view of one command. Nothing here prints or exits.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from .core.command import Command, LocatedOverride, Stack, locate_override, site_limits
 from .core.diagnostics import Diagnostic, Location, Severity
@@ -36,7 +36,7 @@ from .sources.recipe import ReadOptions, Recipe, looks_like_recipe, read_recipe
 RECIPE_SUFFIXES = (".yaml", ".yml")
 SCRIPT_SUFFIXES = (".sh",)
 CONTINUED = re.compile(r"(?<!\\)(?:\\\\)*\\$")  # a line ending in an odd number of backslashes
-NOQA = re.compile(r"#\s*sapo-lint:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*)*))?", re.I)
+NOQA = re.compile(r"#\s*sapo-lint:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*)*))?", re.IGNORECASE)
 
 
 @dataclass(slots=True)
@@ -149,7 +149,7 @@ def _lint_commands(loaded: Loaded, rules) -> list[Diagnostic]:
 
 
 def _verl_key_location(source: TextFile) -> Location:
-    m = re.search(r"^verl\s*:", source.text, re.M)
+    m = re.search(r"^verl\s*:", source.text, re.MULTILINE)
     return Location(source.path, source.text.count("\n", 0, m.start()) + 1, 1) if m else Location(source.path)
 
 

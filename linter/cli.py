@@ -6,6 +6,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import click
 
@@ -28,7 +29,7 @@ class DefaultToCheck(DefaultCommandGroup):
     `convert` are imported only when asked for, to keep linting fast."""
 
     default, default_without_arguments = "check", True
-    lazy = {"explain": ("sapo_toolkit.linter.explain", "explain"), "convert": ("sapo_toolkit.linter.convert", "convert")}
+    lazy: ClassVar[dict[str, tuple[str, str]]] = {"explain": ("sapo_toolkit.linter.explain", "explain"), "convert": ("sapo_toolkit.linter.convert", "convert")}
 
     def invoke(self, ctx):
         try:

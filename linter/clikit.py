@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import click
 
 
@@ -12,7 +14,7 @@ class DefaultCommandGroup(click.Group):
 
     default = ""
     default_without_arguments = False  # `prog` alone runs the default command (else click shows the help)
-    lazy: dict[str, tuple[str, str]] = {}
+    lazy: ClassVar[dict[str, tuple[str, str]]] = {}
 
     def list_commands(self, ctx):
         return sorted([*self.commands, *self.lazy])

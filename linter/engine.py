@@ -7,8 +7,9 @@ Overrides are applied in order, the way Hydra applies them at compose time, so t
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable, NamedTuple
+from typing import Any, NamedTuple
 
 from .core import hydra_keys
 from .core.command import Command, LocatedOverride, Stack

@@ -6,7 +6,8 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from typing import Sequence, TypeVar
+from collections.abc import Sequence
+from typing import TypeVar
 
 from .diagnostics import Diagnostic
 

@@ -10,8 +10,8 @@ contract: never reuse or renumber one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import import_module
-from typing import Callable
 
 from ..rulekit import registry
 from ..rulekit.registry import Rule

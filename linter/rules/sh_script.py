@@ -5,6 +5,7 @@ from ..core.diagnostics import Severity
 from ..engine import LintContext
 from ..rulekit.registry import RULES, Finding, rule, source_rule
 
+
 @rule(
     "SH001", "unresolved-construct", Severity.WARNING,
     summary="a shell construct that cannot be evaluated without running the script reaches what a rule checks",
