@@ -405,6 +405,14 @@ def reaches(entry_module: str | None, code: str) -> bool:
     return reached is None or any(code == r or (code.startswith(r) and code[len(r):].isdigit()) for r in reached)
 
 
+def reaches_model_rules(entry_module: str | None) -> bool:
+    """Whether a run of this entry module reaches a rule that needs the model's shape: the topology rules from
+    TP003 on, MEM, CK (main_generation_server does: TP011, TP012)."""
+    reached = PARTIAL_ENTRY_MODULES.get(entry_module or "")
+    return reached is None or any(r.startswith(("MEM", "CK")) or (r.startswith("TP") and (r == "TP" or int(r[2:]) >= 3))
+                                  for r in reached)
+
+
 def lint_command(command: Command, snapshot: Snapshot, rules: Iterable) -> list[Diagnostic]:
     ctx = resolve(command, snapshot)
     out: list[Diagnostic] = []
@@ -414,4 +422,5 @@ def lint_command(command: Command, snapshot: Snapshot, rules: Iterable) -> list[
     return [d.with_variant(command.variant) for d in out]
 
 
-__all__ = ["PARTIAL_ENTRY_MODULES", "ConfigView", "LintContext", "ResolvedOverride", "lint_command", "reaches", "resolve"]
+__all__ = ["PARTIAL_ENTRY_MODULES", "ConfigView", "LintContext", "ResolvedOverride", "lint_command", "reaches",
+           "reaches_model_rules", "resolve"]

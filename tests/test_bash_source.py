@@ -723,6 +723,15 @@ def test_a_script_without_a_model_path_is_told_so_in_script_terms(tmp_path):
     assert "--override actor_rollout_ref.model.path=" in rf005.message
 
 
+def test_an_sft_script_gets_no_rf005_since_no_rule_it_reaches_needs_the_model(tmp_path):
+    found = _lint_text(tmp_path, "torchrun --nproc_per_node=8 -m verl.trainer.sft_trainer model.path=google/gemma-7b "
+                                 "engine=fsdp\n")
+    assert not [d for d in found if d.code == "RF005"], found
+    for entry in ("main_ppo", "main_generation_server"):  # the rollout servers' TP011/TP012 need the heads
+        assert [d for d in _lint_text(tmp_path, f"python3 -m verl.trainer.{entry} algorithm.adv_estimator=grpo "
+                                                "actor_rollout_ref.model.path=google/gemma-7b\n") if d.code == "RF005"]
+
+
 def test_duplicate_in_a_device_branch_is_not_sl008_but_one_in_the_same_array_is(tmp_path):
     found = _lint_text(tmp_path, (FIXTURES / "run_qwen3_8b_device_probe_fsdp.sh").read_text())
     assert not [d for d in found if d.code == "SL008"], found

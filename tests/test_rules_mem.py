@@ -76,3 +76,13 @@ def test_mem002_stated_ram_is_an_error():
     findings = list(all_rules()["MEM002"].check(ctx))
     assert len(findings) == 1 and findings[0].severity is None  # the rule's own severity: error
     assert "exceeds the node's 256 GiB;" in findings[0].message
+
+
+def test_no_memory_or_checkpoint_finding_on_a_layout_the_world_does_not_divide(lint_text):
+    # The assumed-H100 plan above is over memory; with CP3 the 8 devices hold no integer dp, verl stops at start-up
+    # (TP001), and an estimate with dp rounded describes no run: only TP001 is reported.
+    body = ("overrides:\n  algorithm.adv_estimator: grpo\n  actor_rollout_ref.rollout.gpu_memory_utilization: 0.5\n"
+            "  trainer.save_freq: 1\n")
+    assert "MEM001" in {d.code for d in lint_text(body)}
+    codes = {d.code for d in lint_text(body + "  actor_rollout_ref.actor.megatron.context_parallel_size: 3\n")}
+    assert "TP001" in codes and not {c for c in codes if c.startswith(("MEM", "CK"))}, codes

@@ -40,6 +40,13 @@ def estimate_for(ctx: LintContext) -> Estimate | None:
     return ctx.derived["estimate"]
 
 
+def runnable_estimate(ctx: LintContext) -> Estimate | None:
+    """The estimate the MEM/CK rules judge: None also where the world size does not divide the actor's layout, so
+    verl stops at start-up (TP001/TP002 say why) and figures with dp rounded describe no run."""
+    est = estimate_for(ctx)
+    return est if est is not None and est.describes_a_run else None
+
+
 def plan_inputs(ctx: LintContext) -> PlanInputs | None:
     """Everything the estimate needs, read from a resolved command; None when the model, the world size or the
     actor's Megatron sizes are unknown, or a running role has more pipeline chunks than layers (other rules report

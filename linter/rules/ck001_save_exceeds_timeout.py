@@ -1,6 +1,6 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
-from ..estimate.from_context import estimate_for
+from ..estimate.from_context import runnable_estimate
 from ..estimate.inputs import GIB
 from ..rulekit.registry import Finding, rule
 
@@ -55,7 +55,7 @@ def check(ctx: LintContext):
     recipe or `[tool.sapo-lint]` can state it; the message says which was used). Weight-only checkpoints
     (`checkpoint.save_contents: [model]`) or a longer `nccl_timeout` are the usual fixes. Only checked when
     `trainer.save_freq` > 0."""
-    est = estimate_for(ctx)
+    est = runnable_estimate(ctx)
     if est is None or not est.checkpoint.saves:
         return
     ck = est.checkpoint

@@ -1,6 +1,6 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
-from ..estimate.from_context import estimate_for
+from ..estimate.from_context import runnable_estimate
 from ..estimate.inputs import GIB
 from ..rulekit.registry import Finding, rule
 
@@ -43,7 +43,7 @@ def check(ctx: LintContext):
     when a critic trains. The budget is a site fact verl's config has no place for: until it is stated the check
     uses a documented default (`linter/estimate/inputs.py` DEFAULT_DISK_BUDGET_GIB) and reports a warning. Only checked
     when `trainer.save_freq` > 0."""
-    est = estimate_for(ctx)
+    est = runnable_estimate(ctx)
     if est is None or not est.checkpoint.saves:
         return
     ck, limits = est.checkpoint, est.inputs.limits

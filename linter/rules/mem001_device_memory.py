@@ -3,7 +3,7 @@ from ..core.diagnostics import Severity
 from ..core.model import Accelerator
 from ..engine import LintContext
 from ..estimate.activations import Recompute, train_activations
-from ..estimate.from_context import estimate_for
+from ..estimate.from_context import runnable_estimate
 from ..estimate.inputs import GIB, WARN_FRACTION
 from ..estimate.plan import Estimate, Moment, estimate
 from ..rulekit.registry import Finding, rule
@@ -144,7 +144,7 @@ def check(ctx: LintContext):
     enough memory (the verdict holds whichever it is), else a warning. Not counted: allocator fragmentation -- hence the warning above 90%.
     To compare with a run: verl's `perf/max_memory_allocated_gb` is the peak since the process started (verl never
     resets the peak counter), init and weight-export transients included."""
-    est = estimate_for(ctx)
+    est = runnable_estimate(ctx)
     if est is None or not est.inputs.hbm_gib:  # no accelerator: the name given is unknown (RF006 says so)
         return
     hbm = est.hbm_bytes

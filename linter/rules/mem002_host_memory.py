@@ -1,6 +1,6 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
-from ..estimate.from_context import estimate_for
+from ..estimate.from_context import runnable_estimate
 from ..estimate.inputs import GIB
 from ..rulekit.registry import Finding, rule
 
@@ -42,7 +42,7 @@ def check(ctx: LintContext):
     data-parallel rank keeps a full copy of the state. The node's RAM is a site fact verl's config has no place
     for: until it is stated the check uses a documented default (`linter/estimate/inputs.py` DEFAULT_HOST_RAM_GIB) and
     reports a warning."""
-    est = estimate_for(ctx)
+    est = runnable_estimate(ctx)
     if est is None:
         return
     limits = est.inputs.limits

@@ -93,7 +93,8 @@ UNKNOWN_MODEL = source_rule(
     Hugging Face id matches the path. When none applies, or a local config.json cannot describe a model (not a
     JSON object; a size missing, not an integer, or beyond any real model's: the note names the field), this note
     says which rules were skipped (the topology rules from TP003, and the estimate's MEM001, MEM002, CK001 and
-    CK002) and how to supply the shape; it is never a silent skip.""",
+    CK002) and how to supply the shape; it is never a silent skip. A script whose entry module reaches none of those
+    rules (verl's SFT trainers, `main_eval`, `main_generation_server`) gets no note: nothing there needs the shape.""",
     bad="""
     model: {path: my-org/private-model}
     overrides: {}

@@ -21,6 +21,7 @@ from ...core.diagnostics import Diagnostic, Location
 from ...core.overrides import OverrideSyntaxError, ParsedOverride, parse_override
 from ...core.variants import MAX_VARIANTS, collapse_variants, expand
 from ...rules.sh_script import ENVIRONMENT_INPUTS, PASSTHROUGH, SYNTAX, UNRESOLVED
+from ...engine import reaches_model_rules
 from ...schema import entrypoints
 from ..files import TextFile
 from ..hardware import choose
@@ -392,7 +393,9 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                     config_name = DEFAULT_CONFIG_NAME
             path_lo = next((lo for lo in overrides if lo.parsed and lo.parsed.key == "actor_rollout_ref.model.path"
                             and isinstance(lo.parsed.value, str)), None)
-            if path_lo is not None and path_lo.unresolved:
+            if not reaches_model_rules(tr.module):  # an SFT or eval entry: no rule needs the model (no RF005)
+                model = None
+            elif path_lo is not None and path_lo.unresolved:
                 found.append(UNKNOWN_MODEL.diagnostic(path_lo.location, _unknown_model_path(path_lo)))
                 model = None
             else:
