@@ -20,8 +20,8 @@ from ...core.command import Command, LocatedOverride, locate_override, merge_ove
 from ...core.diagnostics import Diagnostic, Location
 from ...core.overrides import OverrideSyntaxError, ParsedOverride, parse_override
 from ...core.variants import MAX_VARIANTS, collapse_variants, expand
-from ...rules.sh_script import ENVIRONMENT_INPUTS, PASSTHROUGH, SYNTAX, UNRESOLVED
 from ...engine import reaches_model_rules
+from ...rules.sh_script import ENVIRONMENT_INPUTS, PASSTHROUGH, SYNTAX, UNRESOLVED
 from ...schema import entrypoints
 from ..files import TextFile
 from ..hardware import choose
