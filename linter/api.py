@@ -108,7 +108,7 @@ def check(loaded: Loaded, settings: Settings, extra: Iterable[Diagnostic] = ()) 
     (RF001) gets no config rule: the rules would judge a config the recipe does not describe (a recipe of only
     `recipe:` has no overrides, so every required setting looks missing)."""
     found = [*loaded.diagnostics, *extra]
-    if loaded.kind == "script":
+    if loaded.kind == "script" and loaded.commands:  # a run script; a helper without a trainer call is no example
         from .rules.nm_naming import naming_diagnostics
 
         found.extend(naming_diagnostics(Path(loaded.source.path), settings.naming_ignore_dirs,

@@ -381,9 +381,9 @@ def resolve(command: Command, snapshot: Snapshot) -> LintContext:
 
 
 # verl entry modules that never build PPO's workers (actor, ref, critic), with the rule codes or families whose
-# quoted code they do reach. Any other entry module runs every rule: main_ppo, the experimental trainers built on
-# the same workers (verl/experimental/one_step_off_policy/main_ppo.py, fully_async_policy/fully_async_main.py),
-# a team's wrapper, a recipe that names none.
+# quoted code they do reach. Any other entry module runs every rule (but those in SKIPS_VALIDATE_CONFIG): main_ppo,
+# the experimental trainers built on the same workers (verl/experimental/one_step_off_policy/main_ppo.py,
+# fully_async_policy/fully_async_main.py), a team's wrapper, a recipe that names none.
 PARTIAL_ENTRY_MODULES: dict[str, tuple[str, ...]] = {
     # verl/trainer/main_generation_server.py composes ppo_trainer, then only starts rollout servers:
     # get_rollout_replica_class(rollout.name)(config=rollout, ...) builds RolloutConfig
@@ -399,8 +399,21 @@ PARTIAL_ENTRY_MODULES: dict[str, tuple[str, ...]] = {
 }
 
 
+# Entry modules that build PPO's workers but skip the driver's `validate_config` (verl/utils/config.py), with the
+# rules that quote only it.
+SKIPS_VALIDATE_CONFIG: dict[str, tuple[str, ...]] = {
+    # verl main's verl/experimental/fully_async_policy/fully_async_main.py goes straight to run_ppo, and its
+    # rollouter asserts `data.train_batch_size == 0` ("train_batch_size must be zero"): the train batch is
+    # `require_batches` mini-batches instead, so validate_config's train-batch divisibility (BS001) and
+    # ActorConfig.validate's train-batch >= mini-batch (BS004) do not apply.
+    "verl.experimental.fully_async_policy.fully_async_main": ("BS001", "BS004"),
+}
+
+
 def reaches(entry_module: str | None, code: str) -> bool:
     """Whether a run of this entry module reaches the verl code rule `code` quotes."""
+    if code in SKIPS_VALIDATE_CONFIG.get(entry_module or "", ()):
+        return False
     reached = PARTIAL_ENTRY_MODULES.get(entry_module or "")
     return reached is None or any(code == r or (code.startswith(r) and code[len(r):].isdigit()) for r in reached)
 

@@ -36,16 +36,20 @@ BACKENDS = ["vllm", "sglang"]
 
 @st.composite
 def scripts(draw) -> str:
-    lines = ["#!/usr/bin/env bash", "set -e"]
+    lines = ["#!/usr/bin/env bash", "set -e", "HOME=/home/u"]  # what `~` expands to
     knobs: list[str] = []
     ints: list[str] = []
     n_knobs = draw(st.integers(1, 4))
     for i in range(n_knobs):
         name = f"K{i}"
         value = draw(IDENT)
-        form = draw(st.sampled_from(["plain", ":-", "-", ":=", "quoted", "spacey"]))
+        form = draw(st.sampled_from(["plain", ":-", "-", ":=", "quoted", "spacey", "tilde", "tilde-default"]))
         if form == "plain":
             lines.append(f"{name}={value}")
+        elif form == "tilde":
+            lines.append(f"{name}=~/{value}")
+        elif form == "tilde-default":
+            lines.append(f"{name}=${{{name}:-~/{value}}}")
         elif form == "quoted":
             lines.append(f'{name}="{value}"')
         elif form == "spacey":
@@ -68,9 +72,11 @@ def scripts(draw) -> str:
 
     def arg(quoted_ok: bool = True) -> str:
         key = next(keys)
-        kind = draw(st.sampled_from(["lit", "var", "dq", "sq", "concat", "arith", "default", "plus"]))
+        kind = draw(st.sampled_from(["lit", "var", "dq", "sq", "concat", "arith", "default", "plus", "tilde"]))
         if kind == "lit":
             return f"{key}={draw(IDENT)}"
+        if kind == "tilde":  # not at a word's start, and `trainer.k1` is no variable name: bash keeps the `~`
+            return f"{key}=~/{draw(IDENT)}"
         if kind == "var":
             return f"{key}=${draw(st.sampled_from(knobs))}"
         if kind == "dq":

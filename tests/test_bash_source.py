@@ -723,6 +723,16 @@ def test_a_script_without_a_model_path_is_told_so_in_script_terms(tmp_path):
     assert "--override actor_rollout_ref.model.path=" in rf005.message
 
 
+def test_a_tilde_default_is_home_as_bash_expands_it(tmp_path):
+    # verl main's fully-async scripts: MODEL_PATH=${MODEL_PATH:-~/models/...}; bash passes $HOME/models/...
+    text = ("MODEL_PATH=${MODEL_PATH:-~/models/Qwen3-8B}\nTRAIN=${TRAIN:-~/data/train.parquet}\n"
+            "python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=$MODEL_PATH data.train_files=$TRAIN\n")
+    found = _lint_text(tmp_path, text)
+    assert not [d for d in found if d.code == "SL009"], found
+    (rf005,) = [d for d in found if d.code == "RF005"]
+    assert "`$HOME`" in rf005.message
+
+
 def test_an_sft_script_gets_no_rf005_since_no_rule_it_reaches_needs_the_model(tmp_path):
     found = _lint_text(tmp_path, "torchrun --nproc_per_node=8 -m verl.trainer.sft_trainer model.path=google/gemma-7b "
                                  "engine=fsdp\n")

@@ -184,3 +184,15 @@ def test_generation_server_script_skips_training_rules(tmp_path):
     assert {"BS003", "BS011"} <= set(lint_script("verl.trainer.main_ppo"))
     found = lint_script("verl.trainer.main_generation_server")
     assert "BS003" not in found and "BS011" in found
+
+def test_fully_async_entry_skips_the_train_batch_checks_of_validate_config(tmp_path):
+    # verl main's fully-async trainer never calls validate_config, and its rollouter asserts train_batch_size == 0.
+    def lint_script(module):
+        path = tmp_path / "run_x_fsdp.sh"
+        path.write_text(f"python3 -m {module} data.train_batch_size=0 actor_rollout_ref.actor.ppo_mini_batch_size=32 "
+                        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1 "
+                        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=1\n", encoding="utf-8")
+        return codes(lint_paths([path], Settings(verl_version="0.10.0.dev"), []).diagnostics)
+
+    assert "BS004" in lint_script("verl.trainer.main_ppo")
+    assert not {"BS001", "BS004"} & set(lint_script("verl.experimental.fully_async_policy.fully_async_main"))

@@ -151,3 +151,16 @@ def test_synthetic_tree_like_verl(tmp_path):
         (root / name).write_text("#!/bin/bash\n", encoding="utf-8")
     found = {p.name: [d.code for d in naming_diagnostics(p, [], [])] for p in sorted(root.rglob("*.sh"))}
     assert found == {"run_ok_fsdp.sh": [], "run_qwen3_8b_vllm_fsdp.sh": ["NM001"]}
+
+
+def test_only_run_scripts_are_named_a_helper_script_is_not(tmp_path):
+    # A script that starts no verl trainer (an environment set-up helper) is no example script: no NM finding.
+    from sapo_toolkit.linter.lint import lint_paths
+    from sapo_toolkit.linter.settings import Settings
+
+    (tmp_path / "setup_env.sh").write_text("#!/bin/bash\necho setting up\n", encoding="utf-8")
+    (tmp_path / "train_qwen.sh").write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n",
+                                            encoding="utf-8")
+    found = [(Path(d.location.path).name, d.code) for d in lint_paths([tmp_path], Settings(), []).diagnostics
+             if d.code.startswith("NM")]
+    assert found == [("train_qwen.sh", "NM003")], found

@@ -61,6 +61,13 @@ def test_sl004_float_for_int_and_bool_for_str(lint_text):
     assert 7 not in lines  # an int is a valid float
     assert 8 in lines  # a bool for a str field
 
+def test_sl004_null_for_a_type_not_declared_optional_is_a_warning(lint_text):
+    found = only(lint_text("overrides:\n  algorithm.rollout_correction.rollout_is_threshold: null\n"), "SL004")
+    assert len(found) == 1 and found[0].severity.value == "warning", found
+    assert "not Optional" in found[0].message
+    found = only(lint_text("overrides:\n  algorithm.rollout_correction.rollout_is_threshold: [2]\n"), "SL004")
+    assert len(found) == 1 and found[0].severity.value == "error", found
+
 def test_sl004_interpolations_are_not_type_checked(lint_text):
     body = "overrides:\n  actor_rollout_ref.actor.megatron.tensor_model_parallel_size: ${trainer.nnodes}\n"
     assert not only(lint_text(body), "SL004")

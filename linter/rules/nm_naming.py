@@ -84,7 +84,8 @@ NOT_RUN_SCRIPT = source_rule(
     explanation=f"""verl's `check-example-naming` hook requires every example script to be named
     `run_<model>_<train-backend>.sh`; a name without the `run_` prefix (or, when such a file is linted,
     without the `.sh` suffix) is rejected with this one error and its other parts are not checked, as verl
-    does. Reported on line 1. Helper scripts that are not recipes belong in an ignored directory. {_IGNORES}""",
+    does. Reported on line 1. Only run scripts are named: a script that starts no verl trainer (an environment
+    set-up helper) gets no NM finding. {_IGNORES}""",
     bad="""
     (a script named) examples/grpo_trainer/qwen3_8b_fsdp.sh
     """,

@@ -65,7 +65,10 @@ def check(ctx: LintContext):
     (verl `verl/utils/tracking.py` `Tracking.__init__`), as does `main_ppo`'s own read of it
     (`verl/trainer/main_ppo.py`, `[trainer_logger] if isinstance(trainer_logger, str)`). A union annotation
     (`rollout_is_threshold: str | float`) takes a value of any of its types. A mismatch with a type that only
-    comes from the default is a warning, not an error. Interpolations are not checked."""
+    comes from the default is a warning, not an error; so is null for a type not declared Optional, since code
+    often reads null as "off" where the annotation omits it (verl main's `compute_rollout_correction_and_rejection_mask`
+    skips the IS weights when `rollout_is_threshold` is None, which `RolloutCorrectionConfig` declares
+    `str | float`). Interpolations are not checked."""
     for ro in ctx.overrides:
         if not ro.assigns or ro.entry is None or ro.group is not None or ro.parsed.is_sweep or ro.outside is not None:
             continue
@@ -75,7 +78,13 @@ def check(ctx: LintContext):
         if entry["kind"] == "list" and not _declared(ctx, ro.path):
             entry = {**entry, "inferred": True}  # a list's type comes from its default unless a dataclass declares it
         problem = type_error(ro.parsed.value, entry)
-        if problem and entry.get("inferred"):
+        if problem and ro.parsed.value is None:
+            # instantiate does not check types, and verl often reads null as "off" where the annotation forgot
+            # Optional (its own rollout-correction scripts set `rollout_is_threshold=null` with `rollout_is=null`).
+            yield Finding(ro, f"`{ro.path}` {problem}: the declared type is not Optional, and verl does not check "
+                              "types when it builds the config, so null reaches the code that reads the key; check "
+                              "that it takes null", severity=Severity.WARNING)
+        elif problem and entry.get("inferred"):
             # No dataclass declares the type, only verl's default shows it: verl may well take other values
             # (`rollout_is_threshold: 2.0` also takes "0.5_4.0"), so this is a warning, never an error.
             yield Finding(ro, f"`{ro.path}` {problem}, the type of verl's default; no dataclass declares the key's "
