@@ -15,6 +15,7 @@ from typing import NamedTuple
 from . import api
 from .core.diagnostics import Diagnostic, Location
 from .rules.rf_recipe import NOT_LINTABLE, UNREADABLE_FILE
+from .rules.sh_script import BROKEN_CONTINUATION
 from .rules.sh_shellcheck import reported_by_default
 from .settings import Settings, SettingsFinder
 from .sources.files import TextFile, UnreadableFile, is_regular_file
@@ -211,8 +212,9 @@ def _shown_once(diagnostics: list[Diagnostic], settings_for: Callable[[Path], Se
 def _shown(found: list[Diagnostic], loaded: api.Loaded, settings: Settings) -> list[Diagnostic]:
     """The shellcheck findings in the default set (linter/rules/sh_shellcheck.py), and the opt-in ones selected."""
     splits = _split_lines(loaded)
-    return [d for d in found if settings.explicitly_selected(d.code)
-            or reported_by_default(d.code, d.severity, d.location.line in splits)]
+    broken = {d.location.line for d in loaded.diagnostics if d.code == BROKEN_CONTINUATION.code}
+    return [d for d in found if not (d.code == "SH2276" and d.location.line in broken)  # SH005 says it better
+            and (settings.explicitly_selected(d.code) or reported_by_default(d.code, d.severity, d.location.line in splits))]
 
 
 def _split_lines(loaded: api.Loaded) -> set[int]:

@@ -723,6 +723,22 @@ def test_a_script_without_a_model_path_is_told_so_in_script_terms(tmp_path):
     assert "--override actor_rollout_ref.model.path=" in rf005.message
 
 
+def test_an_override_cut_off_by_a_comment_line_is_sh005_and_replaces_shellcheck_sc2276(tmp_path):
+    from sapo_toolkit.linter.lint import lint_paths
+
+    path = tmp_path / "run_qwen3_8b_fsdp.sh"
+    path.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo \\\n    trainer.nnodes=1 \\\n"
+                    "    # more nodes later \\\n    trainer.n_gpus_per_node=8 \\\n    +trainer.x.y=1\n", encoding="utf-8")
+    found = lint_paths([path], Settings(), []).diagnostics
+    (sh005,) = [d for d in found if d.code == "SH005"]
+    assert (sh005.location.line, sh005.location.column) == (5, 5)
+    assert "ended at line 3, where a comment line" in sh005.message and "the 2 override(s)" in sh005.message
+    assert not [d for d in found if d.code == "SH2276"]
+    # the trainer still gets (and is linted with) what came before the break
+    commands = read_script(TextFile(str(path), path.read_text()), OPTIONS).commands
+    assert [lo.key_text for lo in commands[0].overrides] == ["trainer.nnodes"]
+
+
 def test_a_tilde_default_is_home_as_bash_expands_it(tmp_path):
     # verl main's fully-async scripts: MODEL_PATH=${MODEL_PATH:-~/models/...}; bash passes $HOME/models/...
     text = ("MODEL_PATH=${MODEL_PATH:-~/models/Qwen3-8B}\nTRAIN=${TRAIN:-~/data/train.parquet}\n"

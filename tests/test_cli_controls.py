@@ -303,7 +303,7 @@ def test_virtual_environments_under_any_name_are_not_walked(tmp_path):
     venv = tmp_path / ".verl-venv"
     for script in (venv / "lib" / "python3" / "ray" / "waiter.sh", tmp_path / "scripts" / "helper.sh"):
         script.parent.mkdir(parents=True)
-        script.write_text("echo hi\n")
+        script.write_text("python3 -m verl.trainer.main_ppo\n")  # run scripts: the NM rules name them
     (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
     proc = sapo_lint(str(tmp_path), "--no-shellcheck", "--select", "NM")
     assert "helper.sh" in proc.stdout and "waiter.sh" not in proc.stdout, proc.stdout

@@ -34,7 +34,7 @@ def run_example(code: str, example: str, tmp_path):
     elif example.startswith("(a script named)"):
         path = tmp_path / example.split(")", 1)[1].strip()
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("#!/bin/bash\n", encoding="utf-8")
+        path.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo\n", encoding="utf-8")  # a run script
         found = lint_paths([path], Settings(shellcheck=False)).diagnostics
     elif example.startswith("(in "):
         name = re.match(r"\(in (\S+?)[;)]", example).group(1)

@@ -67,6 +67,7 @@ MODULES: dict[str, str] = {
     "SH002": "sh_script",
     "SH003": "sh_script",
     "SH004": "sh_script",
+    "SH005": "sh_script",
     "SH100": "sh_shellcheck",
     "SL001": "sl001_unknown_key",
     "SL002": "sl002_append_existing",

@@ -73,6 +73,29 @@ SYNTAX = source_rule(
     module=__name__,
 )
 
+BROKEN_CONTINUATION = source_rule(
+    "SH005", "broken-continuation", Severity.ERROR,
+    summary="a Hydra override on a line of its own: a line break ended the trainer command before it",
+    explanation="""A blank line, or a comment line, after a trailing `\\` ends the command there: bash runs the
+    trainer with the overrides written so far, and the lines after the break become a command of their own whose
+    name is an override (`actor_rollout_ref.rollout.n=8`). Those overrides never reach verl, which trains with its
+    defaults instead; bash then fails with `command not found` (shellcheck's SC2276, which this finding replaces on
+    that line). Reported at the first override after the break, with the line where the trainer command ended.
+    Delete the blank line, or move the comment out of the command.""",
+    bad="""
+    python3 -m verl.trainer.main_ppo \\
+        trainer.nnodes=1 \\
+
+        trainer.n_gpus_per_node=8
+    """,
+    good="""
+    python3 -m verl.trainer.main_ppo \\
+        trainer.nnodes=1 \\
+        trainer.n_gpus_per_node=8
+    """,
+    module=__name__,
+)
+
 PASSTHROUGH = source_rule(
     "SH003", "argument-passthrough", Severity.INFO,
     summary="the trainer command ends in \"$@\": overrides given at run time are not checked",

@@ -677,8 +677,9 @@ class Interpreter:
 
     def _word(self, n, b: FieldBuilder, quoted: bool, split: bool) -> None:
         t = n.type
-        if t == "word" and not quoted and b.cur is None and self.text(n).startswith("~"):
-            self._tilde(self.text(n), b)
+        if t == "word" and not quoted and b.cur is None and self.text(n).split("/", 1)[0] == "~":
+            self._var("HOME", "~", b, quoted=False, split=False, index=None)  # tilde expansion: `~` is $HOME
+            b.literal(unescape(self.text(n)[1:]))
         elif t in ("word", "number", "extglob_pattern", "regex", "special_character"):
             b.literal(unescape(self.text(n)) if not quoted else self.text(n))
         elif t == "raw_string":
@@ -717,16 +718,6 @@ class Interpreter:
             b.literal(self.mark(self.text(n)))
         else:
             b.literal(self.text(n))
-
-    def _tilde(self, text: str, b: FieldBuilder) -> None:
-        """Tilde expansion at the start of an unquoted word (an argument, an assignment's value, the default of
-        `${V:-~/models/x}`): `~` is `$HOME`, not word-split; `~user`, `~+` and `~-` are left unresolved."""
-        prefix, slash, rest = text.partition("/")
-        if prefix == "~":
-            self._var("HOME", "~", b, quoted=False, split=False, index=None)
-        else:
-            b.expanded(self.mark(prefix), quoted=False, split=False)
-        b.literal(slash + unescape(rest))
 
     def _expansion(self, n, b: FieldBuilder, quoted: bool, split: bool) -> None:
         raw = self.text(n)

@@ -21,7 +21,7 @@ from ...core.diagnostics import Diagnostic, Location
 from ...core.overrides import OverrideSyntaxError, ParsedOverride, parse_override
 from ...core.variants import MAX_VARIANTS, collapse_variants, expand
 from ...engine import reaches_model_rules
-from ...rules.sh_script import ENVIRONMENT_INPUTS, PASSTHROUGH, SYNTAX, UNRESOLVED
+from ...rules.sh_script import BROKEN_CONTINUATION, ENVIRONMENT_INPUTS, PASSTHROUGH, SYNTAX, UNRESOLVED
 from ...schema import entrypoints
 from ..files import TextFile
 from ..hardware import choose
@@ -249,6 +249,41 @@ def _parse(source: TextFile) -> _Parsed:
     return _Parsed(src, lines, root, _syntax_errors(source.path, root, lines))
 
 
+# A command name bash cannot run, since it is a Hydra override: a dotted key set (`+a.b=1`) or deleted (`~a.b`).
+_OVERRIDE_AS_COMMAND = re.compile(r"^(?:(?:\+\+|\+)?[A-Za-z_][\w-]*(?:\.[\w-]+)+(?:@[\w.]+)?=|~[A-Za-z_][\w-]*(?:\.[\w-]+)+$)")
+
+
+def _broken_continuations(parsed: _Parsed, path: str) -> list[Diagnostic]:
+    """SH005: commands whose name is a Hydra override, each with the trainer command a line break cut it from."""
+    out = []
+    stack = [parsed.root]
+    while stack:
+        n = stack.pop()
+        stack.extend(reversed(n.named_children))
+        name = n.child_by_field_name("name") if n.type == "command" else None
+        if name is None or not _OVERRIDE_AS_COMMAND.match(name.text.decode("utf-8", "replace")):
+            continue
+        words = sum(1 for c in n.named_children if c.type not in ("variable_assignment", "file_redirect", "comment"))
+        where = node_location(path, parsed.lines, n)
+        before = n.prev_named_sibling
+        while before is not None and before.type == "comment":
+            before = before.prev_named_sibling
+        if before is not None and b"verl." in before.text:
+            end = before.end_point[0] + 1
+            between = [parsed.lines[i].strip() for i in range(end, where.line - 1)]
+            cause = "a comment line" if any(line.startswith(b"#") for line in between) else "a blank line"
+            message = (f"`{name.text.decode('utf-8', 'replace')}` starts a command of its own: the trainer command "
+                       f"ended at line {end}, where {cause} after its trailing `\\` cut it, so the {words} "
+                       f"override(s) from line {where.line} on never reach verl, which trains without them; bash then "
+                       "fails with `command not found`. Remove the line break")
+        else:
+            message = (f"`{name.text.decode('utf-8', 'replace')}` is run as a command, not passed to a trainer: a line "
+                       "break ended the command it belongs to, so it never reaches verl; bash fails with `command not "
+                       "found`")
+        out.append(BROKEN_CONTINUATION.diagnostic(where, message))
+    return out
+
+
 class _BranchFinder:
     """The conditional regions around a place in the script, outermost first, each named by its start byte: a
     `case` item, the `then` part of an `if`, an `elif` or `else` clause, the right-hand side of `&&`/`||`."""
@@ -342,7 +377,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     default_env = {var: vals[i] for (var, vals), i in zip(axes, defaults) if var in free}
     if free:
         default = run(default_env, {})
-    diagnostics: list[Diagnostic] = []
+    diagnostics: list[Diagnostic] = _broken_continuations(parsed, source.path)
     chosen, total = expand([[(f"{var}={v if v is not None else 'unset'}", (var, v)) for v in vals] for var, vals in axes],
                            defaults)
     runs, cut = _variants(chosen, default, default_env, run, free)
