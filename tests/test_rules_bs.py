@@ -164,6 +164,16 @@ def test_bs011_moe_tp_outside_trtllm_fails_at_start_up(lint_text):
     assert not only(lint_text(text.replace("name: sglang", "name: trtllm")), "BS011")
 
 
+def test_bs011_trtllm_moe_tp_times_ep_must_be_the_rollout_tp(lint_text):
+    text = body(DYNAMIC, "actor_rollout_ref.rollout.name: trtllm", "actor_rollout_ref.rollout.tensor_model_parallel_size: 4",
+                "+actor_rollout_ref.rollout.moe_tensor_parallel_size: 2", "actor_rollout_ref.rollout.expert_parallel_size: 4")
+    found = only(lint_text(text), "BS011")
+    assert len(found) == 1 and "2 x expert_parallel_size 4 = 8 != tensor_model_parallel_size 4" in found[0].message
+    assert "Set expert_parallel_size to 2" in found[0].message
+    assert not only(lint_text(text.replace("expert_parallel_size: 4", "expert_parallel_size: 2")), "BS011")
+    assert not only(lint_text(text.replace("expert_parallel_size: 4", "expert_parallel_size: 1")), "BS011")
+
+
 # Entry modules that never build the actor run only the rules whose code they reach (engine.PARTIAL_ENTRY_MODULES)
 _NO_MICRO_BATCH_MOE_TP = ("actor_rollout_ref.rollout.name: vllm", "+actor_rollout_ref.rollout.moe_tensor_parallel_size: 2")
 

@@ -8,7 +8,7 @@ MOE_TP = f"{ROLLOUT}.moe_tensor_parallel_size"
 
 @rule(
     "BS011", "rollout-moe-tensor-parallel", Severity.ERROR,
-    summary="rollout moe_tensor_parallel_size > 1 is only supported for trtllm",
+    summary="rollout moe_tensor_parallel_size > 1 outside trtllm, or with trtllm not times expert_parallel_size = TP",
     bad="""
     overrides:
       actor_rollout_ref.rollout.name: vllm
@@ -31,10 +31,23 @@ def check(ctx: LintContext):
     It fires when the rollout config is instantiated: on the workers when they are built
     (`verl/workers/engine_workers.py`, `omega_conf_to_dataclass(self.config.rollout)`), and in
     `main_generation_server`'s replicas (`verl/workers/rollout/replica.py`). With vLLM or SGLang, leave it at 1
-    and spread experts with `expert_parallel_size` (BS007)."""
+    and spread experts with `expert_parallel_size` (BS007). With trtllm, when both it and `expert_parallel_size`
+    are above 1, the same `__post_init__` asserts that their product is the rollout's `tensor_model_parallel_size`
+    ("moe_tensor_parallel_size * expert_parallel_size must equal tensor_model_parallel_size"); with one of them at
+    1, TensorRT-LLM derives it."""
     size = ctx.number(MOE_TP)
     name = ctx.config.value(f"{ROLLOUT}.name")
-    if not isinstance(size, int) or size <= 1 or not isinstance(name, str) or name in ("trtllm", "???"):
+    if not isinstance(size, int) or size <= 1 or not isinstance(name, str) or name == "???":
+        return
+    if name == "trtllm":
+        ep, tp = ctx.number(f"{ROLLOUT}.expert_parallel_size"), ctx.number(f"{ROLLOUT}.tensor_model_parallel_size")
+        if isinstance(ep, int) and isinstance(tp, int) and ep > 1 and size * ep != tp:
+            yield Finding(ctx.blame(MOE_TP, f"{ROLLOUT}.expert_parallel_size", f"{ROLLOUT}.tensor_model_parallel_size"),
+                          f"rollout moe_tensor_parallel_size {size} x expert_parallel_size {ep} = {size * ep} != "
+                          f"tensor_model_parallel_size {tp}: verl asserts \"moe_tensor_parallel_size * "
+                          "expert_parallel_size must equal tensor_model_parallel_size\" when it builds the trtllm "
+                          f"rollout config. Set expert_parallel_size to {tp // size if tp % size == 0 else 1} or "
+                          "leave one of them at 1 (TensorRT-LLM derives it)")
         return
     yield Finding(ctx.blame(MOE_TP, f"{ROLLOUT}.name"),
                   f"rollout moe_tensor_parallel_size {size} with rollout.name={name}: verl asserts "
