@@ -381,7 +381,7 @@ def resolve(command: Command, snapshot: Snapshot) -> LintContext:
 
 
 # verl entry modules that never build PPO's workers (actor, ref, critic), with the rule codes or families whose
-# quoted code they do reach. Any other entry module runs every rule (but those in SKIPS_VALIDATE_CONFIG): main_ppo,
+# quoted code they do reach. Any other entry module runs every rule (but those in SKIPPED_BY_ENTRY_MODULE): main_ppo,
 # the experimental trainers built on the same workers (verl/experimental/one_step_off_policy/main_ppo.py,
 # fully_async_policy/fully_async_main.py), a team's wrapper, a recipe that names none.
 PARTIAL_ENTRY_MODULES: dict[str, tuple[str, ...]] = {
@@ -399,20 +399,28 @@ PARTIAL_ENTRY_MODULES: dict[str, tuple[str, ...]] = {
 }
 
 
-# Entry modules that build PPO's workers but skip the driver's `validate_config` (verl/utils/config.py), with the
-# rules that quote only it.
-SKIPS_VALIDATE_CONFIG: dict[str, tuple[str, ...]] = {
-    # verl main's verl/experimental/fully_async_policy/fully_async_main.py goes straight to run_ppo, and its
-    # rollouter asserts `data.train_batch_size == 0` ("train_batch_size must be zero"): the train batch is
+# verl main's trainers with a separate rollout (verl/experimental/separation): the rollout runs as standalone
+# servers on its own `rollout.nnodes x rollout.n_gpus_per_node` devices, never in the actor's worker group.
+SEPARATED_ROLLOUT_ENTRY_MODULES = ("verl.experimental.fully_async_policy.fully_async_main",
+                                   "verl.experimental.one_step_off_policy.main_ppo")
+
+# Entry modules that build PPO's workers but not everything main_ppo reaches, with the rules they do not reach.
+SKIPPED_BY_ENTRY_MODULE: dict[str, tuple[str, ...]] = {
+    # fully_async_main.py goes straight to run_ppo without the driver's `validate_config` (verl/utils/config.py),
+    # and its rollouter asserts `data.train_batch_size == 0` ("train_batch_size must be zero"): the train batch is
     # `require_batches` mini-batches instead, so validate_config's train-batch divisibility (BS001) and
-    # ActorConfig.validate's train-batch >= mini-batch (BS004) do not apply.
-    "verl.experimental.fully_async_policy.fully_async_main": ("BS001", "BS004"),
+    # ActorConfig.validate's train-batch >= mini-batch (BS004) do not apply. Its rollout is standalone: the actor's
+    # worker group builds no rollout mesh, so its `world_size % infer_world_size` assert (BS009) is not reached
+    # (verl/workers/rollout/llm_server.py floor-divides the rollout's devices into replicas instead: TP012).
+    "verl.experimental.fully_async_policy.fully_async_main": ("BS001", "BS004", "BS009"),
+    # one_step_off_policy/main_ppo.py calls validate_config, but its rollout is standalone too.
+    "verl.experimental.one_step_off_policy.main_ppo": ("BS009",),
 }
 
 
 def reaches(entry_module: str | None, code: str) -> bool:
     """Whether a run of this entry module reaches the verl code rule `code` quotes."""
-    if code in SKIPS_VALIDATE_CONFIG.get(entry_module or "", ()):
+    if code in SKIPPED_BY_ENTRY_MODULE.get(entry_module or "", ()):
         return False
     reached = PARTIAL_ENTRY_MODULES.get(entry_module or "")
     return reached is None or any(code == r or (code.startswith(r) and code[len(r):].isdigit()) for r in reached)
@@ -435,5 +443,5 @@ def lint_command(command: Command, snapshot: Snapshot, rules: Iterable) -> list[
     return [d.with_variant(command.variant) for d in out]
 
 
-__all__ = ["PARTIAL_ENTRY_MODULES", "ConfigView", "LintContext", "ResolvedOverride", "lint_command", "reaches",
+__all__ = ["PARTIAL_ENTRY_MODULES", "SEPARATED_ROLLOUT_ENTRY_MODULES", "ConfigView", "LintContext", "ResolvedOverride", "lint_command", "reaches",
            "reaches_model_rules", "resolve"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from .engine import LintContext
+from .engine import SEPARATED_ROLLOUT_ENTRY_MODULES, LintContext
 
 #: Each role's config node.
 ROLE_NODE = {"actor": "actor_rollout_ref.actor", "ref": "actor_rollout_ref.ref", "critic": "critic"}
@@ -34,8 +34,25 @@ class Parallelism(NamedTuple):
 
 def world_size(ctx: LintContext) -> int | None:
     """Devices of the colocated actor/rollout worker group: trainer.nnodes x trainer.n_gpus_per_node."""
-    nodes, per_node = ctx.number("trainer.nnodes"), ctx.number("trainer.n_gpus_per_node")
-    return nodes * per_node if nodes is not None and per_node is not None and nodes >= 1 and per_node >= 1 else None
+    return _devices(ctx, "trainer")[1]
+
+
+def separated_rollout(ctx: LintContext) -> bool:
+    """Whether the rollout runs on devices of its own (verl main's fully-async and one-step-off trainers)."""
+    return bool(ctx.command) and ctx.command.entry_module in SEPARATED_ROLLOUT_ENTRY_MODULES
+
+
+def rollout_devices(ctx: LintContext) -> tuple[int | None, int | None]:
+    """(devices per node, devices) that rollout replicas are placed on: the colocated worker group, or for a
+    separated rollout its own `rollout.nnodes x rollout.n_gpus_per_node` (verl/experimental/separation/utils.py)."""
+    return _devices(ctx, "rollout" if separated_rollout(ctx) else "trainer")
+
+
+def _devices(ctx: LintContext, node: str) -> tuple[int | None, int | None]:
+    nodes, per_node = ctx.number(f"{node}.nnodes"), ctx.number(f"{node}.n_gpus_per_node")
+    if nodes is None or per_node is None or nodes < 1 or per_node < 1:
+        return per_node, None
+    return per_node, nodes * per_node
 
 
 def active_roles(ctx: LintContext) -> list[str]:

@@ -152,3 +152,40 @@ def test_tp014_megatron_expert_and_virtual_pipeline_sizes(lint_text):
     assert not only(lint_text(MOE + f"overrides:\n{STATIC_MICRO}  {A}.pipeline_model_parallel_size: 2\n"
                                     f"  {A}.expert_model_parallel_size: 2\n  {A}.expert_tensor_parallel_size: 1\n"
                                     f"  {A}.virtual_pipeline_model_parallel_size: 2\n"), "TP014")
+
+
+# --- a separate rollout (verl main's fully-async and one-step-off trainers): TP012 on its devices, TP015 ---------
+
+def _separated(tmp_path, *extra, entry="verl.experimental.one_step_off_policy.main_ppo"):
+    from sapo_toolkit.linter.lint import lint_paths
+    from sapo_toolkit.linter.settings import Settings
+
+    path = tmp_path / "run_qwen3_8b_fsdp.sh"
+    path.write_text(f"python3 -m {entry} actor_rollout_ref.model.path=Qwen/Qwen3-8B trainer.nnodes=1 "
+                    "trainer.n_gpus_per_node=4 " + " ".join(extra) + "\n", encoding="utf-8")
+    return lint_paths([path], Settings(verl_version="0.10.0.dev", shellcheck=False), []).diagnostics
+
+
+def test_tp012_tiles_a_separate_rollout_on_its_own_devices(tmp_path):
+    hybrid_off = "actor_rollout_ref.hybrid_engine=False"
+    # 4 trainer devices, 8 rollout devices: TP 8 is one standalone replica (the trainer's 4 would not hold it)
+    rollout = "rollout.nnodes=1 rollout.n_gpus_per_node=8 actor_rollout_ref.rollout.tensor_model_parallel_size=8"
+    assert not only(_separated(tmp_path, hybrid_off, rollout), "TP012")
+    assert only(_separated(tmp_path, hybrid_off, rollout, entry="verl.trainer.main_ppo"), "TP012")  # colocated
+    # 3 nodes x 8 with TP 16: one replica, 8 devices idle (verl floor-divides): a warning
+    idle = only(_separated(tmp_path, hybrid_off, rollout.replace("rollout.nnodes=1", "rollout.nnodes=3")
+                           .replace("size=8", "size=16")), "TP012")
+    assert len(idle) == 1 and idle[0].severity is Severity.WARNING and "leaves 8 of the rollout's 24" in idle[0].message
+    # a replica that straddles nodes is an error there too
+    split = only(_separated(tmp_path, hybrid_off, rollout.replace("size=8", "size=3")), "TP012")
+    assert len(split) == 1 and split[0].severity is Severity.ERROR and "rollout's 8 devices per node" in split[0].message
+
+
+def test_tp015_separate_rollout_trainers_need_hybrid_engine_off(tmp_path):
+    rollout = "rollout.nnodes=1 rollout.n_gpus_per_node=4"
+    for entry in ("verl.experimental.one_step_off_policy.main_ppo",
+                  "verl.experimental.fully_async_policy.fully_async_main"):
+        found = only(_separated(tmp_path, rollout, entry=entry), "TP015")
+        assert len(found) == 1 and "asserts `not hybrid_engine`" in found[0].message, entry
+        assert not only(_separated(tmp_path, rollout, "actor_rollout_ref.hybrid_engine=False", entry=entry), "TP015")
+    assert not only(_separated(tmp_path, rollout, entry="verl.trainer.main_ppo"), "TP015")

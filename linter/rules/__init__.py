@@ -99,6 +99,7 @@ MODULES: dict[str, str] = {
     "TP012": "tp012_rollout_tp_devices",
     "TP013": "tp013_context_parallel_length",
     "TP014": "tp014_size_below_one",
+    "TP015": "tp015_hybrid_engine_separated_rollout",
 }
 
 
