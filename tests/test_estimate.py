@@ -381,3 +381,25 @@ def test_json_serialisable_estimate():
 
     e = estimate(plan_inputs(contexts(RECIPE_30B)["DEVICE=gpu,RECOMPUTE=full"]))
     json.dumps(to_json(Item("DEVICE=gpu,RECOMPUTE=full", e, [])))
+
+
+def test_a_separate_rollout_puts_no_engine_on_the_trainers_devices(tmp_path):
+    from sapo_toolkit.linter.api import load, read_options
+    from sapo_toolkit.linter.engine import resolve
+    from sapo_toolkit.linter.estimate.from_context import estimate_for
+    from sapo_toolkit.linter.schema import load_snapshot
+    from sapo_toolkit.linter.settings import Settings
+
+    def estimate(entry):
+        path = tmp_path / "run_qwen3_8b_megatron.sh"
+        path.write_text(f"python3 -m {entry} model_engine=megatron algorithm.adv_estimator=grpo "
+                        "actor_rollout_ref.model.path=Qwen/Qwen3-8B trainer.nnodes=1 trainer.n_gpus_per_node=8 "
+                        "rollout.nnodes=1 rollout.n_gpus_per_node=8 actor_rollout_ref.hybrid_engine=False "
+                        "actor_rollout_ref.rollout.gpu_memory_utilization=0.9\n", encoding="utf-8")
+        command = load(path, read_options(Settings(verl_version="0.10.0.dev"))).commands[0]
+        return estimate_for(resolve(command, load_snapshot("0.10.0.dev", command.config_name)))
+
+    colocated, separate = estimate("verl.trainer.main_ppo"), estimate("verl.experimental.one_step_off_policy.main_ppo")
+    assert colocated.phases["rollout"]["rollout"] == 0.9 * colocated.inputs.hbm_gib * 2**30
+    assert all(terms["rollout"] == 0 for terms in separate.phases.values())
+    assert any("devices of its own" in note for note in separate.notes)

@@ -189,3 +189,4 @@ def test_tp015_separate_rollout_trainers_need_hybrid_engine_off(tmp_path):
         assert len(found) == 1 and "asserts `not hybrid_engine`" in found[0].message, entry
         assert not only(_separated(tmp_path, rollout, "actor_rollout_ref.hybrid_engine=False", entry=entry), "TP015")
     assert not only(_separated(tmp_path, rollout, entry="verl.trainer.main_ppo"), "TP015")
+

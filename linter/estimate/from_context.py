@@ -14,7 +14,7 @@ from typing import Any
 from ..core.device import device_of
 from ..engine import LintContext
 from ..schema import version_key
-from ..topology import ROLE_NODE, ROLLOUT, Parallelism, active_roles, parallelism, world_size
+from ..topology import ROLE_NODE, ROLLOUT, Parallelism, active_roles, parallelism, separated_rollout, world_size
 from .activations import Recompute
 from .inputs import (
     DEFAULT_HCCL_BUFFSIZE_MB,
@@ -77,6 +77,7 @@ def plan_inputs(ctx: LintContext) -> PlanInputs | None:
         free_cache_engine=ctx.config.value(f"{ROLLOUT}.free_cache_engine") is not False,
         tp=_int(ctx.config.value(f"{ROLLOUT}.tensor_model_parallel_size"), 1),
         sleep_keeps_weights_on_host=device == "npu",
+        separate=separated_rollout(ctx),
     )
     contents = ctx.config.value("actor_rollout_ref.actor.checkpoint.save_contents")
     mbridge_cfg = "actor_rollout_ref.actor.checkpoint.mbridge_config"

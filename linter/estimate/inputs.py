@@ -62,6 +62,7 @@ class RolloutSetup(NamedTuple):
     free_cache_engine: bool = True
     tp: int = 1
     sleep_keeps_weights_on_host: bool = False  # vLLM sleep level 1 (verl's choice on Ascend)
+    separate: bool = False  # on devices of its own (verl main's fully-async, one-step-off): not on the trainer's
 
 
 class CheckpointSetup(NamedTuple):

@@ -7,7 +7,9 @@
   train/eval contexts and are loaded back for them -- so they free the rollout phase, never the optimizer step.
 * The rollout engine (vLLM / SGLang) takes `gpu_memory_utilization` x HBM while it generates; with
   `free_cache_engine=True` (the default) it sleeps during training and releases that memory. On Ascend verl uses
-  sleep level 1, which parks the rollout weights in host RAM.
+  sleep level 1, which parks the rollout weights in host RAM. verl main's fully-async and one-step-off trainers run
+  it on devices of its own (`rollout.nnodes x rollout.n_gpus_per_node`): the estimate is of the trainer's devices,
+  which then hold no engine.
 * Ascend HCCL reserves 2 x HCCL_BUFFSIZE of HBM per communicator.
 * HBM is what the runtime reports per device (`schemas/devices.json` `usable_hbm_gib`: torch.cuda / torch_npu
   `mem_get_info` total, e.g. 60.96 GiB of a 64 GiB Ascend 910B), and vLLM / vLLM-Ascend take
@@ -288,8 +290,11 @@ def estimate(inputs: PlanInputs) -> Estimate:
     hbm = inputs.hbm_gib * GIB
     comms = communicators(actor.layout, m.is_moe)
     comm_bytes = len(comms) * 2 * inputs.hccl_buffsize_mb * MB if inputs.device == "npu" else 0.0
-    rollout_bytes = inputs.rollout.gpu_memory_utilization * hbm
+    rollout_bytes = 0.0 if inputs.rollout.separate else inputs.rollout.gpu_memory_utilization * hbm
     notes: list[str] = []
+    if inputs.rollout.separate:
+        notes.append("the rollout runs on devices of its own (rollout.nnodes x rollout.n_gpus_per_node): these are the "
+                     "trainer's devices, which hold no rollout engine")
 
     def phase(name: str) -> dict[str, float]:
         terms = dict.fromkeys(DEVICE_TERMS, 0.0)
@@ -346,7 +351,7 @@ def estimate(inputs: PlanInputs) -> Estimate:
             off += ref.weights
         terms["verl_offload"] = off
         asleep = name != "rollout" and inputs.rollout.free_cache_engine
-        if asleep and inputs.rollout.sleep_keeps_weights_on_host:
+        if asleep and inputs.rollout.sleep_keeps_weights_on_host and not inputs.rollout.separate:
             terms["rollout_sleep"] = counts.total * 2.0 / max(1, inputs.rollout.tp)
         return terms
 
