@@ -159,7 +159,7 @@ class FileOutcome(NamedTuple):
 # cores (median of 7, copies of verl's run scripts / shipped recipes): 32 scripts 388 -> 283 ms, 300 scripts
 # 2,156 -> 1,215 ms; 32 recipes 216 -> 195 ms, 300 recipes 1,187 -> 692 ms; at 16 recipes forking gains nothing.
 FILES_PER_WORKER = 16
-_forked_job: Callable[[Path], FileOutcome] | None = None  # what a forked worker runs: set before the fork
+_forked_job: Callable[[Path], FileOutcome] | None = None  # what a forked worker runs: set in the worker only
 
 
 @contextmanager
@@ -177,7 +177,6 @@ def _outcomes(files: list[Path], lint_file: Callable[[Path], FileOutcome]) -> It
     finally:
         pool.terminate()
         pool.join()
-        _forked_job = None
 
 
 def _fork_workers(workers: int, lint_file: Callable[[Path], FileOutcome]):
@@ -185,14 +184,17 @@ def _fork_workers(workers: int, lint_file: Callable[[Path], FileOutcome]):
     semaphores in some sandboxes): the run is then linted here."""
     import multiprocessing
 
-    global _forked_job
-    _forked_job = lint_file
     try:
-        return multiprocessing.get_context("fork").Pool(workers, initializer=signal.signal,
-                                                        initargs=(signal.SIGINT, signal.SIG_IGN))
+        # A forked worker inherits its initializer's arguments unpickled: each gets this very `lint_file`.
+        return multiprocessing.get_context("fork").Pool(workers, initializer=_start_worker, initargs=(lint_file,))
     except OSError:
-        _forked_job = None
         return None
+
+
+def _start_worker(lint_file: Callable[[Path], FileOutcome]) -> None:
+    global _forked_job
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the main process, which stops the pool
+    _forked_job = lint_file
 
 
 def _lint_forked(path: Path) -> FileOutcome:
