@@ -318,16 +318,16 @@ def _merged(overrides, view: ConfigView):
             yield lo
             continue
         op = "set" if p.op == "set" else "force_add"
-        yield from _merged_keys(lo, op, p.key, "", p.value, view)
+        yield from _merged_keys(lo, op, dict(lo.inner_locations), "", p.value, view)
 
 
-def _merged_keys(lo: LocatedOverride, op: str, key: str, below: str, mapping: dict, view: ConfigView):
-    inner = dict(lo.inner_locations)
+def _merged_keys(lo: LocatedOverride, op: str, inner: dict, below: str, mapping: dict, view: ConfigView):
+    """The dotted overrides of `mapping`, the part of `lo`'s value at `below`; `inner`: where each key was written."""
     for name, value in mapping.items():
         rel = f"{below}.{name}" if below else str(name)
-        path = f"{key}.{rel}"
+        path = f"{lo.parsed.key}.{rel}"
         if isinstance(value, dict) and view.merges_into(path):
-            yield from _merged_keys(lo, op, key, rel, value, view)
+            yield from _merged_keys(lo, op, inner, rel, value, view)
             continue
         unresolved = lo.unresolved if isinstance(value, str) and "${" in value else ()
         yield LocatedOverride(inner.get(rel, lo.location), ("++" if op == "force_add" else "") + path,
@@ -443,5 +443,5 @@ def lint_command(command: Command, snapshot: Snapshot, rules: Iterable) -> list[
     return [d.with_variant(command.variant) for d in out]
 
 
-__all__ = ["PARTIAL_ENTRY_MODULES", "SEPARATED_ROLLOUT_ENTRY_MODULES", "ConfigView", "LintContext", "ResolvedOverride", "lint_command", "reaches",
-           "reaches_model_rules", "resolve"]
+__all__ = ["PARTIAL_ENTRY_MODULES", "SEPARATED_ROLLOUT_ENTRY_MODULES", "SKIPPED_BY_ENTRY_MODULE", "ConfigView",
+           "LintContext", "ResolvedOverride", "lint_command", "reaches", "reaches_model_rules", "resolve"]
