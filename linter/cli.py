@@ -110,7 +110,8 @@ def check(paths, fmt, select, ignore, exclude, extend_exclude, overrides, verl_v
     def adjust(settings):  # the command line over each project's [tool.sapo-lint]
         settings.select = cli_select or settings.select
         settings.ignore = [*settings.ignore, *cli_ignore]
-        settings.exclude = [*(_globs(exclude) if exclude else settings.exclude), *_globs(extend_exclude)]
+        settings.exclude = [*(_comma_separated(exclude) if exclude else settings.exclude),
+                            *_comma_separated(extend_exclude)]
         settings.warnings_as_errors = warnings_as_errors or settings.warnings_as_errors
         settings.shellcheck = settings.shellcheck and not no_shellcheck
 
@@ -122,14 +123,15 @@ def check(paths, fmt, select, ignore, exclude, extend_exclude, overrides, verl_v
             result = lint_text(source, finder.for_path(Path(stdin_filename)), list(overrides), verl_version,
                                accelerator)
         else:
+            def lint_all(progress=None):
+                return lint_paths(targets, finder, list(overrides), verl_version, accelerator, progress)
+
             with _progress(quiet) as progress:
-                result = lint_paths(targets, finder, list(overrides), verl_version, accelerator, progress)
+                result = lint_all(progress)
             if fix:
-                result = _fix(result, quiet, lambda: lint_paths(targets, finder, list(overrides), verl_version,
-                                                                accelerator))
+                result = _fix(result, quiet, lint_all)
             if add_noqa:
-                result = _add_noqa(result, quiet, lambda: lint_paths(targets, finder, list(overrides), verl_version,
-                                                                     accelerator))
+                result = _add_noqa(result, quiet, lint_all)
         failing = any(d.severity.value == "error" or (d.severity.value == "warning" and
                       finder.for_path(Path(d.location.path)).warnings_as_errors) for d in result.diagnostics)
     except SettingsError as exc:  # a configuration error: one line naming the file and key, no usage boilerplate
@@ -237,11 +239,12 @@ def _add_noqa(result, quiet, lint_again):
 
 
 def _codes(values) -> list[str]:
-    return [c.strip().upper() for v in values for c in v.split(",") if c.strip()]
+    return [c.upper() for c in _comma_separated(values)]
 
 
-def _globs(values) -> list[str]:
-    return [g.strip() for v in values for g in v.split(",") if g.strip()]
+def _comma_separated(values) -> list[str]:
+    """The items of repeated, comma-separated options (`--select SL,SP --select TP001`)."""
+    return [item.strip() for v in values for item in v.split(",") if item.strip()]
 
 
 @cli.command("rules")

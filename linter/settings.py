@@ -146,9 +146,9 @@ def settings_from(path: Path) -> Settings:
             kind = {list: "a list of strings", float: "a number"}.get(expected, expected.__name__)
             raise SettingsError(f"{path}: [tool.sapo-lint] {key} must be {kind}")
         if key in ("select", "ignore"):
-            if unknown_codes(value):
+            if unknown := unknown_codes(value):
                 raise SettingsError(f"{path}: [tool.sapo-lint] {key}: unknown rule code or prefix: "
-                                    f"{', '.join(unknown_codes(value))} (see `sapo-lint rules`)")
+                                    f"{', '.join(unknown)} (see `sapo-lint rules`)")
             value = [code.upper() for code in value]
         if expected is float and not (math.isfinite(value) and value > 0):
             # a site limit of 0, a negative, inf or nan would switch its check off without a word

@@ -261,7 +261,8 @@ def _broken_continuations(parsed: _Parsed, path: str) -> list[Diagnostic]:
         n = stack.pop()
         stack.extend(reversed(n.named_children))
         name = n.child_by_field_name("name") if n.type == "command" else None
-        if name is None or not _OVERRIDE_AS_COMMAND.match(name.text.decode("utf-8", "replace")):
+        written = name.text.decode("utf-8", "replace") if name is not None else ""
+        if not _OVERRIDE_AS_COMMAND.match(written):
             continue
         words = sum(1 for c in n.named_children if c.type not in ("variable_assignment", "file_redirect", "comment"))
         where = node_location(path, parsed.lines, n)
@@ -272,12 +273,12 @@ def _broken_continuations(parsed: _Parsed, path: str) -> list[Diagnostic]:
             end = before.end_point[0] + 1
             between = [parsed.lines[i].strip() for i in range(end, where.line - 1)]
             cause = "a comment line" if any(line.startswith(b"#") for line in between) else "a blank line"
-            message = (f"`{name.text.decode('utf-8', 'replace')}` starts a command of its own: the trainer command "
+            message = (f"`{written}` starts a command of its own: the trainer command "
                        f"ended at line {end}, where {cause} after its trailing `\\` cut it, so the {words} "
                        f"override(s) from line {where.line} on never reach verl, which trains without them; bash then "
                        "fails with `command not found`. Remove the line break")
         else:
-            message = (f"`{name.text.decode('utf-8', 'replace')}` is run as a command, not passed to a trainer: a line "
+            message = (f"`{written}` is run as a command, not passed to a trainer: a line "
                        "break ended the command it belongs to, so it never reaches verl; bash fails with `command not "
                        "found`")
         out.append(BROKEN_CONTINUATION.diagnostic(where, message))
