@@ -21,6 +21,7 @@ from ...core.diagnostics import Diagnostic, Location
 from ...core.overrides import OverrideSyntaxError, ParsedOverride, parse_override
 from ...core.variants import MAX_VARIANTS, collapse_variants, expand
 from ...engine import reaches_model_rules
+from ...rules.rf_recipe import UNKNOWN_MODEL
 from ...rules.sh_script import BROKEN_CONTINUATION, ENVIRONMENT_INPUTS, PASSTHROUGH, SYNTAX, UNRESOLVED
 from ...schema import entrypoints
 from ..files import TextFile
@@ -326,9 +327,6 @@ class _BranchFinder:
 
 def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     """The commands the script runs, one per trainer call in each variant, and what was reported on the way."""
-    from ...catalog import ModelNotFound, find_model
-    from ...rules.rf_recipe import UNKNOWN_MODEL
-
     parsed = _parse(source)
     verl_version = options.cli_verl or options.default_verl
     stack = options.stack._replace(megatron_pin=megatron_pin(source.text))
@@ -436,19 +434,8 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                 model = None
             else:
                 mpath = path_lo.parsed.value if path_lo else None
-                if mpath is None and None not in models:
-                    models[None] = (None, UNKNOWN_MODEL.diagnostic(
-                        tr.node_loc, f"the trainer command sets no `actor_rollout_ref.model.path`; skipped the "
-                                     f"{MODEL_RULES}. Pass it with --override actor_rollout_ref.model.path=DIR (a "
-                                     "directory holding config.json)"))
                 if mpath not in models:  # looked up once; reported in every variant that names it
-                    try:
-                        models[mpath] = (find_model(mpath, None, Path(source.path).parent), None)
-                    except ModelNotFound as exc:
-                        models[mpath] = (None, UNKNOWN_MODEL.diagnostic(
-                            path_lo.location if path_lo else tr.node_loc,
-                            f"{exc}; skipped the {MODEL_RULES}. Point "
-                            "actor_rollout_ref.model.path at a directory holding config.json"))
+                    models[mpath] = _model(path_lo, tr.node_loc, Path(source.path).parent)
                 model, not_found = models[mpath]
                 if not_found is not None:
                     found.append(not_found)
@@ -465,6 +452,22 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     if environment is not None:
         diagnostics.append(environment)
     return ScriptRead(commands, diagnostics, verl_version, {var: vals for var, vals in axes})
+
+
+def _model(path_lo: LocatedOverride | None, call: Location, base_dir: Path):
+    """(the model the trainer call's `actor_rollout_ref.model.path` names, None) or (None, RF005 saying why not)."""
+    from ...catalog import ModelNotFound, find_model  # the model cards: only when a script names a model
+
+    if path_lo is None:
+        return None, UNKNOWN_MODEL.diagnostic(call, f"the trainer command sets no `actor_rollout_ref.model.path`; "
+                                                    f"skipped the {MODEL_RULES}. Pass it with --override "
+                                                    "actor_rollout_ref.model.path=DIR (a directory holding config.json)")
+    try:
+        return find_model(path_lo.parsed.value, None, base_dir), None
+    except ModelNotFound as exc:
+        return None, UNKNOWN_MODEL.diagnostic(path_lo.location, f"{exc}; skipped the {MODEL_RULES}. Point "
+                                                                "actor_rollout_ref.model.path at a directory holding "
+                                                                "config.json")
 
 
 def _unknown_model_path(lo: LocatedOverride) -> str:
