@@ -20,6 +20,7 @@ from typing import NamedTuple
 from sapo_toolkit.linter import api
 from sapo_toolkit.linter.core.command import Command, locate_override, merge_overrides
 from sapo_toolkit.linter.core.diagnostics import Diagnostic, Location, Severity
+from sapo_toolkit.linter.core.redaction import REDACTED, is_secret_name
 from sapo_toolkit.linter.settings import Settings
 
 DEFAULT_ENTRYPOINT = "verl.trainer.main_ppo"
@@ -28,8 +29,6 @@ METRICS_FILE = "metrics.jsonl"
 FILE_LOGGER_ENV = "VERL_FILE_LOGGER_PATH"
 # Where a value the launcher adds is reported in the lint output and the dry run.
 LAUNCHER = "sapo-launch"
-SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
-REDACTED = "<redacted>"
 
 
 class PlanError(Exception):
@@ -93,8 +92,7 @@ class Plan:
 def is_secret(name: str, extra: Iterable[str] = ()) -> bool:
     """Variables whose values never reach a file or the terminal: names containing KEY, TOKEN, SECRET, PASSWORD or
     CREDENTIAL, and those named with `--secret-env`."""
-    upper = name.upper()
-    return any(m in upper for m in SECRET_MARKERS) or name in set(extra)
+    return is_secret_name(name) or name in set(extra)
 
 
 def redact(env: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
