@@ -11,6 +11,7 @@ from typing import NamedTuple
 from .diagnostics import Location
 from .model import Accelerator, ModelShape
 from .overrides import OverrideSyntaxError, ParsedOverride, format_override, parse_override
+from .redaction import is_secret_name, redact_assignments
 
 
 class LocatedOverride(NamedTuple):
@@ -59,7 +60,9 @@ def locate_override(text: str, location: Location, key_text: str | None = None) 
     try:
         return LocatedOverride(location, key_text, parse_override(text))
     except OverrideSyntaxError as exc:
-        return LocatedOverride(location, key_text, None, f"`{text}`: {exc.message}")
+        # Hydra's message quotes the text where it stopped: part of the value, which a secret's must not show
+        why = "not a valid Hydra override" if is_secret_name(key_text) else exc.message
+        return LocatedOverride(location, key_text, None, f"`{redact_assignments(text)}`: {why}")
 
 
 class Command(NamedTuple):

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from ..core.diagnostics import Diagnostic, Location, Severity
+from ..core.redaction import redact_assignments
 
 
 class Finding(NamedTuple):
@@ -31,7 +32,10 @@ class Rule(NamedTuple):
 
     def diagnostic(self, location: Location, message: str, fix: str | None = None, replaces: str | None = None,
                    severity: Severity | None = None) -> Diagnostic:
-        return Diagnostic(location, self.code, self.name, severity or self.severity, message, fix=fix, replaces=replaces)
+        """Every finding of every rule and source is made here: a `NAME=value` its message quotes from a file (a
+        script word, an override) has the value redacted when NAME is a secret name (`core.redaction`)."""
+        return Diagnostic(location, self.code, self.name, severity or self.severity, redact_assignments(message),
+                          fix=fix, replaces=replaces)
 
     def run(self, ctx) -> list[Diagnostic]:
         if self.check is None:

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..core.redaction import shown_value
 from ..engine import LintContext
 from ..rulekit.common import plain_key
 from ..rulekit.registry import Finding, rule
@@ -29,5 +30,5 @@ def check(ctx: LintContext):
                               f"selects `{ro.current}`; Hydra fails with `Multiple values for {ro.path}`",
                           fix=plain_key(ro))
         elif ro.existed and ro.current is not None:
-            yield Finding(ro, f"`{ro.path}` already exists (value {ro.current!r}); Hydra refuses `+` on it "
+            yield Finding(ro, f"`{ro.path}` already exists (value {shown_value(ro.path, ro.current)}); Hydra refuses `+` on it "
                               "(`Could not append to config`): drop the `+`", fix=plain_key(ro))

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..core.redaction import shown_value
 from ..engine import LintContext
 from ..rulekit.common import is_interpolation, is_number
 from ..rulekit.registry import Finding, rule
@@ -18,8 +19,8 @@ def _strings(value) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
-def type_error(value, entry: dict) -> str | None:
-    """Why `value` cannot be this entry's type, or None when it can."""
+def type_error(path: str, value, entry: dict) -> str | None:
+    """Why `value`, set at `path`, cannot be this entry's type, or None when it can."""
     members = entry.get("type", "any").split("|")  # a union is "float|str" (schemas/FORMAT.md)
     if any(m not in _ACCEPTS for m in members) or is_interpolation(value):
         return None
@@ -32,7 +33,7 @@ def type_error(value, entry: dict) -> str | None:
         return None  # undeclared path-like keys (data.train_files) are read as a string or a list of them
     if entry.get("inferred") and expected == "list" and isinstance(value, str) and _strings(entry.get("default")):
         return None  # and undeclared lists of names (trainer.logger) as a list or one name, which verl wraps
-    return f"expects {expected}{' or null' if entry.get('nullable') else ''}, got {value!r} ({type(value).__name__})"
+    return f"expects {expected}{' or null' if entry.get('nullable') else ''}, got {shown_value(path, value)} ({type(value).__name__})"
 
 
 def _declared(ctx: LintContext, path: str) -> bool:
@@ -77,7 +78,7 @@ def check(ctx: LintContext):
         entry = ro.entry
         if entry["kind"] == "list" and not _declared(ctx, ro.path):
             entry = {**entry, "inferred": True}  # a list's type comes from its default unless a dataclass declares it
-        problem = type_error(ro.parsed.value, entry)
+        problem = type_error(ro.path, ro.parsed.value, entry)
         if problem and ro.parsed.value is None:
             # instantiate does not check types, and verl often reads null as "off" where the annotation forgot
             # Optional (its own rollout-correction scripts set `rollout_is_threshold=null` with `rollout_is=null`).

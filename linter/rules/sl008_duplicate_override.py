@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..core.redaction import shown_value
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 
@@ -32,4 +33,4 @@ def check(ctx: LintContext):
         earlier.setdefault(key, []).append(ro)
         if first is not None:
             yield Finding(ro, f"`{ro.path}` is also set at line {first.location.line}; the last one wins "
-                              f"(here: {ro.parsed.value!r})")
+                              f"(here: {shown_value(ro.path, ro.parsed.value)})")

@@ -15,6 +15,7 @@ from ..catalog import ModelNotFound, find_model
 from ..core.command import RESOURCE_KEYS, Command, EnvVar, LocatedOverride, Stack, merge_overrides, site_limits
 from ..core.diagnostics import Diagnostic, Location
 from ..core.overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse_override
+from ..core.redaction import REDACTED, is_secret_name
 from ..core.variants import collapse_variants, expand
 from ..rules.rf_recipe import (
     DUPLICATE_KEY,
@@ -103,6 +104,8 @@ def _schema_errors(source: TextFile, root: yaml.Node, data: Any) -> tuple[list[D
             message = "needs at least one of " + ", ".join(k for alt in error.validator_value for k in alt["required"])
         elif error.validator == "propertyNames":
             node = yaml_nodes.key_node(node, error.instance) or node
+        if is_secret_name(where):  # jsonschema quotes the value: `['hf_...'] is not of type 'string', ...`
+            message = message.replace(repr(error.instance), REDACTED)
         out.append(RECIPE_SCHEMA.diagnostic(_location(source.path, node), f"{where}: {message}"))
     return out, paths
 
