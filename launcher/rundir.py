@@ -17,12 +17,12 @@ from __future__ import annotations
 import json
 import platform
 import socket
-import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
 from sapo_toolkit.schemas.atomic import write_atomically
 
+from . import git
 from .plan import Plan, redact
 
 LOG_FILE = "train.log"
@@ -78,15 +78,11 @@ def environment_facts(recipe_path: Path, device: str | None, device_count: int, 
 
 
 def git_state(directory: Path) -> dict | None:
-    """The revision and dirty flag of the repository holding `directory`; None outside a git repository."""
-    def git(*args: str) -> str | None:
-        try:
-            proc = subprocess.run(["git", "-C", str(directory), *args], capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return proc.stdout.strip() if proc.returncode == 0 else None
-
-    revision = git("rev-parse", "HEAD")
+    """The revision and dirty flag (None: unknown) of the repository holding `directory`; None outside a git
+    repository, or where git cannot tell. Git runs hardened (`launcher/git.py`): the repository's config runs
+    nothing."""
+    revision = git.run(directory, "rev-parse", "--verify", "--quiet", "HEAD")
     if revision is None:
         return None
-    return {"revision": revision, "dirty": bool(git("status", "--porcelain"))}
+    status = git.run(directory, "status", "--porcelain", "--ignore-submodules=all")
+    return {"revision": revision.decode().strip(), "dirty": None if status is None else bool(status.strip())}
