@@ -19,8 +19,9 @@ Before submitting, two checks refuse what could not run:
   devices, ray/_private/accelerators/npu.py). verl 0.9.1 asks Ray for one STRICT_PACK placement group per node
   (verl/single_controller/ray/base.py, RayResourcePool.get_placement_groups) and waits for it forever, so a
   group must fit on one node; refused: exit 1, summary `refused`, nothing submitted.
-- the working directory: what it ships is staged in a temporary directory (which Ray zips and uploads) and zipped
-  here the way Ray zips it; that zip must be at most 100 MiB (`UPLOAD_LIMIT`).
+- the working directory: no link in what it ships may lead out of it (launcher/workdir.py); what it ships is
+  staged in a temporary directory (which Ray zips and uploads) and zipped here the way Ray zips it; that zip must
+  be at most 100 MiB (`UPLOAD_LIMIT`).
 
 Exit codes follow local.py: SUCCEEDED 0; FAILED the driver's exit code (128 + N when signal N ended it), or 1
 when Ray reports none (the runtime environment could not be set up); STOPPED 128 + N for the signal N that made
@@ -37,7 +38,6 @@ import os
 import shlex
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,7 +45,6 @@ import zipfile
 from collections import deque
 from collections.abc import Iterable
 from datetime import datetime, timezone
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
@@ -55,6 +54,7 @@ from .gates import GateError, gate_exit_code, gates_json, parse_gates
 from .live import LiveMonitor
 from .plan import METRICS_FILE, Plan
 from .rundir import EXIT_REFUSED, LOG_FILE, SUMMARY_FILE, TAIL_LINES, exit_code_of, write_json
+from .workdir import UnsafeWorkingDir, shipped_files
 
 JOB_FILE = "job.json"
 INSTALL_HINT = "pip install 'sapo-toolkit[ray]'"
@@ -66,9 +66,6 @@ DEFAULT_PYTHON = "python"
 # GCS_STORAGE_MAX_SIZE of python/ray/_private/runtime_env/packaging.py binds only `ray.init` uploads, and the
 # docs' figure has disagreed with the code (https://github.com/ray-project/ray/issues/55877).
 UPLOAD_LIMIT = 100 * 1024 * 1024
-# Never shipped: Ray's own default excludes (RAY_RUNTIME_ENV_DEFAULT_EXCLUDES in ray_constants.py); `.git` alone
-# can exceed the limit (https://github.com/ray-project/ray/issues/45602).
-DEFAULT_EXCLUDES = (".git", ".venv", "venv", "__pycache__")
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -153,18 +150,16 @@ def cluster_nodes(address: str) -> list[dict[str, float]]:
 
 
 def stage_working_dir(root: Path, excludes: Iterable[str], stage: Path) -> None:
-    """Link (or copy) into `stage` what `root` ships, and refuse it when its zip would exceed `UPLOAD_LIMIT`.
-    What ships: the files git lists (tracked, and untracked but not ignored) when `root` is in a git repository,
-    else every file; less `DEFAULT_EXCLUDES` and `excludes`, patterns as in .gitignore: one without a slash matches
-    a file or directory name at any depth, one with a slash a path relative to `root`; a matching directory
-    excludes what is under it. The stage, not `root`, goes to Ray: Ray zips exactly these files (a subset, should
-    a staged .gitignore exclude more), so the zip measured here bounds what is uploaded. (Giving Ray this zip as
-    working_dir would save zipping twice, but the job client of Ray 2.41, the oldest that verl 0.9.1 accepts,
-    uploads a zip file only through a connected driver, not over HTTP; 2.60's does.)"""
-    if not root.is_dir():
-        raise RayJobError(f"working directory {root} is not a directory")
-    patterns = [p.strip("/") for p in (*DEFAULT_EXCLUDES, *excludes) if p.strip("/")]
-    files = [rel for rel in _candidate_files(root) if not _excluded(rel, patterns) and (root / rel).is_file()]
+    """Link (or copy) into `stage` what `root` ships (`workdir.shipped_files`: what git lists, less the excludes;
+    refused when a link leads out of `root`), and refuse it when its zip would exceed `UPLOAD_LIMIT`. The stage,
+    not `root`, goes to Ray: Ray zips exactly these files (a subset, should a staged .gitignore exclude more), so
+    the zip measured here bounds what is uploaded. (Giving Ray this zip as working_dir would save zipping twice,
+    but the job client of Ray 2.41, the oldest that verl 0.9.1 accepts, uploads a zip file only through a connected
+    driver, not over HTTP; 2.60's does.)"""
+    try:
+        files = shipped_files(root, excludes)
+    except UnsafeWorkingDir as exc:
+        raise RayJobError(str(exc)) from None
     for rel in files:
         (stage / rel).parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -187,25 +182,6 @@ def stage_working_dir(root: Path, excludes: Iterable[str], stage: Path) -> None:
             f"working directory {root} zips to {_mib(size)}, over the {_mib(UPLOAD_LIMIT)} Ray's Jobs API accepts; "
             f"largest entries (unzipped): {', '.join(f'{name} {_mib(n)}' for name, n in largest)}; "
             "exclude them (.gitignore, or an exclude pattern)")
-
-
-def _candidate_files(root: Path) -> list[str]:
-    try:
-        listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others",
-                                 "--exclude-standard"], capture_output=True, check=False, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        listed = None
-    if listed is not None and listed.returncode == 0:
-        return sorted({rel for rel in listed.stdout.decode("utf-8", "surrogateescape").split("\0") if rel})
-    return sorted(str(Path(dirpath, name).relative_to(root)) for dirpath, _, names in os.walk(root)
-                  for name in names)
-
-
-def _excluded(rel: str, patterns: list[str]) -> bool:
-    parts = rel.split("/")
-    prefixes = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
-    return any(any(fnmatchcase(prefix, p) for prefix in prefixes) if "/" in p else
-               any(fnmatchcase(part, p) for part in parts) for p in patterns)
 
 
 def submit(plan: Plan, run_dir: Path, address: str, *, working_dir: Path | None = None,
