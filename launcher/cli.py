@@ -20,6 +20,7 @@ import click
 
 from sapo_toolkit.linter.clikit import DefaultCommandGroup
 from sapo_toolkit.linter.core.diagnostics import Severity
+from sapo_toolkit.linter.core.printable import printable
 
 from .rundir import EXIT_REFUSED
 
@@ -101,9 +102,9 @@ def run(recipe, overrides, device, infer_backend, variants, dry_run, fmt, runs_d
     if launch.lint.refuses:
         rundir.write_json(run_dir / rundir.SUMMARY_FILE, {"status": "refused", "exit_code": EXIT_REFUSED,
                                                           "errors": launch.lint.count(Severity.ERROR)})
-        click.echo(f"sapo-launch: refused: the recipe has lint errors (run directory {run_dir})", err=True)
+        click.echo(printable(f"sapo-launch: refused: the recipe has lint errors (run directory {run_dir})"), err=True)
         sys.exit(EXIT_REFUSED)
-    click.echo(f"sapo-launch: run directory {run_dir}", err=True)
+    click.echo(printable(f"sapo-launch: run directory {run_dir}"), err=True)
     if address:
         from .ray_jobs import run_on_ray
 
@@ -131,13 +132,13 @@ def rerun(run_dir, runs_dir, fail_on_gates):
         launch, new_dir = replay(run_dir, runs_dir or run_dir.parent, datetime.now(timezone.utc), os.environ)
     except ReplayError as exc:
         raise click.UsageError(str(exc)) from None
-    click.echo(f"sapo-launch: rerun of {run_dir} in {new_dir}", err=True)
+    click.echo(printable(f"sapo-launch: rerun of {run_dir} in {new_dir}"), err=True)
     sys.exit(run_local(launch, new_dir, fail_on_gates=fail_on_gates))
 
 
 def _print_lint(launch) -> None:
     for d in launch.lint.diagnostics:
-        click.echo(d.text_line(), err=True)
+        click.echo(printable(d.text_line()), err=True)
 
 
 def _print_plan(launch, fmt: str, secret_env) -> None:
@@ -161,7 +162,7 @@ def _print_plan(launch, fmt: str, secret_env) -> None:
     errors, warnings = launch.lint.count(Severity.ERROR), launch.lint.count(Severity.WARNING)
     lines.append(f"lint     {errors} error(s), {warnings} warning(s): "
                  + ("refused" if launch.lint.refuses else "would launch"))
-    click.echo("\n".join(lines))
+    click.echo("\n".join(map(printable, lines)))  # paths, values and messages from the recipe: escaped
 
 
 def main() -> None:
@@ -174,8 +175,8 @@ def main() -> None:
         click.echo("Aborted.", err=True)
         sys.exit(130)
     except click.ClickException as exc:
-        click.echo(f"sapo-launch: {exc.format_message()}", err=True)
+        click.echo(printable(f"sapo-launch: {exc.format_message()}"), err=True)
         sys.exit(EXIT_USAGE)
     except Exception as exc:  # noqa: BLE001 - one line for the user, not a traceback
-        click.echo(f"sapo-launch: internal error: {type(exc).__name__}: {exc}", err=True)
+        click.echo(printable(f"sapo-launch: internal error: {type(exc).__name__}: {exc}"), err=True)
         sys.exit(EXIT_USAGE)

@@ -12,6 +12,7 @@ import click
 
 from . import __version__
 from .clikit import DefaultCommandGroup
+from .core.printable import printable
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141  # 128 + SIGINT, 128 + SIGPIPE: what a shell reports for those signals
@@ -138,8 +139,8 @@ def check(paths, fmt, select, ignore, exclude, extend_exclude, overrides, verl_v
         raise OneLineError(str(exc)) from None
 
     if result.files == 0 and not result.named_but_skipped and not result.unreadable:
-        click.echo(f"sapo-lint: no recipes or run scripts found under {', '.join(map(str, targets))} (recipes are "
-                   "*.yaml/*.yml with a top-level `recipe:` key, run scripts *.sh)", err=True)
+        click.echo(printable(f"sapo-lint: no recipes or run scripts found under {', '.join(map(str, targets))} "
+                             "(recipes are *.yaml/*.yml with a top-level `recipe:` key, run scripts *.sh)"), err=True)
         sys.exit(EXIT_USAGE)
     if show_diff:
         from .fix import planned_fixes, unified_diff
@@ -234,7 +235,8 @@ def _add_noqa(result, quiet, lint_again):
         click.echo(f"Added {outcome.comments} noqa comment(s) covering {outcome.covered} finding(s) in "
                    f"{outcome.files} file(s).", err=True)
     for d, why in outcome.left:
-        click.echo(f"{d.location.path}:{d.location.line}:{d.location.column}: {d.code} not suppressed: {why}", err=True)
+        click.echo(printable(f"{d.location.path}:{d.location.line}:{d.location.column}: {d.code} not suppressed: {why}"),
+                   err=True)
     return lint_again() if outcome.comments else result
 
 
@@ -334,6 +336,7 @@ def main() -> None:
         click.echo("Aborted.", err=True)
         sys.exit(EXIT_USAGE)
     except click.ClickException as exc:
+        exc.message = printable(exc.message)  # file names and typed text in it: one line, no escape sequences
         exc.show()
         sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:
@@ -343,7 +346,7 @@ def main() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(EXIT_BROKEN_PIPE)
     except Exception as exc:  # noqa: BLE001 - the contract: one clear line and exit 2
-        click.echo(f"sapo-lint: internal error: {type(exc).__name__}: {exc}", err=True)
+        click.echo(printable(f"sapo-lint: internal error: {type(exc).__name__}: {exc}"), err=True)
         sys.exit(EXIT_USAGE)
 
 

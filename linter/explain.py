@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from .core.printable import printable
 from .estimate.inputs import GIB, WARN_FRACTION
 from .estimate.plan import DEVICE_TERMS, HOST_TERMS, Estimate
 
@@ -218,11 +219,13 @@ def render_text(items: list[Item], title: str, color: bool = False, width: int =
     from rich.text import Text
 
     buf = io.StringIO()
-    console = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False)
+    # No rich markup: a path, a model name or a message may hold `[...]`; and what they take from files is
+    # escaped (`printable`).
+    console = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False, markup=False)
     for item in items:
-        console.print(Text(f"{title}" + (f"  [{item.variant}]" if item.variant else ""), style="bold"))
+        console.print(Text(printable(f"{title}" + (f"  [{item.variant}]" if item.variant else "")), style="bold"))
         if item.estimate is None:
-            console.print(f"  cannot estimate: {item.error}\n")
+            console.print(f"  cannot estimate: {printable(item.error)}\n")
             continue
         e = item.estimate
         p = e.inputs
@@ -230,7 +233,7 @@ def render_text(items: list[Item], title: str, color: bool = False, width: int =
         pc = e.params
         moe = p.model.is_moe
         console.print(
-            f"  model {p.model.name}: {pc.total / 1e9:.2f} B parameters (embedding {pc.embedding / 1e9:.2f} B, "
+            f"  model {printable(p.model.name)}: {pc.total / 1e9:.2f} B parameters (embedding {pc.embedding / 1e9:.2f} B, "
             f"dense {pc.dense / 1e9:.2f} B" + (f", routed experts {pc.expert / 1e9:.2f} B; {pc.active / 1e9:.2f} B active"
                                               if moe else "") + ")")
         console.print(
@@ -282,10 +285,10 @@ def render_text(items: list[Item], title: str, color: bool = False, width: int =
             f"  disk peak: {ck.disk_peak_bytes / GIB:.1f} GiB (two checkpoints) of {p.limits.disk_budget_gib:g} GiB"
             + (" (assumed)" if p.limits.assumed("disk_budget_gib") else ""))
         for note in e.notes:
-            console.print(f"  note: {note}")
+            console.print(f"  note: {printable(note)}")
         for f in item.findings or []:
             style = {"error": "red", "warning": "yellow"}.get(f["severity"], "")
-            console.print(Text(f"  {f['code']} {f['severity']}: {f['message']}", style=style))
+            console.print(Text(printable(f"  {f['code']} {f['severity']}: {f['message']}"), style=style))
         console.print()
     return buf.getvalue().rstrip() + "\n"
 
@@ -390,7 +393,7 @@ def explain(recipe, variants, fmt, plot_path, overrides, accelerator, verl_versi
                                      resources={k: v for k, v in resources.items() if v is not None})
     if problems:
         for problem in problems:
-            click.echo(f"sapo-lint explain: {problem}", err=True)
+            click.echo(printable(f"sapo-lint explain: {problem}"), err=True)
         sys.exit(EXIT_USAGE)
     if fmt == "json":
         click.echo(json.dumps([to_json(i, str(recipe)) for i in items], indent=2))
@@ -401,7 +404,7 @@ def explain(recipe, variants, fmt, plot_path, overrides, accelerator, verl_versi
             written = plot(items, plot_path, recipe.stem)
         except OSError as exc:
             raise click.ClickException(f"cannot write {plot_path}: {exc.strerror or exc}") from None
-        click.echo(f"wrote {written}", err=True)
+        click.echo(printable(f"wrote {written}"), err=True)
     if not any(i.estimate is not None for i in items):
         sys.exit(EXIT_USAGE)
     sys.exit(EXIT_OK)

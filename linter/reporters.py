@@ -6,6 +6,7 @@ import json
 from collections import Counter
 
 from .core.diagnostics import Diagnostic, Severity
+from .core.printable import printable
 from .sarif import render_sarif
 
 FORMATS = ("text", "json", "github", "sarif")
@@ -23,16 +24,24 @@ def render_json(diagnostics: list[Diagnostic], files: int) -> str:
 
 def render_text(diagnostics: list[Diagnostic], files: int, color: bool = False, summary: bool = True) -> str:
     """One line per finding (the code coloured by severity with `color`), then the summary line unless not
-    `summary` (--quiet)."""
+    `summary` (--quiet). What a file name or file text holds is escaped (`_printable_line`): a finding is one
+    line, whatever the file says."""
     import click
 
     colors = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
     lines = []
     for d in diagnostics:
-        lines.append(d.text_line(click.style(d.code, fg=colors[d.severity], bold=True) if color else None))
+        lines.append(_printable_line(d, click.style(d.code, fg=colors[d.severity], bold=True) if color else None))
     if summary:
         lines.append(_summary_line(diagnostics, files))
     return "\n".join(lines)
+
+
+def _printable_line(d: Diagnostic, code: str | None = None) -> str:
+    """`Diagnostic.text_line` with control, separator and bidi characters of its path, message, variant and fix
+    escaped (`core.printable`); `code` (the code, styled) is inserted as it is."""
+    return d._replace(location=d.location._replace(path=printable(d.location.path)), message=printable(d.message),
+                      variant=d.variant and printable(d.variant), fix=d.fix and printable(d.fix)).text_line(code)
 
 
 def _summary_line(diagnostics: list[Diagnostic], files: int) -> str:
@@ -44,7 +53,9 @@ def _summary_line(diagnostics: list[Diagnostic], files: int) -> str:
 
 
 def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """GitHub's own escaping of an annotation's message, then what the runner's log would still show raw (ESC,
+    BEL, bidi controls) escaped as in text output."""
+    return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _escape_property(text: str) -> str:
@@ -89,7 +100,7 @@ def render_statistics_text(diagnostics: list[Diagnostic], files: int, color: boo
     lines = []
     for r in statistics(diagnostics):
         fixable = f"{r['fixable']} fixable" if r["fixable"] else ""
-        lines.append(f"{r['count']:>6}  {r['code']:<7} {r['severity']:<8} {fixable:<11} {r['name']}")
+        lines.append(printable(f"{r['count']:>6}  {r['code']:<7} {r['severity']:<8} {fixable:<11} {r['name']}"))
     return "\n".join([*lines, _summary_line(diagnostics, files)] if summary else lines)
 
 
