@@ -13,8 +13,11 @@ import sys
 from pathlib import Path
 
 import click
+import yaml
 
 from .core.overrides import MISSING
+from .core.printable import printable
+from .sources.files import TextFile
 
 _AXIS_NAME = re.compile(r"[^a-z0-9_]")
 _CHOICE_NAME = re.compile(r"[^A-Za-z0-9._-]")
@@ -100,18 +103,20 @@ def _hardware(commands) -> str | dict | None:
     return dict(sorted(per_kind.items(), reverse=True))  # npu, gpu
 
 
-def script_to_recipe(path: Path, options) -> tuple[dict, list[str]]:
-    """The recipe (a dict ready for YAML) and notes on what could not be carried over."""
-    from .api import SCRIPT_SUFFIXES, load
+def script_to_recipe(source: TextFile, options) -> tuple[dict, list[str]]:
+    """The recipe, as the plain data its YAML holds, and notes on what could not be carried over (text quoted
+    from the script, as it is): from the script's text alone. `recipe_yaml` writes them."""
+    from .api import SCRIPT_SUFFIXES, load_text
 
-    read = load(path, options) if path.suffix in SCRIPT_SUFFIXES else None
+    path = Path(source.path)
+    read = load_text(source, options) if path.suffix in SCRIPT_SUFFIXES else None
     if read is None:
         raise click.ClickException(f"{path}: not a run script (`*.sh`)")
     notes = [f"{d.location.path}:{d.location.line}:{d.location.column}: {d.code} {d.message}" for d in read.diagnostics]
     commands = read.commands
     if not commands:
         raise click.ClickException(f"{path}: no `python3 -m verl...` trainer command found"
-                                   + ("".join(f"\n  {n}" for n in notes)))
+                                   + "".join(f"; {n}" for n in notes))
     first = {c.origin for c in commands}
     if len(first) > 1:
         origin = commands[0].origin
@@ -170,13 +175,26 @@ def script_to_recipe(path: Path, options) -> tuple[dict, list[str]]:
     return recipe, notes
 
 
-def recipe_yaml(recipe: dict, notes: list[str], source: Path) -> str:
-    import yaml
+class _RecipeDumper(yaml.SafeDumper):
+    """PyYAML's safe dumper, but a string holding a line break, control or bidi character is double-quoted, the one
+    style where PyYAML escapes them: in its other styles it writes U+0085, U+2028 and U+2029 as they are, and a
+    reader takes them for line breaks (the string does not read back)."""
 
-    header = [f"# Converted from {source.name} by `sapo-lint convert`."]
-    header += [f"# note: {n}" for n in notes]
-    body = yaml.safe_dump(recipe, sort_keys=False, allow_unicode=True, width=120, default_flow_style=False)
-    return "\n".join(header) + "\n" + body
+
+def _string(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style='"' if printable(text) != text else None)
+
+
+_RecipeDumper.add_representer(str, _string)
+
+
+def recipe_yaml(recipe: dict, notes: list[str], source: Path) -> str:
+    """The recipe as YAML, after a comment line per note: the script's text in a note or a value is escaped, so
+    it can only ever be read back as the text it was (never as YAML keys of its own)."""
+    header = [f"Converted from {source.name} by `sapo-lint convert`.", *(f"note: {n}" for n in notes)]
+    body = yaml.dump(recipe, Dumper=_RecipeDumper, sort_keys=False, allow_unicode=True, width=120,
+                     default_flow_style=False)
+    return "".join(f"# {printable(line)}\n" for line in header) + body
 
 
 @click.command("convert")
@@ -188,14 +206,15 @@ def convert(script: Path, output: Path | None, verl_version: str | None) -> None
     """Turn a verl-style bash run script into a sapo-recipe/v1 recipe (overrides, env exports, variants)."""
     from .api import read_options
     from .settings import load_settings
-    from .sources.files import UnreadableFile, write_atomically
+    from .sources.files import UnreadableFile, read_text, write_atomically
 
     settings, _ = load_settings(script.resolve().parent)
     options = read_options(settings, cli_verl=verl_version)
     try:
-        recipe, notes = script_to_recipe(script, options)
+        source = read_text(script)
     except UnreadableFile as exc:
         raise click.ClickException(f"{script}: {exc}") from None
+    recipe, notes = script_to_recipe(source, options)
     text = recipe_yaml(recipe, notes, script)
     if output is None:
         sys.stdout.write(text)
