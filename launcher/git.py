@@ -4,8 +4,9 @@ A repository's config (`.git/config`, what it includes, a worktree's `config.wor
 starts programs it names, even for `rev-parse`, `status` and `ls-files` (`core.fsmonitor` on reading the index,
 a filter driver's `clean` on a file whose timestamp makes its content worth comparing, hooks). So:
 
-- the environment is rebuilt: PATH, HOME and XDG_CONFIG_HOME only (the user's own ignore file still applies), no system or global config, no prompt, no askpass, no pager,
-  no optional locks (nothing is written), and nothing inherited (GIT_DIR, GIT_CONFIG_*, GIT_EXTERNAL_DIFF, ...);
+- the environment is rebuilt: PATH, HOME and XDG_CONFIG_HOME only (the user's own ignore file still applies);
+  no system or global config, no prompt, no askpass, no pager, no optional locks (nothing is written), nothing
+  inherited (GIT_DIR, GIT_CONFIG_*, GIT_EXTERNAL_DIFF, GIT_SSH_COMMAND, ...);
 - settings in git's command scope (GIT_CONFIG_COUNT: they win over the repository's config, and a key is passed
   verbatim, `=` in a driver's name included) switch off what runs without being named in the config (hooks live
   in the repository) and every transport (a partial clone's lazy fetch);

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
+from urllib.parse import unquote
 
 from sapo_toolkit.linter import api
 from sapo_toolkit.linter.core.command import Command, locate_override, merge_overrides
@@ -98,6 +99,34 @@ def is_secret(name: str, extra: Iterable[str] = ()) -> bool:
 def redact(env: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
     extra = tuple(extra)
     return {k: (REDACTED if is_secret(k, extra) else v) for k, v in env.items()}
+
+
+# A URL in free text: a scheme, then its authority (which may hold `user:password@`), path, and query.
+_URL = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<authority>[^/?#\s\"']*)(?P<path>[^?#\s\"']*)"
+                  r"(?:\?(?P<query>[^#\s\"']*))?")
+
+
+def redact_urls(text: str) -> str:
+    """`text` with the credentials of every URL in it redacted: the password of its user info (the whole user info
+    when it has no password: a token often stands there), and the values of query parameters whose names read as
+    secret (`is_secret`): `http://me:pw@head:8265/?token=t` -> `http://me:<redacted>@head:8265/?token=<redacted>`."""
+    return _URL.sub(_redact_url, text)
+
+
+def _redact_url(match: re.Match) -> str:
+    userinfo, at, host = match["authority"].rpartition("@")
+    if at:
+        user, colon, _ = userinfo.partition(":")
+        userinfo = f"{user}:{REDACTED}" if colon else REDACTED
+    query = match["query"]
+    if query is not None:
+        query = "?" + "&".join(_redact_parameter(p) for p in query.split("&"))
+    return f"{match['scheme']}{userinfo}{at}{host}{match['path']}{query or ''}"
+
+
+def _redact_parameter(parameter: str) -> str:
+    name, equals, _ = parameter.partition("=")
+    return f"{name}={REDACTED}" if equals and is_secret(unquote(name)) else parameter
 
 
 def selection_tokens(device: str | None, infer_backend: str | None, variants: Iterable[str]) -> list[str]:

@@ -52,7 +52,7 @@ import click
 
 from .gates import GateError, gate_exit_code, gates_json, parse_gates
 from .live import LiveMonitor
-from .plan import METRICS_FILE, Plan
+from .plan import METRICS_FILE, REDACTED, Plan, redact_urls
 from .rundir import EXIT_REFUSED, LOG_FILE, SUMMARY_FILE, TAIL_LINES, exit_code_of, write_json
 from .workdir import UnsafeWorkingDir, shipped_files
 
@@ -70,7 +70,11 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class RayJobError(click.ClickException):
-    """A job cannot be submitted or followed; the message says why, in one line (the CLI exits 2)."""
+    """A job cannot be submitted or followed; the message says why, in one line (the CLI exits 2), credentials in
+    URLs redacted (an address's password, also where Ray's own message quotes the address)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact_urls(message))
 
 
 class Refused(RayJobError):
@@ -90,6 +94,12 @@ class JobRecord(NamedTuple):
             return cls(data["address"], data["submission_id"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise RayJobError(f"{run_dir} holds no Ray job ({JOB_FILE}: {exc})") from None
+
+
+def with_scheme(address: str | None) -> str | None:
+    """An address as Ray reads it: `head:8265` is `http://head:8265`. Explicit here so that credentials in one
+    without a scheme (`me:pw@head:8265`) read as a URL's and are redacted wherever the address is written."""
+    return f"http://{address}" if address and "://" not in address else address
 
 
 def connect(address: str | None):
@@ -189,6 +199,7 @@ def submit(plan: Plan, run_dir: Path, address: str, *, working_dir: Path | None 
     """Check, submit and record (`job.json`) the plan's job; returns its submission id. Raises `Refused` when the
     cluster cannot hold the plan, `RayJobError` when the job cannot be submitted. The run directory's parent (the
     runs directory) is never shipped with `working_dir`."""
+    address = with_scheme(address)
     return _submit(connect(address), plan, Path(run_dir), address, working_dir, excludes, python)
 
 
@@ -209,9 +220,9 @@ def _submit(client, plan: Plan, run_dir: Path, address: str, working_dir: Path |
             submission_id = client.submit_job(entrypoint=command, runtime_env=runtime_env, metadata=metadata(plan))
         except Exception as exc:  # noqa: BLE001 - upload and HTTP errors from Ray, one line for the user
             raise RayJobError(f"the Ray cluster at {address} refused the job: {_first_line(exc)}") from None
-    write_json(run_dir / JOB_FILE, {"address": address, "submission_id": submission_id, "entrypoint": command,
-                                    "working_dir": str(working_dir) if working_dir is not None else None,
-                                    "excludes": list(excludes)})
+    write_json(run_dir / JOB_FILE, {"address": redact_urls(address), "submission_id": submission_id,
+                                    "entrypoint": command, "excludes": list(excludes),
+                                    "working_dir": str(working_dir) if working_dir is not None else None})
     return submission_id
 
 
@@ -238,9 +249,9 @@ def run_on_ray(plan: Plan, run_dir: Path, address: str | None, *, detach: bool =
         gates = parse_gates(plan.gates)
     except GateError as exc:  # a hand-edited plan.json: lint refuses a recipe with bad gates before this
         raise RayJobError(str(exc)) from None
-    run_dir = Path(run_dir)
+    run_dir, address = Path(run_dir), with_scheme(address)
     summary = {"status": "running", "started": datetime.now(timezone.utc).isoformat(), "pid": None,
-               "submission_id": None, "address": address}
+               "submission_id": None, "address": address and redact_urls(address)}
     write_json(run_dir / SUMMARY_FILE, summary)
     try:
         client = connect(address)
@@ -260,7 +271,7 @@ def run_on_ray(plan: Plan, run_dir: Path, address: str | None, *, detach: bool =
         write_json(run_dir / SUMMARY_FILE, summary)
         raise
     record = JobRecord(address, summary["submission_id"])
-    click.echo(f"sapo-launch: submitted {record.submission_id} to {address}", err=True)
+    click.echo(f"sapo-launch: submitted {record.submission_id} to {redact_urls(address)}", err=True)
     if detach:
         summary.update(status="submitted", exit_code=0)
         write_json(run_dir / SUMMARY_FILE, summary)
@@ -372,8 +383,8 @@ def _details(client, record: JobRecord):
 def _record_lost(run_dir: Path, record: JobRecord, exc: RayJobError) -> None:
     """The job was submitted but cannot be followed: it may still run, so the summary says `submitted`."""
     summary = _read_summary(run_dir)
-    summary.update(status="submitted", exit_code=2, submission_id=record.submission_id, address=record.address,
-                   last_lines=[f"sapo-launch: {exc.message}"])
+    summary.update(status="submitted", exit_code=2, submission_id=record.submission_id,
+                   address=redact_urls(record.address), last_lines=[f"sapo-launch: {exc.message}"])
     write_json(run_dir / SUMMARY_FILE, summary)
 
 
@@ -401,7 +412,7 @@ def _finish(run_dir: Path, record: JobRecord, details, last_lines: list[str], si
     summary.update(
         status={"SUCCEEDED": "succeeded", "FAILED": "failed"}.get(status, "interrupted"),
         exit_code=128 + signals[0] if code is None else code, job_status=status, message=_first_line(details.message),
-        submission_id=record.submission_id, address=record.address, pid=None,
+        submission_id=record.submission_id, address=redact_urls(record.address), pid=None,
         started=_when(details.start_time) or summary.get("started"),
         ended=_when(details.end_time) or datetime.now(timezone.utc).isoformat(),
         duration_s=_duration(details.start_time, details.end_time), last_lines=last_lines,
@@ -496,7 +507,11 @@ def status(run_dir: Path, *, address: str | None = None) -> int:
 
 def _record(run_dir: Path, address: str | None) -> JobRecord:
     record = JobRecord.read(Path(run_dir))
-    return record._replace(address=address) if address else record
+    if address:
+        return record._replace(address=with_scheme(address))
+    if REDACTED in record.address:
+        raise RayJobError(f"{JOB_FILE} records {record.address}, its credentials redacted: pass --address with them")
+    return record
 
 
 def _logs(client, record: JobRecord) -> str:
