@@ -888,26 +888,25 @@ class Interpreter:
             self.src = saved
 
     def arith_value(self, n) -> int | None:
+        """The value of an arithmetic expression, as bash computes it: in 64-bit integers that wrap (so that no
+        script can make a number too large to print or to multiply); None when it cannot be evaluated."""
         if n is None:
             return None
         t = n.type
         if t == "number":
-            try:
-                return int(self.text(n), 0)
-            except ValueError:
-                return None
+            return _integer(self.text(n), base=0)
         if t in ("variable_name", "word"):
             s = self.text(n)
-            if re.fullmatch(r"-?\d+", s):
-                return int(s)
+            if _DECIMAL.fullmatch(s):
+                return _integer(s)
             v = self.get(s)
             if v is None:
                 return None
             v = v if isinstance(v, str) else (v[0][0] if v else "")
-            return int(v) if re.fullmatch(r"\s*-?\d+\s*", v) else None
+            return _integer(v) if _DECIMAL.fullmatch(v.strip()) else None
         if t in ("simple_expansion", "expansion", "string", "concatenation"):
-            s = "".join(f for f, _ in self.word(n, split=False))
-            return int(s) if re.fullmatch(r"\s*-?\d+\s*", s) else None
+            s = "".join(f for f, _ in self.word(n, split=False)).strip()
+            return _integer(s) if _DECIMAL.fullmatch(s) else None
         if t == "parenthesized_expression":
             return self.arith_value(n.named_children[0]) if n.named_children else None
         if t == "unary_expression":
@@ -915,31 +914,61 @@ class Interpreter:
             v = self.arith_value(n.named_children[-1]) if n.named_children else None
             if v is None:
                 return None
-            return {"-": -v, "+": v, "!": int(not v), "~": ~v}.get(op)
+            result = {"-": -v, "+": v, "!": int(not v), "~": ~v}.get(op)
+            return None if result is None else _wrap(result)
         if t == "binary_expression":
-            op_node = n.child_by_field_name("operator")
-            a = self.arith_value(n.child_by_field_name("left"))
-            c = self.arith_value(n.child_by_field_name("right"))
-            if op_node is None or a is None or c is None:
-                return None
-            op = self.text(op_node)
-            try:
-                if op == "/":
-                    return int(a / c) if c else None
-                if op == "%":
-                    return (abs(a) % abs(c)) * (1 if a >= 0 else -1) if c else None
-                fn = {"+": a + c, "-": a - c, "*": a * c, "**": a ** c if 0 <= c < 64 else None,
-                      "<": int(a < c), ">": int(a > c), "<=": int(a <= c), ">=": int(a >= c),
-                      "==": int(a == c), "!=": int(a != c), "&&": int(bool(a and c)), "||": int(bool(a or c))}
-                return fn.get(op)
-            except OverflowError:
-                return None
+            # `1+1+...+1` is a left-deep chain: folded in a loop, not one recursion per term
+            chain = []
+            while n.type == "binary_expression":
+                chain.append(n)
+                n = n.child_by_field_name("left")
+            value = self.arith_value(n)
+            for b in reversed(chain):
+                op_node = b.child_by_field_name("operator")
+                right = self.arith_value(b.child_by_field_name("right"))
+                if op_node is None or value is None or right is None:
+                    return None
+                value = _binary(self.text(op_node), value, right)
+            return value
         if t == "ternary_expression":
             cond = self.arith_value(n.child_by_field_name("condition"))
             if cond is None:
                 return None
             return self.arith_value(n.child_by_field_name("consequence" if cond else "alternative"))
         return None
+
+
+_DECIMAL = re.compile(r"-?[0-9]+")
+
+
+def _integer(text: str, base: int = 10) -> int | None:
+    """A bash integer constant, wrapped to 64 bits as bash reads it; None for what is not one, and for a decimal
+    beyond Python's int conversion limit (4,300 digits), which no real script writes."""
+    try:
+        return _wrap(int(text, base))
+    except ValueError:
+        return None
+
+
+def _wrap(v: int) -> int:
+    """`v` in bash's arithmetic: 64-bit two's complement."""
+    v &= (1 << 64) - 1
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _binary(op: str, a: int, c: int) -> int | None:
+    """`a OP c` in bash's 64-bit arithmetic; None for an operator not evaluated or an error (division by zero)."""
+    if op in ("/", "%"):
+        if not c:
+            return None
+        q = abs(a) // abs(c) * (1 if (a < 0) == (c < 0) else -1)  # truncated toward zero, as in C
+        return _wrap(q if op == "/" else a - q * c)
+    if op == "**":
+        return _wrap(pow(a, c, 1 << 64)) if c >= 0 else None
+    fn = {"+": a + c, "-": a - c, "*": a * c,
+          "<": int(a < c), ">": int(a > c), "<=": int(a <= c), ">=": int(a >= c),
+          "==": int(a == c), "!=": int(a != c), "&&": int(bool(a and c)), "||": int(bool(a or c))}.get(op)
+    return None if fn is None else _wrap(fn)
 
 
 _UNKNOWN = object()  # an array element whose index cannot be evaluated

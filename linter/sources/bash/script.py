@@ -58,6 +58,9 @@ class ScriptRead:
     switches: dict[str, list[str | None]] = field(default_factory=dict)  # variable -> values enumerated
 
 
+_TEST_EXPRESSIONS = ("binary_expression", "parenthesized_expression", "unary_expression")
+
+
 def _collect_switches(ev: Interpreter, root) -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, str]]:
     """Every variable a `case` or an `if`/`[[ ]]` comparison switches on, with the literal values named (in order
     of appearance); every variable's literal defaults in `${V:-x}`/`${V-x}` forms; and the variables assigned once
@@ -76,9 +79,9 @@ def _collect_switches(ev: Interpreter, root) -> tuple[dict[str, list[str]], dict
     def literal(text: str) -> bool:
         return not GLOB_CHAR.search(text) and not markers(text, ev.marks)
 
-    stack = [root]
+    stack = [(root, False)]  # (node, whether it is inside a test's expression: `[[ $A == x || ... ]]`)
     while stack:
-        n = stack.pop()
+        n, in_test = stack.pop()
         if n.type == "case_statement":
             var = switch_variable(ev, n.child_by_field_name("value"))
             if var is not None:
@@ -90,7 +93,7 @@ def _collect_switches(ev: Interpreter, root) -> tuple[dict[str, list[str]], dict
                             text = "".join(f for f, _ in ev.word(p, split=False)) if p.type != "extglob_pattern" else ev.text(p)
                             if text and literal(text):
                                 add(out, var, text)
-        elif n.type == "binary_expression" and n.parent is not None and _in_test(n):
+        elif n.type == "binary_expression" and in_test:
             op = n.child_by_field_name("operator")
             if op is not None and ev.text(op) in ("==", "=", "!=", "-eq", "-ne"):
                 left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
@@ -122,7 +125,10 @@ def _collect_switches(ev: Interpreter, root) -> tuple[dict[str, list[str]], dict
                 text = "".join(f for f, _ in ev.word(kids[2], split=False))
                 if text and literal(text):
                     add(defaults, ev.text(kids[0]), text)
-        stack.extend(reversed(n.children))
+        # Whether each child is in a test's expression follows from its parent: asking tree-sitter for a node's
+        # parent walks down from the root, so climbing from every node would cost depth squared per node.
+        below = n.type == "test_command" or (in_test and n.type in _TEST_EXPRESSIONS)
+        stack.extend((c, below) for c in reversed(n.children))
     aliases = {var: src for var, src in sources.items() if src is not None and src != var}
     return out, defaults, aliases
 
@@ -130,9 +136,13 @@ def _collect_switches(ev: Interpreter, root) -> tuple[dict[str, list[str]], dict
 # How run scripts install a Megatron-LM that is not a release (verl's examples, in commands or set-up comments):
 # `git clone https://github.com/NVIDIA/Megatron-LM -b dev && (cd Megatron-LM; git checkout 23e092f...)`,
 # `git clone -b lite https://github.com/verl-project/Megatron-LM mlite`, `pip install git+https://...Megatron-LM@ref`.
-_MEGATRON_COMMIT = re.compile(r"Megatron-LM\b.*\bgit checkout ([0-9a-f]{7,40})\b")
-_MEGATRON_BRANCH = re.compile(r"git clone\b[^\n]*?(?:-b|--branch)[ =](\S+)[^\n]*Megatron-LM|"
-                              r"Megatron-LM\S*[^\n]*?\s(?:-b|--branch)[ =](\S+)")
+# Each pattern is tried at most once per line from a place found with str.find, and none can backtrack over the
+# rest of the line: a line of 20,000 `Megatron-LM` words is read in linear time.
+_MEGATRON = re.compile(r"Megatron-LM\b")
+_CHECKOUT = re.compile(r"\bgit checkout ([0-9a-f]{7,40})\b")
+_CLONE = re.compile(r"git clone\b")
+_BRANCH_FLAG = re.compile(r"(?:-b|--branch)[ =](\S+)")
+_SPACED_BRANCH_FLAG = re.compile(r"(?<=\s)(?:-b|--branch)[ =](\S+)")
 _MEGATRON_REF = re.compile(r"Megatron-LM(?:\.git)?@([\w./-]+)")
 
 
@@ -142,13 +152,39 @@ def megatron_pin(text: str) -> str | None:
     for line in text.splitlines():
         if "Megatron-LM" not in line:
             continue
-        if m := _MEGATRON_COMMIT.search(line):
-            return f"commit {m[1][:8]}"
-        if m := _MEGATRON_REF.search(line):
-            return f"ref {m[1]}"
-        if m := _MEGATRON_BRANCH.search(line):
-            return f"branch {m[1] or m[2]}"
+        if pin := _megatron_commit(line) or _megatron_ref(line) or _megatron_branch(line):
+            return pin
     return None
+
+
+def _megatron_commit(line: str) -> str | None:
+    """The last `git checkout <sha>` after the first `Megatron-LM` (`cd Megatron-LM; git checkout 23e092f`)."""
+    named = _MEGATRON.search(line)
+    last = None
+    for last in _CHECKOUT.finditer(line, named.end()) if named else ():
+        pass
+    return f"commit {last[1][:8]}" if last else None
+
+
+def _megatron_ref(line: str) -> str | None:
+    m = _MEGATRON_REF.search(line)
+    return f"ref {m[1]}" if m else None
+
+
+def _megatron_branch(line: str) -> str | None:
+    """`git clone ... -b BRANCH ... Megatron-LM` or `Megatron-LM ... -b BRANCH`, whichever starts first."""
+    clone, named = _CLONE.search(line), line.find("Megatron-LM")
+    cloned = _BRANCH_FLAG.search(line, clone.end()) if clone else None
+    if cloned:
+        last_named = line.rfind("Megatron-LM")
+        if last_named < cloned.start(1) + 1:  # the repository must follow the branch
+            cloned = None
+        elif last_named < cloned.end(1):  # `-b devMegatron-LM`: the branch ends where the name begins
+            return f"branch {line[cloned.start(1):last_named]}"
+    after = _SPACED_BRANCH_FLAG.search(line, named + len("Megatron-LM"))
+    if cloned and (after is None or clone.start() < named):
+        return f"branch {cloned[1]}"
+    return f"branch {after[1]}" if after else None
 
 
 def _through_aliases(named: dict[str, list[str]], aliases: dict[str, str]) -> dict[str, list[str]]:
@@ -161,17 +197,6 @@ def _through_aliases(named: dict[str, list[str]], aliases: dict[str, str]) -> di
         vals = out.setdefault(src, [])
         vals.extend(v for v in values if v not in vals)
     return out
-
-
-def _in_test(n) -> bool:
-    p = n.parent
-    while p is not None:
-        if p.type == "test_command":
-            return True
-        if p.type not in ("binary_expression", "parenthesized_expression", "unary_expression"):
-            return False
-        p = p.parent
-    return False
 
 
 def _syntax_errors(path: str, root, lines: list[bytes]) -> list[Diagnostic]:
