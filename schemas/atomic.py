@@ -6,7 +6,9 @@ Standard library only.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path
 
 
@@ -15,17 +17,31 @@ def write_atomically(path: Path, content: str | bytes) -> None:
 
     A symlink is followed: its target is rewritten and the link stays a link. An existing file keeps its mode
     and, where the process may set it, its owner and group; a new one gets the usual mode for the umask. Text is
-    written as given (no newline translation). Raises OSError (e.g. an unwritable directory) with nothing left
-    behind."""
+    written as given (no newline translation), as UTF-8. Only a regular file (or a new one) is replaced: a device,
+    FIFO or socket is written in place (`-o /dev/null` leaves /dev/null a device, even as root). Raises OSError
+    (an unwritable directory, a directory, a FIFO that no process reads) with nothing left behind."""
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    target = Path(os.path.realpath(path))
+    try:
+        info = target.stat()
+    except FileNotFoundError:
+        info = None
+    if info is None or stat.S_ISREG(info.st_mode):
+        _replace(target, data, info)
+    elif stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    else:
+        _write_in_place(target, data, info.st_mode)
+
+
+def _replace(target: Path, data: bytes, info: os.stat_result | None) -> None:
     import tempfile  # only --fix, convert, plots, caches, run directories and schema builds write files
 
-    target = Path(os.path.realpath(path))
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
-        with (os.fdopen(fd, "wb") if isinstance(content, bytes) else os.fdopen(fd, "w", encoding="utf-8", newline="")) as handle:
-            handle.write(content)
-        if target.exists():
-            info = target.stat()
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        if info is not None:
             mode = info.st_mode & 0o7777
             try:
                 os.chown(tmp, info.st_uid, info.st_gid)
@@ -41,3 +57,28 @@ def write_atomically(path: Path, content: str | bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+# What open(2)'s ENXIO means for a path that is not a device.
+_NOT_OPENED = {stat.S_IFIFO: "a FIFO that no process reads", stat.S_IFSOCK: "a socket, not a file"}
+
+
+def _write_in_place(target: Path, data: bytes, mode: int) -> None:
+    """Write into a device or FIFO, which a replacement would turn into a regular file. Opened without blocking,
+    so a FIFO that no process reads is an error, not a hang; then written blocking, as fast as its reader reads."""
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as exc:
+        why = _NOT_OPENED.get(stat.S_IFMT(mode)) if exc.errno == errno.ENXIO else None
+        if why is None:
+            raise
+        raise OSError(errno.ENXIO, why, str(target)) from None
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):  # replaced by a regular file since the check: never write over it
+            raise OSError(errno.EAGAIN, "became a regular file while being written", str(target))
+        os.set_blocking(fd, True)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)

@@ -91,3 +91,45 @@ def test_convert_writes_exactly_the_recipe_it_built(script, name):
     comments = [line for line in lines if line.startswith("#")]
     assert comments == lines[: 1 + len(notes)], text  # one line per note, at the top, before the data
     assert not any(c in text for c in "\r\x85\u2028\u2029\x1b\u202e\ufffe"), text
+
+
+# --- -o: a device or FIFO is written into, never replaced ----------------------------------------------------------
+
+def test_output_into_a_fifo_or_device_never_replaces_it(tmp_path):
+    import json
+    import stat
+
+    script = tmp_path / "run_x.sh"
+    script.write_text("#!/bin/bash\n" + TRAINER)
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    args = ("--no-shellcheck", "--exit-zero", "--format", "json", str(script))
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader, so the report fits in the pipe's buffer
+    try:
+        done = sapo_lint("-o", str(fifo), *args, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(os.read(reader, 1 << 16))["summary"]["files"] == 1
+    finally:
+        os.close(reader)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    done = sapo_lint("-o", str(fifo), *args, cwd=tmp_path)  # no reader now: an error, not a hang
+    assert done.returncode == 2 and done.stderr.strip().endswith("a FIFO that no process reads"), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    # Only now that a FIFO is known to be written in place: the same for /dev/null (replaced, as root, before).
+    link = tmp_path / "null"
+    link.symlink_to(os.devnull)
+    for target in (os.devnull, link):
+        done = sapo_lint("-o", str(target), *args, cwd=tmp_path)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        assert stat.S_ISCHR(os.stat(os.devnull).st_mode) and link.is_symlink()
+
+
+def test_a_directory_is_never_written(tmp_path):
+    import pytest
+
+    from sapo_toolkit.schemas.atomic import write_atomically
+
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(IsADirectoryError):
+        write_atomically(tmp_path / "dir", "text")
+    assert os.listdir(tmp_path / "dir") == [] and sorted(os.listdir(tmp_path)) == ["dir"]
