@@ -17,6 +17,11 @@ it, new complete lines at a time. Once the trainer has exited, `MetricsWatcher.c
 step the console showed that the file lacks (all of them when verl's file logger never wrote here: a logger list
 without `file`, or a trainer on another node), marked `"source": "console"`. So after a run `metrics.jsonl` holds
 the per-step metrics whichever way they came; during a run, readers merge it with `train.log` (`read_files`).
+
+Bounds: whatever the trainer prints, a line (between line breaks or carriage returns) is kept to `MAX_LINE_BYTES`,
+the rest of a longer one is dropped (`LineSplitter`); every pattern is linear in the line; a table holds every step
+but only the metrics its reader asks for (`keep`); the watcher keeps all of a step's console values only until the
+file logger shows that step.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,12 +41,22 @@ CONSOLE_SOURCE = "console"
 # CSI sequences (colours, cursor moves), OSC sequences (titles, hyperlinks) and two-byte escapes.
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 # `step:N` as verl's first field: not the tail of `training/global_step:N` or another key, a whole field, and a
-# number of steps (an endless digit run is not: int() refuses over 4300 digits).
-_STEP = re.compile(r"(?<![\w/.@-])step:(\d{1,18})(?= - |\s*$)")
-_RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+# number of steps (an endless digit run is not: int() refuses over 4300 digits). Matched on a line without
+# trailing white space, so no quantifier runs over a white-space run.
+_STEP = re.compile(r"(?<![\w/.@-])step:(\d{1,18})(?= - |$)")
+# Ray's dedup suffix, matched on the line's last `_RAY_SUFFIX_CHARS` characters only.
+_RAY_REPEATED = re.compile(r" ?\[repeated \d{1,12}x across cluster\]$")
+_RAY_SUFFIX_CHARS = 48
 _NUMPY_SCALAR = re.compile(r"np\.(?:float|int|uint)\d*\((.*)\)")
 _BOOLS = {"True": 1.0, "False": 0.0}
 _LINE_BREAK = re.compile(rb"[\r\n]")
+# verl's metric lines run to a few tens of KiB with many validation metrics; longer lines are cut to this.
+MAX_LINE_BYTES = 1 << 20
+READ_CHUNK = 1 << 20
+# In every metric line (`step:N`) and file-logger record (`"step": N`): other lines are skipped undecoded, so a
+# flood of progress bars costs little.
+CONSOLE_NEEDLE = b"step:"
+STEP_NEEDLE = b"step"
 
 StepValues = tuple[int, dict[str, float]]
 
@@ -63,7 +79,10 @@ def parse_console_line(line: str, complete: bool = True) -> StepValues | None:
     """The step and numeric metrics of one console line (one segment between line breaks and carriage returns),
     or None when it holds no metric line. `complete=False`: the line was cut short (the trainer died mid-print),
     so its last field may be truncated and is dropped."""
-    text = _RAY_REPEATED.sub("", _ANSI.sub("", line))
+    text = _ANSI.sub("", line).rstrip()
+    suffix = _RAY_REPEATED.search(text[-_RAY_SUFFIX_CHARS:])
+    if suffix:
+        text = text[: len(text) - len(suffix.group())].rstrip()
     match = _STEP.search(text)
     if match is None:
         return None
@@ -105,14 +124,21 @@ def parse_jsonl_line(line: bytes | str) -> StepValues | None:
 
 @dataclass(slots=True)
 class MetricTable:
-    """One value per (metric, step) from each source; the file logger's wins over the console's."""
+    """One value per (metric, step) from each source; the file logger's wins over the console's. Every step is
+    recorded, with the metrics `keep` accepts (None: all)."""
 
     jsonl: dict[int, dict[str, float]] = field(default_factory=dict)
     console: dict[int, dict[str, float]] = field(default_factory=dict)
+    keep: Callable[[str], bool] | None = None
+    last_step: int | None = None  # the highest step recorded
 
     def add(self, source: dict[int, dict[str, float]], parsed: StepValues) -> int:
         step, values = parsed
+        if self.keep is not None:
+            values = {k: v for k, v in values.items() if self.keep(k)}
         source.setdefault(step, {}).update(values)
+        if self.last_step is None or step > self.last_step:
+            self.last_step = step
         return step
 
     def steps(self) -> list[int]:
@@ -134,50 +160,102 @@ class MetricTable:
         return out
 
 
+def kept(names: Iterable[str], prefixes: tuple[str, ...] = ()) -> Callable[[str], bool]:
+    """A table's `keep`: these metrics and those starting with one of `prefixes`."""
+    names = frozenset(names)
+    return lambda metric: metric in names or metric.startswith(prefixes)
+
+
+class LineSplitter:
+    """Cuts a byte stream into lines at line breaks and carriage returns, and returns those that contain `needle`
+    (all when None). A line is kept to `MAX_LINE_BYTES`: the rest of a longer one is dropped and the line is marked
+    cut, so memory stays within one line's bound whatever the stream holds."""
+
+    __slots__ = ("_cut", "_pending", "needle")
+
+    def __init__(self, needle: bytes | None = None) -> None:
+        self.needle = needle
+        self._pending = bytearray()
+        self._cut = False
+
+    def feed(self, data: bytes) -> list[tuple[bytes, bool]]:
+        """The lines `data` ends, each with whether it is whole (not cut)."""
+        # bytes.split: a regular expression split costs several times more on a flood of short progress updates.
+        *ended, rest = data.replace(b"\r", b"\n").split(b"\n")
+        lines, needle = [], self.needle
+        if ended:
+            self._extend(ended[0])
+            line = self.close()
+            if needle is None or needle in line[0]:
+                lines.append(line)
+            if needle is None or needle in data:
+                others = ended[1:] if needle is None else [line for line in ended[1:] if needle in line]
+                lines += [(line[:MAX_LINE_BYTES], len(line) <= MAX_LINE_BYTES) for line in others]
+        self._extend(rest)
+        return lines
+
+    def close(self) -> tuple[bytes, bool]:
+        """The line begun and not yet ended (empty when none), and whether it is whole so far."""
+        line = bytes(self._pending), not self._cut
+        self._pending.clear()
+        self._cut = False
+        return line
+
+    def _extend(self, piece: bytes) -> None:
+        room = MAX_LINE_BYTES - len(self._pending)
+        if len(piece) > room:
+            piece, self._cut = piece[:room], True
+        self._pending += piece
+
+
 class MetricsWatcher:
     """Builds a `MetricTable` while the trainer runs: `feed` it the trainer's raw output, `poll` the file logger's
     JSONL as it grows; each returns the steps it added or updated. `close` when the output ends, then
-    `complete_metrics_file` (see the module docstring)."""
+    `complete_metrics_file` (see the module docstring). `keep`: the metrics the table holds."""
 
-    __slots__ = ("_identity", "_offset", "_pending", "jsonl_path", "table")
+    __slots__ = ("_identity", "_jsonl_lines", "_lines", "_offset", "_unlogged", "jsonl_path", "table")
 
-    def __init__(self, jsonl_path: Path | None):
-        self.table = MetricTable()
+    def __init__(self, jsonl_path: Path | None, keep: Callable[[str], bool] | None = None):
+        self.table = MetricTable(keep=keep)
         self.jsonl_path = jsonl_path
-        self._pending = b""
+        self._lines = LineSplitter(CONSOLE_NEEDLE)
+        self._jsonl_lines = LineSplitter(STEP_NEEDLE)
         self._offset = 0
         self._identity: tuple[int, int] | None = None
+        # Every console value of the steps the file logger has not shown (yet): what completing the file needs.
+        self._unlogged: dict[int, dict[str, float]] = {}
 
     def feed(self, data: bytes) -> list[int]:
-        # Carriage returns end a segment too: a tqdm bar redrawn in place never grows the pending buffer, and a
-        # metric line printed right after a bar starts a segment of its own.
-        *segments, self._pending = _LINE_BREAK.split(self._pending + data)
-        return self._console(segments, complete=True)
+        # Carriage returns end a line too: a tqdm bar redrawn in place never grows the pending line, and a metric
+        # line printed right after a bar starts a line of its own.
+        return self._console(self._lines.feed(data))
 
     def close(self) -> list[int]:
         """The output has ended: parse a last line cut short, read the JSONL's last lines."""
-        pending, self._pending = self._pending, b""
-        return self._console([pending], complete=False) + self.poll()
+        line, _ = self._lines.close()
+        return self._console([(line, False)]) + self.poll()
 
     def poll(self) -> list[int]:
         """Read the complete lines the file logger added since the last poll. A file replaced or truncated under
         us (verl's logger opens it with "wb" when the trainer starts) is read again from its start."""
         if self.jsonl_path is None:
             return []
+        steps = []
         try:
             with open(self.jsonl_path, "rb") as handle:
                 stat = os.fstat(handle.fileno())
                 identity = (stat.st_dev, stat.st_ino)
                 if identity != self._identity or stat.st_size < self._offset:
                     self._identity, self._offset = identity, 0
+                    self._jsonl_lines.close()
                 handle.seek(self._offset)
-                chunk = handle.read()
+                while chunk := handle.read(READ_CHUNK):
+                    self._offset += len(chunk)
+                    steps += [self._logged(parsed) for line, whole in self._jsonl_lines.feed(chunk)
+                              if whole and (parsed := parse_jsonl_line(line)) is not None]
         except OSError:  # not written yet, or not by this machine
-            return []
-        complete = chunk[: chunk.rfind(b"\n") + 1]
-        self._offset += len(complete)
-        parsed = (parse_jsonl_line(line) for line in complete.splitlines())
-        return [self.table.add(self.table.jsonl, p) for p in parsed if p is not None]
+            pass
+        return steps
 
     def complete_metrics_file(self) -> int:
         """After the trainer has exited: append to the JSONL every step the console showed and the file lacks, so
@@ -185,23 +263,39 @@ class MetricsWatcher:
         (a last line cut short is dropped). An absent file is created, empty when no step was seen."""
         exists = self.jsonl_path.exists()
         existing = self.jsonl_path.read_bytes() if exists else b""
-        kept = existing[: existing.rfind(b"\n") + 1]
-        logged = {p[0] for p in map(parse_jsonl_line, kept.splitlines()) if p is not None}
-        missing = [step for step in sorted(self.table.console) if step not in logged]
+        kept_bytes = existing[: existing.rfind(b"\n") + 1]
+        logged = {parsed[0] for line in kept_bytes.splitlines()
+                  if len(line) <= MAX_LINE_BYTES and (parsed := parse_jsonl_line(line)) is not None}
+        missing = [step for step in sorted(self._unlogged) if step not in logged]
         if exists and not missing:
             return 0
-        added = "".join(json.dumps({"step": step, "data": _json_values(self.table.console[step]),
+        added = "".join(json.dumps({"step": step, "data": _json_values(self._unlogged[step]),
                                     "source": CONSOLE_SOURCE}) + "\n" for step in missing)
-        write_atomically(self.jsonl_path, kept + added.encode())
+        write_atomically(self.jsonl_path, kept_bytes + added.encode())
         return len(missing)
 
-    def _console(self, segments: list[bytes], complete: bool) -> list[int]:
+    def _logged(self, parsed: StepValues) -> int:
+        self._unlogged.pop(parsed[0], None)
+        return self.table.add(self.table.jsonl, parsed)
+
+    def _console(self, lines: list[tuple[bytes, bool]]) -> list[int]:
         steps = []
-        for segment in segments:
-            parsed = parse_console_line(segment.decode("utf-8", "replace"), complete) if segment else None
-            if parsed is not None and parsed[1]:
+        for line, whole in lines:
+            parsed = console_metrics(line, whole)
+            if parsed is not None:
+                step, values = parsed
+                if step not in self.table.jsonl:
+                    self._unlogged.setdefault(step, {}).update(values)
                 steps.append(self.table.add(self.table.console, parsed))
         return steps
+
+
+def console_metrics(line: bytes, whole: bool) -> StepValues | None:
+    """The step and metrics of a console line with at least one metric, else None."""
+    if CONSOLE_NEEDLE not in line:  # a line of a file: metric line or not, found undecoded
+        return None
+    parsed = parse_console_line(line.decode("utf-8", "replace"), whole)
+    return parsed if parsed is not None and parsed[1] else None
 
 
 def _json_values(values: dict[str, float]) -> dict[str, float | None]:
@@ -209,18 +303,26 @@ def _json_values(values: dict[str, float]) -> dict[str, float | None]:
     return {k: (v if math.isfinite(v) else None) for k, v in values.items()}
 
 
-def read_files(paths: list[Path]) -> MetricTable:
-    """The metrics in finished or growing files: a line that is a file-logger record counts as one, any other is
-    console output, so a run's `metrics.jsonl` and `train.log`, a plain verl log or a JSONL read alike. A file's
-    last line without a line break is a record still being written (skipped) or a console line cut short."""
-    watcher = MetricsWatcher(None)
+def read_files(paths: list[Path], keep: Callable[[str], bool] | None = None) -> MetricTable:
+    """The metrics in finished or growing files (those `keep` accepts): a line that is a file-logger record counts
+    as one, any other is console output, so a run's `metrics.jsonl` and `train.log`, a plain verl log or a JSONL
+    read alike. A file's last line without a line break is a record still being written (skipped) or a console
+    line cut short. Read in chunks: memory is the table's and one line's, whatever the files' size."""
+    table = MetricTable(keep=keep)
     for path in paths:
+        lines = LineSplitter(STEP_NEEDLE)
         with open(path, "rb") as handle:
-            for line in handle:
-                record = parse_jsonl_line(line) if line.startswith(b"{") else None
-                if record is not None:
-                    watcher.table.add(watcher.table.jsonl, record)
-                else:
-                    watcher.feed(line)
-        watcher.close()
-    return watcher.table
+            while chunk := handle.read(READ_CHUNK):
+                for line, whole in lines.feed(chunk):
+                    _read_line(table, line, whole)
+        line, _ = lines.close()
+        _read_line(table, line, False)
+    return table
+
+
+def _read_line(table: MetricTable, line: bytes, whole: bool) -> None:
+    record = parse_jsonl_line(line) if whole and line.startswith(b"{") else None
+    if record is not None:
+        table.add(table.jsonl, record)
+    elif (parsed := console_metrics(line, whole)) is not None:
+        table.add(table.console, parsed)

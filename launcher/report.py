@@ -26,7 +26,7 @@ import click
 from sapo_toolkit.schemas.atomic import write_atomically
 
 from .gates import EXIT_GATES_FAILED, Gate, GateError, Verdict, evaluate, gate_exit_code, gates_json, parse_gates
-from .metrics import MetricTable, read_files
+from .metrics import MetricTable, kept, read_files
 from .plan import METRICS_FILE
 from .rundir import LOG_FILE, PLAN_FILE, SUMMARY_FILE
 
@@ -74,17 +74,20 @@ def load_run_dir(run_dir: Path, recipe: Path | None) -> RunData:
         status = f"{status} (exit {summary['exit_code']})"
     gates = _recipe_gates(recipe) if recipe else _parse(plan.get("gates") or (), run_dir / PLAN_FILE)
     total = plan.get("total_steps")
-    return RunData(str(plan.get("name") or run_dir.name), tuple(f.name for f in files), _read(files), gates, status,
-                   total if isinstance(total, int) else None)
+    return RunData(str(plan.get("name") or run_dir.name), tuple(f.name for f in files), _read(files, gates), gates,
+                   status, total if isinstance(total, int) else None)
 
 
 def load_log(log: Path, recipe: Path | None) -> RunData:
-    return RunData(log.name, (log.name,), _read([log]), _recipe_gates(recipe) if recipe else (), None, None)
+    gates = _recipe_gates(recipe) if recipe else ()
+    return RunData(log.name, (log.name,), _read([log], gates), gates, None, None)
 
 
-def _read(files: list[Path]) -> MetricTable:
+def _read(files: list[Path], gates: tuple[Gate, ...]) -> MetricTable:
+    """The metrics the report shows: the plots', the gates' and the phase timings."""
+    shown = [*(m for spec in PLOTS for m in spec.metrics), *(g.metric for g in gates)]
     try:
-        return read_files(files)
+        return read_files(files, kept(shown, (TIMING_PREFIX,)))
     except OSError as exc:
         raise ReportError(f"cannot read {exc.filename}: {exc.strerror}") from None
 
