@@ -235,8 +235,8 @@ def _add_noqa(result, quiet, lint_again):
         click.echo(f"Added {outcome.comments} noqa comment(s) covering {outcome.covered} finding(s) in "
                    f"{outcome.files} file(s).", err=True)
     for d, why in outcome.left:
-        click.echo(printable(f"{d.location.path}:{d.location.line}:{d.location.column}: {d.code} not suppressed: {why}"),
-                   err=True)
+        where = f"{d.location.path}:{d.location.line}:{d.location.column}"
+        click.echo(printable(f"{where}: {d.code} not suppressed: {why}"), err=True)
     return lint_again() if outcome.comments else result
 
 

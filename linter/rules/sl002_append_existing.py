@@ -30,5 +30,5 @@ def check(ctx: LintContext):
                               f"selects `{ro.current}`; Hydra fails with `Multiple values for {ro.path}`",
                           fix=plain_key(ro))
         elif ro.existed and ro.current is not None:
-            yield Finding(ro, f"`{ro.path}` already exists (value {shown_value(ro.path, ro.current)}); Hydra refuses `+` on it "
-                              "(`Could not append to config`): drop the `+`", fix=plain_key(ro))
+            yield Finding(ro, f"`{ro.path}` already exists (value {shown_value(ro.path, ro.current)}); Hydra refuses "
+                              "`+` on it (`Could not append to config`): drop the `+`", fix=plain_key(ro))

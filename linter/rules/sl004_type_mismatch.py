@@ -33,7 +33,8 @@ def type_error(path: str, value, entry: dict) -> str | None:
         return None  # undeclared path-like keys (data.train_files) are read as a string or a list of them
     if entry.get("inferred") and expected == "list" and isinstance(value, str) and _strings(entry.get("default")):
         return None  # and undeclared lists of names (trainer.logger) as a list or one name, which verl wraps
-    return f"expects {expected}{' or null' if entry.get('nullable') else ''}, got {shown_value(path, value)} ({type(value).__name__})"
+    nullable = " or null" if entry.get("nullable") else ""
+    return f"expects {expected}{nullable}, got {shown_value(path, value)} ({type(value).__name__})"
 
 
 def _declared(ctx: LintContext, path: str) -> bool:

@@ -1,0 +1,89 @@
+"""What reaches a terminal, a CI log or a run directory: values under secret names are never quoted (RF001,
+SL002, SL004, SL008, SL009, SH001, SH005, the launcher's lint report and dry run), and file names and file text
+cannot put escape sequences or lines of their own into a text report."""
+
+import json
+import re
+import subprocess
+
+from .helpers import REPO, recipe
+from .test_cli import sapo_lint
+from .test_launch_local import launch
+
+SECRET = "hf_n0t-for-your-eyes"
+SGR = re.compile(r"\x1b\[[0-9;]*m")  # click's colours, with --color always
+
+
+def secret_inputs(tmp_path):
+    """One recipe that violates the schema with a secret (RF001), one whose rules quote values of secret-named keys,
+    one run script that quotes them in its own findings."""
+    (tmp_path / "schema.yaml").write_text(recipe(f"overrides:\n  trainer.nnodes: 1\nenv:\n  HF_TOKEN: [{SECRET}]\n"))
+    (tmp_path / "rules.yaml").write_text(recipe(
+        f"overrides:\n  actor_rollout_ref.rollout.max_num_batched_tokens: {SECRET}\n"  # SL004 (an int)
+        f"  +trainer.api_key: {SECRET}\n  +trainer.api_key: {SECRET}x\n"))  # SL002, SL008
+    (tmp_path / "run_qwen_fsdp.sh").write_text(
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo \\\n  trainer.nnodes=1 \\\n"
+        f"  --hf-token={SECRET} \\\n"  # SH001: not an override
+        f"  'trainer.password=[{SECRET}'\n\n"  # SL009: Hydra's message quotes the value
+        f"+trainer.api_key={SECRET} \\\n  trainer.nnodes=2\n")  # SH005: cut off by the blank line
+    return tmp_path
+
+
+def test_values_under_secret_names_are_redacted_in_every_lint_format(tmp_path):
+    root = secret_inputs(tmp_path)
+    args = [str(root), "--override", f"trainer.api_token=[{SECRET}"]  # SL009 from the command line
+    for fmt in ("text", "json", "sarif", "github"):
+        proc = sapo_lint(*args, "--format", fmt)
+        assert proc.returncode == 1, proc.stderr
+        assert SECRET not in proc.stdout + proc.stderr, fmt
+    found = json.loads(sapo_lint(*args, "--format", "json").stdout)["diagnostics"]
+    redacted = {d["code"] for d in found if "<redacted>" in d["message"]}
+    assert redacted == {"RF001", "SL002", "SL004", "SL008", "SL009", "SH001", "SH005"}, found
+
+
+def test_the_launchers_lint_report_and_dry_run_redact_a_secret_the_schema_rejects(tmp_path):
+    path = tmp_path / "r.yaml"
+    path.write_text(recipe(f"overrides:\n  trainer.nnodes: 1\nenv:\n  HF_TOKEN: [{SECRET}]\n  API_KEY: {SECRET}\n"))
+    for fmt in ("json", "text"):
+        proc = launch(tmp_path, path, "--dry-run", "--device", "gpu", "--format", fmt)
+        assert proc.returncode == 1 and SECRET not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    dry = json.loads(launch(tmp_path, path, "--dry-run", "--device", "gpu", "--format", "json").stdout)
+    (rf001,) = [d for d in dry["lint"]["diagnostics"] if d["code"] == "RF001"]
+    assert rf001["message"].startswith("env.HF_TOKEN: <redacted> is not of type")
+    proc = launch(tmp_path, path, "--device", "gpu")  # refused: the run directory keeps the lint report
+    assert proc.returncode == 1 and SECRET not in proc.stdout + proc.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert "<redacted>" in (run_dir / "lint.json").read_text()
+    assert not [f.name for f in run_dir.iterdir() if SECRET in f.read_text()]
+
+
+def test_file_names_and_file_text_cannot_inject_lines_or_escape_sequences(tmp_path):
+    evil = "evil\n\x1b]0;pwn\x07\u202ex.yaml"  # a newline, an OSC window title ended by BEL, a bidi override
+    (tmp_path / evil).write_text(recipe("overrides:\n  trainer.nnodes: [2\n"))  # RF002 at the evil name
+    (tmp_path / "run_qwen_fsdp.sh").write_text(  # override values with a fake finding and escape sequences (SL009)
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo \\\n"
+        "  $'+trainer.foo=a\\nfake.yaml:1:1: RF001 pwned\\x1b[2J' \\\n  $'+trainer.bar=b\\x1b]0;t\\x07\\u2028'\n")
+    out = tmp_path / "report.txt"
+    reports = {}
+    for name, args in {"text": [], "color": ["--color", "always"], "github": ["--format", "github"],
+                       "file": ["-o", str(out)]}.items():
+        proc = sapo_lint(str(tmp_path), "--no-shellcheck", *args)
+        assert proc.returncode == 1, proc.stderr
+        reports[name] = out.read_text() if name == "file" else proc.stdout
+    for name, report in reports.items():
+        shown = SGR.sub("", report) if name == "color" else report
+        assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]", shown), name
+        lines = shown.splitlines()
+        newline = "%0A" if name == "github" else "\\n"  # GitHub's own escape of a newline, then ours
+        finding = (r"::(error|warning|notice) file=" if name == "github" else "") + re.escape(str(tmp_path))
+        assert all(re.match(finding, line) or line.startswith("Found ") for line in lines), (name, lines)
+        assert any(f"evil{newline}\\x1b]0;pwn\\x07\\u202ex.yaml" in line for line in lines), name
+        assert any(f"a{newline}fake.yaml:1:1: RF001 pwned\\x1b[2J" in line for line in lines), name
+    for fmt in ("json", "sarif"):  # JSON escapes what it holds
+        proc = sapo_lint(str(tmp_path), "--no-shellcheck", "--format", fmt)
+        assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e]", proc.stdout) and json.loads(proc.stdout)
+    named = tmp_path / "[bold]\x1b]0;pwn\x07.yaml"  # explain: no rich markup, no escape sequence from the name
+    named.write_text((REPO / "recipes" / "smoke-qwen3-0.6b-sapo.yaml").read_text())
+    proc = sapo_lint("explain", str(named), "--variant", "DEVICE=gpu")
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stdout and "[bold]\\x1b]0;pwn\\x07.yaml" in proc.stdout.splitlines()[0]
