@@ -2,7 +2,9 @@
 `http://HEAD:8265`), follow the job's log into the run directory's train.log and the terminal, and record the
 outcome in summary.json whatever happens: the keys `local.py` writes (`pid` is None: the driver runs on the
 cluster) plus `submission_id`, `address`, Ray's `job_status` and its `message`. `job.json` holds the address and
-the submission id, so `logs`, `stop` and `status` find the job again from the run directory.
+the submission id, so `logs`, `stop` and `status` find the job again from the run directory. Credentials in the
+address (`http://me:pw@head:8265`) are redacted wherever it is written or printed (`plan.redact_urls`); those
+commands then need `--address` again.
 
 What runs is the plan's argv with the launching machine's interpreter replaced by `python` (the first on the
 cluster's PATH, where Ray and verl are installed; `python=` names another), shell-quoted once: Ray runs an

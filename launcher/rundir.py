@@ -9,7 +9,7 @@
                           launcher appends the steps only the console showed (`"source": "console"`)
     summary.json          status (refused | running | submitted | succeeded | failed | interrupted), exit code,
                           duration, the last log lines, gate verdicts
-    job.json              on a Ray cluster: its address and the job's submission id
+    job.json              on a Ray cluster: its address (credentials redacted) and the job's submission id
 """
 
 from __future__ import annotations
@@ -84,5 +84,7 @@ def git_state(directory: Path) -> dict | None:
     revision = git.run(directory, "rev-parse", "--verify", "--quiet", "HEAD")
     if revision is None:
         return None
+    # Like any command that compares files, status hashes some through the repository's filters: git.run switches
+    # off the programs they name. Submodules are separate repositories, with configs git.run has not read.
     status = git.run(directory, "status", "--porcelain", "--ignore-submodules=all")
     return {"revision": revision.decode().strip(), "dirty": None if status is None else bool(status.strip())}
