@@ -6,6 +6,7 @@ stay inside are fine, and so is the directory itself being reached through a lin
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
@@ -33,14 +34,26 @@ def shipped_files(root: Path, excludes: Iterable[str]) -> list[str]:
     patterns = [p.strip("/") for p in (*DEFAULT_EXCLUDES, *excludes) if p.strip("/")]
     candidates = [rel for rel in _candidates(root) if not _excluded(rel, patterns)]
     inside = os.path.realpath(root)
-    escaping = [(rel, target) for rel in candidates
-                if os.path.commonpath([inside, target := os.path.realpath(root / rel)]) != inside]
+    escaping = [(rel, target) for rel, target in zip(candidates, _targets(root, candidates))
+                if os.path.commonpath([inside, target]) != inside]
     if escaping:
         named = ", ".join(f"{rel} -> {target}" for rel, target in escaping[:NAMED])
         more = f" and {len(escaping) - NAMED} more" if len(escaping) > NAMED else ""
         raise UnsafeWorkingDir(f"working directory {root} has links that lead out of it: {named}{more}; remove "
                                "them, or exclude them (.gitignore, or an exclude pattern)")
     return [rel for rel in candidates if (root / rel).is_file()]
+
+
+def _targets(root: Path, candidates: list[str]) -> list[str]:
+    """Where each candidate really is (os.path.realpath), each directory resolved once: git lists what its index
+    holds, under a directory that has since become a link too."""
+    real_dir = functools.cache(lambda parent: os.path.realpath(root / parent))
+    targets = []
+    for rel in candidates:
+        parent, _, name = rel.rpartition("/")
+        path = os.path.join(real_dir(parent), name)
+        targets.append(os.path.realpath(path) if os.path.islink(path) else path)
+    return targets
 
 
 def _candidates(root: Path) -> list[str]:
