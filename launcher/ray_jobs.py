@@ -28,7 +28,8 @@ Before submitting, two checks refuse what could not run:
 Exit codes follow local.py: SUCCEEDED 0; FAILED the driver's exit code (128 + N when signal N ended it), or 1
 when Ray reports none (the runtime environment could not be set up); STOPPED 128 + N for the signal N that made
 this launcher stop the job, else 130 (as for Ctrl-C). What prevents submitting or following at all (ray not
-installed, no cluster at the address, a working directory over the limit) raises `RayJobError`: one line, exit 2.
+installed, no cluster at the address, a working directory over the limit or with a link out of it) raises
+`RayJobError`: one line, exit 2.
 """
 
 from __future__ import annotations
