@@ -36,29 +36,56 @@ def discover(paths: list[Path], settings_for: Callable[[Path], Settings]
              ) -> tuple[list[Path], list[tuple[Path, str]]]:
     """Recipe and run-script candidates under the given paths, sorted and de-duplicated (a path named explicitly
     is always a candidate, whatever its suffix, unless excluded), and the directories that could not be listed,
-    with why. Each path is excluded by the settings that govern it (`excluded`)."""
+    with why (permission denied, a path over PATH_MAX). Each path is excluded by the settings that govern it
+    (`excluded`). Symlinked directories are not walked into."""
     found: dict[Path, None] = {}
     unlisted: list[tuple[Path, str]] = []
     for root in paths:
-        if not root.is_dir():
+        if not os.path.isdir(root):
             if not excluded(root, settings_for(root)):
                 found[root] = None
             continue
-        for directory, subdirs, files in os.walk(root, onerror=lambda e: unlisted.append((Path(e.filename), e.strerror))):
-            subdirs[:] = sorted(d for d in subdirs if d not in SKIP_DIRS and not _is_virtualenv(Path(directory, d))
-                                and not excluded(Path(directory, d), settings_for(Path(directory, d))))
-            inside = settings_for(Path(directory))
-            for name in sorted(files):
-                p = Path(directory, name)
+        pending = [root]  # a stack, not recursion: a tree can be deeper than Python's recursion limit
+        while pending:
+            directory = pending.pop()
+            try:
+                subdirs, files = _listing(directory)
+            except OSError as exc:
+                unlisted.append((directory, exc.strerror or str(exc)))
+                continue
+            inside = settings_for(directory)
+            for name in files:
+                p = directory / name
                 if p.suffix in api.RECIPE_SUFFIXES + api.SCRIPT_SUFFIXES and not excluded(p, inside):
                     found[p] = None
+            pending.extend(reversed([directory / d for d in subdirs if d not in SKIP_DIRS
+                                     and not _is_virtualenv(directory / d)
+                                     and not excluded(directory / d, settings_for(directory / d))]))
     return list(found), unlisted
+
+
+def _listing(directory: Path) -> tuple[list[str], list[str]]:
+    """The names of the subdirectories to walk into and of the other entries, each sorted. A symlink to a directory
+    is neither (as os.walk without followlinks); an entry that cannot be stat'ed (a loop of symlinks) is a file,
+    and reading it says why."""
+    subdirs, files = [], []
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            try:
+                is_dir, is_link = entry.is_dir(), entry.is_symlink()
+            except OSError:
+                is_dir = is_link = False
+            if not is_dir:
+                files.append(entry.name)
+            elif not is_link:
+                subdirs.append(entry.name)
+    return sorted(subdirs), sorted(files)
 
 
 def _is_virtualenv(directory: Path) -> bool:
     """A virtual environment under any name (`.verl-venv`, `env311`): its installed packages ship shell scripts
     that are nobody's run scripts."""
-    return (directory / "pyvenv.cfg").is_file()
+    return os.path.isfile(directory / "pyvenv.cfg")  # False, not an error, for a path over PATH_MAX
 
 
 def excluded(path: Path, settings: Settings) -> bool:

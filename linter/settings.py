@@ -97,7 +97,9 @@ def find_pyproject(start: Path) -> Path | None:
     repository's settings."""
     for directory in (start, *start.parents):
         candidate = directory / "pyproject.toml"
-        if candidate.is_file() and _table(candidate) is not None:
+        # os.path.isfile: a path over PATH_MAX, or in a directory that cannot be searched, holds no settings (nothing
+        # under it can be read either) rather than raising
+        if os.path.isfile(candidate) and _table(candidate) is not None:
             return candidate
     return None
 
@@ -171,7 +173,7 @@ class SettingsFinder:
         """The settings for a file (from its directory) or a directory. Raises `SettingsError`."""
         # the path as named (made absolute, `..` folded), not its symlinks' targets: a project's symlinked folder
         # is linted with that project's settings
-        config = self._config_of(Path(os.path.abspath(path if path.is_dir() else path.parent)))
+        config = self._config_of(Path(os.path.abspath(path if os.path.isdir(path) else path.parent)))
         if config not in self._settings:
             settings = Settings() if config is None else settings_from(config)
             self._adjust(settings)
@@ -179,13 +181,20 @@ class SettingsFinder:
         return self._settings[config]
 
     def _config_of(self, directory: Path) -> Path | None:
-        if directory not in self._configs:
-            candidate = directory / "pyproject.toml"
-            if candidate.is_file() and _table(candidate) is not None:
-                self._configs[directory] = candidate
-            else:
-                self._configs[directory] = None if directory.parent == directory else self._config_of(directory.parent)
-        return self._configs[directory]
+        """`find_pyproject` for an absolute directory, remembering the answer for every directory passed."""
+        passed = []
+        config = None
+        for candidate_dir in (directory, *directory.parents):  # a loop: a tree can be deeper than the recursion limit
+            if candidate_dir in self._configs:
+                config = self._configs[candidate_dir]
+                break
+            passed.append(candidate_dir)
+            candidate = candidate_dir / "pyproject.toml"
+            if os.path.isfile(candidate) and _table(candidate) is not None:  # as in find_pyproject
+                config = candidate
+                break
+        self._configs.update(dict.fromkeys(passed, config))
+        return config
 
 
 def _accelerator(path: Path, value) -> str | dict[str, str]:
