@@ -213,14 +213,22 @@ def _fix(result, quiet, lint_again):
     from .fix import apply_fixes
 
     try:
-        applied = apply_fixes(result.diagnostics)
+        outcome = apply_fixes(result.diagnostics)
     except OSError as exc:
         raise click.ClickException(f"cannot apply fixes: {exc.strerror or exc}: {exc.filename}") from None
-    if not applied:
-        return result
-    if not quiet:
-        click.echo(f"Fixed {applied} override(s).", err=True)
-    return lint_again()
+    if outcome.fixes and not quiet:
+        click.echo(f"Fixed {outcome.fixes} override(s).", err=True)
+    _exit_if_changed(outcome.changed)
+    return lint_again() if outcome.fixes else result
+
+
+def _exit_if_changed(paths) -> None:
+    """A file that changed while it was being fixed (another process wrote to it) is left as it is: one line
+    each, and exit 2, to run again on what the file now holds."""
+    for path in paths:
+        click.echo(printable(f"sapo-lint: {path} changed while fixing; not rewritten"), err=True)
+    if paths:
+        sys.exit(EXIT_USAGE)
 
 
 def _add_noqa(result, quiet, lint_again):
@@ -237,6 +245,7 @@ def _add_noqa(result, quiet, lint_again):
     for d, why in outcome.left:
         where = f"{d.location.path}:{d.location.line}:{d.location.column}"
         click.echo(printable(f"{where}: {d.code} not suppressed: {why}"), err=True)
+    _exit_if_changed(outcome.changed)
     return lint_again() if outcome.comments else result
 
 

@@ -3,6 +3,7 @@ current finding with a `# sapo-lint: noqa` comment."""
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from pathlib import Path
 from typing import NamedTuple
@@ -23,11 +24,39 @@ def _replace_key(line: str, column: int, old: str, new: str) -> str | None:
     return None
 
 
+class FileRead(NamedTuple):
+    """A file's bytes and, from the open file, what says it is still the same file with the same content."""
+
+    data: bytes
+    identity: tuple[int, int, int, int]  # device, inode, size, modification time (ns)
+
+
+def _read(path: Path) -> FileRead:
+    with path.open("rb") as handle:
+        info = os.fstat(handle.fileno())
+        return FileRead(handle.read(), (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns))
+
+
+def _rewrite(path: Path, read: FileRead, content: bytes) -> bool:
+    """Replace the file with `content`, unless it is no longer what was `read` (another process appended to it,
+    an editor saved it): then it is left as it is, and False. Read again just before the replace, so only the
+    replace itself can still race."""
+    if _read(path) != read:
+        return False
+    write_atomically(path, content)
+    return True
+
+
 class FixedFile(NamedTuple):
     path: Path
-    before: bytes
+    before: FileRead
     after: bytes
     fixes: int  # fixes applied in `after`
+
+
+class FixOutcome(NamedTuple):
+    fixes: int  # fixes written
+    changed: tuple[Path, ...]  # files that changed while being fixed: not rewritten
 
 
 def planned_fixes(diagnostics: list[Diagnostic]) -> list[FixedFile]:
@@ -39,7 +68,8 @@ def planned_fixes(diagnostics: list[Diagnostic]) -> list[FixedFile]:
     planned = []
     for name, fixes in by_file.items():
         path = Path(name)
-        raw = path.read_bytes()
+        before = _read(path)
+        raw = before.data
         bom = raw.startswith(BOM)
         # Lines exactly as written: CRLF stays CRLF, and a byte-order mark is put back (diagnostic columns count
         # from after it, as the linter read the file).
@@ -53,16 +83,20 @@ def planned_fixes(diagnostics: list[Diagnostic]) -> list[FixedFile]:
                 lines[line_no - 1] = new_line
                 changed += 1
         if changed:
-            planned.append(FixedFile(path, raw, (BOM if bom else b"") + "".join(lines).encode("utf-8"), changed))
+            planned.append(FixedFile(path, before, (BOM if bom else b"") + "".join(lines).encode("utf-8"), changed))
     return planned
 
 
-def apply_fixes(diagnostics: list[Diagnostic]) -> int:
-    """Apply every fix whose key text is still where the diagnostic says; returns how many were applied."""
-    planned = planned_fixes(diagnostics)
-    for fixed in planned:
-        write_atomically(fixed.path, fixed.after)
-    return sum(f.fixes for f in planned)
+def apply_fixes(diagnostics: list[Diagnostic]) -> FixOutcome:
+    """Apply every fix whose key text is still where the diagnostic says, in each file that did not change since
+    it was read for fixing."""
+    fixes, changed = 0, []
+    for fixed in planned_fixes(diagnostics):
+        if _rewrite(fixed.path, fixed.before, fixed.after):
+            fixes += fixed.fixes
+        else:
+            changed.append(fixed.path)
+    return FixOutcome(fixes, tuple(changed))
 
 
 def unified_diff(planned: list[FixedFile]) -> str:
@@ -71,7 +105,7 @@ def unified_diff(planned: list[FixedFile]) -> str:
 
     chunks = []
     for fixed in planned:
-        before, after = (b.decode("utf-8").splitlines(keepends=True) for b in (fixed.before, fixed.after))
+        before, after = (b.decode("utf-8").splitlines(keepends=True) for b in (fixed.before.data, fixed.after))
         chunks.extend(difflib.unified_diff(before, after, str(fixed.path), str(fixed.path)))
     return "".join(chunks)
 
@@ -86,6 +120,7 @@ class NoqaOutcome(NamedTuple):
     covered: int  # findings they cover
     files: int  # files rewritten
     left: list[tuple[Diagnostic, str]]  # findings no comment can cover, with why
+    changed: tuple[Path, ...]  # files that changed while comments were added: not rewritten
 
 
 def add_noqa(diagnostics: list[Diagnostic]) -> NoqaOutcome:
@@ -103,10 +138,12 @@ def add_noqa(diagnostics: list[Diagnostic]) -> NoqaOutcome:
         else:
             left.append((d, "not a line of a recipe or script"))
     comments = covered = files = 0
+    changed: list[Path] = []
     for name, found in by_file.items():
         path = Path(name)
         try:
-            raw = path.read_bytes()
+            read = _read(path)
+            raw = read.data
             bom = raw.startswith(BOM)
             text = raw[len(BOM) if bom else 0:].decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -131,6 +168,9 @@ def add_noqa(diagnostics: list[Diagnostic]) -> NoqaOutcome:
         edits = {i: _with_codes(lines[i], bare[i], {d.code for d in ds}) for i, ds in targets.items()}
         edits = {i: line for i, line in edits.items() if line != lines[i]}
         kept = _meaning_kept(text, lines, edits, _script_meaning if script else _yaml_meaning)
+        if kept and not _rewrite(path, read, (BOM if bom else b"") + _joined(lines, kept).encode("utf-8")):
+            changed.append(path)
+            continue
         for i, ds in targets.items():
             if i in edits and i not in kept:
                 left.extend((d, "inside a string, heredoc or block scalar, where a comment would change it")
@@ -138,10 +178,9 @@ def add_noqa(diagnostics: list[Diagnostic]) -> NoqaOutcome:
             else:
                 covered += len(ds)
         if kept:
-            write_atomically(path, (BOM if bom else b"") + _joined(lines, kept).encode("utf-8"))
             comments += len(kept)
             files += 1
-    return NoqaOutcome(comments, covered, files, left)
+    return NoqaOutcome(comments, covered, files, left, tuple(changed))
 
 
 def _with_codes(line: str, content: str, codes: set[str]) -> str:

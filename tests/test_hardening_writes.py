@@ -133,3 +133,46 @@ def test_a_directory_is_never_written(tmp_path):
     with pytest.raises(IsADirectoryError):
         write_atomically(tmp_path / "dir", "text")
     assert os.listdir(tmp_path / "dir") == [] and sorted(os.listdir(tmp_path)) == ["dir"]
+
+
+# --- --fix / --add-noqa: a file that changed while being fixed is left as it is ------------------------------------
+
+TAU_BUG = "overrides:\n  +actor_rollout_ref.actor.policy_loss.tau_pos: 1.2\n"
+APPENDED = "  trainer.total_epochs: 3  # appended by another process\n"
+
+
+def _append_after(function):
+    """`function`, then an append to the file being fixed: what another process does between the read and the
+    replace."""
+    def appending(*args):
+        done = function(*args)
+        with open(os.environ["SAPO_TEST_APPEND_TO"], "a") as handle:
+            handle.write(APPENDED)
+        return done
+    return appending
+
+
+def test_fix_never_rewrites_a_file_that_changed_while_being_fixed(tmp_path, monkeypatch):
+    from sapo_toolkit.linter import fix
+    from sapo_toolkit.linter.lint import lint_paths
+
+    from .helpers import HEADER
+
+    path = tmp_path / "r.yaml"
+    path.write_text(HEADER + TAU_BUG)
+    monkeypatch.setenv("SAPO_TEST_APPEND_TO", str(path))
+    found = lint_paths([path], Settings(shellcheck=False)).diagnostics
+    for function, outcome in (("planned_fixes", fix.apply_fixes), ("_meaning_kept", fix.add_noqa)):
+        with monkeypatch.context() as patch:
+            patch.setattr(fix, function, _append_after(getattr(fix, function)))
+            before = path.read_text()
+            assert outcome(found).changed == (path,)
+        assert path.read_text() == before + APPENDED  # the append kept, nothing else written
+    path.write_text(HEADER + TAU_BUG)
+    # The command line says so in one line and exits 2.
+    run = ("import sys; from sapo_toolkit.linter import cli, fix; from tests.test_hardening_writes import _append_after;"
+           "fix.planned_fixes = _append_after(fix.planned_fixes); sys.argv[1:] = ['--fix', 'r.yaml']; cli.main()")
+    done = subprocess.run([sys.executable, "-c", run], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    assert done.returncode == 2 and done.stderr == "sapo-lint: r.yaml changed while fixing; not rewritten\n", done
+    assert path.read_text() == HEADER + TAU_BUG + APPENDED
