@@ -3,12 +3,15 @@ has; `-o` writes into a device or FIFO, never replacing it; `--fix` never rewrit
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -96,9 +99,6 @@ def test_convert_writes_exactly_the_recipe_it_built(script, name):
 # --- -o: a device or FIFO is written into, never replaced ----------------------------------------------------------
 
 def test_output_into_a_fifo_or_device_never_replaces_it(tmp_path):
-    import json
-    import stat
-
     script = tmp_path / "run_x.sh"
     script.write_text("#!/bin/bash\n" + TRAINER)
     fifo = tmp_path / "report.fifo"
@@ -125,8 +125,6 @@ def test_output_into_a_fifo_or_device_never_replaces_it(tmp_path):
 
 
 def test_a_directory_is_never_written(tmp_path):
-    import pytest
-
     from sapo_toolkit.schemas.atomic import write_atomically
 
     (tmp_path / "dir").mkdir()
