@@ -18,6 +18,9 @@ a filter driver's `clean` on a file whose timestamp makes its content worth comp
   not a value) in the command scope too. Reading `.git/config` here instead would miss what it includes and
   could parse differently from git.
 
+An older git than 2.32 ignores GIT_CONFIG_GLOBAL (and before 2.31 GIT_CONFIG_COUNT, so nothing above would be
+switched off): it is never run, and what asked for it reads as unknown.
+
 What remains: a config changed between the listing and the command (both take milliseconds). Submodules are
 separate repositories: callers keep git out of them (`status --ignore-submodules=all`; `ls-files` does not
 recurse unless asked).
@@ -25,7 +28,9 @@ recurse unless asked).
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
@@ -52,13 +57,27 @@ PROGRAM_PATH_SECTIONS = frozenset({"mergetool", "difftool", "browser", "man"})
 NOT_EMPTY = {"fsmonitor": "false", "required": "false"}  # booleans: off
 
 
+MIN_VERSION = (2, 32)
+
+
 def run(directory: Path, *args: str, timeout_s: float = 10) -> bytes | None:
-    """The stdout of `git args` in `directory`, run as the module docstring says; None when git is not installed,
-    fails (not a repository, a config git cannot read) or takes longer than `timeout_s`."""
+    """The stdout of `git args` in `directory`, run as the module docstring says; None when git is not installed
+    or older than `MIN_VERSION`, fails (not a repository, a config git cannot read) or takes longer than
+    `timeout_s`."""
+    if not hardenable():
+        return None
     listed = _git(directory, ("config", "--list", "--null"), FIXED, timeout_s)
     if listed is None:
         return None
     return _git(directory, args, (*switched_off(listed), *FIXED), timeout_s)
+
+
+@functools.cache
+def hardenable() -> bool:
+    """Whether the git on PATH honours the settings that harden it (`MIN_VERSION`)."""
+    version = _git(Path(os.sep), ("version",), (), 10)
+    found = re.search(rb"(\d+)\.(\d+)", version or b"")
+    return found is not None and (int(found[1]), int(found[2])) >= MIN_VERSION
 
 
 def switched_off(listed: bytes) -> list[tuple[str, str]]:

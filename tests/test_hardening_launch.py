@@ -2,14 +2,17 @@
 directory never ships what a link outside it points to (launcher/workdir.py), and credentials in a Ray address
 never reach a file or the terminal (plan.redact_urls)."""
 
+import functools
 import json
+import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from sapo_toolkit.launcher import ray_jobs, rundir, workdir
+from sapo_toolkit.launcher import git, ray_jobs, rundir, workdir
 from sapo_toolkit.launcher.plan import redact_urls
 
 from .helpers import REPO
@@ -33,7 +36,7 @@ HOOKS = ("post-index-change", "pre-commit", "post-checkout", "reference-transact
 DEFAULT_HOOKS = ".git/hooks"  # no key: hooks in the repository's own hooks directory
 
 
-def git(repo: Path, *args: str) -> str:
+def plain_git(repo: Path, *args: str) -> str:
     """Plain git, for setting up a repository before it is poisoned."""
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True,
                           timeout=30).stdout.strip()
@@ -57,10 +60,10 @@ def hostile_repo(repo: Path, markers: Path, cases) -> str:
     for slug in slugs.values():
         (repo / f"{slug}.txt").write_text("tracked\n")
     (repo / ".gitattributes").write_text("".join(f"{s}.txt filter={s} diff={s} merge={s}\n" for s in slugs.values()))
-    git(repo, "init", "-q")
-    git(repo, "add", ".")
-    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
-    revision = git(repo, "rev-parse", "HEAD")
+    plain_git(repo, "init", "-q")
+    plain_git(repo, "add", ".")
+    plain_git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    revision = plain_git(repo, "rev-parse", "HEAD")
     for case, slug in slugs.items():
         marker = markers / slug
         touch = f"touch '{marker}'"
@@ -112,6 +115,24 @@ def test_a_launch_runs_nothing_the_recipe_repository_names(tmp_path, lint):
     assert environment["git"]["revision"] == revision
 
 
+def test_a_git_too_old_to_harden_is_never_run(tmp_path, monkeypatch):
+    """git before 2.32 ignores GIT_CONFIG_GLOBAL (before 2.31 also GIT_CONFIG_COUNT): asked only its version."""
+    repo, markers = tmp_path / "repo", tmp_path / "markers"
+    revision = hostile_repo(repo, markers, ["core.fsmonitor"])
+    fake = tmp_path / "bin" / "git"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\ncase " $* " in *" version "*) echo "git version 2.31.8"; exit 0;; esac\n'
+                    f'touch \'{markers}/ran\'\nexec {shutil.which("git")} "$@"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(git, "hardenable", functools.cache(git.hardenable.__wrapped__))  # asks this PATH's git
+    assert rundir.git_state(repo) is None
+    assert workdir.shipped_files(repo, []) == sorted(p.name for p in repo.iterdir() if p.is_file())  # every file
+    assert not list(markers.iterdir())
+    monkeypatch.undo()
+    assert rundir.git_state(repo)["revision"] == revision
+
+
 # -- a working directory never ships what a link outside it points to --------------------------------------------
 
 def linked_tree(tmp_path: Path) -> Path:
@@ -136,8 +157,8 @@ def test_a_link_out_of_the_working_dir_refuses_it(tmp_path, listing):
     (root / "swapped").mkdir()
     (root / "swapped" / "secret").write_text("tracked\n")
     if listing == "git":
-        git(root, "init", "-q")
-        git(root, "add", ".")
+        plain_git(root, "init", "-q")
+        plain_git(root, "add", ".")
     (root / "swapped" / "secret").unlink()  # a tracked directory that has become a link: git still lists its files
     (root / "swapped").rmdir()
     (root / "swapped").symlink_to(tmp_path / "elsewhere")
