@@ -55,9 +55,7 @@ PROGRAM_VARIABLES = frozenset({
 # `<tool>.path` is the program in these sections (elsewhere `path` is a file: submodule.<name>.path, include.path).
 PROGRAM_PATH_SECTIONS = frozenset({"mergetool", "difftool", "browser", "man"})
 NOT_EMPTY = {"fsmonitor": "false", "required": "false"}  # booleans: off
-
-
-MIN_VERSION = (2, 32)
+MIN_VERSION = (2, 32)  # GIT_CONFIG_GLOBAL; GIT_CONFIG_COUNT is 2.31's
 
 
 def run(directory: Path, *args: str, timeout_s: float = 10) -> bytes | None:
