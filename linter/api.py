@@ -15,7 +15,7 @@ from pathlib import Path
 from .core.command import Command, LocatedOverride, Stack, locate_override, site_limits
 from .core.diagnostics import Diagnostic, Location, Severity
 from .core.variants import collapse_variants, matches
-from .engine import LintContext, lint_command
+from .engine import LintContext, Suggestions, lint_command
 from .engine import resolve as resolve_against
 from .rules import load_rules
 from .rules.rf_recipe import RECIPE_SCHEMA, UNKNOWN_VERSION
@@ -35,7 +35,6 @@ from .sources.recipe import ReadOptions, Recipe, looks_like_recipe, read_recipe
 
 RECIPE_SUFFIXES = (".yaml", ".yml")
 SCRIPT_SUFFIXES = (".sh",)
-CONTINUED = re.compile(r"(?<!\\)(?:\\\\)*\\$")  # a line ending in an odd number of backslashes
 NOQA = re.compile(r"#\s*sapo-lint:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*)*))?", re.IGNORECASE)
 
 
@@ -144,7 +143,8 @@ def _lint_commands(loaded: Loaded, rules) -> list[Diagnostic]:
     except SnapshotNotFound as exc:
         return [UNKNOWN_VERSION.diagnostic(loaded.version_location, str(exc))]
     checked = [c for c in loaded.commands if c.config_name in snapshots]
-    per_variant = [lint_command(c, snapshots[c.config_name], rules) for c in checked]
+    suggestions = Suggestions()  # the file's variants share its did-you-mean suggestions
+    per_variant = [lint_command(c, snapshots[c.config_name], rules, suggestions) for c in checked]
     return unchecked + collapse_variants(per_variant, [c.variant for c in checked])
 
 
@@ -153,28 +153,46 @@ def _verl_key_location(source: TextFile) -> Location:
     return Location(source.path, source.text.count("\n", 0, m.start()) + 1, 1) if m else Location(source.path)
 
 
-def noqa_line(lines: list[str], index: int, continued_lines: bool) -> int:
-    """The index of the line whose `# sapo-lint: noqa` covers line `index`: the line itself, or in a bash script,
-    for a line continued with `\\` (which cannot end in a comment), the line where the continued command ends."""
-    while continued_lines and CONTINUED.search(lines[index]) and index + 1 < len(lines):
-        index += 1
-    return index
+def continued(line: str) -> bool:
+    """Whether a line of a script ends in an odd number of backslashes: the command goes on to the next line."""
+    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
+
+
+def noqa_lines(lines: list[str], continued_lines: bool) -> list[int]:
+    """For each line's index, the index of the line whose `# sapo-lint: noqa` covers it: the line itself, or in a
+    bash script, for a line continued with `\\` (which cannot end in a comment), the line where the continued
+    command ends. Found in one pass from the end: a command of 20,000 continued lines is walked once, not once per
+    finding on it."""
+    ends = list(range(len(lines)))
+    if continued_lines:
+        for index in range(len(lines) - 2, -1, -1):
+            if continued(lines[index]):
+                ends[index] = ends[index + 1]
+    return ends
 
 
 def _without_noqa(source: TextFile, diagnostics: list[Diagnostic], continued_lines: bool = False) -> list[Diagnostic]:
     """Drop diagnostics whose line carries `# sapo-lint: noqa` (all codes) or `# sapo-lint: noqa: CODE,...`
-    (`noqa_line`: on a script's continued line, also where its command ends)."""
+    (`noqa_lines`: on a script's continued line, also where its command ends)."""
+    if not diagnostics:
+        return diagnostics
     lines = source.text.splitlines()
+    ends = noqa_lines(lines, continued_lines)
+    suppressed: dict[int, frozenset[str] | None] = {}  # line index -> the codes its noqa names; None: every code
 
-    def covers(line: str, code: str) -> bool:
-        m = NOQA.search(line)
-        return bool(m) and (m.group("codes") is None or code in {c.strip().upper() for c in m.group("codes").split(",")})
+    def covers(index: int, code: str) -> bool:
+        if index not in suppressed:  # each line read once, however many findings are on it
+            m = NOQA.search(lines[index])
+            suppressed[index] = (frozenset() if m is None else None if m.group("codes") is None
+                                 else frozenset(c.strip().upper() for c in m.group("codes").split(",")))
+        codes = suppressed[index]
+        return codes is None or code in codes
 
     kept = []
     for d in diagnostics:
         if d.location.path == source.path and 0 < d.location.line <= len(lines):
             index = d.location.line - 1
-            if covers(lines[index], d.code) or covers(lines[noqa_line(lines, index, continued_lines)], d.code):
+            if covers(index, d.code) or covers(ends[index], d.code):
                 continue
         kept.append(d)
     return kept

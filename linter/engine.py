@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .core import hydra_keys
+from .core.budget import check_time
 from .core.command import Command, LocatedOverride, Stack
 from .core.diagnostics import Diagnostic, Location
 from .core.model import Accelerator, ModelShape
@@ -192,6 +193,27 @@ def _scalar(text: str) -> Any:
     return text.strip()
 
 
+# A did-you-mean suggestion is a fuzzy search of the key tree or of a library's fields, milliseconds each: 331,000
+# unknown keys in one recipe took 103 s with one each. A file gets suggestions for this many names; the findings
+# about the others say that none is given (`rulekit.common.NO_SUGGESTION`).
+MAX_SUGGESTIONS = 100
+
+
+@dataclass(slots=True)
+class Suggestions:
+    """The names one file gets suggestions for: the first `MAX_SUGGESTIONS` distinct names asked about, in every
+    command (variant) of the file, which share one."""
+
+    names: set[str] = field(default_factory=set)
+
+    def allowed(self, name: str) -> bool:
+        if name not in self.names:
+            if len(self.names) >= MAX_SUGGESTIONS:
+                return False
+            self.names.add(name)
+        return True
+
+
 @dataclass(slots=True)
 class LintContext:
     """What rules see: the resolved overrides of one command and the config they produce."""
@@ -206,6 +228,7 @@ class LintContext:
     command: Command | None = None
     derived: dict = field(default_factory=dict)  # views several rules derive from the config (per-role sizes)
     selection: dict[str, str] = field(default_factory=dict)  # the option of each group that picked the tree
+    suggestions: Suggestions = field(default_factory=Suggestions)
     _explicit: dict[str, ResolvedOverride] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -434,14 +457,20 @@ def reaches_model_rules(entry_module: str | None) -> bool:
                                   for r in reached)
 
 
-def lint_command(command: Command, snapshot: Snapshot, rules: Iterable) -> list[Diagnostic]:
+def lint_command(command: Command, snapshot: Snapshot, rules: Iterable,
+                 suggestions: Suggestions | None = None) -> list[Diagnostic]:
+    """The findings of every rule that a run of the command reaches. `suggestions`: shared by the file's commands."""
     ctx = resolve(command, snapshot)
+    if suggestions is not None:
+        ctx.suggestions = suggestions
     out: list[Diagnostic] = []
     for rule in rules:
         if reaches(command.entry_module, rule.code):
+            check_time(f"running {rule.code} on {command.variant or 'the command'}")
             out.extend(rule.run(ctx))
     return [d.with_variant(command.variant) for d in out]
 
 
-__all__ = ["PARTIAL_ENTRY_MODULES", "SEPARATED_ROLLOUT_ENTRY_MODULES", "SKIPPED_BY_ENTRY_MODULE", "ConfigView",
-           "LintContext", "ResolvedOverride", "lint_command", "reaches", "reaches_model_rules", "resolve"]
+__all__ = ["MAX_SUGGESTIONS", "PARTIAL_ENTRY_MODULES", "SEPARATED_ROLLOUT_ENTRY_MODULES", "SKIPPED_BY_ENTRY_MODULE",
+           "ConfigView", "LintContext", "ResolvedOverride", "Suggestions", "lint_command", "reaches",
+           "reaches_model_rules", "resolve"]

@@ -153,13 +153,14 @@ def add_noqa(diagnostics: list[Diagnostic]) -> NoqaOutcome:
         lines = text.splitlines(keepends=True)  # as `api.check` numbers them
         bare = text.splitlines()
         targets: dict[int, list[Diagnostic]] = defaultdict(list)
+        ends = api.noqa_lines(bare, script)
         for d in found:
             index = d.location.line - 1
             if not 0 <= index < len(lines):
                 left.append((d, "outside the file"))
                 continue
-            index = api.noqa_line(bare, index, script)
-            if script and api.CONTINUED.search(bare[index]):
+            index = ends[index]
+            if script and api.continued(bare[index]):
                 left.append((d, "its command is continued with `\\` to the end of the file"))
             elif script and index == 0 and bare[0].startswith("#!"):
                 left.append((d, "on the shebang line, where a comment would become the interpreter's argument"))

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from . import api
+from .core.budget import FILE_TIME_BUDGET_S, OutOfTime, time_budget
 from .core.diagnostics import Diagnostic, Location
-from .rules.rf_recipe import NOT_LINTABLE, UNREADABLE_FILE
+from .rules.rf_recipe import INTERNAL_ERROR, NOT_LINTABLE, TIME_BUDGET, UNREADABLE_FILE
 from .rules.sh_script import BROKEN_CONTINUATION
 from .rules.sh_shellcheck import reported_by_default
 from .settings import Settings, SettingsFinder
@@ -124,18 +125,17 @@ def lint_paths(paths: list[Path], settings: Settings | SettingsFinder, cli_overr
         file_settings = settings_for(path)
         if id(file_settings) not in options:
             options[id(file_settings)] = api.read_options(file_settings, cli_overrides, cli_verl, cli_accelerator)
-        try:
-            loaded = api.load(path, options[id(file_settings)])
-        except UnreadableFile as exc:
-            return FileOutcome(True, True, False, [UNREADABLE_FILE.diagnostic(Location(str(path)), str(exc))])
-        if loaded is None:
-            if path not in explicit:
-                return FileOutcome(False, False, False, [])
-            # named but nothing to lint: say so rather than pass silently
-            return FileOutcome(False, False, True, [NOT_LINTABLE.diagnostic(Location(str(path)), f"no recipe or "
-                               f"script: {path} (recipes are *.yaml/*.yml with a top-level `recipe:` key, run scripts "
-                               "*.sh)")])
-        return FileOutcome(True, False, False, _findings(loaded, file_settings, shellcheck.get(str(path), ())))
+
+        def lint() -> FileOutcome:
+            try:
+                loaded = api.load(path, options[id(file_settings)])
+            except UnreadableFile as exc:
+                return FileOutcome(True, True, False, [UNREADABLE_FILE.diagnostic(Location(str(path)), str(exc))])
+            if loaded is None:  # named but nothing to lint: say so rather than pass silently
+                return _not_lintable(str(path)) if path in explicit else FileOutcome(False, False, False, [])
+            return FileOutcome(True, False, False, _findings(loaded, file_settings, shellcheck.get(str(path), ())))
+
+        return _within_budget(str(path), lint)
 
     with _outcomes(files, lint_file) as outcomes:
         for done, outcome in enumerate(outcomes, 1):
@@ -154,19 +154,17 @@ def lint_text(source: TextFile, settings: Settings, cli_overrides: list[str] = (
     """Lint text read from standard input as the file `source.path` (its suffix says recipe or script; it is
     reported under that name). A script's shellcheck findings come from a copy in a temporary directory."""
     options = api.read_options(settings, cli_overrides, cli_verl, cli_accelerator)
-    result = LintResult([], 0, 0)
-    loaded = api.load_text(source, options)
-    if loaded is None:
-        result.named_but_skipped = 1
-        result.diagnostics.append(NOT_LINTABLE.diagnostic(Location(source.path), f"no recipe or script: "
-                                  f"{source.path} (recipes are *.yaml/*.yml with a top-level `recipe:` key, run "
-                                  "scripts *.sh)"))
-        return result
-    result.files = 1
-    found = _shellcheck_text(source) if loaded.kind == "script" and settings.shellcheck else []
-    result.diagnostics.extend(_findings(loaded, settings, found))
-    result.diagnostics = _shown_once(result.diagnostics, lambda path: settings)
-    return result
+
+    def lint() -> FileOutcome:
+        loaded = api.load_text(source, options)
+        if loaded is None:
+            return _not_lintable(source.path)
+        found = _shellcheck_text(source) if loaded.kind == "script" and settings.shellcheck else []
+        return FileOutcome(True, False, False, _findings(loaded, settings, found))
+
+    outcome = _within_budget(source.path, lint)
+    return LintResult(_shown_once(outcome.diagnostics, lambda path: settings), int(outcome.linted),
+                      int(outcome.unreadable), int(outcome.named_but_skipped))
 
 
 def _findings(loaded: api.Loaded, settings: Settings, shellcheck: list[Diagnostic]) -> list[Diagnostic]:
@@ -180,6 +178,42 @@ class FileOutcome(NamedTuple):
     unreadable: bool
     named_but_skipped: bool
     diagnostics: list[Diagnostic]
+
+
+def _not_lintable(path: str) -> FileOutcome:
+    return FileOutcome(False, False, True, [NOT_LINTABLE.diagnostic(Location(path), f"no recipe or script: {path} "
+                       "(recipes are *.yaml/*.yml with a top-level `recipe:` key, run scripts *.sh)")])
+
+
+def _within_budget(path: str, lint: Callable[[], FileOutcome]) -> FileOutcome:
+    """`lint()` of one file within the file's time budget (`core.budget`). A file that runs out of time is one
+    finding (RF011); one that sapo-lint fails on is one finding too (RF012), and counts as not checked: either way
+    the run goes on with the other files."""
+    try:
+        with time_budget(FILE_TIME_BUDGET_S):
+            return lint()
+    except OutOfTime as exc:
+        return FileOutcome(True, False, False, [TIME_BUDGET.diagnostic(
+            Location(path), f"linting stopped after {FILE_TIME_BUDGET_S:g} s, the time budget of one file, while "
+                            f"{exc.stage}; none of the file's findings is reported")])
+    except Exception as exc:  # noqa: BLE001 - one file's bug is that file's finding, not the end of the run
+        return FileOutcome(True, True, False, [INTERNAL_ERROR.diagnostic(
+            Location(path), f"internal error ({_raised_where(exc)}); the file is not checked: please report it")])
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _raised_where(exc: Exception) -> str:
+    """`ValueError at linter/rules/bs002_mini_batch_divisibility.py:50`: the exception's type and the innermost line
+    of sapo-lint's own code it came through. Not its message, which may quote a value of the file (a secret)."""
+    import traceback
+
+    own = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(_PACKAGE + os.sep)]
+    if not own:
+        return type(exc).__name__
+    where = os.path.relpath(own[-1].filename, os.path.dirname(_PACKAGE))
+    return f"{type(exc).__name__} at {Path(where).as_posix()}:{own[-1].lineno}"
 
 
 # A long run lints in forked worker processes, one for every this many files, up to one per core. Measured on 2
@@ -233,8 +267,17 @@ def _cores() -> int:
 
 
 def _shown_once(diagnostics: list[Diagnostic], settings_for: Callable[[Path], Settings]) -> list[Diagnostic]:
-    """Sorted, each finding once, filtered by the settings of the path it is about."""
-    kept = {(d.sort_key(), d.message): d for d in diagnostics if settings_for(Path(d.location.path)).enabled(d.code)}
+    """Sorted, each finding once, filtered by the settings of the path it is about (looked up once per path: a
+    file can have hundreds of thousands of findings)."""
+    settings: dict[str, Settings] = {}
+
+    def enabled(d: Diagnostic) -> bool:
+        path = d.location.path
+        if path not in settings:
+            settings[path] = settings_for(Path(path))
+        return settings[path].enabled(d.code)
+
+    kept = {(d.sort_key(), d.message): d for d in diagnostics if enabled(d)}
     return sorted(kept.values(), key=Diagnostic.sort_key)
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine import LintContext, ResolvedOverride
+from ..engine import MAX_SUGGESTIONS, LintContext, ResolvedOverride
+
+# What a finding says instead of a did-you-mean once its file has had `MAX_SUGGESTIONS` of them.
+NO_SUGGESTION = f" (No suggestion: sapo-lint suggests names for the first {MAX_SUGGESTIONS} in a file.)"
 
 
 def is_interpolation(value: Any) -> bool:
@@ -32,7 +35,10 @@ def first_missing(ro: ResolvedOverride) -> str:
 
 
 def did_you_mean(ctx: LintContext, path: str) -> tuple[str, str | None]:
-    """(' Did you mean `x`?' or '', the suggestion when it is unambiguous)."""
+    """(' Did you mean `x`?' or '', the suggestion when it is unambiguous); `NO_SUGGESTION` past the file's
+    suggestions."""
+    if not ctx.suggestions.allowed(path):
+        return NO_SUGGESTION, None
     suggestion, sure = ctx.tree.suggest(path)
     if suggestion is None:
         return "", None
@@ -46,9 +52,11 @@ def plain_key(ro: ResolvedOverride) -> str:
     return ro.override.key_text.lstrip("+~")
 
 
-def nearest(word: str, candidates) -> str:
-    """' Did you mean `x`?' for the closest candidate, or ''."""
+def nearest(ctx: LintContext, word, candidates) -> str:
+    """' Did you mean `x`?' for the closest candidate, or ''; `NO_SUGGESTION` past the file's suggestions."""
     import difflib  # only when something is wrong
 
-    near = difflib.get_close_matches(str(word), [str(c) for c in candidates], n=1, cutoff=0.6)
+    if not ctx.suggestions.allowed(str(word)):
+        return NO_SUGGESTION
+    near = difflib.get_close_matches(str(word), sorted(map(str, candidates)), n=1, cutoff=0.6)
     return f" Did you mean `{near[0]}`?" if near else ""

@@ -23,10 +23,15 @@ def _advice(ctx: LintContext, found: list[OtherVersion], what: str) -> str:
 
 def path_elsewhere(ctx: LintContext, path: str) -> str:
     """' Added after 0.9.1: present in verl 0.10.0.dev (main @ 1dda039); ...' when another committed snapshot of
-    the same config and group selection has the key, else ''."""
+    the same config and group selection has the key, else '' (also past the file's suggestions: each reads every
+    other snapshot's tree)."""
+    if not ctx.suggestions.allowed(path):
+        return ""
     return _advice(ctx, other_versions(ctx.snapshot, ctx.selection, path=path), "present")
 
 
 def read_elsewhere(ctx: LintContext, name: str) -> str:
     """The same, for a key name that another snapshot's verl reads."""
+    if not ctx.suggestions.allowed(name):
+        return ""
     return _advice(ctx, other_versions(ctx.snapshot, ctx.selection, read=name), f"`{name}` is read")

@@ -63,6 +63,8 @@ MODULES: dict[str, str] = {
     "RF008": "rf_recipe",
     "RF009": "rf_recipe",
     "RF010": "rf_recipe",
+    "RF011": "rf_recipe",
+    "RF012": "rf_recipe",
     "SH001": "sh_script",
     "SH002": "sh_script",
     "SH003": "sh_script",

@@ -1,5 +1,6 @@
 """Recipe-file rules (RF): reported by the recipe source while reading a file, before any override is checked."""
 
+from ..core.budget import FILE_TIME_BUDGET_S
 from ..core.diagnostics import Severity
 from ..rulekit.registry import source_rule
 
@@ -204,6 +205,40 @@ ACCELERATOR_MISMATCH = source_rule(
       device:
         npu: {overrides: {trainer.device: npu}}
         gpu: {overrides: {trainer.device: cuda}}
+    """,
+    module=__name__,
+)
+
+TIME_BUDGET = source_rule(
+    "RF011", "time-budget-exceeded", Severity.ERROR,
+    summary=f"linting the file took longer than its time budget ({FILE_TIME_BUDGET_S:g} s): it was stopped, its "
+            "findings are not reported",
+    explanation=f"""Each recipe or run script may take {FILE_TIME_BUDGET_S:g} seconds to lint; real ones take well
+    under one. A file that takes longer (hundreds of thousands of overrides, a script generated to be slow) is
+    stopped there, cooperatively, between two rules or two steps of the bash evaluation, and gets this one
+    finding, which says what was being done when the time ran out; none of its other findings is reported, and it
+    does not pass. The other files are linted as usual.""",
+    bad="""
+    (a generated recipe of 300,000 overrides)
+    """,
+    good="""
+    (the overrides a run needs; split generated sweeps into one recipe per run)
+    """,
+    module=__name__,
+)
+
+INTERNAL_ERROR = source_rule(
+    "RF012", "internal-error", Severity.ERROR,
+    summary="sapo-lint failed on this file (a bug): the file is not checked, the other files are",
+    explanation="""An unexpected error while reading or checking one file is reported on that file, with the
+    exception's type and where in sapo-lint it was raised (not its message, which may quote a value from the
+    file), and the run goes on with the other files. The file is counted as not checked, so the run exits with
+    status 2, as for a file that could not be read (RF003). Please report it, with the file if you can share it.""",
+    bad="""
+    (any file sapo-lint fails on)
+    """,
+    good="""
+    (the same file, once the bug is fixed)
     """,
     module=__name__,
 )

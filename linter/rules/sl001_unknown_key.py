@@ -25,7 +25,9 @@ def check(ctx: LintContext):
     at the same level and by leaf name across the tree. A dataclass field that verl's YAML does not list
     (for example `actor_rollout_ref.rollout.repetition_penalty`) is legal only with `+`; the fix says so. When
     another committed snapshot of the same config has the key (`actor_rollout_ref.actor.megatron.grad_offload` is
-    in verl main but not 0.9.1), the message says which, and which `--verl-version` to lint with."""
+    in verl main but not 0.9.1), the message says which, and which `--verl-version` to lint with. Suggestions take
+    a fuzzy search each: a file gets them for its first 100 unknown names (here and in SL003, SL005, SL006, SL007),
+    and the findings about the others say that none is given."""
     for ro in ctx.overrides:
         if ro.parsed.op != "set" or ro.group is not None or ro.existed or ro.outside is not None:
             continue

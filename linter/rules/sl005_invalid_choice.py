@@ -31,10 +31,10 @@ def check(ctx: LintContext):
             options = ro.group["options"]
             if value not in options:
                 yield Finding(ro, f"no config `{ro.path}/{value}` in verl {ctx.snapshot.verl_version}: the options are "
-                                  f"{', '.join(options)}.{nearest(value, options)}")
+                                  f"{', '.join(options)}.{nearest(ctx, value, options)}")
             continue
         choices = (ro.entry or {}).get("choices")
         if not choices or is_interpolation(value) or (value is None and ro.entry.get("nullable")):
             continue
         if value not in choices:
-            yield Finding(ro, f"`{ro.path}`={value!r} is not one of {', '.join(map(str, choices))}.{nearest(value, choices)}")
+            yield Finding(ro, f"`{ro.path}`={value!r} is not one of {', '.join(map(str, choices))}.{nearest(ctx, value, choices)}")

@@ -81,22 +81,22 @@ def check(ctx: LintContext):
             yield Finding(ro, f"`{name}` is in no committed {consumer.package} release snapshot "
                               f"({', '.join(consumer_versions(consumer.package))}); this script installs Megatron-LM "
                               f"{pinned}, which may have it: check that it does, or the run fails ({consequence})."
-                              f"{nearest(name, sorted(accepted))}", severity=Severity.WARNING)
+                              f"{nearest(ctx, name, accepted)}", severity=Severity.WARNING)
         elif entry["consumer"] != "megatron-core:TransformerConfig":
             yield Finding(ro, f"`{name}` is not accepted by {what}: {consequence}.{elsewhere}"
-                              f"{nearest(name, sorted(accepted))}")
+                              f"{nearest(ctx, name, accepted)}")
         elif device == "npu":
             yield Finding(ro, f"`{name}` is accepted neither by {what} nor by MindSpeed {mindspeed.version} (this "
                               f"variant runs on NPU: {why}): MindSpeed turns unknown keywords into config "
                               f"attributes that nothing reads, so the setting never takes effect.{elsewhere}"
-                              f"{nearest(name, sorted(accepted | set(added)))}")
+                              f"{nearest(ctx, name, accepted | set(added))}")
         elif name in added:
             yield Finding(ro, f"`{name}` is a {added[name]['library']} (Ascend) field that {what} on GPU does not "
                               f"accept: {consequence}. This variant is checked as GPU ({why}); only on NPU does "
                               "MindSpeed patch `TransformerConfig` to take it.")
         else:
             yield Finding(ro, f"`{name}` is not accepted by {what}: {consequence}.{elsewhere}"
-                              f"{nearest(name, sorted(accepted))}")
+                              f"{nearest(ctx, name, accepted)}")
 
 
 def _pinned_commit(ctx: LintContext, consumer, elsewhere: str) -> str | None:

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from ..catalog import ModelNotFound, find_model
+from ..core.budget import check_time
 from ..core.command import RESOURCE_KEYS, Command, EnvVar, LocatedOverride, Stack, merge_overrides, site_limits
 from ..core.diagnostics import Diagnostic, Location
 from ..core.overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse_override
@@ -143,6 +144,7 @@ def _overrides(path: str, loader, mapping: yaml.Node | None) -> list[LocatedOver
     """Each `key: value` of an overrides mapping, in file order, duplicates kept (SL008 reports them)."""
     out = []
     for key_node, value_node in yaml_nodes.mapping_pairs(mapping):
+        check_time("reading the overrides")
         key_text = str(key_node.value)
         location = _location(path, key_node)
         value = yaml_nodes.construct(loader, value_node)
@@ -164,8 +166,7 @@ def _inner_locations(path: str, mapping: yaml.Node, below: str = "") -> dict[str
     """Where each key inside a mapping value was written, by dotted path; a key written twice is where YAML
     keeps it from (the last one), and a key a `<<: *anchor` merge brings is at the anchor unless written here."""
     merged: dict[str, Location] = {}
-    written: dict[str, Location] = {}
-    tops: set[str] = set()  # the keys written here: a merge is shallow, so what it brings under them is gone
+    written: dict[str, dict[str, Location]] = {}  # each key written here -> where it and the keys inside it are
     for key_node, value_node in yaml_nodes.mapping_pairs(mapping):
         if key_node.tag == "tag:yaml.org,2002:merge":
             sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
@@ -174,12 +175,19 @@ def _inner_locations(path: str, mapping: yaml.Node, below: str = "") -> dict[str
                     merged.setdefault(rel, location)
             continue
         rel = f"{below}.{key_node.value}" if below else str(key_node.value)
-        tops.add(rel)
-        written = {k: v for k, v in written.items() if k != rel and not k.startswith(rel + ".")}
-        written[rel] = _location(path, key_node)
-        written.update(_inner_locations(path, value_node, rel))
-    kept = {k: v for k, v in merged.items() if not any(k == t or k.startswith(t + ".") for t in tops)}
-    return {**kept, **written}
+        written[rel] = {rel: _location(path, key_node), **_inner_locations(path, value_node, rel)}
+    # a merge is shallow: what it brings under a key written here is gone
+    kept = {k: v for k, v in merged.items() if not _within(k, written)}
+    return {**kept, **{k: v for inner in written.values() for k, v in inner.items()}}
+
+
+def _within(key: str, tops) -> bool:
+    """Whether a dotted key is one of `tops` or below one (`a.b.c` is below `a.b`); in time linear in the key."""
+    while key:
+        if key in tops:
+            return True
+        key = key.rpartition(".")[0]
+    return False
 
 
 def _env(path: str, loader, mapping: yaml.Node | None) -> dict[str, EnvVar]:
