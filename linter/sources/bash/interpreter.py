@@ -18,6 +18,7 @@ import re
 from functools import cache
 from typing import NamedTuple
 
+from ...core.budget import check_time
 from ...core.diagnostics import Location
 from .words import FieldBuilder, ansi_c, unescape, unescape_double_quoted
 
@@ -241,6 +242,8 @@ class Interpreter:
         self.steps += 1
         if self.steps > MAX_STEPS:
             raise _TooManySteps()
+        if not self.steps % 1024:  # the file's time budget, every so many steps (a clock read costs a step's time)
+            check_time("evaluating the script")
 
     def stmt(self, n) -> None:
         self._step()
@@ -520,7 +523,9 @@ class Interpreter:
 
     def _case_match(self, subject: str, p) -> bool:
         pat = "".join(f for f, _ in self.word(p, split=False)) if p.type not in ("extglob_pattern",) else self.text(p)
-        return fnmatch.fnmatchcase(subject, pat)
+        # a literal is compared as it is: fnmatch compiles each pattern to a regex, in a cache that a `case` of
+        # 50,000 items would only churn
+        return fnmatch.fnmatchcase(subject, pat) if GLOB_CHAR.search(pat) else subject == pat
 
     # ------------------------------------------------------------------ assignments
     def assign(self, n, export: bool = False, local_env: dict | None = None) -> None:

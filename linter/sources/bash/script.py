@@ -67,14 +67,13 @@ def _collect_switches(ev: Interpreter, root) -> tuple[dict[str, list[str]], dict
     from another variable the caller may set (`rollout_backend=${ROLLOUT_BACKEND:-sglang}` -> ROLLOUT_BACKEND):
     a switch on such a copy is enumerated through the caller's variable, since assigning the copy itself before
     the script runs would be overwritten."""
-    out: dict[str, list[str]] = {}
-    defaults: dict[str, list[str]] = {}
+    # variable -> its values as the keys of a dict: in order, each once, in linear time (a `case` of 50,000 items)
+    out: dict[str, dict[str, None]] = {}
+    defaults: dict[str, dict[str, None]] = {}
     sources: dict[str, str | None] = {}  # assigned variable -> the variable it copies; None: not a plain copy
 
-    def add(into: dict[str, list[str]], var: str, value: str) -> None:
-        vals = into.setdefault(var, [])
-        if value not in vals:
-            vals.append(value)
+    def add(into: dict[str, dict[str, None]], var: str, value: str) -> None:
+        into.setdefault(var, {})[value] = None
 
     def literal(text: str) -> bool:
         return not GLOB_CHAR.search(text) and not markers(text, ev.marks)
@@ -85,7 +84,7 @@ def _collect_switches(ev: Interpreter, root) -> tuple[dict[str, list[str]], dict
         if n.type == "case_statement":
             var = switch_variable(ev, n.child_by_field_name("value"))
             if var is not None:
-                out.setdefault(var, [])
+                out.setdefault(var, {})
                 for item in (c for c in n.named_children if c.type == "case_item"):
                     for i in range(item.child_count):
                         if item.field_name_for_child(i) == "value":
@@ -130,7 +129,7 @@ def _collect_switches(ev: Interpreter, root) -> tuple[dict[str, list[str]], dict
         below = n.type == "test_command" or (in_test and n.type in _TEST_EXPRESSIONS)
         stack.extend((c, below) for c in reversed(n.children))
     aliases = {var: src for var, src in sources.items() if src is not None and src != var}
-    return out, defaults, aliases
+    return {var: list(v) for var, v in out.items()}, {var: list(v) for var, v in defaults.items()}, aliases
 
 
 # How run scripts install a Megatron-LM that is not a release (verl's examples, in commands or set-up comments):
@@ -189,14 +188,13 @@ def _megatron_branch(line: str) -> str | None:
 
 def _through_aliases(named: dict[str, list[str]], aliases: dict[str, str]) -> dict[str, list[str]]:
     """`named` with each switch variable that aliases a caller's variable replaced by that variable."""
-    out: dict[str, list[str]] = {}
+    out: dict[str, dict[str, None]] = {}  # the values as a dict's keys: in order, each once, in linear time
     for var, values in named.items():
         src = aliases.get(var, var)
         if src != var and src in named:
             src = var  # the caller's variable is switched on too: keep both as they are
-        vals = out.setdefault(src, [])
-        vals.extend(v for v in values if v not in vals)
-    return out
+        out.setdefault(src, {}).update(dict.fromkeys(values))
+    return {var: list(values) for var, values in out.items()}
 
 
 def _syntax_errors(path: str, root, lines: list[bytes]) -> list[Diagnostic]:
@@ -380,7 +378,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
         if var in default.unresolved_switches or (d is not None and markers(d, marks)):
             # The script computes it (`DEVICE=${DEVICE:-$(probe)}`): a free variable, enumerated over the values
             # the script names for it; the first `${V:-x}` default is the one it runs with.
-            vals.extend(v for v in literal_defaults.get(var, []) if v not in vals)
+            vals = list(dict.fromkeys([*vals, *literal_defaults.get(var, [])]))
             if not vals:
                 continue
             free.add(var)
