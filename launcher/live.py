@@ -5,8 +5,12 @@ of `total_steps`, the ETA and the latest throughput and reward. `finish` complet
 gate's verdict.
 
 On a TTY the view is a rich progress bar and the trainer's lines are printed above it (writing them past rich would
-garble its redraws). Otherwise the trainer's bytes pass through untouched and the view is a plain line on stderr at
-the first step, then at most every `PLAIN_INTERVAL_S`, and at the end.
+garble its redraws), each as a terminal shows it (`ShownLines`). Otherwise the trainer's bytes pass through
+untouched and the view is a plain line on stderr at the first step, then at most every `PLAIN_INTERVAL_S`, and at
+the end. A terminal that goes away (a closed pipe, a hung-up terminal) stops the view, not the run.
+
+`LineTail` keeps what summary.json's `last_lines` shows. Every buffer here is bounded: a line shown or kept is cut
+to `SHOWN_LINE_BYTES`, whatever the trainer prints without a line break.
 """
 
 from __future__ import annotations
@@ -14,18 +18,102 @@ from __future__ import annotations
 import io
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, NamedTuple, TextIO
 
 from .gates import Gate, LiveGates, Verdict, evaluate
-from .metrics import MetricsWatcher
+from .metrics import MetricsWatcher, kept
+from .rundir import TAIL_LINES
 
 THROUGHPUT = "perf/throughput"
 REWARD = "critic/rewards/mean"
 PLAIN_INTERVAL_S = 30.0
 # The file logger's JSONL is read at most this often (the console lines carry the same numbers sooner).
 POLL_INTERVAL_S = 1.0
+SHOWN_LINE_BYTES = 4096
+CUT_MARK = b" [...]"
+
+
+class ShownLines:
+    """Output cut into lines as a terminal shows them: at line breaks, each line the text after its last carriage
+    return (a progress bar redrawn in place shows its last state), kept to `SHOWN_LINE_BYTES` (marked `CUT_MARK`)."""
+
+    __slots__ = ("_cut", "_line", "_returned")
+
+    def __init__(self) -> None:
+        self._line = bytearray()
+        self._cut = False
+        self._returned = False  # a carriage return came last: what follows replaces the line
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """The lines `data` ends."""
+        *ended, rest = data.split(b"\n")
+        lines = []
+        for piece in ended:
+            self._add(piece)
+            lines.append(self.close())
+        self._add(rest)
+        return lines
+
+    def begun(self) -> bytes:
+        """The line begun and not yet ended (empty when none)."""
+        return bytes(self._line) + (CUT_MARK if self._cut else b"")
+
+    def close(self) -> bytes:
+        """End the line begun; returns it."""
+        line = self.begun()
+        self._line.clear()
+        self._cut = self._returned = False
+        return line
+
+    def _add(self, piece: bytes) -> None:
+        text = piece.rstrip(b"\r")
+        if text:
+            _, returned, last = text.rpartition(b"\r")
+            if returned or self._returned:
+                self._line.clear()
+                self._cut = False
+            room = SHOWN_LINE_BYTES - len(self._line)
+            if len(last) > room:
+                last, self._cut = last[:room], True
+            self._line += last
+            self._returned = len(text) < len(piece)
+        elif piece:
+            self._returned = True
+
+
+class LineTail:
+    """The last `TAIL_LINES` lines of the output (as `ShownLines` gives them) and the line begun, for
+    summary.json's `last_lines`."""
+
+    __slots__ = ("_lines", "_shown")
+
+    def __init__(self) -> None:
+        self._lines: deque[bytes] = deque(maxlen=TAIL_LINES)
+        self._shown = ShownLines()
+
+    def add(self, data: bytes) -> None:
+        # Only the last TAIL_LINES lines can stay: what comes before them is not looked at.
+        cut = len(data)
+        for _ in range(TAIL_LINES + 1):
+            cut = data.rfind(b"\n", 0, cut)
+            if cut < 0:
+                break
+        else:
+            self._shown.close()
+            data = data[cut + 1:]
+        self._lines.extend(self._shown.feed(data))
+
+    def note(self, text: str) -> None:
+        """A line of the launcher's own, after the output so far."""
+        begun = self._shown.close()
+        self._lines.extend([begun, text.encode()] if begun else [text.encode()])
+
+    def lines(self) -> list[str]:
+        begun = self._shown.begun()
+        return [line.decode("utf-8", "replace") for line in (*self._lines, *([begun] if begun else ()))][-TAIL_LINES:]
 
 
 class Status(NamedTuple):
@@ -85,7 +173,7 @@ class PlainView:
 class RichView:
     """A TTY: a rich progress bar at the bottom, the trainer's lines and sapo-launch's messages printed above it."""
 
-    __slots__ = ("_progress", "_stream", "_task")
+    __slots__ = ("_progress", "_shown", "_stream", "_task")
 
     def __init__(self, terminal: BinaryIO, total: int | None):
         from rich.console import Console
@@ -97,12 +185,17 @@ class RichView:
                                   TimeElapsedColumn(), TextColumn("{task.fields[info]}"),
                                   console=Console(file=self._stream))
         self._task = self._progress.add_task("training", total=total, info="waiting for the first step")
+        self._shown = ShownLines()
         self._progress.start()
 
     def output(self, data: bytes) -> None:
+        for line in self._shown.feed(data):
+            self._print(line)
+
+    def _print(self, line: bytes) -> None:
         from rich.text import Text
 
-        self._progress.console.print(Text.from_ansi(data.decode("utf-8", "replace").rstrip("\r\n")), soft_wrap=True)
+        self._progress.console.print(Text.from_ansi(line.decode("utf-8", "replace")), soft_wrap=True)
 
     def message(self, text: str) -> None:
         from rich.text import Text
@@ -113,10 +206,31 @@ class RichView:
         self._progress.update(self._task, completed=status.step, info=", ".join(status.details()))
 
     def close(self, status: Status | None) -> None:
+        begun = self._shown.close()
+        if begun:
+            self._print(begun)
         if status is not None:
             self.update(status)
         self._progress.stop()
         self._stream.detach()
+
+
+class NullView:
+    """The terminal went away (a closed pipe, a hung-up terminal): the run goes on, shown nowhere."""
+
+    __slots__ = ()
+
+    def output(self, data: bytes) -> None:
+        pass
+
+    def message(self, text: str) -> None:
+        pass
+
+    def update(self, status: Status) -> None:
+        pass
+
+    def close(self, status: Status | None) -> None:
+        pass
 
 
 class LiveMonitor:
@@ -124,7 +238,7 @@ class LiveMonitor:
 
     def __init__(self, metrics_path: Path, total_steps: int | None, gates: tuple[Gate, ...], terminal: BinaryIO,
                  messages: TextIO | None = None, clock: Callable[[], float] = time.monotonic):
-        self.watcher = MetricsWatcher(metrics_path)
+        self.watcher = MetricsWatcher(metrics_path, kept([THROUGHPUT, REWARD, *(g.metric for g in gates)]))
         self.gates, self.total_steps, self.clock = gates, total_steps, clock
         self.view = (RichView(terminal, total_steps) if terminal.isatty()
                      else PlainView(terminal, messages or sys.stderr, clock))
@@ -133,7 +247,7 @@ class LiveMonitor:
         self._polled_at: float | None = None
 
     def output(self, data: bytes) -> None:
-        self.view.output(data)
+        self._show(self.view.output, data)
         steps = self.watcher.feed(data)
         now = self.clock()
         if self._polled_at is None or now - self._polled_at >= POLL_INTERVAL_S:
@@ -147,8 +261,8 @@ class LiveMonitor:
         self.watcher.complete_metrics_file()
         verdicts = evaluate(self.gates, self.watcher.table)
         for verdict in verdicts:
-            self.view.message(f"gate {verdict.status}: {verdict.gate.name}: {verdict.reason}")
-        self.view.close(self._status())
+            self._show(self.view.message, f"gate {verdict.status}: {verdict.gate.name}: {verdict.reason}")
+        self._show(self.view.close, self._status())
         return verdicts
 
     def _update(self, steps: list[int]) -> None:
@@ -156,14 +270,20 @@ class LiveMonitor:
             return
         for step in sorted(set(steps)):
             for text in self._live.check(step, self.watcher.table.at(step)):
-                self.view.message(text)
-        self.view.update(self._status())
+                self._show(self.view.message, text)
+        self._show(self.view.update, self._status())
+
+    def _show(self, method: Callable, argument) -> None:
+        try:
+            method(argument)
+        except OSError:  # the terminal went away
+            self.view = NullView()
 
     def _status(self) -> Status | None:
-        steps = self.watcher.table.steps()
-        if not steps:
+        step = self.watcher.table.last_step
+        if step is None:
             return None
-        step, now = steps[-1], self.clock()
+        now = self.clock()
         if self._first is None:
             self._first = (now, step)
         started, first_step = self._first

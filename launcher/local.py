@@ -1,29 +1,80 @@
 """The local executor: run a plan's argv as a child process in its own process group, tee its output to the
 run directory's train.log and the terminal (with a live view of the metrics and the recipe's gates, `live.py`),
-forward SIGINT/SIGTERM to the group (a second Ctrl-C kills it), and record the outcome in summary.json whatever
-happens, the gates' verdicts under `gates`. Exit code: the child's; 128 + N when a signal N ended it (or interrupted
-it and it exited 0); 3 (`EXIT_GATES_FAILED`) when the trainer succeeded, a gate did not pass and `fail_on_gates`
-is set; 2 when the plan's gates cannot be read (nothing is started).
+and record the outcome in summary.json whatever happens, the gates' verdicts under `gates`. Exit code: the child's;
+128 + N when a signal N ended it; 128 + N for the signal N the launcher received when the trainer then exited 0 or
+died of a signal; 3 (`EXIT_GATES_FAILED`) when the trainer succeeded, a gate did not pass and `fail_on_gates` is
+set; 2 when the plan's gates cannot be read (nothing is started).
+
+Stopping, and what is guaranteed:
+- The launcher's first SIGINT, SIGTERM or SIGHUP (as SIGTERM) goes to the trainer's process group; `KILL_GRACE_S`
+  later the group gets SIGKILL; a second signal kills it at once. A SIGHUP the launcher was started ignoring
+  (`nohup`) stays ignored.
+- The trainer starts with SIGINT, SIGTERM, SIGHUP and SIGQUIT at their defaults and unblocked, whatever the
+  launching shell ignored (`trap '' INT`, a background job).
+- When the trainer exits, what it left in its process group gets SIGTERM, and SIGKILL `KILL_GRACE_S` later if it
+  is still there: nothing of its group outlives the run, and output held open by a process that left the group
+  is not waited on longer than that.
+- When the launcher itself dies without cleaning up (SIGKILL, a crash): on Linux the kernel kills the trainer
+  (PR_SET_PDEATHSIG, which reaches only the direct child), and a watchdog process, started in a session of its
+  own, sees the launcher's end of a pipe close and gives the trainer's group SIGTERM, then SIGKILL after
+  `KILL_GRACE_S`. Processes that left the group (setsid, daemons) are not followed. summary.json records the
+  launcher's identity (`rundir.launcher_identity`), and the next `sapo-launch status` or `report` of the run marks
+  it `lost` with its last step.
+
+Memory stays bounded whatever the trainer prints: its output is read in chunks of `READ_BYTES`, train.log gets
+every byte, and the live view, the metrics and the tail in summary.json keep bounded lines (`live.py`,
+`metrics.py`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
+import select
 import signal
 import subprocess
 import sys
 import time
-from collections import deque
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO
 
+import click
+
 from .gates import GateError, gate_exit_code, gates_json, parse_gates
-from .live import LiveMonitor
+from .live import LineTail, LiveMonitor
+from .metrics import read_files
 from .plan import METRICS_FILE, Plan
-from .rundir import LOG_FILE, SUMMARY_FILE, TAIL_LINES, exit_code_of, write_json
+from .rundir import EXIT_LOST, LOG_FILE, SUMMARY_FILE, exit_code_of, launcher_identity, settle_lost, write_json
 
 EXIT_BAD_GATES = 2
+KILL_GRACE_S = 10.0
+READ_BYTES = 64 * 1024
+TICK_S = 0.2  # how often deadlines are checked while the output is quiet
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+TRAINER_DEFAULT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+# Run as `python -I -S -c WATCHDOG GROUP GRACE`, stdin the read end of a pipe that only the launcher writes to: a
+# byte means the launcher has dealt with the group itself; end of file means it died.
+WATCHDOG = """
+import os, signal, sys, time
+group, grace = int(sys.argv[1]), float(sys.argv[2])
+if os.read(0, 1):
+    sys.exit()
+def signal_group(signum):
+    try:
+        os.killpg(group, signum)
+        return True
+    except ProcessLookupError:
+        return False
+if signal_group(signal.SIGTERM):
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and signal_group(0):
+        time.sleep(0.1)
+    signal_group(signal.SIGKILL)
+"""
 
 
 def run_local(plan: Plan, run_dir: Path, terminal: BinaryIO | None = None, fail_on_gates: bool = False) -> int:
@@ -35,51 +86,49 @@ def run_local(plan: Plan, run_dir: Path, terminal: BinaryIO | None = None, fail_
         print(f"sapo-launch: {exc}", file=sys.stderr)
         write_json(run_dir / SUMMARY_FILE, {"status": "refused", "exit_code": EXIT_BAD_GATES, "error": str(exc)})
         return EXIT_BAD_GATES
-    summary = {"status": "running", "started": started.isoformat(), "pid": None}
+    summary = {"status": "running", "started": started.isoformat(), "pid": None, "launcher": launcher_identity()}
     write_json(run_dir / SUMMARY_FILE, summary)
-    monitor = LiveMonitor(run_dir / METRICS_FILE, plan.total_steps, gates, terminal)
-    tail: deque[str] = deque(maxlen=TAIL_LINES)
-    forwarded: list[int] = []
+    tail = LineTail()
+    stopper = None
     code = None
     try:
-        proc = subprocess.Popen(list(plan.argv), cwd=plan.cwd, env={**os.environ, **plan.env_dict()},
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
-        summary["pid"] = proc.pid
-
-        def forward(signum, _frame):
-            # The first SIGINT/SIGTERM goes to the trainer's whole group so it can stop cleanly; a second Ctrl-C
-            # kills it.
-            if forwarded and signum == signal.SIGINT:
-                _signal_group(proc.pid, signal.SIGKILL)
-            else:
-                _signal_group(proc.pid, signum)
-            forwarded.append(signum)
-
-        previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            with open(run_dir / LOG_FILE, "ab") as log:
-                for line in proc.stdout:
-                    log.write(line)
-                    log.flush()
-                    monitor.output(line)
-                    tail.append(line.decode("utf-8", "replace").rstrip("\n"))
-            code = proc.wait()
-        finally:
-            for s, handler in previous.items():
-                signal.signal(s, handler)
+        # Started before the live view: rich's refresh thread must not exist when the child is forked.
+        proc = _start_trainer(plan)
     except OSError as exc:  # the trainer could not be started (interpreter missing, cwd gone)
-        tail.append(f"sapo-launch: cannot start {plan.argv[0]}: {exc.strerror or exc}")
-        code = 127
+        tail.note(f"sapo-launch: cannot start {plan.argv[0]}: {exc.strerror or exc}")
+        code, proc = 127, None
+    monitor = LiveMonitor(run_dir / METRICS_FILE, plan.total_steps, gates, terminal)
+    try:
+        if proc is not None:
+            summary["pid"] = proc.pid
+            write_json(run_dir / SUMMARY_FILE, summary)
+            stopper = _Stopper(proc, tail)
+            previous = {s: signal.signal(s, stopper.on_signal) for s in STOP_SIGNALS
+                        if not (s == signal.SIGHUP and signal.getsignal(s) == signal.SIG_IGN)}
+            try:
+                with open(run_dir / LOG_FILE, "ab") as log:
+                    def sink(data: bytes) -> None:
+                        log.write(data)
+                        log.flush()
+                        monitor.output(data)
+                        tail.add(data)
+
+                    code = stopper.pump(sink)
+            finally:
+                stopper.end()
+                for s, handler in previous.items():
+                    signal.signal(s, handler)
     finally:
         exit_code = exit_code_of(code) if code is not None else 1
+        forwarded = stopper.received if stopper else []
         if forwarded:
             status = "interrupted"
-            exit_code = exit_code or 128 + forwarded[0]  # a trainer that stops cleanly on a signal still did not finish
+            if code is not None and code <= 0:  # it stopped cleanly, or of the signal sent or the SIGKILL after it
+                exit_code = 128 + forwarded[0]
         else:
             status = "succeeded" if exit_code == 0 else "failed"
         summary.update(status=status, exit_code=exit_code, duration_s=round(time.monotonic() - clock, 3),
-                       ended=datetime.now(timezone.utc).isoformat(), last_lines=list(tail),
+                       ended=datetime.now(timezone.utc).isoformat(), last_lines=tail.lines(),
                        signals=[signal.Signals(s).name for s in forwarded])
         try:
             verdicts = monitor.finish()
@@ -90,8 +139,131 @@ def run_local(plan: Plan, run_dir: Path, terminal: BinaryIO | None = None, fail_
     return exit_code
 
 
-def _signal_group(pid: int, signum: int) -> None:
+def _start_trainer(plan: Plan) -> subprocess.Popen:
+    """The trainer in a new session (its own process group), output piped, with the launcher's death signal."""
+    libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+    launcher = os.getpid()
+
+    def in_child() -> None:  # between fork and exec: no imports, no locks
+        for signum in TRAINER_DEFAULT_SIGNALS:
+            signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, TRAINER_DEFAULT_SIGNALS)
+        if libc is not None:
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() != launcher:  # the launcher died before the death signal was set
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    return subprocess.Popen(list(plan.argv), cwd=plan.cwd, env={**os.environ, **plan.env_dict()},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True, preexec_fn=in_child)
+
+
+class _Stopper:
+    """Follows the trainer's process group to its end: reads its output, forwards the launcher's stop signals,
+    escalates to SIGKILL, and keeps a watchdog that ends the group should the launcher die (module docstring).
+    The group is signalled by the trainer's pid, also once the trainer is reaped: Linux does not reuse a pid while
+    it names a group with members, so the signal reaches what is left of that group or nobody."""
+
+    __slots__ = ("_done", "_kill_at", "_killed_at", "_watchdog", "_watchdog_pipe", "proc", "received", "tail")
+
+    def __init__(self, proc: subprocess.Popen, tail: LineTail):
+        self.proc, self.tail = proc, tail
+        self.received: list[int] = []
+        self._done = False
+        self._kill_at: float | None = None  # when the group gets SIGKILL
+        self._killed_at: float | None = None
+        read_end, self._watchdog_pipe = os.pipe()
+        try:
+            self._watchdog = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", WATCHDOG, str(proc.pid), str(KILL_GRACE_S)], stdin=read_end,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        except OSError:  # the trainer still dies with the launcher (Linux); its children may not
+            self._watchdog = None
+        finally:
+            os.close(read_end)
+
+    def on_signal(self, signum: int, _frame) -> None:
+        self.received.append(signum)
+        if len(self.received) > 1:
+            self._kill()
+        else:
+            self._signal(signal.SIGTERM if signum == signal.SIGHUP else signum)
+            self._kill_at = time.monotonic() + KILL_GRACE_S
+
+    def pump(self, sink) -> int:
+        """Pass the output to `sink` until the trainer has exited and its output has ended and its group is gone,
+        or the group was killed (module docstring); returns the trainer's return code."""
+        fd = self.proc.stdout.fileno()
+        output_ended = False
+        while True:
+            now = time.monotonic()
+            if self.proc.returncode is None and self.proc.poll() is not None:
+                # The trainer has exited: what it left in its group goes too.
+                if self._signal(signal.SIGTERM) and self._kill_at is None:
+                    self._kill_at = now + KILL_GRACE_S
+            if self._kill_at is not None and now >= self._kill_at and self._killed_at is None:
+                self.tail.note(f"sapo-launch: the trainer's process group was still running {KILL_GRACE_S:.0f} s "
+                               "after SIGTERM: killed it")
+                self._kill()
+            if self.proc.returncode is not None and (
+                    (output_ended and not self._signal(0))
+                    or (self._killed_at is not None and now > self._killed_at + 1)):  # output held outside the group
+                self._done = True
+                return self.proc.returncode
+            if output_ended:
+                time.sleep(TICK_S)
+            elif select.select([fd], [], [], TICK_S)[0]:
+                data = os.read(fd, READ_BYTES)
+                if data:
+                    sink(data)
+                else:
+                    output_ended = True
+
+    def end(self) -> None:
+        """Nothing of the group outlives the run, also when following it failed; then tell the watchdog."""
+        if not self._done:
+            self._kill()
+            self.proc.wait()
+        self.proc.stdout.close()
+        with contextlib.suppress(OSError):
+            os.write(self._watchdog_pipe, b"x")
+        os.close(self._watchdog_pipe)
+        if self._watchdog is not None:
+            self._watchdog.wait()
+
+    def _kill(self) -> None:
+        self._killed_at = time.monotonic()
+        self._signal(signal.SIGKILL)
+
+    def _signal(self, signum: int) -> bool:
+        """Signal the trainer's group; whether it still has members."""
+        try:
+            os.killpg(self.proc.pid, signum)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # a member that changed its user: still there
+            pass
+        return True
+
+
+def status(run_dir: Path) -> int:
+    """`sapo-launch status RUN_DIR` for a run on this machine: print `<status> [step N] [exit N]`; exit 0 while it
+    runs, its exit code once it ended, `EXIT_LOST` when its launcher ended without recording one (the run is then
+    marked `lost`)."""
+    summary = settle_lost(run_dir, lambda: _last_step(run_dir))
+    state = summary.get("status", "unknown")
+    step = summary.get("last_step") if state == "lost" else _last_step(run_dir)
+    code = summary.get("exit_code")
+    click.echo(" ".join([state, *([f"step {step}"] if step is not None else []),
+                         *([f"exit {code}"] if code is not None else [])]))
+    if state == "lost":
+        return EXIT_LOST
+    return 0 if state == "running" or code is None else code
+
+
+def _last_step(run_dir: Path) -> int | None:
+    files = [run_dir / name for name in (METRICS_FILE, LOG_FILE) if (run_dir / name).is_file()]
     try:
-        os.killpg(pid, signum)
-    except ProcessLookupError:
-        pass
+        return read_files(files, keep=lambda _: False).last_step
+    except OSError:
+        return None

@@ -49,7 +49,6 @@ _RAY_REPEATED = re.compile(r" ?\[repeated \d{1,12}x across cluster\]$")
 _RAY_SUFFIX_CHARS = 48
 _NUMPY_SCALAR = re.compile(r"np\.(?:float|int|uint)\d*\((.*)\)")
 _BOOLS = {"True": 1.0, "False": 0.0}
-_LINE_BREAK = re.compile(rb"[\r\n]")
 # verl's metric lines run to a few tens of KiB with many validation metrics; longer lines are cut to this.
 MAX_LINE_BYTES = 1 << 20
 READ_CHUNK = 1 << 20

@@ -45,7 +45,6 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections import deque
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -54,9 +53,9 @@ from typing import BinaryIO, NamedTuple
 import click
 
 from .gates import GateError, gate_exit_code, gates_json, parse_gates
-from .live import LiveMonitor
+from .live import LineTail, LiveMonitor
 from .plan import METRICS_FILE, REDACTED, Plan, redact_urls
-from .rundir import EXIT_REFUSED, LOG_FILE, SUMMARY_FILE, TAIL_LINES, exit_code_of, write_json
+from .rundir import EXIT_REFUSED, LOG_FILE, SUMMARY_FILE, exit_code_of, write_json
 from .workdir import UnsafeWorkingDir, shipped_files
 
 JOB_FILE = "job.json"
@@ -309,7 +308,7 @@ def _attach(client, record: JobRecord, run_dir: Path, terminal: BinaryIO | None,
             else:
                 terminal.write(data)
                 terminal.flush()
-            tail.add(text)
+            tail.add(data)
 
         try:
             signals = asyncio.run(_follow(client, record.submission_id, sink, stop_on_signal))
@@ -441,23 +440,6 @@ def _duration(start_ms: int | None, end_ms: int | None) -> float | None:
     return round(((end_ms or time.time() * 1000) - start_ms) / 1000, 3)
 
 
-class LineTail:
-    """The last `TAIL_LINES` complete lines of a stream that arrives in chunks (and its unfinished last line)."""
-
-    __slots__ = ("_lines", "_partial")
-
-    def __init__(self) -> None:
-        self._lines: deque[str] = deque(maxlen=TAIL_LINES)
-        self._partial = ""
-
-    def add(self, text: str) -> None:
-        *complete, self._partial = (self._partial + text).split("\n")
-        self._lines.extend(complete)
-
-    def lines(self) -> list[str]:
-        return [*self._lines, self._partial][-TAIL_LINES:] if self._partial else list(self._lines)
-
-
 def logs(run_dir: Path, follow: bool, *, address: str | None = None, terminal: BinaryIO | None = None) -> int:
     """Print the job's log. Without `follow`: what it has written so far; exit 0. With `follow`: re-attach (after
     `--detach`, or a lost connection): stream the log from the start into train.log and the terminal until the job
@@ -534,10 +516,10 @@ def _complete(client, record: JobRecord, run_dir: Path, details, text: str | Non
     summary = _read_summary(run_dir)
     if summary.get("job_status") == str(details.status):
         return summary["exit_code"]
-    text = _logs(client, record) if text is None else text
-    (run_dir / LOG_FILE).write_text(text, encoding="utf-8")
+    data = (_logs(client, record) if text is None else text).encode("utf-8", "replace")
+    (run_dir / LOG_FILE).write_bytes(data)
     tail = LineTail()
-    tail.add(text)
+    tail.add(data)
     signals = [signal.Signals[name] for name in summary.get("signals", [])]  # a launcher told to stop it
     return _finish(run_dir, record, details, tail.lines(), signals)
 
@@ -584,5 +566,10 @@ def stop_command(run_dir, address):
 @RUN_DIR
 @ADDRESS
 def status_command(run_dir, address):
-    """Print the status of the Ray job RUN_DIR submitted; exit 0 while it runs, its exit code once it ended."""
+    """Print the status of the run RUN_DIR holds (a Ray job, or a run on this machine); exit 0 while it runs, its
+    exit code once it ended (2 for a local run whose launcher died: it is marked lost)."""
+    if not (run_dir / JOB_FILE).exists() and (run_dir / SUMMARY_FILE).exists():
+        from .local import status as local_status
+
+        sys.exit(local_status(run_dir))
     sys.exit(status(run_dir, address=address))

@@ -2,11 +2,12 @@
 
 `report RUN_DIR` reads a run directory, finished, failed or still running: `metrics.jsonl` merged with the console
 lines of `train.log` (the file logger's values win), the gates and total steps from `plan.json`, the status from
-`summary.json`. `report --log FILE [--recipe RECIPE]` reads a plain verl console log or a file-logger JSONL from a run
-not launched with sapo-launch, judged against the recipe's gates. Plots (matplotlib's Agg backend, imported only
-here): throughput, reward, response length and device memory per step, each gate on its metric (bounds as dashed
-lines, violating readings as crosses, a trend's Theil-Sen line), any other gated metric, and the phase timings
-(`timing_s/*`) stacked. Every file is written atomically.
+`summary.json` (a run whose launcher died is recorded there as `lost`: `rundir.settle_lost`). `report --log FILE
+[--recipe RECIPE]` reads a plain verl console log or a file-logger JSONL from a run not launched with sapo-launch,
+judged against the recipe's gates. Only the metrics the report shows are held. Plots (matplotlib's Agg backend,
+imported only here): throughput, reward, response length and device memory per step, each gate on its metric
+(bounds as dashed lines, violating readings as crosses, a trend's Theil-Sen line), any other gated metric, and the
+phase timings (`timing_s/*`) stacked. Every file is written atomically.
 
 Exit code 0 whatever the verdicts, unless `--fail-on-gates` (then 3 when a gate did not pass); usage errors exit 2.
 """
@@ -28,7 +29,7 @@ from sapo_toolkit.schemas.atomic import write_atomically
 from .gates import EXIT_GATES_FAILED, Gate, GateError, Verdict, evaluate, gate_exit_code, gates_json, parse_gates
 from .metrics import MetricTable, kept, read_files
 from .plan import METRICS_FILE
-from .rundir import LOG_FILE, PLAN_FILE, SUMMARY_FILE
+from .rundir import LOG_FILE, PLAN_FILE, SUMMARY_FILE, settle_lost
 
 REPORT_FILE = "report.md"
 TIMING_PREFIX = "timing_s/"
@@ -69,13 +70,16 @@ def load_run_dir(run_dir: Path, recipe: Path | None) -> RunData:
     if not files:
         raise ReportError(f"{run_dir}: not a run directory (no {METRICS_FILE} or {LOG_FILE})")
     plan, summary = _json_file(run_dir / PLAN_FILE), _json_file(run_dir / SUMMARY_FILE)
+    gates = _recipe_gates(recipe) if recipe else _parse(plan.get("gates") or (), run_dir / PLAN_FILE)
+    table = _read(files, gates)
+    if summary.get("status") == "running":  # unless its launcher died: then it is recorded as lost
+        summary = settle_lost(run_dir, lambda: table.last_step)
     status = summary.get("status")
     if status and summary.get("exit_code") is not None:
         status = f"{status} (exit {summary['exit_code']})"
-    gates = _recipe_gates(recipe) if recipe else _parse(plan.get("gates") or (), run_dir / PLAN_FILE)
     total = plan.get("total_steps")
-    return RunData(str(plan.get("name") or run_dir.name), tuple(f.name for f in files), _read(files, gates), gates,
-                   status, total if isinstance(total, int) else None)
+    return RunData(str(plan.get("name") or run_dir.name), tuple(f.name for f in files), table, gates, status,
+                   total if isinstance(total, int) else None)
 
 
 def load_log(log: Path, recipe: Path | None) -> RunData:

@@ -7,17 +7,18 @@
     train.log             the trainer's stdout and stderr (written by the executor)
     metrics.jsonl         per-step metrics: verl's `file` logger writes it while the trainer runs; at the end the
                           launcher appends the steps only the console showed (`"source": "console"`)
-    summary.json          status (refused | running | submitted | succeeded | failed | interrupted), exit code,
-                          duration, the last log lines, gate verdicts
+    summary.json          status (refused | running | submitted | succeeded | failed | interrupted | lost), exit
+                          code, duration, the last log lines, gate verdicts; a local run's `launcher` identity
     job.json              on a Ray cluster: its address (credentials redacted) and the job's submission id
 """
 
 from __future__ import annotations
 
 import json
+import os
 import platform
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from sapo_toolkit.schemas.atomic import write_atomically
@@ -30,6 +31,7 @@ SUMMARY_FILE = "summary.json"
 PLAN_FILE = "plan.json"
 TAIL_LINES = 20  # summary.json's `last_lines`
 EXIT_REFUSED = 1  # the lint gate or the cluster's resources refused the run; nothing started
+EXIT_LOST = 2  # `status` of a run whose launcher ended without recording an outcome
 
 
 def exit_code_of(returncode: int) -> int:
@@ -88,3 +90,73 @@ def git_state(directory: Path) -> dict | None:
     # off the programs they name. Submodules are separate repositories, with configs git.run has not read.
     status = git.run(directory, "status", "--porcelain", "--ignore-submodules=all")
     return {"revision": revision.decode().strip(), "dirty": None if status is None else bool(status.strip())}
+
+
+def launcher_identity() -> dict:
+    """This process, as summary.json's `launcher` records it: pid, host, and on Linux the boot id and the process's
+    start time (clock ticks after boot), so that a reused pid or a rebooted machine is not taken for it."""
+    pid = os.getpid()
+    return {"pid": pid, "host": socket.gethostname(), "boot_id": _boot_id(), "start_ticks": _process_stat(pid)[1]}
+
+
+def launcher_gone(identity: dict) -> bool:
+    """Whether the launcher `identity` names has certainly ended: its machine rebooted, or its pid is gone, a
+    zombie or another process. From another host it cannot be told: False."""
+    if identity.get("host") != socket.gethostname():
+        return False
+    boot_id = _boot_id()
+    if boot_id and identity.get("boot_id") and boot_id != identity["boot_id"]:
+        return True
+    pid = identity.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        pass
+    state, start_ticks = _process_stat(pid)
+    return state == "Z" or (start_ticks is not None and identity.get("start_ticks") not in (None, start_ticks))
+
+
+def settle_lost(run_dir: Path, last_step: Callable[[], int | None]) -> dict:
+    """summary.json, after recording a run that says `running` while its launcher has ended (killed, crashed, its
+    machine rebooted) as `lost`, with its last step; {} when there is none. The summary is read again once the
+    launcher is known gone: its last write, if it made one, came before it ended."""
+    summary = _read_json(run_dir / SUMMARY_FILE)
+    identity = summary.get("launcher")
+    if summary.get("status") != "running" or not isinstance(identity, dict) or not launcher_gone(identity):
+        return summary
+    summary = _read_json(run_dir / SUMMARY_FILE)
+    if summary.get("status") == "running" and summary.get("launcher") == identity:
+        summary.update(status="lost", exit_code=None, last_step=last_step(),
+                       reason=f"the launcher (pid {identity['pid']} on {identity['host']}) ended without recording "
+                              "the outcome; the trainer's process group ends with it")
+        write_json(run_dir / SUMMARY_FILE, summary)
+    return summary
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _boot_id() -> str | None:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+    except OSError:  # not Linux
+        return None
+
+
+def _process_stat(pid: int) -> tuple[str | None, int | None]:
+    """A process's state letter and start time from /proc (Linux); (None, None) where unknown."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+        fields = text[text.rindex(")") + 2:].split()  # after `pid (comm)`: comm may hold spaces and parentheses
+        return fields[0], int(fields[19])
+    except (OSError, ValueError, IndexError):
+        return None, None
