@@ -20,14 +20,39 @@ from .core.overrides import ParsedOverride
 from .schema import DEFAULT_RAY, Consumer, Snapshot, Tree, load_consumer
 
 _NOT_FOUND = object()
+# The integers verl can use: its sizes and counts end up in torch, NumPy and Ray, which hold 64-bit integers.
+INT64 = range(-(1 << 63), 1 << 63)
+# What the rules see instead of an integer beyond `INT64` (SL004 reports it, from the override as written): an
+# interpolation, which no rule computes with or prints, as for a run script's value that cannot be evaluated.
+OUT_OF_RANGE = "${oc.env:SAPO_LINT_OUT_OF_RANGE}"
 # The target's leading dots (relative) and its first name character are disjoint, so that a failed match cannot
 # try every way of splitting a run of dots between them (`${` and 20,000 dots took 9 s).
 _INTERPOLATION = re.compile(r"^\$\{(?:oc\.select:)?(\.*[A-Za-z0-9_][A-Za-z0-9_.]*)(?:,(.*))?\}$")
 
 
+def beyond_int64(value: Any) -> bool:
+    """Whether the value is, or holds, an integer beyond `INT64`."""
+    if isinstance(value, int):
+        return value not in INT64
+    if isinstance(value, (list, dict)):
+        return any(beyond_int64(v) for v in (value.values() if isinstance(value, dict) else value))
+    return False
+
+
+def _within_int64(value: Any) -> Any:
+    """The value with every integer beyond `INT64` replaced by `OUT_OF_RANGE`."""
+    if isinstance(value, int):
+        return value if value in INT64 else OUT_OF_RANGE
+    if isinstance(value, dict):
+        return {k: _within_int64(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_within_int64(v) for v in value]
+    return value
+
+
 class ResolvedOverride(NamedTuple):
-    override: LocatedOverride
-    parsed: ParsedOverride
+    override: LocatedOverride  # as written (SL004 reads an integer beyond 64 bits there)
+    parsed: ParsedOverride  # as the rules see it: an integer beyond 64 bits is `OUT_OF_RANGE`
     entry: dict | None  # the schema entry of the key (declared_only fields included)
     existed: bool  # the key was in the config when this override was applied
     current: Any  # its value then (None when absent)
@@ -264,8 +289,8 @@ class LintContext:
         or infinity there is SL004's to report, and no arithmetic of the rules can take it."""
         value = self.config.value(path)
         if isinstance(value, float) and value.is_integer():
-            return int(value)
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+            value = int(value)  # 1e300 is whole too: beyond 64 bits, as no size is
+        return value if isinstance(value, int) and not isinstance(value, bool) and value in INT64 else None
 
     def consumer(self, spec: str) -> tuple[Consumer, str]:
         """`megatron-core:OptimizerConfig` -> (the consumer snapshot for this command's stack, 'OptimizerConfig')."""
@@ -379,6 +404,8 @@ def resolve(command: Command, snapshot: Snapshot) -> LintContext:
         if p is None:
             broken.append(lo)
             continue
+        if beyond_int64(p.value):  # no rule computes with it, nor prints it (one of 100,000 digits cannot be)
+            p = p._replace(value=_within_int64(p.value))
         if hydra_keys.is_hydra_key(p.key):
             resolved.append(ResolvedOverride(lo, p, None, True, None, "", None, hydra_keys.ROOT))
             continue
@@ -473,6 +500,6 @@ def lint_command(command: Command, snapshot: Snapshot, rules: Iterable,
     return [d.with_variant(command.variant) for d in out]
 
 
-__all__ = ["MAX_SUGGESTIONS", "PARTIAL_ENTRY_MODULES", "SEPARATED_ROLLOUT_ENTRY_MODULES", "SKIPPED_BY_ENTRY_MODULE",
-           "ConfigView", "LintContext", "ResolvedOverride", "Suggestions", "lint_command", "reaches",
-           "reaches_model_rules", "resolve"]
+__all__ = ["INT64", "MAX_SUGGESTIONS", "OUT_OF_RANGE", "PARTIAL_ENTRY_MODULES", "SEPARATED_ROLLOUT_ENTRY_MODULES",
+           "SKIPPED_BY_ENTRY_MODULE", "ConfigView", "LintContext", "ResolvedOverride", "Suggestions", "beyond_int64",
+           "lint_command", "reaches", "reaches_model_rules", "resolve"]

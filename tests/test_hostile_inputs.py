@@ -274,11 +274,12 @@ def test_size_that_is_not_finite(tmp_path, key, value):
     assert [(d.code, d.location.line) for d in found if d.code == "SL004"] == [("SL004", 6)], found
 
 
-def test_world_of_99999999999999999999_devices(tmp_path):
-    """An odd world that TP 2 cannot divide: the "nearest valid TP" hint used to enumerate every number below it."""
+def test_world_of_9223372036854775807_devices(tmp_path):
+    """An odd world that TP 2 cannot divide: the "nearest valid TP" hint used to enumerate every number below it.
+    The largest 64-bit integer: beyond it a size is out of range (SL004), and no rule computes with it."""
     import time
 
-    body = ("overrides:\n  trainer.nnodes: 99999999999999999999\n  trainer.n_gpus_per_node: 1\n"
+    body = ("overrides:\n  trainer.nnodes: 9223372036854775807\n  trainer.n_gpus_per_node: 1\n"
             "  actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 2\n")
     start = time.monotonic()
     found = lint_file(tmp_path, "r.yaml", HEADER + body)
@@ -365,10 +366,11 @@ def run_guarded(code: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", guard + code], input=stdin, capture_output=True, timeout=120)
 
 
-def test_pipeline_size_99999999999999999999(tmp_path):
-    """The estimator built a list per pipeline stage (MemoryError after filling the machine's memory)."""
+def test_pipeline_size_9223372036854775807(tmp_path):
+    """The estimator built a list per pipeline stage (MemoryError after filling the machine's memory). The largest
+    64-bit integer: beyond it a size is out of range (SL004), and no rule computes with it."""
     (tmp_path / "r.yaml").write_text(HEADER + "hardware: {accelerator: nvidia-h100}\noverrides:\n"
-                                     "  actor_rollout_ref.actor.megatron.pipeline_model_parallel_size: 99999999999999999999\n")
+                                     "  actor_rollout_ref.actor.megatron.pipeline_model_parallel_size: 9223372036854775807\n")
     proc = run_guarded("import sys\nfrom pathlib import Path\nfrom sapo_toolkit.linter.lint import lint_paths\n"
                        "from sapo_toolkit.linter.settings import Settings\n"
                        "print(sorted({d.code for d in lint_paths([Path(sys.argv[1])], Settings(shellcheck=False))"

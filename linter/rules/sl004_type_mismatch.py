@@ -1,6 +1,6 @@
 from ..core.diagnostics import Severity
 from ..core.redaction import shown_value
-from ..engine import LintContext
+from ..engine import INT64, LintContext, beyond_int64
 from ..rulekit.common import is_interpolation, is_number
 from ..rulekit.registry import Finding, rule
 
@@ -37,6 +37,15 @@ def type_error(path: str, value, entry: dict) -> str | None:
     return f"expects {expected}{nullable}, got {shown_value(path, value)} ({type(value).__name__})"
 
 
+def _out_of_range(path: str, value) -> str:
+    """What is out of range, without printing a number too long to read in a message (or to print at all)."""
+    if not isinstance(value, int):
+        return f"`{path}` holds an integer out of range"
+    if value.bit_length() > 128:
+        return f"`{path}` is an integer of {value.bit_length():,} bits, out of range"
+    return f"`{path}`={shown_value(path, value)} is out of range"
+
+
 def _declared(ctx: LintContext, path: str) -> bool:
     """Whether a dataclass declares the key: its parent node has a `_target_` (schemas/FORMAT.md `type`)."""
     parent = ctx.tree.get(path.rpartition(".")[0])
@@ -70,13 +79,20 @@ def check(ctx: LintContext):
     comes from the default is a warning, not an error; so is null for a type not declared Optional, since code
     often reads null as "off" where the annotation omits it (verl main's `compute_rollout_correction_and_rejection_mask`
     skips the IS weights when `rollout_is_threshold` is None, which `RolloutCorrectionConfig` declares
-    `str | float`). Interpolations are not checked."""
+    `str | float`). Interpolations are not checked. An integer beyond 64 bits is out of range wherever a number is
+    expected: verl's sizes and counts end up in torch, NumPy and Ray, which hold 64-bit integers (an integer of more
+    than 4,300 digits cannot even be read: RF002 in a recipe, SL009 in an override)."""
     for ro in ctx.overrides:
         if not ro.assigns or ro.entry is None or ro.group is not None or ro.parsed.is_sweep or ro.outside is not None:
             continue
         if ro.entry["kind"] not in ("value", "list"):
             continue
         entry = ro.entry
+        written = ro.override.parsed.value  # `ro.parsed` holds a placeholder for an integer beyond 64 bits
+        if beyond_int64(written) and entry.get("type") != "str":
+            yield Finding(ro, f"{_out_of_range(ro.path, written)}: verl's sizes and counts end up in torch, NumPy and "
+                              f"Ray, which hold 64-bit integers (from {INT64.start} to {INT64.stop - 1})")
+            continue
         if entry["kind"] == "list" and not _declared(ctx, ro.path):
             entry = {**entry, "inferred": True}  # a list's type comes from its default unless a dataclass declares it
         problem = type_error(ro.path, ro.parsed.value, entry)

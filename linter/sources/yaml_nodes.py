@@ -30,6 +30,26 @@ class RecipeLoader(_Loader):  # type: ignore[misc,valid-type]
             raise UnsupportedYaml(f"not a valid `{tag}` value: {exc}", node) from None
 
 
+# Python reads and prints integers of at most 4,300 decimal digits (`sys.get_int_max_str_digits`), and Hydra's
+# override parser inherits the limit. A recipe's integer beyond it could be neither shown nor passed on.
+MAX_INT_DIGITS = 4300
+_BEYOND_PRINTABLE = 10**MAX_INT_DIGITS
+
+
+def _construct_int(loader: RecipeLoader, node: yaml.ScalarNode) -> int:
+    """PyYAML's integer (decimal, 0b, 0x, octal, base 60), refused as `UnsupportedYaml` beyond `MAX_INT_DIGITS`
+    (Python's `int()` refuses a longer decimal itself). A base-60 integer of more parts than that has more digits
+    too, and is refused before PyYAML computes it, in time quadratic in its parts. Integers beyond 64 bits but
+    within the limit are read: SL004 reports them."""
+    if node.value.count(":") < MAX_INT_DIGITS:
+        value = _Loader.construct_yaml_int(loader, node)
+        if -_BEYOND_PRINTABLE < value < _BEYOND_PRINTABLE:
+            return value
+    raise UnsupportedYaml(f"an integer of more than {MAX_INT_DIGITS:,} decimal digits, which Python cannot print: "
+                          "out of range for any setting", node)
+
+
+RecipeLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 RecipeLoader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in _Loader.yaml_implicit_resolvers.items()
