@@ -6,6 +6,8 @@ Sizes are bytes; `GIB` converts.
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -96,7 +98,8 @@ class Limits(NamedTuple):
         for key in RESOURCE_KEYS:
             value = (values or {}).get(key)
             if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-                out[key], stated = float(value), stated | {key}
+                # an integer beyond the floats (10**400 GiB) is as unlimited as `.inf`
+                out[key], stated = float(value) if value <= sys.float_info.max else math.inf, stated | {key}
         return cls(**out, stated=frozenset(stated))
 
 
