@@ -19,9 +19,10 @@ without `file`, or a trainer on another node), marked `"source": "console"`. So 
 the per-step metrics whichever way they came; during a run, readers merge it with `train.log` (`read_files`).
 
 Bounds: whatever the trainer prints, a line (between line breaks or carriage returns) is kept to `MAX_LINE_BYTES`,
-the rest of a longer one is dropped (`LineSplitter`); every pattern is linear in the line; a table holds every step
-but only the metrics its reader asks for (`keep`); the watcher keeps all of a step's console values only until the
-file logger shows that step.
+the rest of a longer one is dropped (`LineSplitter`); every pattern is linear in the line; files are read in
+chunks; a table holds every step but only the metrics its reader asks for (`keep`); the watcher keeps all of a
+step's console values only until the file logger shows that step. Completing metrics.jsonl reads it whole only
+when steps must be added.
 """
 
 from __future__ import annotations
@@ -260,18 +261,33 @@ class MetricsWatcher:
         """After the trainer has exited: append to the JSONL every step the console showed and the file lacks, so
         that it holds every step whichever way it came; returns how many. verl's own lines are kept byte for byte
         (a last line cut short is dropped). An absent file is created, empty when no step was seen."""
-        exists = self.jsonl_path.exists()
-        existing = self.jsonl_path.read_bytes() if exists else b""
-        kept_bytes = existing[: existing.rfind(b"\n") + 1]
-        logged = {parsed[0] for line in kept_bytes.splitlines()
-                  if len(line) <= MAX_LINE_BYTES and (parsed := parse_jsonl_line(line)) is not None}
+        logged, complete_size = self._logged_steps()
         missing = [step for step in sorted(self._unlogged) if step not in logged]
-        if exists and not missing:
+        if complete_size is not None and not missing:
             return 0
+        kept = b""
+        if complete_size:  # verl's complete lines, read whole only to rewrite the file
+            with open(self.jsonl_path, "rb") as handle:
+                kept = handle.read(complete_size)
         added = "".join(json.dumps({"step": step, "data": _json_values(self._unlogged[step]),
                                     "source": CONSOLE_SOURCE}) + "\n" for step in missing)
-        write_atomically(self.jsonl_path, kept_bytes + added.encode())
+        write_atomically(self.jsonl_path, kept + added.encode())
         return len(missing)
+
+    def _logged_steps(self) -> tuple[set[int], int | None]:
+        """The steps in the file's complete lines, read in chunks, and those lines' length; None: no file."""
+        lines, logged, size, complete_size = LineSplitter(STEP_NEEDLE), set(), 0, 0
+        try:
+            with open(self.jsonl_path, "rb") as handle:
+                while chunk := handle.read(READ_CHUNK):
+                    logged.update(parsed[0] for line, whole in lines.feed(chunk)
+                                  if whole and (parsed := parse_jsonl_line(line)) is not None)
+                    if (end := chunk.rfind(b"\n")) >= 0:
+                        complete_size = size + end + 1
+                    size += len(chunk)
+        except FileNotFoundError:
+            return logged, None
+        return logged, complete_size
 
     def _logged(self, parsed: StepValues) -> int:
         self._unlogged.pop(parsed[0], None)
