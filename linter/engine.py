@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from .core import hydra_keys
 from .core.budget import check_time
 from .core.command import Command, LocatedOverride, Stack
+from .core.dotted import ancestors
 from .core.diagnostics import Diagnostic, Location
 from .core.model import Accelerator, ModelShape
 from .core.overrides import ParsedOverride
@@ -89,8 +90,7 @@ class ConfigView:
     def _is_deleted(self, path: str) -> bool:
         if not self._deleted:
             return False
-        parts = path.split(".")
-        return any(".".join(parts[:i]) in self._deleted for i in range(1, len(parts) + 1))
+        return path in self._deleted or any(a in self._deleted for a in ancestors(path))
 
     def lookup(self, path: str) -> tuple[bool, Any]:
         """(whether the key is in the config, its raw value)."""
@@ -113,12 +113,10 @@ class ConfigView:
         if path in self._set:
             return True, self._set[path], False
         if self._mappings:  # a mapping set on an ancestor
-            parts = path.split(".")
-            for i in range(len(parts) - 1, 0, -1):
-                prefix = ".".join(parts[:i])
+            for prefix in ancestors(path):
                 if prefix in self._set:
                     value = self._set[prefix]
-                    for part in parts[i:]:
+                    for part in path[len(prefix) + 1:].split("."):
                         if not isinstance(value, dict) or part not in value:
                             return False, None, False
                         value = value[part]
@@ -161,9 +159,7 @@ class ConfigView:
     def _through_interpolated_ancestor(self, path: str, depth: int) -> Any:
         """`ref.megatron.override_transformer_config.x` when that node is `${...actor...override_transformer_config}`:
         the value of `x` under the node it points to."""
-        parts = path.split(".")
-        for i in range(len(parts) - 1, 0, -1):
-            ancestor = ".".join(parts[:i])
+        for ancestor in ancestors(path):
             found, raw = self.lookup(ancestor)
             if not found:
                 continue
@@ -171,7 +167,7 @@ class ConfigView:
             if m is None:
                 return _NOT_FOUND
             target = _absolute(ancestor, m.group(1))
-            return self.value(".".join([target, *parts[i:]]), depth + 1)
+            return self.value(f"{target}.{path[len(ancestor) + 1:]}", depth + 1)
         return _NOT_FOUND
 
     def apply(self, parsed: ParsedOverride) -> None:
@@ -189,12 +185,7 @@ class ConfigView:
                 self._mappings.discard(parsed.key)
 
     def anchor(self, path: str) -> str:
-        parts = path.split(".")
-        for i in range(len(parts) - 1, 0, -1):
-            prefix = ".".join(parts[:i])
-            if self.exists(prefix):
-                return prefix
-        return ""
+        return next((prefix for prefix in ancestors(path) if self.exists(prefix)), "")
 
 
 def _absolute(path: str, target: str) -> str:
@@ -300,9 +291,7 @@ class LintContext:
 
     def consumer_dict(self, path: str) -> tuple[str, dict] | None:
         """The nearest ancestor of `path` that is an open dict with a known consumer."""
-        parts = path.split(".")
-        for i in range(len(parts) - 1, 0, -1):
-            prefix = ".".join(parts[:i])
+        for prefix in ancestors(path):
             entry = self.tree.get(prefix)
             if entry is not None and entry.get("consumer"):
                 return prefix, entry

@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..core.dotted import ancestors
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 
@@ -25,9 +26,7 @@ def check(ctx: LintContext):
     for ro in ctx.overrides:
         if ro.parsed.op not in ("add", "force_add"):
             continue
-        parts = ro.path.split(".")
-        for i in range(len(parts) - 1, 0, -1):
-            ancestor = ".".join(parts[:i])
+        for ancestor in ancestors(ro.path):
             entry = ctx.tree.get(ancestor)
             if entry is None or not entry.get("interpolation") or entry["kind"] not in ("dict", "node"):
                 continue

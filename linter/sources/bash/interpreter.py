@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from functools import cache
+import sys
+from bisect import bisect_left
+from functools import cache, lru_cache
 from typing import NamedTuple
 
 from ...core.budget import check_time
@@ -61,6 +63,7 @@ def _mask_nested_arithmetic(src: bytes) -> bytes:
     start = src.find(b"$((")
     if start < 0 or b"${" not in src:
         return src
+    closing = _closing_parentheses(src)
     out = bytearray(src)
     braces = 0
     i = 0
@@ -72,8 +75,10 @@ def _mask_nested_arithmetic(src: bytes) -> bytes:
         if src[i] == ord("}") and braces:
             braces -= 1
         elif braces and src.startswith(b"$((", i):
-            end = _arithmetic_end(src, i + 3)
-            if end is not None and end > i + 3:
+            # the body ends at the `)` that closes the second `(`, if the first closes right after it (`$((a) (b))`
+            # is a command substitution)
+            end = closing.get(i + 2)
+            if end is not None and end > i + 3 and closing.get(i + 1) == end + 1:
                 out[i + 3:end] = b"0" + bytes(b if b == ord("\n") else ord(" ") for b in src[i + 4:end])
                 i = end + 2
                 continue
@@ -81,19 +86,15 @@ def _mask_nested_arithmetic(src: bytes) -> bytes:
     return bytes(out)
 
 
-def _arithmetic_end(src: bytes, body: int) -> int | None:
-    """Where the `))` closing the arithmetic expansion whose body starts at `body` is, or None when the parentheses
-    close some other way (`$((a) (b))` is a command substitution)."""
-    depth = 0
-    for j in range(body, len(src)):
-        c = src[j]
+def _closing_parentheses(src: bytes) -> dict[int, int]:
+    """Where each `(` is closed, in one pass (searching from each `$((` anew took quadratic time)."""
+    closing, open_at = {}, []
+    for i, c in enumerate(src):
         if c == ord("("):
-            depth += 1
-        elif c == ord(")"):
-            if depth == 0:
-                return j if src.startswith(b"))", j) else None
-            depth -= 1
-    return None
+            open_at.append(i)
+        elif c == ord(")") and open_at:
+            closing[open_at.pop()] = i
+    return closing
 
 
 def node_location(path: str, lines: list[bytes], n) -> Location:
@@ -103,7 +104,38 @@ def node_location(path: str, lines: list[bytes], n) -> Location:
     last = len(lines) - 1 - (len(lines) > 1 and lines[-1] == b"")
     if row > last:
         row, col = last, len(lines[last])
-    return Location(path, row + 1, len(lines[row][:col].decode("utf-8", "replace")) + 1)
+    return Location(path, row + 1, char_column(lines[row], col) + 1)
+
+
+_CONTINUATION_BYTE = re.compile(rb"[\x80-\xbf]")
+
+
+@lru_cache(maxsize=8)
+def _continuation_bytes(line: bytes) -> tuple[int, ...]:
+    """Where a UTF-8 line has the continuation bytes of its multi-byte characters (none in ASCII). A column in
+    characters is found from them by bisection, not by decoding the line up to it: a trainer call of 20,000
+    arguments on one line was decoded once per argument."""
+    return () if line.isascii() else tuple(m.start() for m in _CONTINUATION_BYTE.finditer(line))
+
+
+def char_column(line: bytes, byte: int) -> int:
+    """How many characters the line's first `byte` bytes hold (a character cut short counts as one)."""
+    return byte - bisect_left(_continuation_bytes(line), byte)
+
+
+def byte_column(line: bytes, chars: int) -> int:
+    """Where the character after the line's first `chars` characters starts: `char_column`'s inverse."""
+    continuations = _continuation_bytes(line)
+    # the continuation bytes before it are the first k, for the least k with continuations[k] - k > chars (a
+    # non-decreasing quantity: the positions increase by at least one each)
+    lo, hi = 0, len(continuations)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if continuations[mid] - mid > chars:
+            hi = mid
+        else:
+            lo = mid + 1
+    return chars + lo
 
 
 NEVER_SET = "never set in the script"
@@ -124,6 +156,33 @@ def environment_name(description: str) -> str | None:
 
 
 _MARKER = re.compile("[\U000F0000-\U0010FFFF]")  # where markers can be (`_MARK_BASE` up)
+
+
+class Marks(dict):
+    """Marker character -> the construct it stands for (its text, then the reason in parentheses), shared by the
+    variants of a script; with the reverse index, so that a script of 50,000 constructs does not search them all
+    for each one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.of: dict[str, str] = {}  # construct -> its marker
+
+    def marker(self, construct: str) -> str:
+        """The construct's marker, made on first use; the last private-use character stands for every construct
+        past the 131,071st."""
+        found = self.of.get(construct)
+        if found is None:
+            if _MARK_BASE + len(self) >= sys.maxunicode:
+                construct = _TOO_MANY_CONSTRUCTS
+                found = self.of.get(construct)
+            if found is None:
+                found = chr(_MARK_BASE + len(self))
+                self[found] = construct
+                self.of[construct] = found
+        return found
+
+
+_TOO_MANY_CONSTRUCTS = f"… (one of more than {sys.maxunicode - _MARK_BASE:,} constructs that cannot be evaluated)"
 
 
 def markers(s: str, marks: dict[str, str]) -> list[str]:
@@ -166,7 +225,7 @@ class Interpreter:
     watched_text: bytes | None = None  # source text that marks a watched command
     watched_name = ""  # what a watched command is, for messages
 
-    def __init__(self, path: str, src: bytes, lines: list[bytes], env: dict[str, str], marks: dict[str, str],
+    def __init__(self, path: str, src: bytes, lines: list[bytes], env: dict[str, str], marks: Marks,
                  switches: frozenset[str] = frozenset(), free: frozenset[str] = frozenset(),
                  decisions: dict[int, bool] | None = None, locations: dict | None = None):
         self.path, self.src, self.lines = path, src, lines
@@ -210,13 +269,7 @@ class Interpreter:
 
     def mark(self, construct: str, why: str | None = None) -> str:
         """A marker character standing for an unresolved construct (its text; `why` adds the reason)."""
-        key = construct if why is None else f"{construct} ({why})"
-        for ch, c in self.marks.items():
-            if c == key:
-                return ch
-        ch = chr(_MARK_BASE + len(self.marks))
-        self.marks[ch] = key
-        return ch
+        return self.marks.marker(construct if why is None else f"{construct} ({why})")
 
     def warn(self, n, message: str) -> None:
         self.unevaluated.append(Unevaluated(self.loc(n), message))
@@ -349,10 +402,13 @@ class Interpreter:
         follows is skipped with the outcome left unknown."""
         kids = n.children
         last = self.status(kids[0])
+        assigning: list[bool] | None = None  # by operand: whether it or one after it assigns (`_assigns_from`)
         for i in range(1, len(kids) - 1, 2):
             op, right = kids[i].type, kids[i + 1]
             if last is None:
-                if any(self._assigns(kids[j]) for j in range(i + 1, len(kids), 2)):
+                if assigning is None:
+                    assigning = self._assigns_from([[kids[j]] for j in range(0, len(kids), 2)])
+                if assigning[(i + 1) // 2]:
                     last = self.decide(kids[i - 1])
                 else:
                     settles = self.status(right) if _is_test(self, right) else None
@@ -361,6 +417,14 @@ class Interpreter:
             if (op == "&&") == last:
                 last = self.status(right)
         return last
+
+    def _assigns_from(self, groups: list[list]) -> list[bool]:
+        """For each group of statements, whether it or a later group assigns or runs the watched command: one walk
+        over them all, however many `elif`s ask."""
+        out = [False] * (len(groups) + 1)
+        for i in range(len(groups) - 1, -1, -1):
+            out[i] = out[i + 1] or any(self._assigns(n) for n in groups[i])
+        return out
 
     def _assigns(self, n) -> bool:
         stack = [n]
@@ -464,6 +528,7 @@ class Interpreter:
                 continue
             (body if seen_then else cond).append(c)
         clauses.insert(0, (cond, body))
+        assigning: list[bool] | None = None  # by clause: whether it or a later one assigns (`_assigns_from`)
         for i, (cond_nodes, body_nodes) in enumerate(clauses):
             if cond_nodes is None:
                 for b in body_nodes:
@@ -473,7 +538,9 @@ class Interpreter:
             for c in cond_nodes:
                 value = self.status(c)
             if value is None:
-                if not any(self._assigns(b) for _, later in clauses[i:] for b in later):
+                if assigning is None:
+                    assigning = self._assigns_from([later for _, later in clauses])
+                if not assigning[i]:
                     continue  # nothing that follows changes a later command: skip it all
                 value = self.decide(cond_nodes[0] if cond_nodes else n)
             if value:

@@ -13,7 +13,10 @@ value the trainer's arguments take from the environment is listed once per file 
 from __future__ import annotations
 
 import re
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from ...core.command import Command, LocatedOverride, locate_override, merge_overrides, site_limits
@@ -31,6 +34,8 @@ from .interpreter import (
     ARGUMENTS,
     GLOB_CHAR,
     Interpreter,
+    Marks,
+    byte_column,
     construct_text,
     environment_name,
     markers,
@@ -280,19 +285,23 @@ _OVERRIDE_AS_COMMAND = re.compile(r"^(?:(?:\+\+|\+)?[A-Za-z_][\w-]*(?:\.[\w-]+)+
 def _broken_continuations(parsed: _Parsed, path: str) -> list[Diagnostic]:
     """SH005: commands whose name is a Hydra override, each with the trainer command a line break cut it from."""
     out = []
-    stack = [parsed.root]
+    # each node with the named sibling before it that is no comment: found in one pass over its parent's children
+    # (tree-sitter finds a previous sibling from the parent's first child: walking back over 20,000 comments one
+    # sibling at a time took quadratic time)
+    stack = [(parsed.root, None)]
     while stack:
-        n = stack.pop()
-        stack.extend(reversed(n.named_children))
+        n, before = stack.pop()
+        children, previous = [], None
+        for c in n.named_children:
+            children.append((c, previous))
+            previous = previous if c.type == "comment" else c
+        stack.extend(reversed(children))
         name = n.child_by_field_name("name") if n.type == "command" else None
         written = name.text.decode("utf-8", "replace") if name is not None else ""
         if not _OVERRIDE_AS_COMMAND.match(written):
             continue
         words = sum(1 for c in n.named_children if c.type not in ("variable_assignment", "file_redirect", "comment"))
         where = node_location(path, parsed.lines, n)
-        before = n.prev_named_sibling
-        while before is not None and before.type == "comment":
-            before = before.prev_named_sibling
         if before is not None and b"verl." in before.text:
             end = before.end_point[0] + 1
             between = [parsed.lines[i].strip() for i in range(end, where.line - 1)]
@@ -330,8 +339,7 @@ class _BranchFinder:
         row = loc.line - 1
         if not 0 <= row < len(self.parsed.lines):
             return ()
-        line = self.parsed.lines[row].decode("utf-8", "replace")
-        byte = self.line_starts[row] + len(line[:max(loc.column - 1, 0)].encode("utf-8"))
+        byte = self.line_starts[row] + byte_column(self.parsed.lines[row], max(loc.column - 1, 0))
         node = self.parsed.root.descendant_for_byte_range(byte, byte)
         out = []
         while node is not None and node.parent is not None:
@@ -355,7 +363,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     stack = options.stack._replace(megatron_pin=megatron_pin(source.text))
     if parsed.errors:
         return ScriptRead([], parsed.errors, verl_version)
-    marks: dict[str, str] = {}
+    marks = Marks()
     locations: dict = {}
     free: set[str] = set()
 
@@ -516,13 +524,15 @@ def _variants(chosen, default: TrainerCallFinder, default_env: dict[str, str], r
     cut = 0
     for _, combo in chosen:
         env = {var: v for var, v in combo if v is not None}
-        pending: list[dict[int, bool]] = [{}]
+        # The ways still to evaluate, each made when it is (`_way`), and only as many as the budget reaches: a
+        # script with 40,000 undecidable conditions asked for 40,000 copies of 40,000 decisions per evaluation.
+        pending: deque[Callable[[], dict[int, bool]]] = deque([dict])
         evaluated = 0
         while pending:
             if evaluated >= budget:
                 cut += len(pending)
                 break
-            decisions = pending.pop(0)
+            decisions = pending.popleft()()
             ev = default if env == default_env and not decisions else run(env, decisions)
             evaluated += 1
             label = _label(ev, combo, free)
@@ -531,14 +541,21 @@ def _variants(chosen, default: TrainerCallFinder, default_env: dict[str, str], r
                     break  # the same inputs as a combination already evaluated, forks included
                 continue
             seen.add(label)
-            fixed = dict(decisions)
-            for key in ev.undecided:  # the same way up to this condition, the other way at it
-                pending.append({**fixed, key: True})
-                fixed[key] = False
+            room = max(budget - evaluated - len(pending), 0)
+            pending.extend(partial(_way, decisions, ev.undecided, i) for i in range(min(len(ev.undecided), room)))
+            cut += max(len(ev.undecided) - room, 0)  # never evaluated: the budget runs out before them
             if ev.exited is not None and not ev.trainers:
                 continue
             runs.append((label, ev))
     return runs, cut
+
+
+def _way(before: dict[int, bool], met: list[int], other: int) -> dict[int, bool]:
+    """A way through undecidable conditions: the decisions `before`, then each condition `met` without one taken
+    the same way as then (false) up to `met[other]`, which is taken the other way."""
+    way = {**before, **dict.fromkeys(met[:other], False)}
+    way[met[other]] = True
+    return way
 
 
 def _label(ev: TrainerCallFinder, combo, free: set[str]) -> str | None:
