@@ -90,21 +90,22 @@ def _schema_errors(source: TextFile, root: yaml.Node, data: Any) -> tuple[list[D
 
     validator = jsonschema.Draft202012Validator(recipe_schema())
     out, paths = [], []
+    nodes = yaml_nodes.Index()
     for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
         paths.append(tuple(error.absolute_path))
         node = root
         for part in error.absolute_path:
-            node = yaml_nodes.child(node, part)
+            node = nodes.child(node, part)
         where = ".".join(map(str, error.absolute_path)) or "top level"
         message = error.message
         if error.validator == "additionalProperties" and isinstance(error.instance, dict):
             extra = [k for k in error.instance if k not in error.schema.get("properties", {})]
-            node = yaml_nodes.key_node(node, extra[0]) or node
+            node = nodes.key_node(node, extra[0]) or node
             message = f"unknown key `{extra[0]}`; allowed: {', '.join(error.schema.get('properties', {}))}"
         elif error.validator == "anyOf" and all(set(alt) == {"required"} for alt in error.validator_value):
             message = "needs at least one of " + ", ".join(k for alt in error.validator_value for k in alt["required"])
         elif error.validator == "propertyNames":
-            node = yaml_nodes.key_node(node, error.instance) or node
+            node = nodes.key_node(node, error.instance) or node
         if is_secret_name(where):  # jsonschema quotes the value: `['hf_...'] is not of type 'string', ...`
             message = message.replace(repr(error.instance), REDACTED)
         out.append(RECIPE_SCHEMA.diagnostic(_location(source.path, node), f"{where}: {message}"))

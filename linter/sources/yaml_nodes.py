@@ -178,6 +178,31 @@ def child(node: yaml.Node | None, key: Any) -> yaml.Node | None:
     return None
 
 
+class Index:
+    """`child` and `key_node` for many lookups in the same graph: each mapping is indexed on its first lookup, so
+    10,000 schema errors in one mapping do not scan it 10,000 times."""
+
+    def __init__(self) -> None:
+        self._values: dict[int, dict[str, yaml.Node]] = {}  # id of a mapping -> key text -> value (the last one)
+        self._keys: dict[int, dict[str, yaml.Node]] = {}  # id of a mapping -> key text -> key node (the first one)
+
+    def child(self, node: yaml.Node | None, key: Any) -> yaml.Node | None:
+        if not isinstance(node, yaml.MappingNode):
+            return child(node, key)
+        if id(node) not in self._values:
+            self._values[id(node)] = {k.value: v for k, v in node.value}
+        return self._values[id(node)].get(key) if isinstance(key, str) else None  # key texts are strings
+
+    def key_node(self, node: yaml.Node | None, key: Any) -> yaml.Node | None:
+        if not isinstance(node, yaml.MappingNode):
+            return None
+        if id(node) not in self._keys:
+            self._keys[id(node)] = {}
+            for k, _ in node.value:
+                self._keys[id(node)].setdefault(str(k.value), k)
+        return self._keys[id(node)].get(str(key))
+
+
 def key_node(node: yaml.Node | None, key: Any) -> yaml.Node | None:
     if isinstance(node, yaml.MappingNode):
         for k, _ in node.value:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from ...core.budget import check_time
 from ...core.command import Command, LocatedOverride, locate_override, merge_overrides, site_limits
 from ...core.diagnostics import Diagnostic, Location
 from ...core.overrides import OverrideSyntaxError, ParsedOverride, parse_override
@@ -328,6 +329,9 @@ class _BranchFinder:
         for line in parsed.lines:
             self.line_starts.append(self.line_starts[-1] + len(line) + 1)
         self.found: dict[tuple[int, int], tuple[int, ...]] = {}
+        # node id -> the regions around it: places share their ancestors, and tree-sitter finds a node's parent
+        # from the root, so climbing from each of 20,000 overrides nested 100 deep took seconds
+        self.regions: dict[int, tuple[int, ...]] = {parsed.root.id: ()}
 
     def __call__(self, loc: Location) -> tuple[int, ...]:
         key = (loc.line, loc.column)
@@ -341,19 +345,30 @@ class _BranchFinder:
             return ()
         byte = self.line_starts[row] + byte_column(self.parsed.lines[row], max(loc.column - 1, 0))
         node = self.parsed.root.descendant_for_byte_range(byte, byte)
-        out = []
-        while node is not None and node.parent is not None:
+        climbed = []  # (node, its parent), up to the first node whose regions are known
+        while node is not None and node.id not in self.regions:
             parent = node.parent
-            if parent.type in ("case_item", "elif_clause", "else_clause"):
-                out.append(parent.start_byte)
-            elif parent.type == "if_statement" and node.type not in ("elif_clause", "else_clause"):
-                then = next((c for c in parent.children if c.type == "then"), None)
-                if then is not None and node.start_byte >= then.end_byte:
-                    out.append(parent.start_byte)
-            elif parent.type == "list" and node.start_byte > parent.children[0].start_byte:
-                out.append(node.start_byte)
+            climbed.append((node, parent))
             node = parent
-        return tuple(reversed(out))
+        regions = self.regions[node.id] if node is not None else ()
+        for child, parent in reversed(climbed):
+            if parent is not None:
+                region = _region(parent, child)
+                regions = regions if region is None else (*regions, region)
+            self.regions[child.id] = regions
+        return regions
+
+
+def _region(parent, node) -> int | None:
+    """The conditional region that `node` is in directly below `parent`, if any, named by its start byte."""
+    if parent.type in ("case_item", "elif_clause", "else_clause"):
+        return parent.start_byte
+    if parent.type == "if_statement" and node.type not in ("elif_clause", "else_clause"):
+        then = next((c for c in parent.children if c.type == "then"), None)
+        return parent.start_byte if then is not None and node.start_byte >= then.end_byte else None
+    if parent.type == "list" and node.start_byte > parent.children[0].start_byte:
+        return node.start_byte
+    return None
 
 
 def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
@@ -432,6 +447,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     inputs: dict[str, Location] = {}  # unresolved construct -> where it first reaches the trainer
     known: dict[tuple[str, Location], LocatedOverride] = {}
     for label, ev in runs:
+        check_time(f"assembling the trainer call of {label or 'the script'}")
         found = [UNRESOLVED.diagnostic(u.location, u.message) for u in ev.unevaluated]
         for tr in ev.trainers:
             overrides = []
