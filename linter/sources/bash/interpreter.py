@@ -570,14 +570,15 @@ class Interpreter:
             return
         fall = False
         for item in items:
-            patterns = [item.children[i] for i in range(item.child_count) if item.field_name_for_child(i) == "value"]
-            hit = fall or any(self._case_match(subject, p) for p in patterns)
+            # children told apart by their field (`v0|v1|...|v49999)` looked each child up among the patterns)
+            children = item.children
+            hit = fall or any(self._case_match(subject, c) for i, c in enumerate(children)
+                              if item.field_name_for_child(i) == "value")
             if not hit:
                 continue
-            for b in item.named_children:
-                if b in patterns or item.field_name_for_child(_index(item, b)) in ("value", "termination"):
-                    continue
-                self.stmt(b)
+            for i, c in enumerate(children):
+                if c.is_named and item.field_name_for_child(i) not in ("value", "termination"):
+                    self.stmt(c)
             term = item.child_by_field_name("termination") or item.child_by_field_name("fallthrough")
             kind = self.text(term) if term is not None else ";;"
             if kind == ";&":
@@ -1113,13 +1114,6 @@ def posix_test(words: list[str]) -> bool | None:
         v = posix_test(words[1:])
         return None if v is None else not v
     return None
-
-
-def _index(parent, child) -> int:
-    for i in range(parent.child_count):
-        if parent.children[i] == child:
-            return i
-    return -1
 
 
 def switch_variable(ev: Interpreter, n) -> str | None:

@@ -92,9 +92,8 @@ def _collect_switches(ev: Interpreter, root) -> tuple[dict[str, list[str]], dict
             if var is not None:
                 out.setdefault(var, {})
                 for item in (c for c in n.named_children if c.type == "case_item"):
-                    for i in range(item.child_count):
+                    for i, p in enumerate(item.children):
                         if item.field_name_for_child(i) == "value":
-                            p = item.children[i]
                             text = "".join(f for f, _ in ev.word(p, split=False)) if p.type != "extglob_pattern" else ev.text(p)
                             if text and literal(text):
                                 add(out, var, text)
