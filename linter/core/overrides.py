@@ -499,8 +499,9 @@ _PLAIN_INTERP_RE = re.compile(r"(?:[A-Za-z0-9_\-/.+%*@?|:$]|\$\{[^}]+\})+")
 # (hydra._internal.grammar.utils._ESC) are backslash-escaped.
 _KEY_ESC_RE = re.compile(r"[\\()\[\]{}:=, \t]")
 _KEY_CHARS_RE = re.compile(r"[A-Za-z0-9_\-/.+%*@?|$\\()\[\]{}:=, \t]+")
-# An interpolation opener with the backslashes right before it (OmegaConf).
-_OC_INTERP_RE = re.compile(r"(\\*)\$\{")
+# An interpolation opener with the backslashes right before it (OmegaConf). A match starts only where a run of
+# backslashes does: tried from inside a run of 100,000, it took time quadratic in the run.
+_OC_INTERP_RE = re.compile(r"(?<!\\)(\\*)\$\{")
 
 
 def _oc_escape(s: str) -> str:
@@ -516,8 +517,8 @@ def _quote(s: str) -> str:
     q = '"' if ("'" in s and '"' not in s) else "'"
     if "\\" not in s:
         return q + s.replace(q, "\\" + q) + q
-    body = re.sub(
-        r"(\\*)(" + q + r"|\Z)",
+    body = re.sub(  # from where a run of backslashes starts only, as `_OC_INTERP_RE`
+        r"(?<!\\)(\\*)(" + q + r"|\Z)",
         lambda m: m.group(1) * 2 + ("\\" + q if m.group(2) else ""),
         s,
     )
