@@ -205,7 +205,7 @@ def _scalar(text: str) -> Any:
         return lowered == "true"
     for cast in (int, float):
         try:
-            return cast(text)
+            return _within_int64(cast(text))  # an `oc.select` default is read like an override's value
         except ValueError:
             pass
     return text.strip()
