@@ -14,8 +14,8 @@ from typing import Any, NamedTuple
 from .core import hydra_keys
 from .core.budget import check_time
 from .core.command import Command, LocatedOverride, Stack
-from .core.dotted import ancestors
 from .core.diagnostics import Diagnostic, Location
+from .core.dotted import ancestors
 from .core.model import Accelerator, ModelShape
 from .core.overrides import ParsedOverride
 from .schema import DEFAULT_RAY, Consumer, Snapshot, Tree, load_consumer
