@@ -49,7 +49,7 @@ def main() -> int:
     for d in json.loads(proc.stdout)["diagnostics"]:
         codes[d["path"].removeprefix("./")[:50]][d["code"]] += 1
     for path, counted in sorted(codes.items()):
-        print(f"  {path!r}: {dict(counted.most_common(4))}")
+        print(f"  {path!r}: {dict(counted.most_common())}")
     return 0
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 TRAINER = "python3 -m verl.trainer.main_ppo \\\n"
-RECIPE_HEADER = "recipe: sapo-recipe/v1\nname: hostile\nconfig_name: ppo_megatron_trainer\nmodel: {path: Qwen/Qwen3-8B}\n"
+RECIPE_HEADER = ("recipe: sapo-recipe/v1\nname: hostile\nconfig_name: ppo_megatron_trainer\n"
+                 "model: {path: Qwen/Qwen3-8B}\n")
 SECRET = "hf_s3cr3tVALUEthatMustNeverPrint"
 DEEP = "dddd"  # 1,200 of these nested: deeper than the recursion limit, longer than PATH_MAX
 
@@ -56,9 +57,9 @@ def nested_directories(root: Path, depth: int, name: str, script: str) -> str:
 
 
 def remove_chain(root: Path, name: str) -> None:
-    """Removes what `nested_directories` made (shutil.rmtree, and pytest's clean-up of old temporary directories,
-    recurse on Python 3.11). Removes a chain of nested `name` directories under `root` one level at a time: the second level is moved
-    up beside the first, the emptied first removed, and the second renamed into its place."""
+    """Removes what `nested_directories` made, one level at a time (shutil.rmtree, and pytest's clean-up of old
+    temporary directories, recurse on Python 3.11): the second level is moved up beside the first, the emptied
+    first removed, and the second renamed into its place."""
     top, spare = root / name, root / (name + ".next")
     while (top / name).is_dir():
         (top / name).rename(spare)
@@ -81,8 +82,7 @@ def generate(root: Path) -> list[Hostile]:
     # A secret of the wrong type.
     add("secret.yaml", RECIPE_HEADER + f"env: {{HF_TOKEN: [{SECRET}]}}\noverrides: {{}}\n", "RF001")
     # shellcheck: deep nesting, and external sources switched on by the repository's own rc file.
-    nested = "".join(f"{'  ' * i}if [ -n \"$A{i}\" ]; then\n" for i in range(2000))
-    nested += "".join(f"{'  ' * i}fi\n" for i in reversed(range(2000)))
+    nested = "".join(f"if [ -n \"$A{i}\" ]; then\n" for i in range(2000)) + "echo deep\n" + "fi\n" * 2000
     add("run_nested_megatron.sh", nested + _script("trainer.nnodez=1"), "SL001")
     _write(root, ".shellcheckrc", "external-sources=true\nsource-path=/dev\n")
     add("run_zero_megatron.sh", "# shellcheck source=/dev/zero\nsource /dev/zero\n" + _script("trainer.nnodez=1"),
@@ -92,17 +92,19 @@ def generate(root: Path) -> list[Hostile]:
     add("run_pin_megatron.sh", "# " + "Megatron-LM " * 20000 + "\n" + _script("trainer.nnodez=1"), "SL001")
     add("run_long_megatron.sh", _script(*(f"+trainer.extra_{i}=1" for i in range(20000))), "SL003", "SL001")
     add("unknown_keys.yaml", RECIPE_HEADER + "overrides: {" + ", ".join(f"k{i}: 1" for i in range(331000)) + "}\n",
-        "SL001")
+        "SL001", "RF011")
     items = "|".join(f"v{i}" for i in range(50000))
     add("run_case_megatron.sh", f'case "$X" in\n  {items}) Y=1 ;;\nesac\n' + _script("trainer.nnodez=1"), "SL001")
-    add("interpolation.yaml", RECIPE_HEADER + "overrides:\n  trainer.project_name: \"${" + "." * 20000 + "\"\n", ())
+    add("interpolation.yaml", RECIPE_HEADER + "overrides:\n  trainer.project_name: \"${" + "." * 20000 + "\"\n")
     # Integers beyond Python's int/str conversion limit.
-    add("hex_gpus.yaml", RECIPE_HEADER + "overrides:\n  trainer.n_gpus_per_node: 0x" + "f" * 100000 + "\n", "SL004")
+    add("hex_gpus.yaml", RECIPE_HEADER + "overrides:\n  trainer.n_gpus_per_node: 0x" + "f" * 100000 + "\n",
+        "SL004", "RF002")
     big = "9" * 2200
     add("big_product.yaml", RECIPE_HEADER + f"overrides:\n  trainer.nnodes: {big}\n  trainer.n_gpus_per_node: {big}\n",
         "SL004")
     squares = "".join("X=$((X*X))\n" for _ in range(20))
-    add("run_square_megatron.sh", "X=99999\n" + squares + _script("trainer.nnodes=$X"), "SL004", "SH001")
+    # bash's arithmetic wraps at 64 bits, and so does the reader's: whatever the value, no crash
+    add("run_square_megatron.sh", "X=99999\n" + squares + _script("trainer.nnodes=$X"))
     nested_directories(root, 1200, DEEP, _script("trainer.nnodez=1"))
     inputs.append(Hostile(DEEP, ("RF003",)))
     # A file the other findings must not hide.
