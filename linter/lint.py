@@ -30,7 +30,7 @@ class LintResult:
     diagnostics: list[Diagnostic]
     files: int  # files linted (recipes and scripts), unreadable ones included
     unreadable: int  # files and directories that could not be read
-    named_but_skipped: int = 0  # files named on the command line that are neither a recipe nor a script
+    named_but_skipped: int = 0  # files named on the command line that are neither a recipe nor a script (`_not_lintable`)
 
 
 def discover(paths: list[Path], settings_for: Callable[[Path], Settings]
@@ -131,7 +131,7 @@ def lint_paths(paths: list[Path], settings: Settings | SettingsFinder, cli_overr
                 loaded = api.load(path, options[id(file_settings)])
             except UnreadableFile as exc:
                 return FileOutcome(True, True, False, [UNREADABLE_FILE.diagnostic(Location(str(path)), str(exc))])
-            if loaded is None:  # named but nothing to lint: say so rather than pass silently
+            if loaded is None:
                 return _not_lintable(str(path)) if path in explicit else FileOutcome(False, False, False, [])
             return FileOutcome(True, False, False, _findings(loaded, file_settings, shellcheck.get(str(path), ())))
 
@@ -181,6 +181,12 @@ class FileOutcome(NamedTuple):
 
 
 def _not_lintable(path: str) -> FileOutcome:
+    """A file named on the command line (or as standard input) with nothing to lint. YAML without a top-level
+    `recipe:` key (a CI workflow, a Hydra config) is skipped without a word, as in a directory walk: pre-commit and
+    editors name every YAML file of a repository. Any other file is reported (RF008): a typo in a path must not look
+    like a clean result. Either way the file is not counted as checked."""
+    if Path(path).suffix in api.RECIPE_SUFFIXES:
+        return FileOutcome(False, False, True, [])
     return FileOutcome(False, False, True, [NOT_LINTABLE.diagnostic(Location(path), f"no recipe or script: {path} "
                        "(recipes are *.yaml/*.yml with a top-level `recipe:` key, run scripts *.sh)")])
 

@@ -3,6 +3,7 @@ nothing crashes. One test per input, named after it."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -70,12 +71,28 @@ def test_fifo_in_a_linted_directory(tmp_path):
     assert any(d["code"] == "SL001" for d in report["diagnostics"])
 
 
-def test_file_named_on_the_command_line_that_is_not_a_recipe(tmp_path):
+def test_named_yaml_that_is_not_a_recipe_is_skipped_and_any_other_named_file_is_reported(tmp_path):
+    """pre-commit names every YAML file of a repository: a workflow or a Hydra config is skipped as in a directory
+    walk, not counted as checked and no warning that --warnings-as-errors would turn into a blocked commit. A file
+    with the `recipe:` key is linted however malformed; any other named file is RF008 (a typo in a path)."""
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    (tmp_path / ".github" / "workflows" / "ci.yml").write_text("name: ci\non: [push]\njobs: {}\n")
     (tmp_path / "ppo_trainer.yaml").write_text("actor_rollout_ref: {}\n")
+    (tmp_path / "broken.yaml").write_text("recipe: 3\noverrides: {}\n")
     (tmp_path / "notes.txt").write_text("hello\n")
-    proc, report = lint_json("ppo_trainer.yaml", "notes.txt", cwd=tmp_path)
-    assert proc.returncode == 0
-    assert [(d["code"], d["severity"]) for d in report["diagnostics"]] == [("RF008", "warning")] * 2
+    sapo_lint = [shutil.which("sapo-lint") or "sapo-lint", "--format", "json", "--warnings-as-errors"]
+
+    def run(*paths):
+        proc = subprocess.run([*sapo_lint, *paths], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+        report = json.loads(proc.stdout)
+        return proc.returncode, sorted({(d["path"], d["code"]) for d in report["diagnostics"]}), report["summary"]
+
+    code, found, summary = run(".github/workflows/ci.yml", "ppo_trainer.yaml")
+    assert (code, found, summary["files"]) == (0, [], 0)
+    code, found, summary = run(".github/workflows/ci.yml", "broken.yaml", "notes.txt")
+    assert code == 1 and summary["files"] == 1
+    assert {path for path, _ in found} == {"broken.yaml", "notes.txt"}
+    assert ("broken.yaml", "RF001") in found and ("notes.txt", "RF008") in found
 
 
 def test_empty_directory_is_a_usage_error(tmp_path):

@@ -149,13 +149,16 @@ DUPLICATE_KEY = source_rule(
 
 NOT_LINTABLE = source_rule(
     "RF008", "not-a-recipe-or-script", Severity.WARNING,
-    summary="a file named on the command line is neither a recipe nor a run script",
+    summary="a file named on the command line is neither YAML nor a run script",
     explanation="""`sapo-lint FILE` lints recipes (`*.yaml`/`*.yml` with a top-level `recipe:` key) and run scripts
-    (`*.sh`). A file named explicitly that is neither is reported instead of passing silently, so a typo in a path
-    or a Hydra config given by mistake does not look like a clean result. (Directories are searched for candidates,
-    and other YAML there is skipped without a word.) A run that finds nothing at all to lint exits 2.""",
+    (`*.sh`). Any other file named explicitly is reported instead of passing silently, so a typo in a path does not
+    look like a clean result. A YAML file without a top-level `recipe:` key (a CI workflow, a Hydra config) is
+    skipped without a word, named or found in a directory: pre-commit and editors name every YAML file of a
+    repository. A file that has the key but is not a valid recipe is linted, and its errors reported (RF001,
+    RF002). Skipped files are not counted as checked; a run that finds nothing at all to lint under the
+    directories it was given exits 2.""",
     bad="""
-    (named on the command line) sapo-lint ppo_trainer.yaml   # a Hydra config, not a recipe
+    (named on the command line) sapo-lint recipes/qwen3-8b-sapo.yaml.orig   # a backup copy, never linted
     """,
     good="""
     (named on the command line) sapo-lint recipes/qwen3-8b-sapo.yaml
