@@ -17,7 +17,7 @@ from .core.diagnostics import Diagnostic, Location, Severity
 from .core.variants import collapse_variants, matches
 from .engine import LintContext, Suggestions, lint_command
 from .engine import resolve as resolve_against
-from .rules import load_rules
+from .rules import load_rules, without_superseded
 from .rules.rf_recipe import RECIPE_SCHEMA, UNKNOWN_VERSION
 from .schema import (
     DEFAULT_MBRIDGE,
@@ -144,7 +144,7 @@ def _lint_commands(loaded: Loaded, rules) -> list[Diagnostic]:
         return [UNKNOWN_VERSION.diagnostic(loaded.version_location, str(exc))]
     checked = [c for c in loaded.commands if c.config_name in snapshots]
     suggestions = Suggestions()  # the file's variants share its did-you-mean suggestions
-    per_variant = [lint_command(c, snapshots[c.config_name], rules, suggestions) for c in checked]
+    per_variant = [without_superseded(lint_command(c, snapshots[c.config_name], rules, suggestions)) for c in checked]
     return unchecked + collapse_variants(per_variant, [c.variant for c in checked])
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from importlib import import_module
 
+from ..core.diagnostics import Diagnostic
 from ..rulekit import registry
 from ..rulekit.registry import Rule
 
@@ -104,6 +105,12 @@ MODULES: dict[str, str] = {
     "TP015": "tp015_hybrid_engine_separated_rollout",
 }
 
+# A rule that explains why a key is wrong supersedes the general finding about the same override: its codes here,
+# with the codes it replaces (`without_superseded`). One problem, one finding, and the specific one keeps its fix.
+SUPERSEDES: dict[str, tuple[str, ...]] = {
+    "SP001": ("SL001",),  # a nested SAPO tau is an unknown key because it belongs on the actor
+}
+
 
 def load_rules(enabled: Callable[[str], bool] = lambda code: True) -> list[Rule]:
     """The rules whose codes `enabled` accepts, in code order, importing only their modules."""
@@ -111,6 +118,13 @@ def load_rules(enabled: Callable[[str], bool] = lambda code: True) -> list[Rule]
     for module in dict.fromkeys(MODULES[code] for code in codes):
         import_module(f"{__name__}.{module}")
     return [registry.RULES[code] for code in codes]
+
+
+def without_superseded(found: list[Diagnostic]) -> list[Diagnostic]:
+    """`found` less each finding that a `SUPERSEDES` rule replaces at the same place. Only rules that ran replace
+    any: with SP001 ignored, SL001 still reports the key."""
+    replaced = {(code, d.location) for d in found for code in SUPERSEDES.get(d.code, ())}
+    return [d for d in found if (d.code, d.location) not in replaced] if replaced else found
 
 
 def all_rules() -> dict[str, Rule]:

@@ -29,13 +29,17 @@ def check(ctx: LintContext):
     `_target_: verl.workers.config.PolicyLossConfig`, so Hydra builds it with the extra keyword and raises
     `InstantiationException: Error in call to target 'verl.workers.config.actor.PolicyLossConfig':
     TypeError("PolicyLossConfig.__init__() got an unexpected keyword argument 'tau_pos'")`, `full_key: policy_loss`.
-    The fix moves the key to the actor."""
+    Written without `+`, the key is refused earlier, at compose (`policy_loss` has no such key to override): SP001
+    reports it in place of SL001's unknown key (one finding per override). The fix moves the key to the actor."""
     for ro in ctx.overrides:
         if ro.assigns and is_nested_tau(ro.path):
             real = ro.path.replace(".policy_loss.", ".")
             fix = real if ctx.config.exists(real) else "+" + real
             name = ro.path.rpartition(".")[2]
+            if ro.parsed.op == "set" and not ro.existed:
+                why = "Hydra refuses to override it at compose"
+            else:
+                why = ("verl stops at start-up when it builds the actor config: Hydra's instantiate raises "
+                       f"\"PolicyLossConfig.__init__() got an unexpected keyword argument '{name}'\"")
             yield Finding(ro, f"`{ro.path}`: PolicyLossConfig has no field `{name}` (the SAPO temperatures are actor "
-                              f"fields), so verl stops at start-up when it builds the actor config: Hydra's "
-                              f"instantiate raises \"PolicyLossConfig.__init__() got an unexpected keyword argument "
-                              f"'{name}'\". Set `{real}` instead", fix=fix)
+                              f"fields), so {why}. Set `{real}` instead", fix=fix)
