@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, NamedTuple
 
 from .core import hydra_keys
@@ -421,58 +422,56 @@ def resolve(command: Command, snapshot: Snapshot) -> LintContext:
                        selection=selection)
 
 
-# verl entry modules that never build PPO's workers (actor, ref, critic), with the rule codes or families whose
-# quoted code they do reach. Any other entry module runs every rule (but those in SKIPPED_BY_ENTRY_MODULE): main_ppo,
-# the experimental trainers built on the same workers (verl/experimental/one_step_off_policy/main_ppo.py,
-# fully_async_policy/fully_async_main.py), a team's wrapper, a recipe that names none.
-PARTIAL_ENTRY_MODULES: dict[str, tuple[str, ...]] = {
-    # verl/trainer/main_generation_server.py composes ppo_trainer, then only starts rollout servers:
-    # get_rollout_replica_class(rollout.name)(config=rollout, ...) builds RolloutConfig
-    # (verl/workers/rollout/replica.py, omega_conf_to_dataclass: BS007, BS008, BS011), and the servers load the
-    # model with rollout TP over trainer.nnodes x n_gpus_per_node devices (TP011, TP012); HCCL reads its
-    # environment on Ascend (PF004). No actor, ref, critic, dataset filter, checkpoint or optimizer.
-    "verl.trainer.main_generation_server": ("SL", "BS007", "BS008", "BS011", "TP011", "TP012", "PF004"),
-    # verl/trainer/main_eval.py composes `evaluation` and scores a parquet of responses with Ray tasks.
-    "verl.trainer.main_eval": ("SL",),
-    # verl/trainer/sft_trainer.py and sft_trainer_ray.py compose sft_trainer_engine: no PPO roles, no rollout.
-    "verl.trainer.sft_trainer": ("SL",),
-    "verl.trainer.sft_trainer_ray": ("SL",),
-}
+class Part(Enum):
+    """A part of verl that a run may or may not reach. Each rule declares the part whose code it quotes
+    (`@rule(..., part=...)`); a run of an entry module reaches the rule when the module runs that part
+    (`ENTRY_MODULE_PARTS`)."""
 
+    CONFIG = "config"  # Hydra composes the config: every entry module
+    # The rollout servers: RolloutConfig (verl/workers/rollout/replica.py, omega_conf_to_dataclass), the model loaded
+    # with rollout TP over the trainer's devices, HCCL's environment on Ascend.
+    ROLLOUT = "rollout"
+    WORKERS = "workers"  # PPO's workers (actor, ref, critic), their optimizer and checkpoints, the dataset filter
+    # A step's train batch of `data.train_batch_size` prompts: the driver's `validate_config` (verl/utils/config.py)
+    # and ActorConfig.validate's train-batch >= mini-batch.
+    TRAIN_BATCH = "train_batch"
+    # The rollout inside the actor's worker group, whose mesh asserts `world_size % infer_world_size == 0`.
+    COLOCATED_ROLLOUT = "colocated_rollout"
+
+
+EVERY_PART = frozenset(Part)
 
 # verl main's trainers with a separate rollout (verl/experimental/separation): the rollout runs as standalone
 # servers on its own `rollout.nnodes x rollout.n_gpus_per_node` devices, never in the actor's worker group.
 SEPARATED_ROLLOUT_ENTRY_MODULES = ("verl.experimental.fully_async_policy.fully_async_main",
                                    "verl.experimental.one_step_off_policy.main_ppo")
 
-# Entry modules that build PPO's workers but not everything main_ppo reaches, with the rules they do not reach.
-SKIPPED_BY_ENTRY_MODULE: dict[str, tuple[str, ...]] = {
-    # fully_async_main.py goes straight to run_ppo without the driver's `validate_config` (verl/utils/config.py),
-    # and its rollouter asserts `data.train_batch_size == 0` ("train_batch_size must be zero"): the train batch is
-    # `require_batches` mini-batches instead, so validate_config's train-batch divisibility (BS001) and
-    # ActorConfig.validate's train-batch >= mini-batch (BS004) do not apply. Its rollout is standalone: the actor's
-    # worker group builds no rollout mesh, so its `world_size % infer_world_size` assert (BS009) is not reached
-    # (verl/workers/rollout/llm_server.py floor-divides the rollout's devices into replicas instead: TP012).
-    "verl.experimental.fully_async_policy.fully_async_main": ("BS001", "BS004", "BS009"),
+# The verl entry modules that do not run every part, with the parts they run. Any other entry module runs all of
+# them: main_ppo, a team's wrapper, a recipe that names none.
+ENTRY_MODULE_PARTS: dict[str, frozenset[Part]] = {
+    # verl/trainer/main_generation_server.py composes ppo_trainer, then only starts rollout servers:
+    # get_rollout_replica_class(rollout.name)(config=rollout, ...) builds RolloutConfig, and the servers load the
+    # model with rollout TP over trainer.nnodes x n_gpus_per_node devices; HCCL reads its environment on Ascend.
+    # No actor, ref, critic, dataset filter, checkpoint or optimizer.
+    "verl.trainer.main_generation_server": frozenset({Part.CONFIG, Part.ROLLOUT}),
+    # verl/trainer/main_eval.py composes `evaluation` and scores a parquet of responses with Ray tasks.
+    "verl.trainer.main_eval": frozenset({Part.CONFIG}),
+    # verl/trainer/sft_trainer.py and sft_trainer_ray.py compose sft_trainer_engine: no PPO roles, no rollout.
+    "verl.trainer.sft_trainer": frozenset({Part.CONFIG}),
+    "verl.trainer.sft_trainer_ray": frozenset({Part.CONFIG}),
+    # fully_async_main.py goes straight to run_ppo without the driver's `validate_config`, and its rollouter asserts
+    # `data.train_batch_size == 0` ("train_batch_size must be zero"): the train batch is `require_batches`
+    # mini-batches instead. Its rollout is standalone: the actor's worker group builds no rollout mesh
+    # (verl/workers/rollout/llm_server.py floor-divides the rollout's devices into replicas instead).
+    "verl.experimental.fully_async_policy.fully_async_main": EVERY_PART - {Part.TRAIN_BATCH, Part.COLOCATED_ROLLOUT},
     # one_step_off_policy/main_ppo.py calls validate_config, but its rollout is standalone too.
-    "verl.experimental.one_step_off_policy.main_ppo": ("BS009",),
+    "verl.experimental.one_step_off_policy.main_ppo": EVERY_PART - {Part.COLOCATED_ROLLOUT},
 }
 
 
-def reaches(entry_module: str | None, code: str) -> bool:
-    """Whether a run of this entry module reaches the verl code rule `code` quotes."""
-    if code in SKIPPED_BY_ENTRY_MODULE.get(entry_module or "", ()):
-        return False
-    reached = PARTIAL_ENTRY_MODULES.get(entry_module or "")
-    return reached is None or any(code == r or (code.startswith(r) and code[len(r):].isdigit()) for r in reached)
-
-
-def reaches_model_rules(entry_module: str | None) -> bool:
-    """Whether a run of this entry module reaches a rule that needs the model's shape: the topology rules from
-    TP003 on, MEM, CK (main_generation_server does: TP011, TP012)."""
-    reached = PARTIAL_ENTRY_MODULES.get(entry_module or "")
-    return reached is None or any(r.startswith(("MEM", "CK")) or (r.startswith("TP") and (r == "TP" or int(r[2:]) >= 3))
-                                  for r in reached)
+def parts_run(entry_module: str | None) -> frozenset[Part]:
+    """The parts of verl that a run of this entry module reaches."""
+    return ENTRY_MODULE_PARTS.get(entry_module or "", EVERY_PART)
 
 
 def lint_command(command: Command, snapshot: Snapshot, rules: Iterable,
@@ -482,13 +481,14 @@ def lint_command(command: Command, snapshot: Snapshot, rules: Iterable,
     if suggestions is not None:
         ctx.suggestions = suggestions
     out: list[Diagnostic] = []
+    parts = parts_run(command.entry_module)
     for rule in rules:
-        if reaches(command.entry_module, rule.code):
+        if rule.part in parts:
             check_time(f"running {rule.code} on {command.variant or 'the command'}")
             out.extend(rule.run(ctx))
     return [d.with_variant(command.variant) for d in out]
 
 
-__all__ = ["INT64", "MAX_SUGGESTIONS", "OUT_OF_RANGE", "PARTIAL_ENTRY_MODULES", "SEPARATED_ROLLOUT_ENTRY_MODULES",
-           "SKIPPED_BY_ENTRY_MODULE", "ConfigView", "LintContext", "ResolvedOverride", "Suggestions", "beyond_int64",
-           "lint_command", "reaches", "reaches_model_rules", "resolve"]
+__all__ = ["ENTRY_MODULE_PARTS", "EVERY_PART", "INT64", "MAX_SUGGESTIONS", "OUT_OF_RANGE",
+           "SEPARATED_ROLLOUT_ENTRY_MODULES", "ConfigView", "LintContext", "Part", "ResolvedOverride", "Suggestions",
+           "beyond_int64", "lint_command", "parts_run", "resolve"]

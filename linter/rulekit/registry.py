@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 from ..core.diagnostics import Diagnostic, Location, Severity
 from ..core.redaction import redact_assignments
+from ..engine import Part
 
 
 class Finding(NamedTuple):
@@ -29,6 +30,8 @@ class Rule(NamedTuple):
     good: str
     check: Callable[..., Iterable[Finding]] | None  # None: reported by a source (RF, SH), not over overrides
     module: str
+    part: Part = Part.WORKERS  # the part of verl whose code the rule quotes: runs that never reach it skip the rule
+    needs_model: bool = False  # some of its checks need the model's shape (RF005 where a run lacks it)
 
     def diagnostic(self, location: Location, message: str, fix: str | None = None, replaces: str | None = None,
                    severity: Severity | None = None) -> Diagnostic:
@@ -55,12 +58,16 @@ class Rule(NamedTuple):
 RULES: dict[str, Rule] = {}
 
 
-def rule(code: str, name: str, severity: Severity, *, summary: str, bad: str, good: str):
-    """Register a check function; its docstring is the rule's explanation (`sapo-lint rule CODE`)."""
+def rule(code: str, name: str, severity: Severity, *, summary: str, bad: str, good: str, part: Part = Part.WORKERS,
+         needs_model: bool = False):
+    """Register a check function; its docstring is the rule's explanation (`sapo-lint rule CODE`). Its reach is
+    declared here, not in the engine: `part`, the part of verl whose code the rule quotes (`engine.Part`; PPO's
+    workers unless said), so that runs which never reach it skip it; `needs_model`, whether some of its checks need
+    the model's shape, so that a run without the model gets RF005 saying they were skipped."""
 
     def register(check: Callable[..., Iterable[Finding]]) -> Callable[..., Iterable[Finding]]:
         _add(Rule(code, name, severity, summary, inspect.cleandoc(check.__doc__ or ""),
-                  inspect.cleandoc(bad), inspect.cleandoc(good), check, check.__module__))
+                  inspect.cleandoc(bad), inspect.cleandoc(good), check, check.__module__, part, needs_model))
         return check
 
     return register

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from importlib import import_module
 
 from ..core.diagnostics import Diagnostic
+from ..engine import Part, parts_run
 from ..rulekit import registry
 from ..rulekit.registry import Rule
 
@@ -111,6 +112,11 @@ SUPERSEDES: dict[str, tuple[str, ...]] = {
     "SP001": ("SL001",),  # a nested SAPO tau is an unknown key because it belongs on the actor
 }
 
+# The parts of verl whose rules include one that needs the model's shape (`@rule(..., needs_model=True)`), for
+# `reaches_model_rules` to answer before any rule module is imported (importing them all would slow
+# `--select SL`); tests/test_rule_reach.py keeps it equal to the rules' declarations.
+MODEL_PARTS = frozenset({Part.ROLLOUT, Part.WORKERS})
+
 
 def load_rules(enabled: Callable[[str], bool] = lambda code: True) -> list[Rule]:
     """The rules whose codes `enabled` accepts, in code order, importing only their modules."""
@@ -132,4 +138,10 @@ def all_rules() -> dict[str, Rule]:
     return {r.code: r for r in load_rules()}
 
 
-__all__ = ["MODULES", "Rule", "all_rules", "load_rules"]
+def reaches_model_rules(entry_module: str | None) -> bool:
+    """Whether a run of this entry module reaches a rule that needs the model's shape: whether a source looks the
+    model up (and reports RF005 when it cannot)."""
+    return not MODEL_PARTS.isdisjoint(parts_run(entry_module))
+
+
+__all__ = ["MODEL_PARTS", "MODULES", "Rule", "all_rules", "load_rules", "reaches_model_rules"]

@@ -1,7 +1,7 @@
 import math
 
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import LintContext, Part
 from ..rulekit.registry import Finding, rule
 from ..topology import parallelism, world_size
 
@@ -10,6 +10,7 @@ ACTOR = "actor_rollout_ref.actor"
 
 @rule(
     "BS001", "batch-divisibility", Severity.ERROR,
+    part=Part.TRAIN_BATCH,
     summary="train_batch_size x rollout.n is not a multiple of dp x ppo_micro_batch_size_per_gpu",
     bad="""
     overrides:

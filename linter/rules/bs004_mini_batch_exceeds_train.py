@@ -1,11 +1,12 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import LintContext, Part
 from ..rulekit.registry import Finding, rule
 from ..topology import active_roles
 
 
 @rule(
     "BS004", "mini-batch-exceeds-train-batch", Severity.ERROR,
+    part=Part.TRAIN_BATCH,
     summary="ppo_mini_batch_size larger than data.train_batch_size (static batch size)",
     bad="""
     overrides:

@@ -1,11 +1,12 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import LintContext, Part
 from ..rulekit.registry import Finding, rule
 from ..topology import ROLLOUT
 
 
 @rule(
     "BS007", "rollout-expert-parallel", Severity.ERROR,
+    part=Part.ROLLOUT,
     summary="rollout expert_parallel_size > 1 must equal rollout TP x DP (vllm, sglang)",
     bad="""
     overrides:

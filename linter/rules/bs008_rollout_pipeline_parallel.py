@@ -1,11 +1,12 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import LintContext, Part
 from ..rulekit.registry import Finding, rule
 from ..topology import ROLLOUT
 
 
 @rule(
     "BS008", "rollout-pipeline-parallel", Severity.ERROR,
+    part=Part.ROLLOUT,
     summary="rollout pipeline_model_parallel_size > 1 is not implemented for vllm, sglang or trtllm",
     bad="""
     overrides:

@@ -1,11 +1,12 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import LintContext, Part
 from ..rulekit.registry import Finding, rule
 from ..topology import ROLLOUT, world_size
 
 
 @rule(
     "BS009", "rollout-world-size", Severity.ERROR,
+    part=Part.COLOCATED_ROLLOUT,
     summary="rollout TP x DP x PP does not divide the device count",
     bad="""
     overrides:

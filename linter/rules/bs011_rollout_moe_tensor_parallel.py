@@ -1,5 +1,5 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import LintContext, Part
 from ..rulekit.registry import Finding, rule
 from ..topology import ROLLOUT
 
@@ -8,6 +8,7 @@ MOE_TP = f"{ROLLOUT}.moe_tensor_parallel_size"
 
 @rule(
     "BS011", "rollout-moe-tensor-parallel", Severity.ERROR,
+    part=Part.ROLLOUT,
     summary="rollout moe_tensor_parallel_size > 1 outside trtllm, or with trtllm not times expert_parallel_size = TP",
     bad="""
     overrides:

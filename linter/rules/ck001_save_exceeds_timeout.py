@@ -9,6 +9,7 @@ CHECKPOINT = "actor_rollout_ref.actor.checkpoint"
 
 @rule(
     "CK001", "checkpoint-save-exceeds-timeout", Severity.ERROR,
+    needs_model=True,
     summary="estimated per-rank checkpoint save time exceeds the collective timeout that bounds the save barrier",
     bad="""
     model: {path: Qwen/Qwen3-235B-A22B}

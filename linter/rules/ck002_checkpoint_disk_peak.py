@@ -7,6 +7,7 @@ from ..rulekit.registry import Finding, rule
 
 @rule(
     "CK002", "checkpoint-disk-peak", Severity.ERROR,
+    needs_model=True,
     summary="peak checkpoint disk use (two checkpoints while the new one completes) exceeds the disk budget",
     bad="""
     model: {path: Qwen/Qwen3-235B-A22B}

@@ -100,6 +100,7 @@ def advice(est: Estimate, moment: Moment) -> str:
 
 @rule(
     "MEM001", "device-memory-exceeds-hbm", Severity.ERROR,
+    needs_model=True,
     summary="estimated peak device memory exceeds the accelerator's HBM (error) or 90% of it (warning)",
     bad="""
     hardware: {accelerator: nvidia-h100}

@@ -9,6 +9,7 @@ OVERRIDE_OPTIM = "actor_rollout_ref.actor.optim.override_optimizer_config"
 
 @rule(
     "MEM002", "host-memory-exceeds-ram", Severity.ERROR,
+    needs_model=True,
     summary="host RAM for offloaded state exceeds the node's RAM (error when stated, warning against the default)",
     bad="""
     hardware: {accelerator: nvidia-h100}

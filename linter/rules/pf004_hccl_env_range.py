@@ -1,5 +1,5 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import LintContext, Part
 from ..rulekit.registry import Finding, rule
 
 # (lowest, highest) accepted integer values; from CANN's environment-variable reference (HCCL_*).
@@ -14,6 +14,7 @@ AIV_EXEC_TIMEOUT_MAX = 1091
 
 @rule(
     "PF004", "hccl-env-out-of-range", Severity.WARNING,
+    part=Part.ROLLOUT,
     summary="HCCL environment value outside its valid range",
     bad="""
     overrides: {}

@@ -1,5 +1,5 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import LintContext, Part
 from ..rulekit.common import did_you_mean, where
 from ..rulekit.registry import Finding, rule
 from ..rulekit.versions import path_elsewhere
@@ -7,6 +7,7 @@ from ..rulekit.versions import path_elsewhere
 
 @rule(
     "SL001", "unknown-key", Severity.ERROR,
+    part=Part.CONFIG,
     summary="override of a key the config does not have",
     bad="""
     overrides:

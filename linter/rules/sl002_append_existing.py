@@ -1,12 +1,13 @@
 from ..core.diagnostics import Severity
 from ..core.redaction import shown_value
-from ..engine import LintContext
+from ..engine import LintContext, Part
 from ..rulekit.common import plain_key
 from ..rulekit.registry import Finding, rule
 
 
 @rule(
     "SL002", "append-existing", Severity.ERROR,
+    part=Part.CONFIG,
     summary="`+key` where the key already exists",
     bad="""
     overrides:

@@ -1,5 +1,5 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import LintContext, Part
 from ..rulekit.common import did_you_mean, first_missing, short_class
 from ..rulekit.registry import Finding, rule
 from ..rulekit.sapo import is_nested_tau
@@ -8,6 +8,7 @@ from ..rulekit.versions import path_elsewhere, read_elsewhere
 
 @rule(
     "SL003", "unread-key", Severity.ERROR,
+    part=Part.CONFIG,
     summary="`+key` adds a key that nothing reads",
     bad="""
     overrides:

@@ -1,6 +1,6 @@
 from ..core.diagnostics import Severity
 from ..core.redaction import shown_value
-from ..engine import INT64, LintContext, beyond_int64
+from ..engine import INT64, LintContext, Part, beyond_int64
 from ..rulekit.common import is_interpolation, is_number
 from ..rulekit.registry import Finding, rule
 
@@ -54,6 +54,7 @@ def _declared(ctx: LintContext, path: str) -> bool:
 
 @rule(
     "SL004", "type-mismatch", Severity.ERROR,
+    part=Part.CONFIG,
     summary="value cannot be the field's type",
     bad="""
     overrides:

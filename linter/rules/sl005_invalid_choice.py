@@ -1,11 +1,12 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import LintContext, Part
 from ..rulekit.common import is_interpolation, nearest
 from ..rulekit.registry import Finding, rule
 
 
 @rule(
     "SL005", "invalid-choice", Severity.ERROR,
+    part=Part.CONFIG,
     summary="value outside the allowed set",
     bad="""
     overrides:

@@ -1,11 +1,12 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import LintContext, Part
 from ..rulekit.common import did_you_mean, where
 from ..rulekit.registry import Finding, rule
 
 
 @rule(
     "SL006", "delete-missing", Severity.ERROR,
+    part=Part.CONFIG,
     summary="`~key` of a key that does not exist",
     bad="""
     overrides:

@@ -1,6 +1,6 @@
 from ..core.device import device_of
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import LintContext, Part
 from ..rulekit.common import nearest
 from ..rulekit.registry import Finding, rule
 from ..schema import DEFAULT_MINDSPEED, consumer_versions, load_consumer
@@ -22,6 +22,7 @@ _CONSEQUENCE = {
 
 @rule(
     "SL007", "passthrough-unknown-field", Severity.ERROR,
+    part=Part.CONFIG,
     summary="key under a pass-through dict that the consuming library does not accept",
     bad="""
     stack: {megatron_core: "0.12.1"}

@@ -1,11 +1,12 @@
 from ..core.diagnostics import Severity
 from ..core.redaction import shown_value
-from ..engine import LintContext
+from ..engine import LintContext, Part
 from ..rulekit.registry import Finding, rule
 
 
 @rule(
     "SL008", "duplicate-override", Severity.WARNING,
+    part=Part.CONFIG,
     summary="the same key set twice in one command",
     bad="""
     overrides:

@@ -1,10 +1,11 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import LintContext, Part
 from ..rulekit.registry import Finding, rule
 
 
 @rule(
     "SL009", "override-syntax", Severity.ERROR,
+    part=Part.CONFIG,
     summary="not valid Hydra override syntax",
     bad="""
     sapo-lint --override 'trainer.total_epochs=[1,2'

@@ -1,11 +1,12 @@
 from ..core.diagnostics import Severity
 from ..core.dotted import ancestors
-from ..engine import LintContext
+from ..engine import LintContext, Part
 from ..rulekit.registry import Finding, rule
 
 
 @rule(
     "SL010", "breaks-inherited-node", Severity.WARNING,
+    part=Part.CONFIG,
     summary="`+`/`++` on a child of a node that inherits another node by interpolation",
     bad="""
     overrides:

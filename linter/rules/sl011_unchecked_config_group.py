@@ -1,10 +1,11 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext, searchpath
+from ..engine import LintContext, Part, searchpath
 from ..rulekit.registry import Finding, rule
 
 
 @rule(
     "SL011", "unchecked-config-group", Severity.INFO,
+    part=Part.CONFIG,
     summary="a config-group option outside the snapshot: the keys of its subtree are not checked",
     bad="""
     overrides:

@@ -6,6 +6,7 @@ from ..topology import megatron_roles, nearest_divisors, own_setting
 
 @rule(
     "TP003", "heads-not-divisible-by-tp", Severity.ERROR,
+    needs_model=True,
     summary="attention heads not divisible by TP",
     bad="""
     model: {path: Qwen/Qwen2.5-7B}

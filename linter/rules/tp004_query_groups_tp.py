@@ -7,6 +7,7 @@ from ..topology import megatron_roles, own_setting
 
 @rule(
     "TP004", "query-groups-vs-tp", Severity.ERROR,
+    needs_model=True,
     summary="KV heads (query groups) incompatible with TP for the megatron-core version",
     bad="""
     model: {path: Qwen/Qwen3-30B-A3B}

@@ -6,6 +6,7 @@ from ..topology import megatron_roles, nearest_divisors, own_setting
 
 @rule(
     "TP005", "experts-not-divisible-by-ep", Severity.ERROR,
+    needs_model=True,
     summary="routed experts not divisible by EP",
     bad="""
     model: {path: Qwen/Qwen3-30B-A3B}

@@ -6,6 +6,7 @@ from ..topology import megatron_roles, own_setting
 
 @rule(
     "TP006", "expert-parallel-on-dense-model", Severity.ERROR,
+    needs_model=True,
     summary="EP > 1 on a model without experts",
     bad="""
     overrides:

@@ -8,6 +8,7 @@ UNEVEN = ("num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_sta
 
 @rule(
     "TP007", "layers-not-divisible-by-pp", Severity.ERROR,
+    needs_model=True,
     summary="layers not divisible by PP (without an uneven layout)",
     bad="""
     model: {path: Qwen/Qwen2.5-7B}

@@ -6,6 +6,7 @@ from ..topology import megatron_roles, own_setting
 
 @rule(
     "TP008", "vpp-without-pp", Severity.ERROR,
+    needs_model=True,
     summary="virtual pipeline size set with PP = 1, or layers per stage not divisible by VPP",
     bad="""
     overrides:

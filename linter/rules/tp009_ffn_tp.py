@@ -6,6 +6,7 @@ from ..topology import megatron_roles, own_setting
 
 @rule(
     "TP009", "ffn-or-vocab-not-divisible", Severity.ERROR,
+    needs_model=True,
     summary="FFN, MoE FFN or vocabulary size not divisible by TP / ETP",
     bad="""
     model: {path: Qwen/Qwen3-30B-A3B}

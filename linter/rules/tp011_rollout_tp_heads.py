@@ -1,11 +1,13 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import LintContext, Part
 from ..rulekit.registry import Finding, rule
 from ..topology import ROLLOUT, nearest_divisors
 
 
 @rule(
     "TP011", "rollout-tp-not-dividing-heads", Severity.ERROR,
+    part=Part.ROLLOUT,
+    needs_model=True,
     summary="rollout TP does not divide the attention heads",
     bad="""
     model: {path: Qwen/Qwen2.5-7B}

@@ -1,11 +1,12 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import LintContext, Part
 from ..rulekit.registry import Finding, rule
 from ..topology import ROLLOUT, nearest_divisors, rollout_devices, separated_rollout
 
 
 @rule(
     "TP012", "rollout-tp-not-dividing-devices", Severity.ERROR,
+    part=Part.ROLLOUT,
     summary="rollout TP does not divide the devices per node or the world",
     bad="""
     overrides:

@@ -24,7 +24,7 @@ from ...core.command import Command, LocatedOverride, locate_override, merge_ove
 from ...core.diagnostics import Diagnostic, Location
 from ...core.overrides import OverrideSyntaxError, ParsedOverride, parse_override
 from ...core.variants import MAX_VARIANTS, collapse_variants, expand
-from ...engine import reaches_model_rules
+from ...rules import reaches_model_rules
 from ...rules.rf_recipe import UNKNOWN_MODEL
 from ...rules.sh_script import BROKEN_CONTINUATION, ENVIRONMENT_INPUTS, PASSTHROUGH, SYNTAX, UNRESOLVED
 from ...schema import entrypoints
