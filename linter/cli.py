@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 from typing import ClassVar
@@ -16,9 +15,6 @@ from .core.printable import printable
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141  # 128 + SIGINT, 128 + SIGPIPE: what a shell reports for those signals
-# shellcheck's SC<n> passed through (documented by SH100): its codes are SC1xxx (parser), SC2xxx (checks) and
-# SC3xxx (sh portability)
-SHELLCHECK_CODE = re.compile(r"SH[123]\d{3}")
 
 
 class ClosedPipe(Exception):
@@ -279,11 +275,10 @@ def list_rules(markdown):
 @click.argument("code")
 def show_rule(code):
     """Explain one rule, with a bad and a good example."""
-    from .rules import all_rules
+    from .rules import documenting_rule
 
-    rules = all_rules()
     code = code.upper()
-    r = rules.get(code) or (rules.get("SH100") if SHELLCHECK_CODE.fullmatch(code) else None)
+    r = documenting_rule(code)
     if r is None:
         shellcheck = " (SH<number> is shellcheck's SC<number>: SC1000 to SC3999)" if code.startswith("SH") else ""
         raise OneLineError(f"no rule {code}{shellcheck}; `sapo-lint rules` lists them")

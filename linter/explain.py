@@ -21,7 +21,7 @@ from .estimate.inputs import GIB, WARN_FRACTION
 from .estimate.plan import DEVICE_TERMS, HOST_TERMS, Estimate
 
 EXIT_OK, EXIT_USAGE = 0, 2
-ESTIMATE_RULES = ("MEM001", "MEM002", "CK001", "CK002", "CK003")
+PLAN_FAMILIES = ("MEM", "CK")  # the rules whose findings the plan shows: memory and checkpoints
 
 TERM_LABELS = {
     "weights": "actor weights (bf16)",
@@ -68,6 +68,7 @@ def explain_recipe(path: Path, *, variants: tuple[str, ...] = (), overrides: tup
     from . import api
     from .estimate.from_context import estimate_for
     from .rules import load_rules
+    from .rules.rf_recipe import UNKNOWN_ACCELERATOR
     from .schema import SnapshotNotFound
     from .settings import SettingsError, SettingsFinder
     from .sources.files import UnreadableFile
@@ -83,7 +84,7 @@ def explain_recipe(path: Path, *, variants: tuple[str, ...] = (), overrides: tup
     if loaded is None:
         return [], [f"{path}: neither a recipe (a YAML file with a top-level `recipe:` key) nor a run script (*.sh)"]
     stopping = [d for d in loaded.diagnostics
-                if d.code == "RF006" or (d.severity.value == "error" and not loaded.commands)]
+                if d.code == UNKNOWN_ACCELERATOR.code or (d.severity.value == "error" and not loaded.commands)]
     if (loaded.kind == "recipe" and loaded.recipe is None) or stopping:
         return [], [_line(d) for d in (stopping or loaded.diagnostics)]
     if not loaded.commands:
@@ -96,7 +97,7 @@ def explain_recipe(path: Path, *, variants: tuple[str, ...] = (), overrides: tup
     if not commands:
         known = ", ".join(c.variant or "(none)" for c in loaded.commands)
         return [], [f"no variant matches {', '.join(variants)}; variants: {known}"]
-    rules = load_rules(lambda code: code in ESTIMATE_RULES)
+    rules = load_rules(lambda code: code.startswith(PLAN_FAMILIES))
     items = []
     for command in commands:
         try:

@@ -89,7 +89,7 @@ def help_uri(code: str, name: str, version: str) -> str:
 
 def _rule_descriptors(diagnostics: list[Diagnostic], version: str) -> list[dict]:
     from .ruledocs import rule_markdown
-    from .rules import all_rules
+    from .rules import all_rules, documenting_rule
 
     registered = all_rules()
     rules = [
@@ -104,9 +104,9 @@ def _rule_descriptors(diagnostics: list[Diagnostic], version: str) -> list[dict]
         for r in registered.values()
     ]
     # shellcheck findings (SH<SC number>) are one registered family (SH100); SARIF wants an entry per id.
-    family = registered["SH100"]
     passthrough = sorted({d.code: d for d in diagnostics if d.code not in registered}.values(), key=lambda d: d.code)
     for d in passthrough:
+        family = documenting_rule(d.code)
         sc = f"SC{d.code[2:]}"
         wiki = f"https://www.shellcheck.net/wiki/{sc}"
         about = (f"shellcheck's {sc}, reported by sapo-lint as {d.code}: {wiki} explains the finding; "

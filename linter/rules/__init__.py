@@ -10,6 +10,7 @@ contract: never reuse or renumber one.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from importlib import import_module
 
@@ -133,6 +134,18 @@ def without_superseded(found: list[Diagnostic]) -> list[Diagnostic]:
     return [d for d in found if (d.code, d.location) not in replaced] if replaced else found
 
 
+# shellcheck's findings pass through as SH<SC number>, SC1xxx (parser), SC2xxx (checks) and SC3xxx (sh
+# portability); one rule documents them all.
+SHELLCHECK_CODE = re.compile(r"SH[123]\d{3}")
+SHELLCHECK_RULE = "SH100"
+
+
+def documenting_rule(code: str) -> Rule | None:
+    """The rule that documents `code`: its own, or for a shellcheck finding (SH<SC number>) the one of all of them."""
+    documented = code if code in MODULES else SHELLCHECK_RULE if SHELLCHECK_CODE.fullmatch(code) else None
+    return load_rules(lambda c: c == documented)[0] if documented else None
+
+
 def all_rules() -> dict[str, Rule]:
     """Every rule, by code."""
     return {r.code: r for r in load_rules()}
@@ -144,4 +157,5 @@ def reaches_model_rules(entry_module: str | None) -> bool:
     return not MODEL_PARTS.isdisjoint(parts_run(entry_module))
 
 
-__all__ = ["MODEL_PARTS", "MODULES", "Rule", "all_rules", "load_rules", "reaches_model_rules"]
+__all__ = ["MODEL_PARTS", "MODULES", "SHELLCHECK_CODE", "Rule", "all_rules", "documenting_rule", "load_rules",
+           "reaches_model_rules"]

@@ -1,0 +1,60 @@
+"""Which rules a run reaches is declared on the rules (`@rule(..., part=..., needs_model=...)`), not decided by
+rule codes elsewhere: no module of the linter outside `linter/rules/` (the rules and the code table) names a rule
+code in its logic, and the facts the code table keeps for speed agree with the rules' declarations."""
+
+import ast
+import re
+from pathlib import Path
+
+from sapo_toolkit.linter.rules import MODEL_PARTS, all_rules
+from sapo_toolkit.linter.sources.recipe import MODEL_RULES
+
+LINTER = Path(__file__).resolve().parents[1] / "linter"
+RULE_CODE = re.compile(r"^(SL|SP|TP|RC|BS|MEM|CK|NM|PF|SH|RF|OP)\d{3}$")
+# Sources that still build a rule's diagnostics themselves (issue 19, deliverable 5: sources return typed read
+# problems and the RF/SH/NM rule files turn them into findings). Remove each entry when its source stops.
+STILL_REPORTING_SOURCES = {"sources/shellcheck.py"}  # SH100: shellcheck that fails or runs out of time or memory
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    return {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+
+
+def rule_codes_in_logic(path: Path) -> list[str]:
+    """The string constants of the module that are a rule code, but in docstrings (comments are not in the AST)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = _docstrings(tree)
+    return [f"{node.lineno}: {node.value}" for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+            and RULE_CODE.match(node.value)]
+
+
+def test_no_module_outside_the_rules_names_a_rule_code_in_its_logic(tmp_path):
+    sample = tmp_path / "m.py"  # the scan sees a code in logic, not in a docstring or a comment
+    sample.write_text('"""TP003 in a docstring."""\n# TP003 in a comment\nSKIPPED = ("BS009",)\n', encoding="utf-8")
+    assert rule_codes_in_logic(sample) == ["3: BS009"]
+    found = {}
+    for path in sorted(LINTER.rglob("*.py")):
+        relative = path.relative_to(LINTER).as_posix()
+        if relative.startswith("rules/") or relative in STILL_REPORTING_SOURCES:
+            continue
+        codes = rule_codes_in_logic(path)
+        if codes:
+            found[relative] = codes
+    assert not found, f"rule codes outside linter/rules/ (declare the fact on the rule instead): {found}"
+
+
+def test_the_code_tables_model_parts_are_the_parts_of_the_rules_that_need_the_model():
+    declared = {r.part for r in all_rules().values() if r.needs_model}
+    assert MODEL_PARTS == declared, "update MODEL_PARTS in linter/rules/__init__.py to the rules' declarations"
+
+
+def test_the_rf005_message_names_every_rule_that_needs_the_model():
+    # "skipped the rules that need the model's shape: the topology rules from TP003, and ... (MEM001, ...)"
+    named = set(re.findall(r"[A-Z]+\d{3}", MODEL_RULES))
+    for r in all_rules().values():
+        if r.needs_model:
+            assert r.code in named or (r.code.startswith("TP") and int(r.code[2:]) >= 3), (r.code, MODEL_RULES)
+
