@@ -174,7 +174,7 @@ def test_bs011_trtllm_moe_tp_times_ep_must_be_the_rollout_tp(lint_text):
     assert not only(lint_text(text.replace("expert_parallel_size: 4", "expert_parallel_size: 1")), "BS011")
 
 
-# Entry modules that never build the actor run only the rules whose code they reach (engine.PARTIAL_ENTRY_MODULES)
+# Entry modules that never build the actor run only the rules of the parts they run (engine.ENTRY_MODULE_PARTS)
 _NO_MICRO_BATCH_MOE_TP = ("actor_rollout_ref.rollout.name: vllm", "+actor_rollout_ref.rollout.moe_tensor_parallel_size: 2")
 
 def test_generation_server_runs_rollout_rules_not_training_rules(lint_text):
