@@ -205,7 +205,7 @@ def test_output_without_line_breaks_keeps_the_launcher_small(tmp_path):
 
 STUBBORN = """
     import os, signal, subprocess, sys, time
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda *_: print("ignored SIGTERM", flush=True))
     child = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, "
                               "signal.SIG_IGN); time.sleep(600)"])
     print(f"pids {os.getpid()} {child.pid}", flush=True)
@@ -256,7 +256,8 @@ def test_a_trainer_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_pat
 def test_sighup_stops_the_run_like_sigterm_and_a_second_signal_kills_at_once(tmp_path, launched):
     proc, run_dir, pids = start_stubborn(tmp_path, launched)
     proc.send_signal(signal.SIGHUP)
-    time.sleep(1)
+    wait_for(lambda: "ignored SIGTERM" in (run_dir / "train.log").read_text(), 60,
+             "the trainer to get the SIGTERM that the SIGHUP becomes")
     started = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
