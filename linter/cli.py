@@ -59,7 +59,9 @@ def cli():
 @click.option("--verl-version", help="Check against this verl schema snapshot instead of the recipe's.")
 @click.option("--accelerator", help="Accelerator from schemas/devices.json, instead of the recipe's `hardware.accelerator`.")
 @click.option("--no-shellcheck", is_flag=True, help="Do not run shellcheck on run scripts.")
-@click.option("--fix", is_flag=True, help="Apply mechanical fixes (tau path, `+` prefix) in place.")
+@click.option("--fix", is_flag=True, help="Apply the safe fixes (tau path, `+` prefix) in place.")
+@click.option("--unsafe-fixes", is_flag=True,
+              help="With --fix or --diff: the unsafe fixes too (a guessed key for an unknown one).")
 @click.option("--diff", "show_diff", is_flag=True,
               help="Print what --fix would change as a unified diff, change nothing; exit 1 if there is any.")
 @click.option("--add-noqa", is_flag=True,
@@ -78,8 +80,8 @@ def cli():
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
               help="Colour the text report; auto: when standard output is a terminal and NO_COLOR is not set.")
 def check(paths, fmt, select, ignore, exclude, extend_exclude, overrides, verl_version, accelerator, no_shellcheck,
-          fix, show_diff, add_noqa, statistics, warnings_as_errors, exit_zero, quiet, output_file, stdin_filename,
-          color):
+          fix, unsafe_fixes, show_diff, add_noqa, statistics, warnings_as_errors, exit_zero, quiet, output_file,
+          stdin_filename, color):
     """Lint recipes under PATHS (`-`: standard input, with --stdin-filename)."""
     from .lint import lint_paths, lint_text
     from .reporters import RENDER, STATISTICS
@@ -89,6 +91,8 @@ def check(paths, fmt, select, ignore, exclude, extend_exclude, overrides, verl_v
     if len(given) > 1:
         raise click.UsageError(f"{', '.join(given[:-1])} and {given[-1]} do not go together"
                                + (": fix first, then suppress what is left" if fix and add_noqa else ""))
+    if unsafe_fixes and not (fix or show_diff):
+        raise click.UsageError("--unsafe-fixes goes with --fix or --diff")
     if statistics and fmt not in STATISTICS:
         raise click.UsageError(f"--statistics is written as {' or '.join(STATISTICS)}, not {fmt}")
     stdin = Path("-") in paths or (stdin_filename is not None and not paths)
@@ -126,7 +130,7 @@ def check(paths, fmt, select, ignore, exclude, extend_exclude, overrides, verl_v
             with _progress(quiet) as progress:
                 result = lint_all(progress)
             if fix:
-                result = _fix(result, quiet, lint_all)
+                result = _fix(result, unsafe_fixes, quiet, lint_all)
             if add_noqa:
                 result = _add_noqa(result, quiet, lint_all)
         failing = any(d.severity.value == "error" or (d.severity.value == "warning" and
@@ -141,7 +145,7 @@ def check(paths, fmt, select, ignore, exclude, extend_exclude, overrides, verl_v
     if show_diff:
         from .fix import planned_fixes, unified_diff
 
-        planned = planned_fixes(result.diagnostics)
+        planned = planned_fixes(result.diagnostics, unsafe_fixes)
         _write(unified_diff(planned), output_file)
         if not quiet:
             click.echo(f"Would fix {sum(f.fixes for f in planned)} override(s) in {len(planned)} file(s).", err=True)
@@ -205,11 +209,11 @@ def _write(output: str, output_file: Path | None, color: bool = False) -> None:
         raise click.ClickException(f"cannot write {output_file}: {exc.strerror or exc}") from None
 
 
-def _fix(result, quiet, lint_again):
+def _fix(result, unsafe, quiet, lint_again):
     from .fix import apply_fixes
 
     try:
-        outcome = apply_fixes(result.diagnostics)
+        outcome = apply_fixes(result.diagnostics, unsafe)
     except OSError as exc:
         raise click.ClickException(f"cannot apply fixes: {exc.strerror or exc}: {exc.filename}") from None
     if outcome.fixes and not quiet:

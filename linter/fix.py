@@ -1,5 +1,5 @@
-"""`--fix`: rewrite override keys in place where a rule offers a mechanical fix; `--add-noqa`: suppress every
-current finding with a `# sapo-lint: noqa` comment."""
+"""`--fix`: rewrite override keys in place where a rule offers a safe fix (an unsafe one too with `--unsafe-fixes`,
+a display-only one never); `--add-noqa`: suppress every current finding with a `# sapo-lint: noqa` comment."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from . import api
-from .core.diagnostics import Diagnostic
+from .core.diagnostics import Diagnostic, Edit
 from .sources.files import is_regular_file, write_atomically
 
 BOM = b"\xef\xbb\xbf"
@@ -51,7 +51,7 @@ class FixedFile(NamedTuple):
     path: Path
     before: FileRead
     after: bytes
-    fixes: int  # fixes applied in `after`
+    fixes: int  # edits applied in `after`
 
 
 class FixOutcome(NamedTuple):
@@ -59,12 +59,14 @@ class FixOutcome(NamedTuple):
     changed: tuple[Path, ...]  # files that changed while being fixed: not rewritten
 
 
-def planned_fixes(diagnostics: list[Diagnostic]) -> list[FixedFile]:
-    """Every fix whose key text is still where the diagnostic says, applied in memory: the files it changes."""
-    by_file: dict[str, dict[tuple[int, int], Diagnostic]] = defaultdict(dict)
+def planned_fixes(diagnostics: list[Diagnostic], unsafe: bool = False) -> list[FixedFile]:
+    """Every fix `--fix` applies (`unsafe`: with --unsafe-fixes) whose key text is still where the edit says,
+    applied in memory: the files it changes."""
+    by_file: dict[str, dict[tuple[int, int], Edit]] = defaultdict(dict)
     for d in diagnostics:
-        if d.fix is not None and d.replaces is not None and Path(d.location.path).is_file():
-            by_file[d.location.path].setdefault((d.location.line, d.location.column), d)
+        if d.fix is not None and d.fix.applied(unsafe) and Path(d.location.path).is_file():
+            for edit in d.fix.edits:
+                by_file[d.location.path].setdefault((edit.line, edit.column), edit)
     planned = []
     for name, fixes in by_file.items():
         path = Path(name)
@@ -75,10 +77,10 @@ def planned_fixes(diagnostics: list[Diagnostic]) -> list[FixedFile]:
         # from after it, as the linter read the file).
         lines = raw[len(BOM) if bom else 0:].decode("utf-8").splitlines(keepends=True)
         changed = 0
-        for (line_no, column), d in sorted(fixes.items(), reverse=True):  # right to left keeps columns valid
+        for (line_no, column), edit in sorted(fixes.items(), reverse=True):  # right to left keeps columns valid
             if not 0 < line_no <= len(lines):
                 continue
-            new_line = _replace_key(lines[line_no - 1], column, d.replaces, d.fix)
+            new_line = _replace_key(lines[line_no - 1], column, edit.replaces, edit.content)
             if new_line is not None:
                 lines[line_no - 1] = new_line
                 changed += 1
@@ -87,11 +89,10 @@ def planned_fixes(diagnostics: list[Diagnostic]) -> list[FixedFile]:
     return planned
 
 
-def apply_fixes(diagnostics: list[Diagnostic]) -> FixOutcome:
-    """Apply every fix whose key text is still where the diagnostic says, in each file that did not change since
-    it was read for fixing."""
+def apply_fixes(diagnostics: list[Diagnostic], unsafe: bool = False) -> FixOutcome:
+    """Apply every fix `planned_fixes` plans, in each file that did not change since it was read for fixing."""
     fixes, changed = 0, []
-    for fixed in planned_fixes(diagnostics):
+    for fixed in planned_fixes(diagnostics, unsafe):
         if _rewrite(fixed.path, fixed.before, fixed.after):
             fixes += fixed.fixes
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from .core.diagnostics import Diagnostic, Severity
+from .core.diagnostics import Applicability, Diagnostic, Severity
 from .core.printable import printable
 from .sarif import render_sarif
 
@@ -40,8 +40,9 @@ def render_text(diagnostics: list[Diagnostic], files: int, color: bool = False, 
 def _printable_line(d: Diagnostic, code: str | None = None) -> str:
     """`Diagnostic.text_line` with control, separator and bidi characters of its path, message, variant and fix
     escaped (`core.printable`); `code` (the code, styled) is inserted as it is."""
+    fix = d.fix and d.fix._replace(edits=tuple(e._replace(content=printable(e.content)) for e in d.fix.edits))
     return d._replace(location=d.location._replace(path=printable(d.location.path)), message=printable(d.message),
-                      variant=d.variant and printable(d.variant), fix=d.fix and printable(d.fix)).text_line(code)
+                      variant=d.variant and printable(d.variant), fix=fix).text_line(code)
 
 
 def _summary_line(diagnostics: list[Diagnostic], files: int) -> str:
@@ -82,25 +83,33 @@ _RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 
 def statistics(diagnostics: list[Diagnostic]) -> list[dict]:
-    """Per code: its name, severity (the most severe, for a code reported at several), count and how many of its
-    findings `--fix` can fix; the most frequent first."""
+    """Per code: its name, severity (the most severe, for a code reported at several), count, how many of its
+    findings `--fix` fixes (`fixable`) and its fixes by applicability (`fixes`); the most frequent first."""
     by_code: dict[str, list[Diagnostic]] = {}
     for d in diagnostics:
         by_code.setdefault(d.code, []).append(d)
-    rows = [{"code": code, "name": found[0].name,
-             "severity": min((d.severity for d in found), key=_RANK.__getitem__).value,
-             "count": len(found), "fixable": sum(d.fix is not None and d.replaces is not None for d in found)}
-            for code, found in by_code.items()]
+    rows = []
+    for code, found in by_code.items():
+        fixes = Counter(d.fix.applicability for d in found if d.fix is not None)
+        rows.append({"code": code, "name": found[0].name,
+                     "severity": min((d.severity for d in found), key=_RANK.__getitem__).value,
+                     "count": len(found), "fixable": fixes[Applicability.SAFE],
+                     "fixes": {a.value: fixes[a] for a in Applicability}})
     return sorted(rows, key=lambda r: (-r["count"], r["code"]))
+
+
+# How --statistics' text names each kind of fix: "fixable" is what `--fix` fixes.
+_FIX_COUNTED = {Applicability.SAFE: "fixable", Applicability.UNSAFE: "unsafe", Applicability.DISPLAY_ONLY: "hint(s)"}
 
 
 def render_statistics_text(diagnostics: list[Diagnostic], files: int, color: bool = False,
                            summary: bool = True) -> str:
-    """One line per code (count, code, severity, how many fixable, name), then the usual summary line."""
+    """One line per code (count, code, severity, how many fixable, unsafe and hints, name), then the usual summary
+    line."""
     lines = []
     for r in statistics(diagnostics):
-        fixable = f"{r['fixable']} fixable" if r["fixable"] else ""
-        lines.append(printable(f"{r['count']:>6}  {r['code']:<7} {r['severity']:<8} {fixable:<11} {r['name']}"))
+        fixes = ", ".join(f"{r['fixes'][a.value]} {word}" for a, word in _FIX_COUNTED.items() if r["fixes"][a.value])
+        lines.append(printable(f"{r['count']:>6}  {r['code']:<7} {r['severity']:<8} {fixes:<11} {r['name']}"))
     return "\n".join([*lines, _summary_line(diagnostics, files)] if summary else lines)
 
 

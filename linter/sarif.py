@@ -21,6 +21,10 @@ scanning") and how it is met here:
 - artifact URIs are relative to `%SRCROOT%`, percent-encoded; `originalUriBaseIds` gives `%SRCROOT%` as the
   current directory's `file://` URI (run from the repository root for code scanning). A file outside it gets an
   absolute `file://` URI;
+- a finding with a fix has `properties.fix` (the replacement text) and `properties.fixApplicability` (`safe`,
+  `unsafe` or `display-only`, as in the JSON format); a fix `--fix` can apply (safe, or unsafe with
+  `--unsafe-fixes`) is also a SARIF `fixes` entry: the key's region replaced by the new text, its applicability in
+  the fix's `properties`;
 - findings of `--override` (the command line, no file) get a logical location named as in the text output
   (`--override:N`), not a fake path. GitHub code scanning displays only results with a file location: these are
   for other SARIF consumers, and CI runs that upload to code scanning lint files, not `--override`.
@@ -40,7 +44,7 @@ from functools import cache
 from pathlib import Path, PurePath
 from urllib.parse import quote
 
-from .core.diagnostics import Diagnostic, Location, Severity
+from .core.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
 from .ruledocs import rule_anchor
 
 LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -138,8 +142,23 @@ def _result(d: Diagnostic, index: dict[str, int], root: Path, spans: _Spans) -> 
     result = {"ruleId": d.code, "ruleIndex": index[d.code], "level": LEVEL[d.severity],
               "message": {"text": d.message}, "locations": [_location(d.location, root, spans)]}
     if d.variant or d.fix:
-        result["properties"] = {k: v for k, v in (("variant", d.variant), ("fix", d.fix)) if v}
+        result["properties"] = {k: v for k, v in (("variant", d.variant), ("fix", d.fix and d.fix.text),
+                                                  ("fixApplicability", d.fix and d.fix.applicability.value)) if v}
+    if d.fix and d.fix.applicability is not Applicability.DISPLAY_ONLY and not _is_command_line(d.location):
+        result["fixes"] = [_fix(d.fix, d.location.path, root, spans)]
     return result
+
+
+def _fix(fix: Fix, path: str, root: Path, spans: _Spans) -> dict:
+    """A SARIF fix: each edit's key text replaced (after the quote, for a quoted YAML key, as `--fix` does)."""
+    replacements = []
+    for e in fix.edits:
+        column = e.column + spans.quoted(path, e.line, e.column, e.replaces)
+        region = {"startLine": e.line, "startColumn": column, "endLine": e.line, "endColumn": column + len(e.replaces)}
+        replacements.append({"deletedRegion": region, "insertedContent": {"text": e.content}})
+    return {"description": {"text": f"Replace the key with `{fix.text}`"},
+            "artifactChanges": [{"artifactLocation": artifact_location(path, root), "replacements": replacements}],
+            "properties": {"applicability": fix.applicability.value}}
 
 
 def _location(loc: Location, root: Path, spans: _Spans) -> dict:
@@ -203,6 +222,12 @@ class _Spans:
         """1-based end line and the column after the last character (SARIF's `endColumn`)."""
         found = self._file(path)
         return found.end(line, column) if found else (line, column + 1)
+
+    def quoted(self, path: str, line: int, column: int, text: str) -> int:
+        """1 where `text` is written inside a quote that starts at the location, else 0."""
+        found = self._file(path)
+        written = found.lines[line - 1] if found and line <= len(found.lines) else ""
+        return int(written[column - 1:column] in ("'", '"') and written[column:].startswith(text))
 
     def key(self, path: str, line: int, column: int) -> str:
         found = self._file(path)

@@ -62,9 +62,10 @@ def test_json_output_follows_the_contract(tmp_path):
     assert set(report) == {"version", "diagnostics", "summary"} and report["version"] == 1
     assert report["summary"] == {"files": 2, "error": 1, "warning": 0, "info": 0}
     (d,) = report["diagnostics"]
-    assert set(d) == {"path", "line", "column", "code", "name", "severity", "message", "variant", "fix"}
+    assert set(d) == {"path", "line", "column", "code", "name", "severity", "message", "variant", "fix",
+                      "fix_applicability"}
     assert (d["code"], d["name"], d["severity"], d["line"], d["column"]) == ("SL001", "unknown-key", "error", 6, 3)
-    assert d["variant"] is None and d["fix"] is None  # a near spelling is a hint, not a mechanical fix
+    assert d["variant"] is None and d["fix"] is None and d["fix_applicability"] is None  # a near spelling: a hint
     assert "Did you mean `trainer.nnodes`?" in d["message"]
 
 
@@ -292,7 +293,8 @@ def test_statistics_text_and_json(tmp_path):
     report = json.loads(proc.stdout)
     assert set(report) == {"version", "statistics", "summary"}
     rows = {r["code"]: r for r in report["statistics"]}
-    assert rows["SL001"] == {"code": "SL001", "name": "unknown-key", "severity": "error", "count": 2, "fixable": 0}
+    assert rows["SL001"] == {"code": "SL001", "name": "unknown-key", "severity": "error", "count": 2, "fixable": 0,
+                             "fixes": {"safe": 0, "unsafe": 0, "display-only": 0}}
     tau = rows.get("SL003") or rows["SP001"]
     assert tau["count"] == 1 and tau["fixable"] == 1
     assert report["statistics"][0]["code"] == "SL001"  # the most frequent first

@@ -199,11 +199,12 @@ def test_a_key_inside_a_mapping_gets_its_fix_as_a_hint_only(tmp_path):
     path = tmp_path / "r.yaml"
     path.write_text(recipe(NESTED), encoding="utf-8")
     before = path.read_bytes()
-    proc = subprocess.run([sys.executable, "-m", "sapo_toolkit.linter", str(path), "--fix", "--no-shellcheck"],
-                          capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "sapo_toolkit.linter", str(path), "--fix", "--unsafe-fixes",
+                           "--no-shellcheck"], capture_output=True, text=True)
     assert path.read_bytes() == before, "a dotted key written into a nested mapping breaks the file"
-    assert "SP001" in proc.stdout and "(fix: actor_rollout_ref.actor.tau_pos)" in proc.stdout, proc.stdout
+    assert "SP001" in proc.stdout and "(hint: actor_rollout_ref.actor.tau_pos)" in proc.stdout, proc.stdout
     stats = subprocess.run([sys.executable, "-m", "sapo_toolkit.linter", str(path), "--statistics", "--format", "json",
                             "--no-shellcheck"], capture_output=True, text=True).stdout
     by_code = {row["code"]: row for row in json.loads(stats)["statistics"]}
     assert by_code["SP001"]["fixable"] == 0 and by_code["SL001"]["fixable"] == 0, by_code
+    assert by_code["SP001"]["fixes"]["display-only"] >= 1, by_code

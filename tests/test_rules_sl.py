@@ -7,7 +7,7 @@ from .helpers import only
 def test_sl001_suggests_the_real_path_at_another_level(lint_text):
     found = only(lint_text("overrides:\n  actor_rollout_ref.actor.megatron.tau_pos: 1.0\n"), "SL001")
     assert "actor_rollout_ref.actor.tau_pos" in found[0].message
-    assert found[0].fix == "actor_rollout_ref.actor.tau_pos"
+    assert found[0].fix.text == "actor_rollout_ref.actor.tau_pos" and found[0].fix.applicability == "unsafe"
 
 def test_sl001_near_spelling_elsewhere_prefers_the_closest_branch(lint_text):
     # `tua_neg` is near `tau_neg`, which both the actor and the ref have: the actor's shares the longer prefix.
@@ -16,7 +16,7 @@ def test_sl001_near_spelling_elsewhere_prefers_the_closest_branch(lint_text):
 
 def test_sl001_declared_only_field_needs_plus(lint_text):
     found = only(lint_text("overrides:\n  actor_rollout_ref.rollout.repetition_penalty: 1.1\n"), "SL001")
-    assert found and found[0].fix == "+actor_rollout_ref.rollout.repetition_penalty"
+    assert found and found[0].fix.text == "+actor_rollout_ref.rollout.repetition_penalty"
     assert not only(lint_text("overrides:\n  +actor_rollout_ref.rollout.repetition_penalty: 1.1\n"), "SL001")
 
 def test_sl001_depends_on_the_model_engine_selection(lint_text):
@@ -36,7 +36,7 @@ def test_sl002_allows_plus_on_a_null_default(lint_text):
 
 def test_sl002_plus_on_config_group(lint_text):
     found = only(lint_text("overrides:\n  +model_engine: megatron\n"), "SL002")
-    assert found and "Multiple values" in found[0].message and found[0].fix == "model_engine"
+    assert found and "Multiple values" in found[0].message and found[0].fix.text == "model_engine"
 
 # SL003
 def test_sl003_field_missing_from_instantiated_dataclass(lint_text):

@@ -25,5 +25,5 @@ def test_sp001_says_the_run_stops_at_start_up(lint_text):
     found = only(lint_text("overrides:\n  +actor_rollout_ref.actor.policy_loss.tau_neg: 1.05\n"), "SP001")
     assert len(found) == 1
     assert "unexpected keyword argument 'tau_neg'" in found[0].message and "not read" not in found[0].message
-    assert found[0].fix == "actor_rollout_ref.actor.tau_neg"
+    assert found[0].fix.text == "actor_rollout_ref.actor.tau_neg"
     assert not only(lint_text("overrides:\n  actor_rollout_ref.actor.tau_neg: 1.05\n"), "SP001")

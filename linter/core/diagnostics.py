@@ -25,6 +25,45 @@ class Location(NamedTuple):
     column: int = 1
 
 
+class Applicability(str, Enum):
+    """How far a fix can be trusted (ruff's levels): `--fix` applies SAFE ones, `--fix --unsafe-fixes` UNSAFE ones
+    too (the fix may change what the run does: a guess at the key meant), and a DISPLAY_ONLY fix is only shown
+    (its text is not written where the finding is, e.g. a key inside a merged mapping)."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    DISPLAY_ONLY = "display-only"
+
+
+class Edit(NamedTuple):
+    """Replace `replaces`, written at `line`:`column` of the finding's file, with `content`; `replaces` is None
+    where the text to replace is not written there as such (only a DISPLAY_ONLY fix has such an edit)."""
+
+    line: int
+    column: int
+    replaces: str | None
+    content: str
+
+
+class Fix(NamedTuple):
+    """What a finding's fix changes in its file, and how far it can be trusted."""
+
+    edits: tuple[Edit, ...]
+    applicability: Applicability
+
+    @property
+    def text(self) -> str:
+        """The suggested replacement text (the JSON `fix`): the edits' contents."""
+        return "; ".join(e.content for e in self.edits)
+
+    def applied(self, unsafe: bool) -> bool:
+        """Whether `--fix` applies it (`unsafe`: with --unsafe-fixes)."""
+        return self.applicability is Applicability.SAFE or (unsafe and self.applicability is Applicability.UNSAFE)
+
+
+FIX_LABEL = {Applicability.SAFE: "fix", Applicability.UNSAFE: "unsafe fix", Applicability.DISPLAY_ONLY: "hint"}
+
+
 class Diagnostic(NamedTuple):
     location: Location
     code: str
@@ -32,10 +71,7 @@ class Diagnostic(NamedTuple):
     severity: Severity
     message: str
     variant: str | None = None
-    # Replacement text for the override's key (or the whole override for CLI text) when the fix is mechanical.
-    fix: str | None = None
-    # The text the fix replaces at `location` (the override's key as written); not part of any output format.
-    replaces: str | None = None
+    fix: Fix | None = None  # the new text of the override's key (or of the whole override for CLI text)
 
     def with_variant(self, variant: str | None) -> Diagnostic:
         return self._replace(variant=variant)
@@ -45,13 +81,15 @@ class Diagnostic(NamedTuple):
         return {
             "path": self.location.path, "line": self.location.line, "column": self.location.column,
             "code": self.code, "name": self.name, "severity": self.severity.value, "message": self.message,
-            "variant": self.variant, "fix": self.fix,
+            "variant": self.variant, "fix": self.fix and self.fix.text,
+            "fix_applicability": self.fix and self.fix.applicability.value,
         }
 
     def text_line(self, code: str | None = None) -> str:
-        """`path:line:col: CODE message [variant] (fix: ...)`; `code` replaces the code's text (e.g. coloured)."""
+        """`path:line:col: CODE message [variant] (fix: ...)` (`unsafe fix:`, or `hint:` for a fix that is only
+        shown); `code` replaces the code's text (e.g. coloured)."""
         variant = f" [{self.variant}]" if self.variant else ""
-        fix = f" (fix: {self.fix})" if self.fix else ""
+        fix = f" ({FIX_LABEL[self.fix.applicability]}: {self.fix.text})" if self.fix else ""
         where = f"{self.location.path}:{self.location.line}:{self.location.column}"
         return f"{where}: {code or self.code} {self.message}{variant}{fix}"
 

@@ -6,18 +6,21 @@ import inspect
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from ..core.diagnostics import Diagnostic, Location, Severity
+from ..core.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
 from ..core.redaction import redact_assignments
 from ..engine import Part
 
 
 class Finding(NamedTuple):
-    """What a rule found: where (an override or a bare location), why, and the mechanical fix if any."""
+    """What a rule found: where (an override or a bare location), why, and the new text of the override's key if
+    the rule has a fix (UNSAFE where it may change what the run does; `Rule.run` makes it DISPLAY_ONLY where the key
+    is not written as such)."""
 
     at: object  # ResolvedOverride | LocatedOverride | Location
     message: str
     fix: str | None = None
     severity: Severity | None = None  # only for rules whose severity depends on a library version
+    fix_applicability: Applicability = Applicability.SAFE
 
 
 class Rule(NamedTuple):
@@ -33,12 +36,12 @@ class Rule(NamedTuple):
     part: Part = Part.WORKERS  # the part of verl whose code the rule quotes: runs that never reach it skip the rule
     needs_model: bool = False  # some of its checks need the model's shape (RF005 where a run lacks it)
 
-    def diagnostic(self, location: Location, message: str, fix: str | None = None, replaces: str | None = None,
+    def diagnostic(self, location: Location, message: str, fix: Fix | None = None,
                    severity: Severity | None = None) -> Diagnostic:
         """Every finding of every rule and source is made here: a `NAME=value` its message quotes from a file (a
         script word, an override) has the value redacted when NAME is a secret name (`core.redaction`)."""
         return Diagnostic(location, self.code, self.name, severity or self.severity, redact_assignments(message),
-                          fix=fix, replaces=replaces)
+                          fix=fix)
 
     def run(self, ctx) -> list[Diagnostic]:
         if self.check is None:
@@ -47,12 +50,18 @@ class Rule(NamedTuple):
         for f in self.check(ctx):
             at = f.at
             location = at if isinstance(at, Location) else at.location
-            written = getattr(at, "override", at)
-            # A key inside a merged mapping is not written as its dotted key: the fix stays a hint.
-            mechanical = f.fix and getattr(written, "merged_from", None) is None
-            replaces = getattr(written, "key_text", None) if mechanical else None
-            out.append(self.diagnostic(location, f.message, f.fix, replaces, f.severity))
+            fix = _fix(f, at, location) if f.fix is not None else None
+            out.append(self.diagnostic(location, f.message, fix, f.severity))
         return out
+
+
+def _fix(f: Finding, at, location: Location) -> Fix:
+    """The finding's fix as an edit of the override's key where it is written; a key inside a merged mapping (or
+    a finding without an override) is not written as its dotted key, so there the fix is only shown."""
+    written = getattr(at, "override", at)
+    replaces = None if getattr(written, "merged_from", None) is not None else getattr(written, "key_text", None)
+    applicability = f.fix_applicability if replaces is not None else Applicability.DISPLAY_ONLY
+    return Fix((Edit(location.line, location.column, replaces, f.fix),), applicability)
 
 
 RULES: dict[str, Rule] = {}

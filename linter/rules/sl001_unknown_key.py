@@ -1,4 +1,4 @@
-from ..core.diagnostics import Severity
+from ..core.diagnostics import Applicability, Severity
 from ..engine import LintContext, Part
 from ..rulekit.common import did_you_mean, where
 from ..rulekit.registry import Finding, rule
@@ -28,7 +28,9 @@ def check(ctx: LintContext):
     another committed snapshot of the same config has the key (`actor_rollout_ref.actor.megatron.grad_offload` is
     in verl main but not 0.9.1), the message says which, and which `--verl-version` to lint with. Suggestions take
     a fuzzy search each: a file gets them for its first 100 unknown names (here and in SL003, SL005, SL006, SL007),
-    and the findings about the others say that none is given."""
+    and the findings about the others say that none is given. The `+` fix is safe (`--fix`); renaming an unknown key
+    to the nearest real one is unsafe (`--fix --unsafe-fixes`): the near spelling is a guess at the key meant, and
+    the renamed override sets whatever that key does."""
     for ro in ctx.overrides:
         if ro.parsed.op != "set" or ro.group is not None or ro.existed or ro.outside is not None:
             continue
@@ -43,4 +45,5 @@ def check(ctx: LintContext):
             hint, fix = did_you_mean(ctx, ro.path)
             elsewhere = path_elsewhere(ctx, ro.path)
             yield Finding(ro, f"unknown key `{ro.path}`: not in {where(ctx)}, so Hydra refuses it at compose."
-                              f"{elsewhere or hint}", fix=None if elsewhere else fix)
+                              f"{elsewhere or hint}", fix=None if elsewhere else fix,
+                          fix_applicability=Applicability.UNSAFE)

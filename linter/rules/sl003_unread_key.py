@@ -1,4 +1,4 @@
-from ..core.diagnostics import Severity
+from ..core.diagnostics import Applicability, Severity
 from ..engine import LintContext, Part
 from ..rulekit.common import did_you_mean, first_missing, short_class
 from ..rulekit.registry import Finding, rule
@@ -31,7 +31,8 @@ def check(ctx: LintContext):
     verl reads a key of that name (the read-set collected from verl's source), because then the setting is
     silently ignored. Keys under open pass-through dicts are checked by SL007, and keys under a declared
     dict-typed field (`fsdp_config.mixed_precision`) are the field's value. When another committed verl snapshot
-    has the field, or reads the name, the message says which. Nested SAPO taus are SP001."""
+    has the field, or reads the name, the message says which. Nested SAPO taus are SP001. Renaming the key to the
+    nearest real one is an unsafe fix (`--fix --unsafe-fixes`): the near spelling is a guess at the key meant."""
     for ro in ctx.overrides:
         if ro.parsed.op not in ("add", "force_add") or ro.existed or ro.group is not None or ro.outside is not None:
             continue
@@ -52,11 +53,12 @@ def check(ctx: LintContext):
             yield Finding(ro, f"`{ro.path}`: verl builds {short_class(anchor['target'])} from `{ro.anchor}`, which has "
                               f"no field `{name}`; the `+` gets past Hydra, then instantiation fails at start-up with "
                               f"TypeError (unexpected keyword argument '{name}').{elsewhere or hint}",
-                          fix=None if elsewhere else fix)
+                          fix=None if elsewhere else fix, fix_applicability=Applicability.UNSAFE)
         elif name not in ctx.snapshot.read_set:
             kind = (f"{short_class(anchor['target'])}, which main_ppo never instantiates (read as a plain dict)"
                     if anchor.get("target") else "a plain config node without a dataclass")
             elsewhere = read_elsewhere(ctx, name)
             yield Finding(ro, f"`{ro.path}`: `{ro.anchor}` is {kind}, so verl accepts the key, but nothing in "
                               f"verl {ctx.snapshot.label} reads a key named `{name}`: the setting is silently "
-                              f"ignored.{elsewhere or hint}", fix=None if elsewhere else fix)
+                              f"ignored.{elsewhere or hint}", fix=None if elsewhere else fix,
+                          fix_applicability=Applicability.UNSAFE)
