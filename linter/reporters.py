@@ -106,10 +106,11 @@ def render_statistics_text(diagnostics: list[Diagnostic], files: int, color: boo
                            summary: bool = True) -> str:
     """One line per code (count, code, severity, how many fixable, unsafe and hints, name), then the usual summary
     line."""
-    lines = []
-    for r in statistics(diagnostics):
-        fixes = ", ".join(f"{r['fixes'][a.value]} {word}" for a, word in _FIX_COUNTED.items() if r["fixes"][a.value])
-        lines.append(printable(f"{r['count']:>6}  {r['code']:<7} {r['severity']:<8} {fixes:<11} {r['name']}"))
+    rows = [(r, ", ".join(f"{r['fixes'][a.value]} {word}" for a, word in _FIX_COUNTED.items() if r["fixes"][a.value]))
+            for r in statistics(diagnostics)]
+    width = max([11, *(len(fixes) for _, fixes in rows)])
+    lines = [printable(f"{r['count']:>6}  {r['code']:<7} {r['severity']:<8} {fixes:<{width}} {r['name']}")
+             for r, fixes in rows]
     return "\n".join([*lines, _summary_line(diagnostics, files)] if summary else lines)
 
 
