@@ -22,22 +22,20 @@ from sapo_toolkit.linter.clikit import DefaultCommandGroup
 from sapo_toolkit.linter.core.diagnostics import Severity
 from sapo_toolkit.linter.core.printable import printable
 
-from .rundir import EXIT_REFUSED
+from .executors import ExecutorError
+from .rundir import EXIT_REFUSED, SUMMARY_FILE
 
 EXIT_USAGE = 2
 
 
 class DefaultToRun(DefaultCommandGroup):
-    """`sapo-launch RECIPE ...` means `sapo-launch run RECIPE ...`. `doctor`, `report` and the Ray job commands are
-    imported only when asked for, to keep planning fast."""
+    """`sapo-launch RECIPE ...` means `sapo-launch run RECIPE ...`. `doctor` and `report` are imported only when
+    asked for, to keep planning fast."""
 
     default = "run"
     lazy: ClassVar[dict[str, tuple[str, str]]] = {
         "doctor": ("sapo_toolkit.launcher.doctor", "doctor"),
         "report": ("sapo_toolkit.launcher.report", "report"),
-        "logs": ("sapo_toolkit.launcher.ray_jobs", "logs_command"),
-        "stop": ("sapo_toolkit.launcher.ray_jobs", "stop_command"),
-        "status": ("sapo_toolkit.launcher.ray_jobs", "status_command"),
     }
 
 
@@ -105,16 +103,18 @@ def run(recipe, overrides, device, infer_backend, variants, dry_run, fmt, runs_d
         click.echo(printable(f"sapo-launch: refused: the recipe has lint errors (run directory {run_dir})"), err=True)
         sys.exit(EXIT_REFUSED)
     click.echo(printable(f"sapo-launch: run directory {run_dir}"), err=True)
-    if address:
-        from .ray_jobs import run_on_ray
+    from .execution import run as run_plan
 
-        sys.exit(run_on_ray(launch, run_dir, address, detach=detach, working_dir=working_dir,
-                            fail_on_gates=fail_on_gates))
+    if address:
+        from .executors.ray_jobs import RayExecutor
+
+        sys.exit(run_plan(RayExecutor(address, working_dir=working_dir), launch, run_dir, fail_on_gates=fail_on_gates,
+                          detach=detach))
     if detach or working_dir:
         raise click.UsageError("--detach and --working-dir need --address (a Ray cluster)")
-    from .local import run_local
+    from .executors.local import LocalExecutor
 
-    sys.exit(run_local(launch, run_dir, fail_on_gates=fail_on_gates))
+    sys.exit(run_plan(LocalExecutor(), launch, run_dir, fail_on_gates=fail_on_gates))
 
 
 @cli.command("rerun")
@@ -125,7 +125,8 @@ def run(recipe, overrides, device, infer_backend, variants, dry_run, fmt, runs_d
 def rerun(run_dir, runs_dir, fail_on_gates):
     """Run again exactly what RUN_DIR ran (same argv, environment and working directory) in a new run directory.
     Redacted variables are taken from the current environment."""
-    from .local import run_local
+    from .execution import run as run_plan
+    from .executors.local import LocalExecutor
     from .replay import ReplayError, replay
 
     try:
@@ -133,7 +134,50 @@ def rerun(run_dir, runs_dir, fail_on_gates):
     except ReplayError as exc:
         raise click.UsageError(str(exc)) from None
     click.echo(printable(f"sapo-launch: rerun of {run_dir} in {new_dir}"), err=True)
-    sys.exit(run_local(launch, new_dir, fail_on_gates=fail_on_gates))
+    sys.exit(run_plan(LocalExecutor(), launch, new_dir, fail_on_gates=fail_on_gates))
+
+
+RUN_DIR = click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+ADDRESS = click.option("--address", default=None, metavar="URL",
+                       help="The Ray dashboard address (default: the one job.json records).")
+
+
+@cli.command("logs")
+@RUN_DIR
+@click.option("--follow", "-f", is_flag=True, help="Stream until the job ends; exit with its exit code.")
+@ADDRESS
+def logs_command(run_dir, follow, address):
+    """Print the log of the Ray job RUN_DIR submitted (re-attach with --follow)."""
+    from .executors import ray_jobs
+
+    if follow:
+        from .execution import follow_again
+
+        sys.exit(follow_again(ray_jobs.RayExecutor(address), ray_jobs.attach(run_dir, address=address), run_dir))
+    sys.exit(ray_jobs.logs(run_dir, address=address))
+
+
+@cli.command("stop")
+@RUN_DIR
+@ADDRESS
+def stop_command(run_dir, address):
+    """Stop the Ray job RUN_DIR submitted and wait until it has ended."""
+    from .executors import ray_jobs
+
+    sys.exit(ray_jobs.stop(run_dir, address=address))
+
+
+@cli.command("status")
+@RUN_DIR
+@ADDRESS
+def status_command(run_dir, address):
+    """Print the status of the run RUN_DIR holds (a Ray job, or a run on this machine); exit 0 while it runs, its
+    exit code once it ended (2 for a local run whose launcher died: it is marked lost)."""
+    from .executors import local, ray_jobs
+
+    on_ray = (run_dir / ray_jobs.JOB_FILE).exists() or not (run_dir / SUMMARY_FILE).exists()
+    executor = ray_jobs.RayExecutor(address) if on_ray else local.LocalExecutor()
+    sys.exit(executor.status(run_dir))
 
 
 def _print_lint(launch) -> None:
@@ -176,6 +220,9 @@ def main() -> None:
         sys.exit(130)
     except click.ClickException as exc:
         click.echo(printable(f"sapo-launch: {exc.format_message()}"), err=True)
+        sys.exit(EXIT_USAGE)
+    except ExecutorError as exc:
+        click.echo(printable(f"sapo-launch: {exc.message}"), err=True)
         sys.exit(EXIT_USAGE)
     except Exception as exc:  # noqa: BLE001 - one line for the user, not a traceback
         click.echo(printable(f"sapo-launch: internal error: {type(exc).__name__}: {exc}"), err=True)

@@ -124,11 +124,11 @@ def settle_lost(run_dir: Path, last_step: Callable[[], int | None]) -> dict:
     """summary.json, after recording a run that says `running` while its launcher has ended (killed, crashed, its
     machine rebooted) as `lost`, with its last step; {} when there is none. The summary is read again once the
     launcher is known gone: its last write, if it made one, came before it ended."""
-    summary = _read_json(run_dir / SUMMARY_FILE)
+    summary = read_json(run_dir / SUMMARY_FILE)
     identity = summary.get("launcher")
     if summary.get("status") != "running" or not isinstance(identity, dict) or not launcher_gone(identity):
         return summary
-    summary = _read_json(run_dir / SUMMARY_FILE)
+    summary = read_json(run_dir / SUMMARY_FILE)
     if summary.get("status") == "running" and summary.get("launcher") == identity:
         summary.update(status="lost", exit_code=None, last_step=last_step(),
                        reason=f"the launcher (pid {identity['pid']} on {identity['host']}) ended without recording "
@@ -137,7 +137,12 @@ def settle_lost(run_dir: Path, last_step: Callable[[], int | None]) -> dict:
     return summary
 
 
-def _read_json(path: Path) -> dict:
+def read_summary(run_dir: Path) -> dict:
+    """summary.json; {} when there is none (or it is unreadable)."""
+    return read_json(run_dir / SUMMARY_FILE)
+
+
+def read_json(path: Path) -> dict:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

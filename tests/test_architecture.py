@@ -1,6 +1,7 @@
 """The import contracts in pyproject.toml ([tool.importlinter]) hold: launcher -> linter -> schemas; the launcher
 reads recipes only through the linter's api (and its core and settings); the linter's layers flow one way; the
-bash reader's interpreter knows nothing of verl; the shared core imports nothing else of the project."""
+bash reader's interpreter knows nothing of verl; the shared core imports nothing else of the project; the
+executors and the run sequence import no click."""
 
 import shutil
 import subprocess
@@ -14,4 +15,5 @@ def test_import_contracts_hold():
     exe = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
     proc = subprocess.run([exe, "--config", str(REPO / "pyproject.toml")], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "Contracts: 5 kept, 0 broken." in proc.stdout, proc.stdout
+    contracts = (REPO / "pyproject.toml").read_text().count("\n[[tool.importlinter.contracts]]\n")
+    assert f"Contracts: {contracts} kept, 0 broken." in proc.stdout, proc.stdout

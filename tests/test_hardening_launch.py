@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from sapo_toolkit.launcher import git, ray_jobs, rundir, workdir
+from sapo_toolkit.launcher import git, rundir, workdir
+from sapo_toolkit.launcher.executors import ray_jobs
 from sapo_toolkit.launcher.plan import redact_urls
 
 from .helpers import REPO

@@ -1,6 +1,6 @@
 """The live view and live gates: with the stand-in trainer through `sapo-launch` (not a TTY: plain lines on stderr,
-the trainer's stdout unchanged), `run_local(..., fail_on_gates=True)`, metrics.jsonl completed from the console,
-the plain view's pacing, and the rich view on a TTY."""
+the trainer's stdout unchanged), the run sequence with `fail_on_gates=True`, metrics.jsonl completed from the
+console, the plain view's pacing, and the rich view on a TTY."""
 
 import io
 import json
@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from sapo_toolkit.launcher.execution import run
+from sapo_toolkit.launcher.executors.local import LocalExecutor
 from sapo_toolkit.launcher.gates import parse_gates
 from sapo_toolkit.launcher.live import PLAIN_INTERVAL_S, LiveMonitor
-from sapo_toolkit.launcher.local import run_local
 from sapo_toolkit.launcher.plan import FILE_LOGGER_ENV, LintReport, Plan
 
 from .helpers import REPO
@@ -60,7 +61,7 @@ def fake_plan(tmp_path: Path, gates: list, env: dict) -> tuple[Plan, Path]:
 def test_fail_on_gates_exit_code(tmp_path, capsys, trainer_code, fail_on_gates, dip, expected):
     plan, run_dir = fake_plan(tmp_path, [{"metric": "perf/throughput", "min": 100}],
                               {"FAKE_STEPS": 3, "FAKE_DIP_STEP": dip, "FAKE_EXIT_CODE": trainer_code})
-    assert run_local(plan, run_dir, terminal=io.BytesIO(), fail_on_gates=fail_on_gates) == expected
+    assert run(LocalExecutor(), plan, run_dir, terminal=io.BytesIO(), fail_on_gates=fail_on_gates) == expected
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["exit_code"] == expected
     assert summary["status"] == ("succeeded" if trainer_code == 0 else "failed")
@@ -69,7 +70,7 @@ def test_fail_on_gates_exit_code(tmp_path, capsys, trainer_code, fail_on_gates, 
 
 def test_metrics_file_from_the_console_when_verl_writes_none(tmp_path, capsys):
     plan, run_dir = fake_plan(tmp_path, [], {"FAKE_STEPS": 3, "FAKE_FILE_LOGGER": 0})
-    assert run_local(plan, run_dir, terminal=io.BytesIO()) == 0
+    assert run(LocalExecutor(), plan, run_dir, terminal=io.BytesIO()) == 0
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [(r["step"], r["source"], r["data"]["perf/throughput"]) for r in records] == [
         (1, "console", 101.0), (2, "console", 102.0), (3, "console", 103.0)]
@@ -77,7 +78,7 @@ def test_metrics_file_from_the_console_when_verl_writes_none(tmp_path, capsys):
 
 def test_bad_gates_in_a_plan_start_nothing(tmp_path, capsys):
     plan, run_dir = fake_plan(tmp_path, [{"metric": "x", "min": 1, "over": "avg"}], {"FAKE_STEPS": 1})
-    assert run_local(plan, run_dir, terminal=io.BytesIO()) == 2
+    assert run(LocalExecutor(), plan, run_dir, terminal=io.BytesIO()) == 2
     assert "gates.0.over" in capsys.readouterr().err
     assert json.loads((run_dir / "summary.json").read_text())["status"] == "refused"
     assert not (run_dir / "metrics.jsonl").exists()

@@ -1,9 +1,7 @@
 """The local executor: run a plan's argv as a child process in its own process group, tee its output to the
-run directory's train.log and the terminal (with a live view of the metrics and the recipe's gates, `live.py`),
-and record the outcome in summary.json whatever happens, the gates' verdicts under `gates`. Exit code: the child's;
-128 + N when a signal N ended it; 128 + N for the signal N the launcher received when the trainer then exited 0 or
-died of a signal; 3 (`EXIT_GATES_FAILED`) when the trainer succeeded, a gate did not pass and `fail_on_gates` is
-set; 2 when the plan's gates cannot be read (nothing is started).
+run directory's train.log and the run sequence's sink (`execution.py`: live view, gates), and record the outcome in
+summary.json whatever happens. Exit code: the child's; 128 + N when a signal N ended it; 128 + N for the signal N
+the launcher received when the trainer then exited 0 or died of a signal; 127 when it could not be started.
 
 Stopping, and what is guaranteed:
 - The launcher's first SIGINT, SIGTERM or SIGHUP (as SIGTERM) goes to the trainer's process group; `KILL_GRACE_S`
@@ -38,17 +36,22 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import BinaryIO
+from typing import NamedTuple
 
-import click
+from ..live import LineTail
+from ..metrics import read_files
+from ..plan import METRICS_FILE, Plan
+from ..rundir import (
+    EXIT_LOST,
+    LOG_FILE,
+    SUMMARY_FILE,
+    exit_code_of,
+    launcher_identity,
+    read_summary,
+    settle_lost,
+    write_json,
+)
 
-from .gates import GateError, gate_exit_code, gates_json, parse_gates
-from .live import LineTail, LiveMonitor
-from .metrics import read_files
-from .plan import METRICS_FILE, Plan
-from .rundir import EXIT_LOST, LOG_FILE, SUMMARY_FILE, exit_code_of, launcher_identity, settle_lost, write_json
-
-EXIT_BAD_GATES = 2
 KILL_GRACE_S = 10.0
 READ_BYTES = 64 * 1024
 TICK_S = 0.2  # how often deadlines are checked while the output is quiet
@@ -77,66 +80,75 @@ if signal_group(signal.SIGTERM):
 """
 
 
-def run_local(plan: Plan, run_dir: Path, terminal: BinaryIO | None = None, fail_on_gates: bool = False) -> int:
-    terminal = terminal or sys.stdout.buffer
-    started, clock = datetime.now(timezone.utc), time.monotonic()
-    try:
-        gates = parse_gates(plan.gates)
-    except GateError as exc:  # a hand-edited plan.json: lint refuses a recipe with bad gates before this
-        print(f"sapo-launch: {exc}", file=sys.stderr)
-        write_json(run_dir / SUMMARY_FILE, {"status": "refused", "exit_code": EXIT_BAD_GATES, "error": str(exc)})
-        return EXIT_BAD_GATES
-    summary = {"status": "running", "started": started.isoformat(), "pid": None, "launcher": launcher_identity()}
-    write_json(run_dir / SUMMARY_FILE, summary)
-    tail = LineTail()
-    stopper = None
-    code = None
-    try:
-        # Started before the live view: rich's refresh thread must not exist when the child is forked.
-        proc = _start_trainer(plan)
-    except OSError as exc:  # the trainer could not be started (interpreter missing, cwd gone)
-        tail.note(f"sapo-launch: cannot start {plan.argv[0]}: {exc.strerror or exc}")
-        code, proc = 127, None
-    monitor = LiveMonitor(run_dir / METRICS_FILE, plan.total_steps, gates, terminal)
-    try:
-        if proc is not None:
-            summary["pid"] = proc.pid
-            write_json(run_dir / SUMMARY_FILE, summary)
-            stopper = _Stopper(proc, tail)
-            previous = {s: signal.signal(s, stopper.on_signal) for s in STOP_SIGNALS
-                        if not (s == signal.SIGHUP and signal.getsignal(s) == signal.SIG_IGN)}
-            try:
-                with open(run_dir / LOG_FILE, "ab") as log:
-                    def sink(data: bytes) -> None:
-                        log.write(data)
-                        log.flush()
-                        monitor.output(data)
-                        tail.add(data)
+class LocalRun(NamedTuple):
+    """A started trainer (`proc` None when it could not be started: exit 127, the reason in `tail`)."""
 
-                    code = stopper.pump(sink)
-            finally:
-                stopper.end()
-                for s, handler in previous.items():
-                    signal.signal(s, handler)
-    finally:
-        exit_code = exit_code_of(code) if code is not None else 1
-        forwarded = stopper.received if stopper else []
-        if forwarded:
-            status = "interrupted"
-            if code is not None and code <= 0:  # it stopped cleanly, or of the signal sent or the SIGKILL after it
-                exit_code = 128 + forwarded[0]
-        else:
-            status = "succeeded" if exit_code == 0 else "failed"
-        summary.update(status=status, exit_code=exit_code, duration_s=round(time.monotonic() - clock, 3),
-                       ended=datetime.now(timezone.utc).isoformat(), last_lines=tail.lines(),
-                       signals=[signal.Signals(s).name for s in forwarded])
+    proc: subprocess.Popen | None
+    stopper: _Stopper | None
+    tail: LineTail
+    clock: float  # time.monotonic() at the start
+
+
+class LocalExecutor:
+    """The trainer as a child process of this launcher (module docstring)."""
+
+    def summary_fields(self) -> dict:
+        return {"launcher": launcher_identity()}
+
+    def start(self, plan: Plan, run_dir: Path) -> tuple[LocalRun, dict]:
+        tail, clock = LineTail(), time.monotonic()
         try:
-            verdicts = monitor.finish()
-            exit_code = gate_exit_code(exit_code, verdicts, fail_on_gates)
-            summary.update(exit_code=exit_code, gates=gates_json(verdicts))
+            proc = _start_trainer(plan)
+        except OSError as exc:  # the trainer could not be started (interpreter missing, cwd gone)
+            tail.note(f"sapo-launch: cannot start {plan.argv[0]}: {exc.strerror or exc}")
+            return LocalRun(None, None, tail, clock), {}
+        return LocalRun(proc, _Stopper(proc, tail), tail, clock), {"pid": proc.pid}
+
+    def follow(self, handle: LocalRun, run_dir: Path, sink) -> int:
+        """Tee the trainer's output to train.log and `sink` until it has ended, its process group stopped on
+        the launcher's signals (module docstring); record the outcome in summary.json whatever happens."""
+        stopper, tail = handle.stopper, handle.tail
+        code = None if handle.proc is not None else 127
+        try:
+            if stopper is not None:
+                previous = {s: signal.signal(s, stopper.on_signal) for s in STOP_SIGNALS
+                            if not (s == signal.SIGHUP and signal.getsignal(s) == signal.SIG_IGN)}
+                try:
+                    with open(run_dir / LOG_FILE, "ab") as log:
+                        def tee(data: bytes) -> None:
+                            log.write(data)
+                            log.flush()
+                            sink(data)
+                            tail.add(data)
+
+                        code = stopper.pump(tee)
+                finally:
+                    stopper.end()
+                    for s, handler in previous.items():
+                        signal.signal(s, handler)
         finally:
+            exit_code = exit_code_of(code) if code is not None else 1
+            forwarded = stopper.received if stopper else []
+            if forwarded:
+                status = "interrupted"
+                if code is not None and code <= 0:  # it stopped cleanly, or of the signal sent or the SIGKILL after it
+                    exit_code = 128 + forwarded[0]
+            else:
+                status = "succeeded" if exit_code == 0 else "failed"
+            summary = read_summary(run_dir)
+            summary.update(status=status, exit_code=exit_code, duration_s=round(time.monotonic() - handle.clock, 3),
+                           ended=datetime.now(timezone.utc).isoformat(), last_lines=tail.lines(),
+                           signals=[signal.Signals(s).name for s in forwarded])
             write_json(run_dir / SUMMARY_FILE, summary)
-    return exit_code
+        return exit_code
+
+    def stop(self, handle: LocalRun, signum: int) -> None:
+        """As if the launcher had received `signum`: the first stops the trainer's group, a second kills it."""
+        if handle.stopper is not None:
+            handle.stopper.on_signal(signum, None)
+
+    def status(self, run_dir: Path) -> int:
+        return status(run_dir)
 
 
 def _start_trainer(plan: Plan) -> subprocess.Popen:
@@ -254,7 +266,7 @@ def status(run_dir: Path) -> int:
     state = summary.get("status", "unknown")
     step = summary.get("last_step") if state == "lost" else _last_step(run_dir)
     code = summary.get("exit_code")
-    click.echo(" ".join([state, *([f"step {step}"] if step is not None else []),
+    print(" ".join([state, *([f"step {step}"] if step is not None else []),
                          *([f"exit {code}"] if code is not None else [])]))
     if state == "lost":
         return EXIT_LOST

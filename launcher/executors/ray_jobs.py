@@ -1,10 +1,10 @@
 """The Ray Jobs executor: submit a plan to a Ray cluster through its Jobs API (the dashboard's address,
-`http://HEAD:8265`), follow the job's log into the run directory's train.log and the terminal, and record the
-outcome in summary.json whatever happens: the keys `local.py` writes (`pid` is None: the driver runs on the
-cluster) plus `submission_id`, `address`, Ray's `job_status` and its `message`. `job.json` holds the address and
-the submission id, so `logs`, `stop` and `status` find the job again from the run directory. Credentials in the
-address (`http://me:pw@head:8265`) are redacted wherever it is written or printed (`plan.redact_urls`); those
-commands then need `--address` again.
+`http://HEAD:8265`), follow the job's log into the run directory's train.log and the run sequence's sink
+(`execution.py`: live view, gates), and record the outcome in summary.json whatever happens: the keys `local.py`
+writes (`pid` is None: the driver runs on the cluster) plus `submission_id`, `address`, Ray's `job_status` and its
+`message`. `job.json` holds the address and the submission id, so `logs`, `stop` and `status` find the job again
+from the run directory. Credentials in the address (`http://me:pw@head:8265`) are redacted wherever it is written or
+printed (`plan.redact_urls`); those commands then need `--address` again.
 
 What runs is the plan's argv with the launching machine's interpreter replaced by `python` (the first on the
 cluster's PATH, where Ray and verl are installed; `python=` names another), shell-quoted once: Ray runs an
@@ -50,13 +50,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
-import click
-
-from .gates import GateError, gate_exit_code, gates_json, parse_gates
-from .live import LineTail, LiveMonitor
-from .plan import METRICS_FILE, REDACTED, Plan, redact_urls
-from .rundir import EXIT_REFUSED, LOG_FILE, SUMMARY_FILE, exit_code_of, write_json
-from .workdir import UnsafeWorkingDir, shipped_files
+from ..live import LineTail
+from ..plan import REDACTED, Plan, redact_urls
+from ..rundir import LOG_FILE, SUMMARY_FILE, exit_code_of, read_summary, write_json
+from ..workdir import UnsafeWorkingDir, shipped_files
+from . import ExecutorError, Refused
 
 JOB_FILE = "job.json"
 INSTALL_HINT = "pip install 'sapo-toolkit[ray]'"
@@ -71,7 +69,7 @@ UPLOAD_LIMIT = 100 * 1024 * 1024
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-class RayJobError(click.ClickException):
+class RayJobError(ExecutorError):
     """A job cannot be submitted or followed; the message says why, in one line (the CLI exits 2), credentials in
     URLs redacted (an address's password, also where Ray's own message quotes the address)."""
 
@@ -79,8 +77,8 @@ class RayJobError(click.ClickException):
         super().__init__(redact_urls(message))
 
 
-class Refused(RayJobError):
-    """The cluster cannot hold the plan (`run_on_ray` turns this into exit 1 and summary status `refused`)."""
+class ClusterTooSmall(RayJobError, Refused):
+    """The cluster cannot hold the plan (the run sequence turns this into exit 1 and summary status `refused`)."""
 
 
 class JobRecord(NamedTuple):
@@ -198,9 +196,9 @@ def stage_working_dir(root: Path, excludes: Iterable[str], stage: Path) -> None:
 
 def submit(plan: Plan, run_dir: Path, address: str, *, working_dir: Path | None = None,
            excludes: Iterable[str] = (), python: str = DEFAULT_PYTHON) -> str:
-    """Check, submit and record (`job.json`) the plan's job; returns its submission id. Raises `Refused` when the
-    cluster cannot hold the plan, `RayJobError` when the job cannot be submitted. The run directory's parent (the
-    runs directory) is never shipped with `working_dir`."""
+    """Check, submit and record (`job.json`) the plan's job; returns its submission id. Raises `ClusterTooSmall`
+    when the cluster cannot hold the plan, `RayJobError` when the job cannot be submitted. The run directory's
+    parent (the runs directory) is never shipped with `working_dir`."""
     address = with_scheme(address)
     return _submit(connect(address), plan, Path(run_dir), address, working_dir, excludes, python)
 
@@ -210,7 +208,7 @@ def _submit(client, plan: Plan, run_dir: Path, address: str, working_dir: Path |
     excludes = tuple(excludes)
     shortfall = resource_shortfall(plan, cluster_nodes(address))
     if shortfall:
-        raise Refused(shortfall)
+        raise ClusterTooSmall(shortfall)
     runtime_env: dict = {"env_vars": {name: str(value) for name, value in plan.env}}
     with tempfile.TemporaryDirectory(prefix="sapo-launch-") as scratch:
         if working_dir is not None:
@@ -237,89 +235,71 @@ def _inside(path: Path, root: Path) -> list[str]:
     return [str(relative)] if relative.parts else []
 
 
-def run_on_ray(plan: Plan, run_dir: Path, address: str | None, *, detach: bool = False,
-               working_dir: Path | None = None, excludes: Iterable[str] = (), python: str = DEFAULT_PYTHON,
-               terminal: BinaryIO | None = None, fail_on_gates: bool = False) -> int:
-    """Submit the plan and, unless `detach`, follow the job to its end; returns the exit code (module docstring).
-    The first SIGINT or SIGTERM stops the job and keeps following until Ray reports it STOPPED; a second one stops
-    waiting. While following, the log feeds the live view and the recipe's gates as for a local run (metrics from
-    the console lines, or from metrics.jsonl when the run directory is on storage the cluster shares); the
-    verdicts go into summary.json, and with `fail_on_gates` a failed gate makes a succeeded job exit 3. With
-    `detach`, returns 0 right after submission (summary status `submitted`). Raises `RayJobError` (after recording
-    it in summary.json) when the job cannot be submitted or followed."""
-    try:
-        gates = parse_gates(plan.gates)
-    except GateError as exc:  # a hand-edited plan.json: lint refuses a recipe with bad gates before this
-        raise RayJobError(str(exc)) from None
-    run_dir, address = Path(run_dir), with_scheme(address)
-    summary = {"status": "running", "started": datetime.now(timezone.utc).isoformat(), "pid": None,
-               "submission_id": None, "address": address and redact_urls(address)}
-    write_json(run_dir / SUMMARY_FILE, summary)
-    try:
-        client = connect(address)
-        summary["submission_id"] = _submit(client, plan, run_dir, address, working_dir, excludes, python)
-    except Refused as exc:
-        summary.update(status="refused", exit_code=EXIT_REFUSED, reason=exc.message)
-        write_json(run_dir / SUMMARY_FILE, summary)
-        click.echo(f"sapo-launch: refused: {exc.message} (run directory {run_dir})", err=True)
-        return EXIT_REFUSED
-    except RayJobError as exc:
-        summary.update(status="failed", exit_code=2, last_lines=[f"sapo-launch: {exc.message}"])
-        write_json(run_dir / SUMMARY_FILE, summary)
-        raise
-    except KeyboardInterrupt:  # Ctrl-C before the job was followed (a large working directory uploads for a while)
-        summary.update(status="interrupted", exit_code=128 + signal.SIGINT,
-                       last_lines=["sapo-launch: interrupted while submitting"], signals=["SIGINT"])
-        write_json(run_dir / SUMMARY_FILE, summary)
-        raise
-    record = JobRecord(address, summary["submission_id"])
-    click.echo(f"sapo-launch: submitted {record.submission_id} to {redact_urls(address)}", err=True)
-    if detach:
-        summary.update(status="submitted", exit_code=0)
-        write_json(run_dir / SUMMARY_FILE, summary)
-        click.echo(f"sapo-launch: follow it with `sapo-launch logs --follow {run_dir}`", err=True)
-        return 0
-    monitor = LiveMonitor(run_dir / METRICS_FILE, plan.total_steps, gates, terminal or sys.stdout.buffer)
-    try:
-        code = _attach(client, record, run_dir, terminal, stop_on_signal=True, monitor=monitor)
-    finally:
-        verdicts = monitor.finish()  # closes the live view, also when following failed
-    summary = _read_summary(run_dir)
-    summary.update(exit_code=gate_exit_code(code, verdicts, fail_on_gates), gates=gates_json(verdicts))
-    write_json(run_dir / SUMMARY_FILE, summary)
-    return summary["exit_code"]
+class RayJob(NamedTuple):
+    """A submitted job, the client that follows it, and whether the launcher's first SIGINT/SIGTERM stops the job
+    (as for the run that submitted it) or only stops following (`attach`)."""
+
+    client: object
+    record: JobRecord
+    stop_on_signal: bool = True
 
 
-def _attach(client, record: JobRecord, run_dir: Path, terminal: BinaryIO | None, *, stop_on_signal: bool,
-            monitor: LiveMonitor | None = None) -> int:
-    """Follow the job's log (from its start) into train.log and the terminal (through `monitor`'s live view when
-    given) until it ends, then record the outcome. With `stop_on_signal` the first SIGINT/SIGTERM stops the job;
-    otherwise, and on a second signal, a signal only stops following (exit 128 + N; the summary is left as it was
-    unless the job has ended)."""
-    terminal = terminal or sys.stdout.buffer
+class RayExecutor:
+    """Submit the plan as a Ray job (module docstring). Following it, the first SIGINT or SIGTERM stops the job
+    and keeps following until Ray reports it STOPPED; a second one stops waiting. The log feeds the run sequence's
+    sink (live view and gates: metrics from the console lines, or from metrics.jsonl when the run directory is on
+    storage the cluster shares)."""
+
+    __slots__ = ("address", "excludes", "python", "working_dir")
+
+    def __init__(self, address: str | None, *, working_dir: Path | None = None, excludes: Iterable[str] = (),
+                 python: str = DEFAULT_PYTHON):
+        self.address, self.working_dir = with_scheme(address), working_dir
+        self.excludes, self.python = tuple(excludes), python
+
+    def summary_fields(self) -> dict:
+        return {"submission_id": None, "address": self.address and redact_urls(self.address)}
+
+    def start(self, plan: Plan, run_dir: Path) -> tuple[RayJob, dict]:
+        client = connect(self.address)
+        submission_id = _submit(client, plan, run_dir, self.address, self.working_dir, self.excludes, self.python)
+        print(f"sapo-launch: submitted {submission_id} to {redact_urls(self.address)}", file=sys.stderr)
+        return RayJob(client, JobRecord(self.address, submission_id)), {"submission_id": submission_id}
+
+    def follow(self, handle: RayJob, run_dir: Path, sink) -> int:
+        return _attach(handle, run_dir, sink)
+
+    def stop(self, handle: RayJob, signum: int) -> None:
+        handle.client.stop_job(handle.record.submission_id)
+
+    def status(self, run_dir: Path) -> int:
+        return status(run_dir, address=self.address)
+
+
+def _attach(job: RayJob, run_dir: Path, sink) -> int:
+    """Follow the job's log (from its start) into train.log and `sink` until it ends, then record the outcome.
+    With `stop_on_signal` the first SIGINT/SIGTERM stops the job; otherwise, and on a second signal, a signal only
+    stops following (exit 128 + N; the summary is left as it was unless the job has ended)."""
+    client, record = job.client, job.record
     tail = LineTail()
     with open(run_dir / LOG_FILE, "wb") as log:
-        def sink(text: str) -> None:
+        def tee(text: str) -> None:
             data = text.encode("utf-8", "replace")
             log.write(data)
             log.flush()
-            if monitor is not None:
-                monitor.output(data)
-            else:
-                terminal.write(data)
-                terminal.flush()
+            sink(data)
             tail.add(data)
 
         try:
-            signals = asyncio.run(_follow(client, record.submission_id, sink, stop_on_signal))
+            signals = asyncio.run(_follow(client, record.submission_id, tee, job.stop_on_signal))
             details = _details(client, record)
         except RayJobError as exc:
             _record_lost(run_dir, record, exc)
             raise
     if not details.status.is_terminal():
-        click.echo(f"sapo-launch: stopped following {record.submission_id} ({details.status}); "
-                   f"`sapo-launch status {run_dir}` tells how it ends", err=True)
-        if not stop_on_signal:
+        print(f"sapo-launch: stopped following {record.submission_id} ({details.status}); "
+              f"`sapo-launch status {run_dir}` tells how it ends", file=sys.stderr)
+        if not job.stop_on_signal:
             return 128 + signals[0]
     return _finish(run_dir, record, details, tail.lines(), signals)
 
@@ -335,7 +315,7 @@ async def _follow(client, submission_id: str, sink, stop_on_signal: bool) -> lis
     def on_signal(signum: int) -> None:
         signals.append(signum)
         if stop_on_signal and len(signals) == 1:
-            click.echo(f"sapo-launch: stopping {submission_id} (again to stop waiting)", err=True)
+            print(f"sapo-launch: stopping {submission_id} (again to stop waiting)", file=sys.stderr)
             stopping.append(loop.run_in_executor(None, client.stop_job, submission_id))
         else:
             following.cancel()
@@ -384,7 +364,7 @@ def _details(client, record: JobRecord):
 
 def _record_lost(run_dir: Path, record: JobRecord, exc: RayJobError) -> None:
     """The job was submitted but cannot be followed: it may still run, so the summary says `submitted`."""
-    summary = _read_summary(run_dir)
+    summary = read_summary(run_dir)
     summary.update(status="submitted", exit_code=2, submission_id=record.submission_id,
                    address=redact_urls(record.address), last_lines=[f"sapo-launch: {exc.message}"])
     write_json(run_dir / SUMMARY_FILE, summary)
@@ -410,7 +390,7 @@ def _finish(run_dir: Path, record: JobRecord, details, last_lines: list[str], si
     signals = list(signals)
     status = str(details.status)
     code = exit_code(status, getattr(details, "driver_exit_code", None), signals)
-    summary = _read_summary(run_dir)
+    summary = read_summary(run_dir)
     summary.update(
         status={"SUCCEEDED": "succeeded", "FAILED": "failed"}.get(status, "interrupted"),
         exit_code=128 + signals[0] if code is None else code, job_status=status, message=_first_line(details.message),
@@ -423,13 +403,6 @@ def _finish(run_dir: Path, record: JobRecord, details, last_lines: list[str], si
     return summary["exit_code"]
 
 
-def _read_summary(run_dir: Path) -> dict:
-    try:
-        return json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-
-
 def _when(epoch_ms: int | None) -> str | None:
     return datetime.fromtimestamp(epoch_ms / 1000, timezone.utc).isoformat() if epoch_ms else None
 
@@ -440,16 +413,20 @@ def _duration(start_ms: int | None, end_ms: int | None) -> float | None:
     return round(((end_ms or time.time() * 1000) - start_ms) / 1000, 3)
 
 
-def logs(run_dir: Path, follow: bool, *, address: str | None = None, terminal: BinaryIO | None = None) -> int:
-    """Print the job's log. Without `follow`: what it has written so far; exit 0. With `follow`: re-attach (after
-    `--detach`, or a lost connection): stream the log from the start into train.log and the terminal until the job
-    ends, record the outcome in summary.json and exit with the job's exit code (unlike `ray job logs`, which exits
-    0 for a failed job); Ctrl-C stops following, not the job (that is `stop`), exit 130. `address` overrides the
-    one `job.json` records (a tunnel, a moved dashboard)."""
+def attach(run_dir: Path, *, address: str | None = None) -> RayJob:
+    """The job a run directory submitted, to follow again (`sapo-launch logs --follow`, after `--detach` or a lost
+    connection, through `execution.follow`): its log from the start into train.log until the job ends, the
+    outcome in summary.json, the job's exit code (unlike `ray job logs`, which exits 0 for a failed job); Ctrl-C
+    stops following, not the job (that is `stop`), exit 130. `address` overrides the one `job.json` records (a
+    tunnel, a moved dashboard)."""
+    record = _record(run_dir, address)
+    return RayJob(connect(record.address), record, stop_on_signal=False)
+
+
+def logs(run_dir: Path, *, address: str | None = None, terminal: BinaryIO | None = None) -> int:
+    """Print what the job's log holds so far; exit 0 (and complete the run directory if the job has ended)."""
     record = _record(run_dir, address)
     client = connect(record.address)
-    if follow:
-        return _attach(client, record, run_dir, terminal, stop_on_signal=False)
     text = _logs(client, record)
     (terminal or sys.stdout.buffer).write(text.encode("utf-8", "replace"))
     _complete(client, record, run_dir, _details(client, record), text)
@@ -469,12 +446,12 @@ def stop(run_dir: Path, *, address: str | None = None, timeout_s: float = 60) ->
     deadline = time.monotonic() + timeout_s
     while not _status(client, record.submission_id).is_terminal():
         if time.monotonic() > deadline:
-            click.echo(f"sapo-launch: {record.submission_id} is still running {timeout_s:.0f} s after the stop "
-                       "request", err=True)
+            print(f"sapo-launch: {record.submission_id} is still running {timeout_s:.0f} s after the stop "
+                  "request", file=sys.stderr)
             return 1
         time.sleep(0.5)
     details = _details(client, record)
-    click.echo(f"{record.submission_id} {details.status}", err=True)
+    print(f"{record.submission_id} {details.status}", file=sys.stderr)
     _complete(client, record, run_dir, details)
     return 0
 
@@ -486,7 +463,7 @@ def status(run_dir: Path, *, address: str | None = None) -> int:
     record = _record(run_dir, address)
     client = connect(record.address)
     details = _details(client, record)
-    click.echo(f"{record.submission_id} {details.status} {_first_line(details.message)}".rstrip())
+    print(f"{record.submission_id} {details.status} {_first_line(details.message)}".rstrip())
     return _complete(client, record, run_dir, details)
 
 
@@ -513,7 +490,7 @@ def _complete(client, record: JobRecord, run_dir: Path, details, text: str | Non
     code, 0 while the job runs."""
     if not details.status.is_terminal():
         return 0
-    summary = _read_summary(run_dir)
+    summary = read_summary(run_dir)
     if summary.get("job_status") == str(details.status):
         return summary["exit_code"]
     data = (_logs(client, record) if text is None else text).encode("utf-8", "replace")
@@ -538,38 +515,3 @@ def _first_line(what: BaseException | str | None) -> str:
 
 def _mib(n: int) -> str:
     return f"{n / 1024 / 1024:.1f} MiB"
-
-
-RUN_DIR = click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-ADDRESS = click.option("--address", default=None, metavar="URL",
-                       help="The Ray dashboard address (default: the one job.json records).")
-
-
-@click.command("logs")
-@RUN_DIR
-@click.option("--follow", "-f", is_flag=True, help="Stream until the job ends; exit with its exit code.")
-@ADDRESS
-def logs_command(run_dir, follow, address):
-    """Print the log of the Ray job RUN_DIR submitted (re-attach with --follow)."""
-    sys.exit(logs(run_dir, follow, address=address))
-
-
-@click.command("stop")
-@RUN_DIR
-@ADDRESS
-def stop_command(run_dir, address):
-    """Stop the Ray job RUN_DIR submitted and wait until it has ended."""
-    sys.exit(stop(run_dir, address=address))
-
-
-@click.command("status")
-@RUN_DIR
-@ADDRESS
-def status_command(run_dir, address):
-    """Print the status of the run RUN_DIR holds (a Ray job, or a run on this machine); exit 0 while it runs, its
-    exit code once it ended (2 for a local run whose launcher died: it is marked lost)."""
-    if not (run_dir / JOB_FILE).exists() and (run_dir / SUMMARY_FILE).exists():
-        from .local import status as local_status
-
-        sys.exit(local_status(run_dir))
-    sys.exit(status(run_dir, address=address))
