@@ -16,8 +16,7 @@ from . import api
 from .core.budget import FILE_TIME_BUDGET_S, OutOfTime, time_budget
 from .core.diagnostics import Diagnostic, Location
 from .rules.rf_recipe import INTERNAL_ERROR, NOT_LINTABLE, TIME_BUDGET, UNREADABLE_FILE
-from .rules.sh_script import BROKEN_CONTINUATION
-from .rules.sh_shellcheck import reported_by_default
+from .rules.sh_shellcheck import SAID_BETTER_BY, reported_by_default
 from .settings import Settings, SettingsFinder
 from .sources.files import TextFile, UnreadableFile, is_regular_file
 from .sources.recipe import ReadOptions
@@ -30,7 +29,7 @@ class LintResult:
     diagnostics: list[Diagnostic]
     files: int  # files linted (recipes and scripts), unreadable ones included
     unreadable: int  # files and directories that could not be read
-    named_but_skipped: int = 0  # files named on the command line that are neither a recipe nor a script (`_not_lintable`)
+    named_but_skipped: int = 0  # files named on the command line that are neither recipe nor script (`_not_lintable`)
 
 
 def discover(paths: list[Path], settings_for: Callable[[Path], Settings]
@@ -290,8 +289,8 @@ def _shown_once(diagnostics: list[Diagnostic], settings_for: Callable[[Path], Se
 def _shown(found: list[Diagnostic], loaded: api.Loaded, settings: Settings) -> list[Diagnostic]:
     """The shellcheck findings in the default set (linter/rules/sh_shellcheck.py), and the opt-in ones selected."""
     splits = _split_lines(loaded)
-    broken = {d.location.line for d in loaded.diagnostics if d.code == BROKEN_CONTINUATION.code}
-    return [d for d in found if not (d.code == "SH2276" and d.location.line in broken)  # SH005 says it better
+    said = {(d.code, d.location.line) for d in loaded.diagnostics}
+    return [d for d in found if (SAID_BETTER_BY.get(d.code), d.location.line) not in said
             and (settings.explicitly_selected(d.code) or reported_by_default(d.code, d.severity, d.location.line in splits))]
 
 

@@ -10,7 +10,8 @@ NESTED_TAU = ("overrides:\n  actor_rollout_ref.actor.policy_loss.loss_mode: sapo
 
 def findings(path, *args):
     proc = sapo_lint(str(path), "--format", "json", *args)
-    return proc.returncode, [(d["line"], d["code"], d["fix"] is not None) for d in json.loads(proc.stdout)["diagnostics"]]
+    diagnostics = json.loads(proc.stdout)["diagnostics"]
+    return proc.returncode, [(d["line"], d["code"], d["fix"] is not None) for d in diagnostics]
 
 
 def test_a_nested_tau_without_plus_is_one_finding_that_keeps_its_fix(tmp_path):

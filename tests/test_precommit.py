@@ -61,7 +61,8 @@ def test_hook_fails_on_bad_recipe_and_passes_on_good(tmp_path):
     assert bad.returncode != 0, output
     assert "recipe.yaml:6:3: SP001" in output, output
 
-    write(work / "recipe.yaml", "overrides:\n  actor_rollout_ref.actor.tau_pos: 1.2\n  actor_rollout_ref.actor.tau_neg: 1.3\n"
+    write(work / "recipe.yaml", "overrides:\n  actor_rollout_ref.actor.tau_pos: 1.2\n"
+                                "  actor_rollout_ref.actor.tau_neg: 1.3\n"
                                 "  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n")
     (work / ".github" / "workflows").mkdir(parents=True)
     (work / ".github" / "workflows" / "ci.yml").write_text("name: ci\non: [push]\njobs: {}\n")
