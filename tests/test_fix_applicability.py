@@ -4,7 +4,9 @@ which each is."""
 
 import json
 
+from .helpers import recipe
 from .test_cli import sapo_lint, write
+from .test_recipe_schema import NESTED
 from .test_sarif import validate
 
 SAFE = "  +trainer.nnodes: 1\n"  # SL002: the key exists, drop the `+`
@@ -59,3 +61,15 @@ def test_json_sarif_and_statistics_say_how_safe_each_fix_is(tmp_path):
     assert rows["SL001"]["fixes"] == {"safe": 0, "unsafe": 1, "display-only": 0} and rows["SL001"]["fixable"] == 0
     text = {line.split()[1]: line for line in sapo_lint(str(path), "--statistics").stdout.splitlines()[:-1]}
     assert "1 fixable" in text["SL002"] and "1 unsafe" in text["SL001"] and "fixable" not in text["SL001"], text
+
+
+def test_a_display_only_fix_is_a_hint_in_json_and_sarif_never_a_sarif_fix(tmp_path):
+    path = tmp_path / "r.yaml"
+    path.write_text(recipe(NESTED), encoding="utf-8")
+    found = json.loads(sapo_lint(str(path), "--format", "json", "--no-shellcheck").stdout)["diagnostics"]
+    (tau,) = [d for d in found if d["code"] == "SP001"]
+    assert (tau["fix"], tau["fix_applicability"]) == ("actor_rollout_ref.actor.tau_pos", "display-only")
+    doc = json.loads(sapo_lint(str(path), "--format", "sarif", "--no-shellcheck", cwd=tmp_path).stdout)
+    validate(doc)
+    (result,) = [r for r in doc["runs"][0]["results"] if r["ruleId"] == "SP001"]
+    assert result["properties"]["fixApplicability"] == "display-only" and "fixes" not in result
