@@ -1,8 +1,9 @@
-"""The Ray Jobs executor (launcher/ray_jobs.py). The pure parts (resource pre-check, exit codes, entrypoint,
-metadata, working-directory packaging) run anywhere; the rest runs against one real local Ray head per session
-(tests/ray_cluster.py: 2 CPUs, no GPU), with the stand-in trainer (tests/fake_trainer.py) as the job. The job
-imports `tests.fake_trainer` from the repository shipped as its working directory, and runs with this
-interpreter's `python` (the head is started with it first on PATH). Skipped with a message without ray."""
+"""The Ray Jobs executor (launcher/executors/ray_jobs.py) driven by the run sequence (launcher/execution.py). The
+pure parts (resource pre-check, exit codes, entrypoint, metadata, working-directory packaging) run anywhere; the
+rest runs against one real local Ray head per session (tests/ray_cluster.py: 2 CPUs, no GPU), with the stand-in
+trainer (tests/fake_trainer.py) as the job. The job imports `tests.fake_trainer` from the repository shipped as its
+working directory, and runs with this interpreter's `python` (the head is started with it first on PATH). Skipped
+with a message without ray."""
 
 import io
 import json
@@ -18,7 +19,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sapo_toolkit.launcher import ray_jobs, rundir
+from sapo_toolkit.launcher import execution, rundir
+from sapo_toolkit.launcher.cli import cli
+from sapo_toolkit.launcher.executors import ray_jobs
 from sapo_toolkit.launcher.plan import Facts, LintReport, Plan, plan
 from sapo_toolkit.linter.settings import Settings
 
@@ -148,7 +151,7 @@ def test_errors_relayed_from_the_cluster_are_one_line():
 
 
 def test_a_run_directory_without_a_job_is_one_line(tmp_path):
-    result = CliRunner().invoke(ray_jobs.status_command, [str(tmp_path)], standalone_mode=False)
+    result = CliRunner().invoke(cli, ["status", str(tmp_path)], standalone_mode=False)
     assert isinstance(result.exception, ray_jobs.RayJobError)
     assert "holds no Ray job (job.json" in result.exception.message
 
@@ -177,7 +180,7 @@ def client(ray_address):
 
 def run(launch, run_dir, address, **kwargs):
     terminal = io.BytesIO()
-    code = ray_jobs.run_on_ray(launch, run_dir, address, working_dir=REPO, terminal=terminal, **kwargs)
+    code = execution.run(ray_jobs.RayExecutor(address, working_dir=REPO), launch, run_dir, terminal=terminal, **kwargs)
     return code, terminal.getvalue().decode()
 
 
@@ -206,9 +209,10 @@ def test_the_job_runs_and_its_exit_code_propagates(tmp_path, ray_address, client
 
 
 def in_child(call: str, *args) -> subprocess.Popen:
-    """`call` (`run_on_ray(*args)`, `logs(*args)`) from ray_jobs in another process, so that it can be sent
+    """`call` (`run(RayExecutor(...), ...)` of the run sequence) in another process, so that it can be sent
     signals; its exit code is the call's."""
-    source = (f"import pickle, sys; from sapo_toolkit.launcher.ray_jobs import {call.split('(')[0]}; "
+    source = ("import pickle, sys; from sapo_toolkit.launcher.execution import run; "
+              "from sapo_toolkit.launcher.executors.ray_jobs import RayExecutor; "
               f"args = pickle.loads(bytes.fromhex(sys.argv[1])); sys.exit({call})")
     return subprocess.Popen([sys.executable, "-c", source, pickle.dumps(args).hex()], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -225,7 +229,7 @@ def wait_for_step(child: subprocess.Popen, log: Path, step: int) -> None:
 
 def test_ctrl_c_stops_the_job_while_its_log_streams(tmp_path, ray_address, client):
     launch, run_dir = make_plan(tmp_path, {"FAKE_STEPS": 200, "FAKE_SLEEP": 0.2})
-    child = in_child("run_on_ray(*args[:3], working_dir=args[3])", launch, run_dir, ray_address, REPO)
+    child = in_child("run(RayExecutor(args[2], working_dir=args[3]), *args[:2])", launch, run_dir, ray_address, REPO)
     wait_for_step(child, run_dir / "train.log", 3)
     child.send_signal(signal.SIGINT)
     out, err = child.communicate(timeout=60)
@@ -239,7 +243,7 @@ def test_ctrl_c_stops_the_job_while_its_log_streams(tmp_path, ray_address, clien
 
 def test_a_second_ctrl_c_stops_waiting(tmp_path, ray_address, client):
     launch, run_dir = make_plan(tmp_path, {"FAKE_STEPS": 200, "FAKE_SLEEP": 0.2})
-    child = in_child("run_on_ray(*args[:3], working_dir=args[3])", launch, run_dir, ray_address, REPO)
+    child = in_child("run(RayExecutor(args[2], working_dir=args[3]), *args[:2])", launch, run_dir, ray_address, REPO)
     wait_for_step(child, run_dir / "train.log", 2)
     child.send_signal(signal.SIGTERM)
     # The second signal goes once the launcher has taken the first: were both pending, SIGINT would be delivered first.
@@ -264,36 +268,38 @@ def test_detach_then_status_and_logs_follow(tmp_path, ray_address):
     assert time.monotonic() - started < 30
     assert summary(run_dir)["status"] == "submitted" and summary(run_dir)["exit_code"] == 0
     runner = CliRunner()
-    running = runner.invoke(ray_jobs.status_command, [str(run_dir)])
+    running = runner.invoke(cli, ["status", str(run_dir)])
     assert running.exit_code == 0 and running.output.split()[1] in ("PENDING", "RUNNING"), running.output
     terminal = io.BytesIO()
-    assert ray_jobs.logs(run_dir, follow=True, terminal=terminal) == 4
+    assert execution.follow_again(ray_jobs.RayExecutor(None), ray_jobs.attach(run_dir), run_dir,
+                                  terminal=terminal) == 4
     assert "step:6 - perf/throughput:106.0" in terminal.getvalue().decode()
     assert "step:6 - perf/throughput:106.0" in (run_dir / "train.log").read_text()
     result = summary(run_dir)
     assert result["status"] == "failed" and result["exit_code"] == 4 and result["job_status"] == "FAILED"
-    ended = runner.invoke(ray_jobs.status_command, [str(run_dir)])
+    ended = runner.invoke(cli, ["status", str(run_dir)])
     assert ended.exit_code == 4 and ended.output.split()[1] == "FAILED"
     printed = io.BytesIO()
-    assert ray_jobs.logs(run_dir, follow=False, terminal=printed) == 0
+    assert ray_jobs.logs(run_dir, terminal=printed) == 0
     assert printed.getvalue().decode().count("step:6 ") == 1
 
 
 def test_ctrl_c_stops_following_not_the_job_and_stop_ends_it(tmp_path, ray_address, client):
     launch, run_dir = make_plan(tmp_path, {"FAKE_STEPS": 200, "FAKE_SLEEP": 0.2})
     assert run(launch, run_dir, ray_address, detach=True)[0] == 0
-    follower = in_child("logs(args[0], True)", run_dir)
+    follower = subprocess.Popen([sys.executable, "-m", "sapo_toolkit.launcher", "logs", "--follow", str(run_dir)],
+                                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for_step(follower, run_dir / "train.log", 2)
     follower.send_signal(signal.SIGINT)
     _, err = follower.communicate(timeout=30)
     assert follower.returncode == 130, err
     submission_id = summary(run_dir)["submission_id"]
     assert summary(run_dir)["status"] == "submitted" and str(client.get_job_status(submission_id)) == "RUNNING"
-    result = CliRunner().invoke(ray_jobs.stop_command, [str(run_dir)])
+    result = CliRunner().invoke(cli, ["stop", str(run_dir)])
     assert result.exit_code == 0, result.output
     stopped = summary(run_dir)
     assert stopped["status"] == "interrupted" and stopped["exit_code"] == 130 and stopped["job_status"] == "STOPPED"
-    assert CliRunner().invoke(ray_jobs.status_command, [str(run_dir)]).exit_code == 130
+    assert CliRunner().invoke(cli, ["status", str(run_dir)]).exit_code == 130
 
 
 @pytest.mark.parametrize("device,kind", [(None, "GPU"), ("npu", "NPU")])
