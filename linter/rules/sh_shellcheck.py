@@ -9,6 +9,7 @@ the ones written. The rest are opt-in (`--select SH`, or the code itself). The r
 
 from ..core.diagnostics import Severity
 from ..rulekit.registry import source_rule
+from .sh_script import BROKEN_CONTINUATION
 
 # Reported by default: shellcheck level "warning" codes whose finding changes the trainer's argv or the script's
 # flow (every "error" level finding is reported by default too, except the opt-in ones below).
@@ -50,6 +51,9 @@ SPLIT_ONLY = {
               "the override (else opt-in; an unknown value is SH001).",
     "SH2206": "an unquoted `$VAR` in an array, `ARGS=( key=$VAR )`: the same, by default only where it splits.",
 }
+# Left out where a finding of sapo-lint's own on the same line says it better: SC2276 is how shellcheck sees the
+# `key=value` line after a broken `\` continuation, which SH005 names.
+SAID_BETTER_BY = {"SH2276": BROKEN_CONTINUATION.code}
 SHELLCHECK_CODE_LENGTH = 6  # SH + shellcheck's 4-digit number; SH001.. and SH100 are sapo-lint's own
 
 
