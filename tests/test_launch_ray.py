@@ -32,11 +32,13 @@ from .test_launch_local import SECRET, assert_no_secret, fake_recipe
 pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
 
 
-def make_plan(tmp_path: Path, env: dict, *, gpus: int = 0, device: str | None = None) -> tuple[Plan, Path]:
-    """The stand-in trainer's recipe, planned and given a run directory; `gpus` is trainer.n_gpus_per_node (the
-    head has none, so a job that is to run asks for none)."""
+def make_plan(tmp_path: Path, env: dict, *, gpus: int = 0, device: str | None = None,
+              gates: str = "") -> tuple[Plan, Path]:
+    """The stand-in trainer's recipe (with the `gates:` section `gates`), planned and given a run directory; `gpus`
+    is trainer.n_gpus_per_node (the head has none, so a job that is to run asks for none)."""
     # verl itself needs a device per worker (TP014); the stand-in trainer runs on the CPU
     recipe = fake_recipe(tmp_path, env, overrides=f"  trainer.n_gpus_per_node: {gpus}  # sapo-lint: noqa: TP014\n")
+    recipe.write_text(recipe.read_text() + gates)
     facts = Facts(device, sys.executable, str(REPO), 4, datetime.now(timezone.utc), str(tmp_path / "runs"))
     launch = plan(recipe, settings=Settings(), facts=facts, device=device)
     assert not launch.lint.refuses
@@ -262,7 +264,10 @@ def test_a_second_ctrl_c_stops_waiting(tmp_path, ray_address, client):
 
 
 def test_detach_then_status_and_logs_follow(tmp_path, ray_address):
-    launch, run_dir = make_plan(tmp_path, {"FAKE_STEPS": 6, "FAKE_SLEEP": 0.3, "FAKE_EXIT_CODE": 4})
+    """`logs --follow` goes through the run sequence as an attached run does: the live view's gate verdicts on
+    stderr and in summary.json, the job's exit code."""
+    launch, run_dir = make_plan(tmp_path, {"FAKE_STEPS": 6, "FAKE_SLEEP": 0.3, "FAKE_EXIT_CODE": 4, "FAKE_DIP_STEP": 2},
+                                gates="gates:\n  - {metric: perf/throughput, min: 100}\n")
     started = time.monotonic()
     assert run(launch, run_dir, ray_address, detach=True)[0] == 0
     assert time.monotonic() - started < 30
@@ -270,13 +275,16 @@ def test_detach_then_status_and_logs_follow(tmp_path, ray_address):
     runner = CliRunner()
     running = runner.invoke(cli, ["status", str(run_dir)])
     assert running.exit_code == 0 and running.output.split()[1] in ("PENDING", "RUNNING"), running.output
-    terminal = io.BytesIO()
-    assert execution.follow_again(ray_jobs.RayExecutor(None), ray_jobs.attach(run_dir), run_dir,
-                                  terminal=terminal) == 4
-    assert "step:6 - perf/throughput:106.0" in terminal.getvalue().decode()
+    follow = subprocess.run([sys.executable, "-m", "sapo_toolkit.launcher", "logs", "--follow", str(run_dir)],
+                            cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert follow.returncode == 4, follow.stderr
+    assert "step:6 - perf/throughput:106.0" in follow.stdout
     assert "step:6 - perf/throughput:106.0" in (run_dir / "train.log").read_text()
+    floor = "perf/throughput >= 100 (every, after 0)"
+    assert f"sapo-launch: gate failed: {floor}" in follow.stderr
     result = summary(run_dir)
     assert result["status"] == "failed" and result["exit_code"] == 4 and result["job_status"] == "FAILED"
+    assert result["gates"][floor]["passed"] is False
     ended = runner.invoke(cli, ["status", str(run_dir)])
     assert ended.exit_code == 4 and ended.output.split()[1] == "FAILED"
     printed = io.BytesIO()
