@@ -5,13 +5,8 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from .core.paths import ROLE_PREFIX
 from .engine import SEPARATED_ROLLOUT_ENTRY_MODULES, LintContext
-
-#: Each role's config node.
-ROLE_NODE = {"actor": "actor_rollout_ref.actor", "ref": "actor_rollout_ref.ref", "critic": "critic"}
-#: Each role's Megatron settings.
-ROLE_PREFIX = {role: f"{node}.megatron" for role, node in ROLE_NODE.items()}
-ROLLOUT = "actor_rollout_ref.rollout"
 
 
 class Parallelism(NamedTuple):

@@ -12,9 +12,10 @@ import math
 from typing import Any
 
 from ..core.device import device_of
+from ..core.paths import ACTOR, ROLE_NODE, ROLLOUT
 from ..engine import LintContext
 from ..schema import version_key
-from ..topology import ROLE_NODE, ROLLOUT, Parallelism, active_roles, parallelism, separated_rollout, world_size
+from ..topology import Parallelism, active_roles, parallelism, separated_rollout, world_size
 from .activations import Recompute
 from .inputs import (
     DEFAULT_HCCL_BUFFSIZE_MB,
@@ -150,7 +151,7 @@ def _role(ctx: LintContext, role: str, par: Parallelism, world: int, seq: int) -
 def _entropy(ctx: LintContext, prefix: str) -> bool:
     """Whether the update computes entropy: verl 0.9.1 `trainer/ppo/ray_trainer.py` sets `calculate_entropy` from
     `actor.calculate_entropy or actor.entropy_coeff != 0` (the critic never does)."""
-    if prefix != "actor_rollout_ref.actor":
+    if prefix != ACTOR:
         return False
     return bool(ctx.config.value(f"{prefix}.calculate_entropy")) or _num(ctx.config.value(f"{prefix}.entropy_coeff"), 0.0) != 0
 

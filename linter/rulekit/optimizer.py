@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.paths import ACTOR, CRITIC, ROLE_PREFIX
 from ..engine import LintContext
 from ..topology import active_roles
 
 # Where each training role's optimizer settings live (the ref is forward-only: no optimizer).
 OPTIM_ROLES = {
-    "actor": ("actor_rollout_ref.actor.optim", "actor_rollout_ref.actor.megatron"),
-    "critic": ("critic.optim", "critic.megatron"),
+    "actor": (f"{ACTOR}.optim", ROLE_PREFIX["actor"]),
+    "critic": (f"{CRITIC}.optim", ROLE_PREFIX["critic"]),
 }
 HALF = {16, "16", "fp16", "float16"}
 BFLOAT = {"bf16", "bfloat16"}

@@ -1,7 +1,8 @@
 """Where the SAPO settings live: `tau_pos`/`tau_neg` are `ActorConfig` fields and `loss_mode` is under
 `policy_loss` (verl 0.9.1 `verl/workers/config/actor.py`, `verl/trainer/ppo/core_algos.py` `compute_policy_loss_sapo`)."""
 
-ACTOR = "actor_rollout_ref.actor"
+from ..core.paths import ACTOR
+
 LOSS_MODE = f"{ACTOR}.policy_loss.loss_mode"
 TAU_POS = f"{ACTOR}.tau_pos"
 TAU_NEG = f"{ACTOR}.tau_neg"

@@ -1,11 +1,10 @@
 import math
 
 from ..core.diagnostics import Severity
+from ..core.paths import ACTOR
 from ..engine import LintContext, Part
 from ..rulekit.registry import Finding, rule
 from ..topology import parallelism, world_size
-
-ACTOR = "actor_rollout_ref.actor"
 
 
 @rule(

@@ -1,10 +1,10 @@
 from ..core.diagnostics import Severity
+from ..core.paths import ACTOR, ROLLOUT
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import active_roles, parallelism, world_size
 
-ACTOR = "actor_rollout_ref.actor"
-N = "actor_rollout_ref.rollout.n"
+N = f"{ROLLOUT}.n"
 
 
 @rule(

@@ -1,11 +1,8 @@
 from ..core.diagnostics import Severity
+from ..core.paths import ACTOR, REF, ROLLOUT
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import active_roles
-
-ACTOR = "actor_rollout_ref.actor"
-ROLLOUT = "actor_rollout_ref.rollout"
-REF = "actor_rollout_ref.ref"
 
 
 @rule(

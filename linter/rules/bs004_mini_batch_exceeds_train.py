@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..core.paths import ROLE_NODE
 from ..engine import LintContext, Part
 from ..rulekit.registry import Finding, rule
 from ..topology import active_roles
@@ -27,9 +28,9 @@ def check(ctx: LintContext):
     train = ctx.number("data.train_batch_size")
     if not isinstance(train, int):
         return
-    roles = [("actor", "actor_rollout_ref.actor")]
+    roles = [("actor", ROLE_NODE["actor"])]
     if "critic" in active_roles(ctx):
-        roles.append(("critic", "critic"))
+        roles.append(("critic", ROLE_NODE["critic"]))
     for name, base in roles:
         if ctx.config.value(f"{base}.use_dynamic_bsz") is not False:
             continue

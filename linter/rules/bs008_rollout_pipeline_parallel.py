@@ -1,7 +1,7 @@
 from ..core.diagnostics import Severity
+from ..core.paths import ROLLOUT
 from ..engine import LintContext, Part
 from ..rulekit.registry import Finding, rule
-from ..topology import ROLLOUT
 
 
 @rule(

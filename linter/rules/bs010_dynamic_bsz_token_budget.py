@@ -1,7 +1,8 @@
 from ..core.diagnostics import Severity
+from ..core.paths import ACTOR_DYNAMIC_BSZ, REF_DYNAMIC_BSZ, ROLE_NODE
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
-from ..topology import ROLE_NODE, active_roles, parallelism
+from ..topology import active_roles, parallelism
 
 PROMPT, RESPONSE = "data.max_prompt_length", "data.max_response_length"
 ACTOR_BUDGET = "actor_rollout_ref.actor.ppo_max_token_len_per_gpu"
@@ -79,12 +80,12 @@ def check(ctx: LintContext):
         return
     need = prompt + response
     roles = active_roles(ctx)
-    actor_dyn = ctx.config.value("actor_rollout_ref.actor.use_dynamic_bsz") is True
+    actor_dyn = ctx.config.value(ACTOR_DYNAMIC_BSZ) is True
     budgets = []  # (role whose sequence split applies, budget key, the pass it limits)
     if actor_dyn:
         budgets += [("actor", ACTOR_BUDGET, "actor update"),
                     ("actor", "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu", "old-log-prob recompute")]
-    if "ref" in roles and ctx.config.value("actor_rollout_ref.ref.log_prob_use_dynamic_bsz") is True:
+    if "ref" in roles and ctx.config.value(REF_DYNAMIC_BSZ) is True:
         budgets.append(("ref", "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu", "ref log-prob"))
     if "critic" in roles and ctx.config.value("critic.use_dynamic_bsz") is True:
         budgets += [("critic", "critic.ppo_max_token_len_per_gpu", "critic update"),

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..core.diagnostics import Severity
+from ..core.paths import ROLE_NODE
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..schema import version_key
-from ..topology import ROLE_NODE, active_roles
+from ..topology import active_roles
 
 
 class Broken(NamedTuple):

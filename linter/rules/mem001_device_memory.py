@@ -1,16 +1,14 @@
 from ..catalog import accelerators
 from ..core.diagnostics import Severity
 from ..core.model import Accelerator
+from ..core.paths import ACTOR, OVERRIDE_OPTIM, ROLLOUT
 from ..engine import LintContext
 from ..estimate.activations import Recompute, train_activations
 from ..estimate.from_context import runnable_estimate
 from ..estimate.inputs import GIB, WARN_FRACTION
 from ..estimate.plan import Estimate, Moment, estimate
 from ..rulekit.registry import Finding, rule
-from ..topology import ROLLOUT
 
-ACTOR = "actor_rollout_ref.actor"
-OVERRIDE_OPTIM = f"{ACTOR}.optim.override_optimizer_config"
 TRANSFORMER = f"{ACTOR}.megatron.override_transformer_config"
 SIZES = tuple(f"{ACTOR}.megatron.{n}" for n in (
     "tensor_model_parallel_size", "pipeline_model_parallel_size", "expert_model_parallel_size",

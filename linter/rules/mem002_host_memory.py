@@ -1,10 +1,9 @@
 from ..core.diagnostics import Severity
+from ..core.paths import OVERRIDE_OPTIM
 from ..engine import LintContext
 from ..estimate.from_context import runnable_estimate
 from ..estimate.inputs import GIB
 from ..rulekit.registry import Finding, rule
-
-OVERRIDE_OPTIM = "actor_rollout_ref.actor.optim.override_optimizer_config"
 
 
 @rule(

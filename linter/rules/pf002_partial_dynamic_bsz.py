@@ -1,11 +1,8 @@
 from ..core.diagnostics import Severity
+from ..core.paths import ACTOR_DYNAMIC_BSZ, REF_DYNAMIC_BSZ, ROLLOUT_DYNAMIC_BSZ
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import active_roles
-
-ACTOR = "actor_rollout_ref.actor.use_dynamic_bsz"
-ROLLOUT = "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz"
-REF = "actor_rollout_ref.ref.log_prob_use_dynamic_bsz"
 
 
 @rule(
@@ -33,11 +30,11 @@ def check(ctx: LintContext):
     run, set differently from the actor: one pass stays on the slower (or differently tuned) path."""
     if "ref" not in active_roles(ctx):
         return
-    actor, rollout, ref = (ctx.config.value(k) for k in (ACTOR, ROLLOUT, REF))
+    actor, rollout, ref = (ctx.config.value(k) for k in (ACTOR_DYNAMIC_BSZ, ROLLOUT_DYNAMIC_BSZ, REF_DYNAMIC_BSZ))
     if not all(isinstance(v, bool) for v in (actor, rollout, ref)) or actor != rollout or ref == actor:
         return
     on, off = ("actor update and rollout log-prob", "ref log-prob") if actor else ("ref log-prob", "actor update and rollout log-prob")
-    yield Finding(ctx.blame(REF, ACTOR),
+    yield Finding(ctx.blame(REF_DYNAMIC_BSZ, ACTOR_DYNAMIC_BSZ),
                   f"dynamic batch size is on for the {on} but off for the {off} (actor.use_dynamic_bsz={actor}, "
                   f"ref.log_prob_use_dynamic_bsz={ref}); use it for all three (drop the ref override: it follows the "
                   f"actor's)")

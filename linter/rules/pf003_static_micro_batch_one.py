@@ -1,4 +1,5 @@
 from ..core.diagnostics import Severity
+from ..core.paths import ACTOR_DYNAMIC_BSZ, REF_DYNAMIC_BSZ
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import active_roles
@@ -23,13 +24,13 @@ def check(ctx: LintContext):
     pipeline bubbles). In the 30B-MoE bring-up a micro-batch of 1 was the bottleneck; dynamic batch size
     (`use_dynamic_bsz=True` with a `*_max_token_len_per_gpu` budget) gave +40% over the best static setting
     (incident 11). Prefer dynamic batch size, or a larger static micro-batch if memory allows."""
-    actor_static = ctx.config.value("actor_rollout_ref.actor.use_dynamic_bsz") is False
+    actor_static = ctx.config.value(ACTOR_DYNAMIC_BSZ) is False
     checks = []
     if actor_static:
         checks += ["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
                    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"]
     roles = active_roles(ctx)
-    if "ref" in roles and ctx.config.value("actor_rollout_ref.ref.log_prob_use_dynamic_bsz") is False:
+    if "ref" in roles and ctx.config.value(REF_DYNAMIC_BSZ) is False:
         checks.append("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu")
     if "critic" in roles and ctx.config.value("critic.use_dynamic_bsz") is False:
         checks.append("critic.ppo_micro_batch_size_per_gpu")

@@ -1,7 +1,8 @@
 from ..core.diagnostics import Severity
+from ..core.paths import ROLE_PREFIX
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
-from ..topology import ROLE_PREFIX, active_roles, megatron_roles, nearest_divisors, own_setting, world_size
+from ..topology import active_roles, megatron_roles, nearest_divisors, own_setting, world_size
 
 SIZES = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")
 

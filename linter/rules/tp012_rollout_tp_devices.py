@@ -1,7 +1,8 @@
 from ..core.diagnostics import Severity
+from ..core.paths import ROLLOUT
 from ..engine import LintContext, Part
 from ..rulekit.registry import Finding, rule
-from ..topology import ROLLOUT, nearest_divisors, rollout_devices, separated_rollout
+from ..topology import nearest_divisors, rollout_devices, separated_rollout
 
 
 @rule(

@@ -1,7 +1,8 @@
 from ..core.diagnostics import Severity
+from ..core.paths import ROLE_PREFIX
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
-from ..topology import ROLE_PREFIX, active_roles
+from ..topology import active_roles
 
 DEVICES = ("trainer.nnodes", "trainer.n_gpus_per_node")
 # TP, PP and CP below 1 are TP001's (they divide the world size); these are the other Megatron sizes.
