@@ -9,15 +9,18 @@ single `variant` axis with one entry per combination.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
-import click
 import yaml
 
 from .core.overrides import MISSING
 from .core.printable import printable
 from .sources.files import TextFile
+
+
+class ConversionError(ValueError):
+    """The script cannot be converted: not a run script, or no trainer command in it."""
+
 
 _AXIS_NAME = re.compile(r"[^a-z0-9_]")
 _CHOICE_NAME = re.compile(r"[^A-Za-z0-9._-]")
@@ -111,11 +114,11 @@ def script_to_recipe(source: TextFile, options) -> tuple[dict, list[str]]:
     path = Path(source.path)
     read = load_text(source, options) if path.suffix in SCRIPT_SUFFIXES else None
     if read is None:
-        raise click.ClickException(f"{path}: not a run script (`*.sh`)")
+        raise ConversionError(f"{path}: not a run script (`*.sh`)")
     notes = [f"{d.location.path}:{d.location.line}:{d.location.column}: {d.code} {d.message}" for d in read.diagnostics]
     commands = read.commands
     if not commands:
-        raise click.ClickException(f"{path}: no `python3 -m verl...` trainer command found"
+        raise ConversionError(f"{path}: no `python3 -m verl...` trainer command found"
                                    + "".join(f"; {n}" for n in notes))
     first = {c.origin for c in commands}
     if len(first) > 1:
@@ -195,32 +198,3 @@ def recipe_yaml(recipe: dict, notes: list[str], source: Path) -> str:
     body = yaml.dump(recipe, Dumper=_RecipeDumper, sort_keys=False, allow_unicode=True, width=120,
                      default_flow_style=False)
     return "".join(f"# {printable(line)}\n" for line in header) + body
-
-
-@click.command("convert")
-@click.argument("script", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the recipe here (atomically) instead of to stdout.")
-@click.option("--verl-version", help="verl version the recipe names (default: as for `sapo-lint check`).")
-def convert(script: Path, output: Path | None, verl_version: str | None) -> None:
-    """Turn a verl-style bash run script into a sapo-recipe/v1 recipe (overrides, env exports, variants)."""
-    from .api import read_options
-    from .settings import load_settings
-    from .sources.files import UnreadableFile, read_text, write_atomically
-
-    settings, _ = load_settings(script.resolve().parent)
-    options = read_options(settings, cli_verl=verl_version)
-    try:
-        source = read_text(script)
-    except UnreadableFile as exc:
-        raise click.ClickException(f"{script}: {exc}") from None
-    recipe, notes = script_to_recipe(source, options)
-    text = recipe_yaml(recipe, notes, script)
-    if output is None:
-        sys.stdout.write(text)
-    else:
-        try:
-            write_atomically(output, text)
-        except OSError as exc:
-            raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
-        click.echo(f"wrote {output}", err=True)

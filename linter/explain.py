@@ -9,18 +9,14 @@ variant and renders.
 from __future__ import annotations
 
 import io
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import click
 
 from .core.printable import printable
 from .estimate.inputs import GIB, WARN_FRACTION
 from .estimate.plan import DEVICE_TERMS, HOST_TERMS, Estimate
 
-EXIT_OK, EXIT_USAGE = 0, 2
 PLAN_FAMILIES = ("MEM", "CK")  # the rules whose findings the plan shows: memory and checkpoints
 
 TERM_LABELS = {
@@ -305,6 +301,10 @@ PLOT_COLORS = {
 }
 
 
+class NothingToPlot(ValueError):
+    """`--plot` when no variant could be estimated."""
+
+
 def plot(items: list[Item], out: Path, title: str) -> Path:
     """A stacked bar per phase (one panel per variant) with the HBM line and the 90% line."""
     import matplotlib
@@ -314,7 +314,7 @@ def plot(items: list[Item], out: Path, title: str) -> Path:
 
     shown = [i for i in items if i.estimate is not None]
     if not shown:
-        raise click.UsageError("nothing to plot: no variant could be estimated")
+        raise NothingToPlot("nothing to plot: no variant could be estimated")
     cols = min(3, len(shown))
     rows = (len(shown) + cols - 1) // cols
     # At least 10 inches wide: one panel alone would cut off the title and the legend, which span the figure.
@@ -362,53 +362,4 @@ def plot(items: list[Item], out: Path, title: str) -> Path:
     return out
 
 
-# ------------------------------------------------------------------------------------------------ command
-
-
-@click.command("explain")
-@click.argument("recipe", metavar="FILE", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--variant", "variants", multiple=True, metavar="AXIS=VALUE[,...]",
-              help="Only variants with these values, e.g. DEVICE=npu or DEVICE=npu,RECOMPUTE=full (repeatable).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write a PNG: a stacked bar of device memory per phase with the HBM line.")
-@click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="A Hydra override applied on top of the recipe or script, checked like lint's (repeatable).")
-@click.option("--accelerator", help="Accelerator from schemas/devices.json, instead of the recipe's.")
-@click.option("--verl-version", help="Resolve against this verl schema snapshot instead of the recipe's.")
-@click.option("--write-gib-per-s", type=click.FloatRange(min=0, min_open=True),
-              help="Checkpoint write bandwidth per writing rank, GiB/s (default: an assumption, see the output).")
-@click.option("--host-ram-gib", type=click.FloatRange(min=0, min_open=True), help="Host RAM per node, GiB.")
-@click.option("--disk-budget-gib", type=click.FloatRange(min=0, min_open=True),
-              help="Disk budget of the checkpoint directory, GiB.")
-def explain(recipe, variants, fmt, plot_path, overrides, accelerator, verl_version, write_gib_per_s, host_ram_gib,
-            disk_budget_gib):
-    """Show the derived plan of FILE (a recipe or a run script, read as `sapo-lint` reads it): world, dp, edp,
-    per-rank parameters, device memory by phase and term against HBM, host RAM, checkpoint size, estimated save
-    time and peak disk. With several variants, JSON is a list with one object per variant."""
-    import json
-
-    resources = {"write_gib_per_s": write_gib_per_s, "host_ram_gib": host_ram_gib, "disk_budget_gib": disk_budget_gib}
-    items, problems = explain_recipe(recipe, variants=tuple(variants), overrides=tuple(overrides),
-                                     verl_version=verl_version, accelerator=accelerator,
-                                     resources={k: v for k, v in resources.items() if v is not None})
-    if problems:
-        for problem in problems:
-            click.echo(printable(f"sapo-lint explain: {problem}"), err=True)
-        sys.exit(EXIT_USAGE)
-    if fmt == "json":
-        click.echo(json.dumps([to_json(i, str(recipe)) for i in items], indent=2))
-    else:
-        click.echo(render_text(items, str(recipe), color=sys.stdout.isatty()), nl=False)
-    if plot_path is not None:
-        try:
-            written = plot(items, plot_path, recipe.stem)
-        except OSError as exc:
-            raise click.ClickException(f"cannot write {plot_path}: {exc.strerror or exc}") from None
-        click.echo(printable(f"wrote {written}"), err=True)
-    if not any(i.estimate is not None for i in items):
-        sys.exit(EXIT_USAGE)
-    sys.exit(EXIT_OK)
-
-
-__all__ = ["HOST_TERMS", "explain", "explain_recipe", "plot", "render_text", "to_json"]
+__all__ = ["HOST_TERMS", "NothingToPlot", "explain_recipe", "plot", "render_text", "to_json"]

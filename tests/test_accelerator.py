@@ -154,7 +154,7 @@ def test_convert_writes_model_and_the_named_accelerators(tmp_path):
     import yaml
     from click.testing import CliRunner
 
-    from sapo_toolkit.linter.convert import convert
+    from sapo_toolkit.linter.cli.convert import convert
     from sapo_toolkit.linter.lint import lint_paths
 
     from .helpers import REPO

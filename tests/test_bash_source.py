@@ -495,7 +495,7 @@ def test_convert_lints_with_the_same_findings(name, tmp_path):
     import yaml
     from click.testing import CliRunner
 
-    from sapo_toolkit.linter.convert import convert
+    from sapo_toolkit.linter.cli.convert import convert
     from sapo_toolkit.linter.sources.recipe import read_recipe
 
     script = read(name)
@@ -517,7 +517,7 @@ def test_convert_lints_with_the_same_findings(name, tmp_path):
 def test_convert_to_stdout():
     from click.testing import CliRunner
 
-    from sapo_toolkit.linter.convert import convert
+    from sapo_toolkit.linter.cli.convert import convert
 
     result = CliRunner().invoke(convert, [str(FIXTURES / "run_qwen3_8b_fsdp2.sh")])
     assert result.exit_code == 0

@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from sapo_toolkit.linter.core.variants import matches
-from sapo_toolkit.linter.explain import explain
+from sapo_toolkit.linter.cli.explain import explain
 
 from .helpers import REPO
 

@@ -33,7 +33,7 @@ def test_wheel_holds_only_the_namespace(wheel):
     tops = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
     assert tops == {"sapo_toolkit", wheel.name.split("-py")[0] + ".dist-info"}
     names = zipfile.ZipFile(wheel).namelist()
-    assert "sapo_toolkit/schemas/devices.json" in names and "sapo_toolkit/linter/cli.py" in names
+    assert "sapo_toolkit/schemas/devices.json" in names and "sapo_toolkit/linter/cli/__init__.py" in names
     assert not any(n.startswith("sapo_toolkit/__init__") for n in names)  # a namespace, open to nobody's overwrite
 
 

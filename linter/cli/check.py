@@ -1,50 +1,19 @@
-"""`sapo-lint`: lint recipes; `rules`, `rule CODE`, `schema build`."""
+"""`sapo-lint check [PATH]...` (what plain `sapo-lint PATH...` runs): lint, fix, suppress, report."""
 
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
-from typing import ClassVar
 
 import click
 
-from . import __version__
-from .clikit import DefaultCommandGroup
-from .core.printable import printable
-
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
-EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141  # 128 + SIGINT, 128 + SIGPIPE: what a shell reports for those signals
+from ..core.printable import printable
+from . import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, OneLineError
+from .options import ACCELERATOR, OVERRIDES, VERL_VERSION
 
 
-class ClosedPipe(Exception):
-    """The reader of standard output went away (`sapo-lint rules | head -1`)."""
-
-
-class DefaultToCheck(DefaultCommandGroup):
-    """`sapo-lint PATH...` (or plain `sapo-lint`) means `sapo-lint check PATH...`. `explain` (rich, the estimator) and
-    `convert` are imported only when asked for, to keep linting fast."""
-
-    default, default_without_arguments = "check", True
-    lazy: ClassVar[dict[str, tuple[str, str]]] = {"explain": ("sapo_toolkit.linter.explain", "explain"), "convert": ("sapo_toolkit.linter.convert", "convert")}
-
-    def invoke(self, ctx):
-        try:
-            return super().invoke(ctx)
-        except BrokenPipeError:  # click would exit 1, which means "errors found" here
-            raise ClosedPipe() from None
-
-
-@click.group(cls=DefaultToCheck, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="sapo-lint")
-def cli():
-    """Check verl SAPO training recipes before they reach a cluster.
-
-    `sapo-lint [PATH]...` lints recipes (YAML with a top-level `recipe:` key) under the given files and
-    directories (default: the current directory)."""
-
-
-@cli.command("check")
+@click.command("check")
 # a dangling name is a usage error; `-` is standard input
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]), default="text", show_default=True)
@@ -54,10 +23,9 @@ def cli():
               help="Paths not to lint, instead of [tool.sapo-lint] exclude (repeatable, or comma-separated).")
 @click.option("--extend-exclude", multiple=True, metavar="GLOB",
               help="Paths not to lint, besides [tool.sapo-lint] exclude (repeatable, or comma-separated).")
-@click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="A Hydra override applied on top of every recipe (repeatable).")
-@click.option("--verl-version", help="Check against this verl schema snapshot instead of the recipe's.")
-@click.option("--accelerator", help="Accelerator from schemas/devices.json, instead of the recipe's `hardware.accelerator`.")
+@OVERRIDES
+@VERL_VERSION
+@ACCELERATOR
 @click.option("--no-shellcheck", is_flag=True, help="Do not run shellcheck on run scripts.")
 @click.option("--fix", is_flag=True, help="Apply the safe fixes (tau path, `+` prefix) in place.")
 @click.option("--unsafe-fixes", is_flag=True,
@@ -83,9 +51,9 @@ def check(paths, fmt, select, ignore, exclude, extend_exclude, overrides, verl_v
           fix, unsafe_fixes, show_diff, add_noqa, statistics, warnings_as_errors, exit_zero, quiet, output_file,
           stdin_filename, color):
     """Lint recipes under PATHS (`-`: standard input, with --stdin-filename)."""
-    from .lint import lint_paths, lint_text
-    from .reporters import RENDER, STATISTICS
-    from .settings import SettingsError, SettingsFinder, unknown_codes
+    from ..lint import lint_paths, lint_text
+    from ..reporters import RENDER, STATISTICS
+    from ..settings import SettingsError, SettingsFinder, unknown_codes
 
     given = [flag for flag, on in (("--fix", fix), ("--diff", show_diff), ("--add-noqa", add_noqa)) if on]
     if len(given) > 1:
@@ -143,7 +111,7 @@ def check(paths, fmt, select, ignore, exclude, extend_exclude, overrides, verl_v
                              "(recipes are *.yaml/*.yml with a top-level `recipe:` key, run scripts *.sh)"), err=True)
         sys.exit(EXIT_USAGE)
     if show_diff:
-        from .fix import planned_fixes, unified_diff
+        from ..fix import planned_fixes, unified_diff
 
         planned = planned_fixes(result.diagnostics, unsafe_fixes)
         _write(unified_diff(planned), output_file)
@@ -162,18 +130,8 @@ def check(paths, fmt, select, ignore, exclude, extend_exclude, overrides, verl_v
     sys.exit(EXIT_FINDINGS if failing and not exit_zero else EXIT_OK)
 
 
-class OneLineError(click.ClickException):
-    """An error that is not about how the command was typed (a bad [tool.sapo-lint], an unknown rule): one line
-    `sapo-lint: ...` on stderr, exit 2, without click's usage text."""
-
-    exit_code = EXIT_USAGE
-
-    def show(self, file=None) -> None:
-        click.echo(f"sapo-lint: {self.format_message()}", err=True)
-
-
 def _read_stdin(name: str):
-    from .sources.files import MAX_BYTES, UnreadableFile, decode_text
+    from ..sources.files import MAX_BYTES, UnreadableFile, decode_text
 
     try:
         return decode_text(name, sys.stdin.buffer.read(MAX_BYTES + 1))
@@ -182,7 +140,7 @@ def _read_stdin(name: str):
 
 
 def _progress(quiet: bool):
-    from .progress import Progress
+    from ..progress import Progress
 
     return Progress(enabled=not quiet and sys.stderr.isatty(), color="NO_COLOR" not in os.environ)
 
@@ -201,7 +159,7 @@ def _write(output: str, output_file: Path | None, color: bool = False) -> None:
         if output:
             click.echo(output, color=color)
         return
-    from .sources.files import write_atomically
+    from ..sources.files import write_atomically
 
     try:
         write_atomically(output_file, (output + "\n" if output else "").encode("utf-8"))
@@ -210,7 +168,7 @@ def _write(output: str, output_file: Path | None, color: bool = False) -> None:
 
 
 def _fix(result, unsafe, quiet, lint_again):
-    from .fix import apply_fixes
+    from ..fix import apply_fixes
 
     try:
         outcome = apply_fixes(result.diagnostics, unsafe)
@@ -233,7 +191,7 @@ def _exit_if_changed(paths) -> None:
 
 def _add_noqa(result, quiet, lint_again):
     """Write the noqa comments, say what was done and what could not be, and lint again."""
-    from .fix import add_noqa
+    from ..fix import add_noqa
 
     try:
         outcome = add_noqa(result.diagnostics)
@@ -256,107 +214,3 @@ def _codes(values) -> list[str]:
 def _comma_separated(values) -> list[str]:
     """The items of repeated, comma-separated options (`--select SL,SP --select TP001`)."""
     return [item.strip() for v in values for item in v.split(",") if item.strip()]
-
-
-@cli.command("rules")
-@click.option("--markdown", is_flag=True, help="docs/rules.md: a table of every rule, then a section per rule.")
-def list_rules(markdown):
-    """List every rule: code, name, severity, summary."""
-    from .rules import all_rules
-
-    rules = all_rules()
-    if markdown:
-        from .ruledocs import rules_markdown
-
-        click.echo(rules_markdown(rules))
-        return
-    width = max(len(r.name) for r in rules.values())
-    for r in rules.values():
-        click.echo(f"{r.code:<7} {r.severity.value:<8} {r.name:<{width}}  {r.summary}")
-
-
-@cli.command("rule")
-@click.argument("code")
-def show_rule(code):
-    """Explain one rule, with a bad and a good example."""
-    from .rules import documenting_rule
-
-    code = code.upper()
-    r = documenting_rule(code)
-    if r is None:
-        shellcheck = " (SH<number> is shellcheck's SC<number>: SC1000 to SC3999)" if code.startswith("SH") else ""
-        raise OneLineError(f"no rule {code}{shellcheck}; `sapo-lint rules` lists them")
-    if r.code != code:
-        click.echo(f"{code} is shellcheck's SC{code[2:]}: https://www.shellcheck.net/wiki/SC{code[2:]}\n")
-    click.echo(f"{r.code} {r.name} ({r.severity.value})\n\n{r.summary}\n\n{r.explanation}\n")
-    click.echo("Bad:\n" + _indent(r.bad) + "\n\nGood:\n" + _indent(r.good))
-    click.echo(f"\nDefined in {r.module.replace('.', '/')}.py")
-
-
-def _indent(text: str) -> str:
-    return "\n".join("    " + line for line in text.splitlines())
-
-
-@cli.group("schema")
-def schema():
-    """Schema snapshots generated from verl, megatron-core and mbridge distributions."""
-
-
-@schema.command("build")
-@click.option("--wheel", "wheels", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A verl wheel, as `pip download --no-deps verl==X` gives (repeatable).")
-@click.option("--verl-root", type=click.Path(exists=True, path_type=Path),
-              help="A verl source checkout, or a `git archive` tarball of one (its commit goes into the snapshot).")
-@click.option("--consumer-wheel", "consumer_wheels", multiple=True, type=click.Path(exists=True, path_type=Path),
-              help="A megatron-core or mbridge wheel to snapshot too (repeatable).")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Schema directory to write into (default: the installed sapo-lint's schemas/).")
-def schema_build(wheels, verl_root, consumer_wheels, out):
-    """Build schema snapshots, without importing verl, torch or megatron.
-
-    With neither --wheel nor --verl-root, the installed verl distribution is read from disk."""
-    from sapo_toolkit.schemas import build
-
-    from .schema import SCHEMA_DIR
-
-    try:
-        sources = [{"wheel": w} for w in wheels] + ([{"verl_root": verl_root}] if verl_root else [])
-        located = [build.locate_verl(**src) for src in sources or [{}]]
-        for path in build.build_all(out or SCHEMA_DIR, located, list(consumer_wheels)):
-            click.echo(f"wrote {path}")
-    except build.SchemaBuildError as exc:
-        raise click.ClickException(str(exc)) from None
-    except OSError as exc:  # an unwritable --out directory
-        raise click.ClickException(f"cannot write the snapshots: {exc.strerror or exc}: {exc.filename}") from None
-
-
-def main() -> None:
-    """Console entry point: click's own errors exit 2; anything unexpected is one line, never a traceback. Ctrl-C
-    exits 130 (as a shell reports SIGINT), and a reader that stops reading (`sapo-lint rules | head -1`) ends the
-    run quietly with 141 (SIGPIPE)."""
-    try:
-        cli.main(standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.Abort as exc:  # click turns Ctrl-C into Abort
-        if isinstance(exc.__cause__, KeyboardInterrupt):
-            sys.exit(EXIT_INTERRUPTED)
-        click.echo("Aborted.", err=True)
-        sys.exit(EXIT_USAGE)
-    except click.ClickException as exc:
-        exc.message = printable(exc.message)  # file names and typed text in it: one line, no escape sequences
-        exc.show()
-        sys.exit(EXIT_USAGE)
-    except KeyboardInterrupt:
-        sys.exit(EXIT_INTERRUPTED)
-    except ClosedPipe:
-        # Python would report the failed flush of stdout at exit: point stdout at /dev/null first.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(EXIT_BROKEN_PIPE)
-    except Exception as exc:  # noqa: BLE001 - the contract: one clear line and exit 2
-        click.echo(printable(f"sapo-lint: internal error: {type(exc).__name__}: {exc}"), err=True)
-        sys.exit(EXIT_USAGE)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,22 @@
+"""`sapo-lint rules [--markdown]`: every rule, as a list or as docs/rules.md."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("rules")
+@click.option("--markdown", is_flag=True, help="docs/rules.md: a table of every rule, then a section per rule.")
+def list_rules(markdown):
+    """List every rule: code, name, severity, summary."""
+    from ..rules import all_rules
+
+    rules = all_rules()
+    if markdown:
+        from ..ruledocs import rules_markdown
+
+        click.echo(rules_markdown(rules))
+        return
+    width = max(len(r.name) for r in rules.values())
+    for r in rules.values():
+        click.echo(f"{r.code:<7} {r.severity.value:<8} {r.name:<{width}}  {r.summary}")

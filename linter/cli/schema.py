@@ -1,0 +1,40 @@
+"""`sapo-lint schema build`: schema snapshots from verl, megatron-core and mbridge distributions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.group("schema")
+def schema():
+    """Schema snapshots generated from verl, megatron-core and mbridge distributions."""
+
+
+@schema.command("build")
+@click.option("--wheel", "wheels", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A verl wheel, as `pip download --no-deps verl==X` gives (repeatable).")
+@click.option("--verl-root", type=click.Path(exists=True, path_type=Path),
+              help="A verl source checkout, or a `git archive` tarball of one (its commit goes into the snapshot).")
+@click.option("--consumer-wheel", "consumer_wheels", multiple=True, type=click.Path(exists=True, path_type=Path),
+              help="A megatron-core or mbridge wheel to snapshot too (repeatable).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Schema directory to write into (default: the installed sapo-lint's schemas/).")
+def schema_build(wheels, verl_root, consumer_wheels, out):
+    """Build schema snapshots, without importing verl, torch or megatron.
+
+    With neither --wheel nor --verl-root, the installed verl distribution is read from disk."""
+    from sapo_toolkit.schemas import build
+
+    from ..schema import SCHEMA_DIR
+
+    try:
+        sources = [{"wheel": w} for w in wheels] + ([{"verl_root": verl_root}] if verl_root else [])
+        located = [build.locate_verl(**src) for src in sources or [{}]]
+        for path in build.build_all(out or SCHEMA_DIR, located, list(consumer_wheels)):
+            click.echo(f"wrote {path}")
+    except build.SchemaBuildError as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:  # an unwritable --out directory
+        raise click.ClickException(f"cannot write the snapshots: {exc.strerror or exc}: {exc.filename}") from None
