@@ -219,7 +219,7 @@ def _meaning_kept(text: str, lines: list[str], edits: dict[int, str], meaning) -
 
 def _script_meaning(text: str) -> list[str]:
     """The script without its comments, lines right-stripped: what bash runs."""
-    from .sources.bash.interpreter import parse
+    from .sources.bash.parse import parse
 
     data = text.encode("utf-8")
     comments, stack = [], [parse(data).root_node]

@@ -400,7 +400,7 @@ def test_script_brace_then_a_4_byte_character():
     """tree-sitter-bash#337: `{` and a 4-byte UTF-8 character make the parser read out of bounds; on Linux that
     killed about half the processes (SIGSEGV), depending on their memory layout. Ten processes parse them."""
     texts = "{\U0009cab4 {\U000e0100 {\U0010ffff {\U000f0000 {\U000d0000".encode()
-    code = ("import sys\nfrom sapo_toolkit.linter.sources.bash.interpreter import parse\n"
+    code = ("import sys\nfrom sapo_toolkit.linter.sources.bash.parse import parse\n"
             "for text in sys.stdin.read().split():\n    for _ in range(100):\n        parse(text.encode())\n")
     assert [run_guarded(code, texts).returncode for _ in range(10)] == [0] * 10
 

@@ -31,20 +31,10 @@ from ...schema import entrypoints
 from ..files import TextFile
 from ..hardware import choose
 from ..recipe import DEFAULT_CONFIG_NAME, MODEL_RULES, ReadOptions, accelerator_levels
-from .interpreter import (
-    ARGUMENTS,
-    GLOB_CHAR,
-    Interpreter,
-    Marks,
-    byte_column,
-    construct_text,
-    environment_name,
-    markers,
-    node_location,
-    parse,
-    readable,
-    switch_variable,
-)
+from .conditions import GLOB_CHAR, switch_variable
+from .interpreter import Interpreter
+from .markers import ARGUMENTS, Marks, construct_text, environment_name, markers, readable
+from .parse import byte_column, node_location, parse
 from .trainer_call import TrainerCallFinder
 
 # The value an override gets when part of it cannot be evaluated: an interpolation, so that type and range

@@ -1,0 +1,121 @@
+"""Parsing a bash script with tree-sitter-bash, and where its nodes are.
+
+The parser reads a copy of the script with two workarounds for tree-sitter-bash 0.25 (a crash on `{` followed by a
+4-byte character, and `$((...))` misread inside `${...}`); both keep every node's byte range, so that the text is
+read from the original by those ranges. A node's location counts its column in characters.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from functools import cache, lru_cache
+
+from ...core.diagnostics import Location
+
+
+@cache
+def _parser():
+    import tree_sitter_bash
+    from tree_sitter import Language, Parser
+
+    return Parser(Language(tree_sitter_bash.language()))
+
+
+# tree-sitter-bash 0.25 reads out of bounds on `{` followed by a 4-byte UTF-8 character and can kill the process
+# (tree-sitter/tree-sitter-bash#337). The parser gets a copy in which each such character is two 2-byte ones of the
+# same kind (letters for a letter or digit, symbols otherwise): every node keeps its byte range, and the
+# interpreter reads the text by those ranges from the original.
+_FOUR_BYTE_CHAR = re.compile(rb"[\xf0-\xf4][\x80-\xbf]{3}")
+_LETTERS, _SYMBOLS = "éé".encode(), "¤¤".encode()
+
+
+def parse(src: bytes):
+    """The tree-sitter-bash tree of a script (tree_sitter is imported on the first call only)."""
+    copy = _FOUR_BYTE_CHAR.sub(lambda m: _LETTERS if m.group().decode("utf-8", "replace").isalnum() else _SYMBOLS,
+                               src)
+    return _parser().parse(_mask_nested_arithmetic(copy))
+
+
+# tree-sitter-bash 0.25 misreads `$(( ... ))` inside `${V:-...}` when the expression holds parentheses, `?:` or
+# `--` (`${V:-$(((a + b) * 2))}` is an ERROR; bash accepts it): it takes `$(` for a command substitution. The parser's
+# copy has the body of each `$((...))` nested in `${...}` replaced by `0` and blanks (line breaks kept), so every
+# node keeps its byte range and line; the interpreter evaluates every arithmetic expansion from its own text
+# parsed alone (`expansion._arithmetic`), where tree-sitter reads it right.
+def _mask_nested_arithmetic(src: bytes) -> bytes:
+    start = src.find(b"$((")
+    if start < 0 or b"${" not in src:
+        return src
+    closing = _closing_parentheses(src)
+    out = bytearray(src)
+    braces = 0
+    i = 0
+    while i < len(src):
+        if src.startswith(b"${", i):
+            braces += 1
+            i += 2
+            continue
+        if src[i] == ord("}") and braces:
+            braces -= 1
+        elif braces and src.startswith(b"$((", i):
+            # the body ends at the `)` that closes the second `(`, if the first closes right after it (`$((a) (b))`
+            # is a command substitution)
+            end = closing.get(i + 2)
+            if end is not None and end > i + 3 and closing.get(i + 1) == end + 1:
+                out[i + 3:end] = b"0" + bytes(b if b == ord("\n") else ord(" ") for b in src[i + 4:end])
+                i = end + 2
+                continue
+        i += 1
+    return bytes(out)
+
+
+def _closing_parentheses(src: bytes) -> dict[int, int]:
+    """Where each `(` is closed, in one pass (searching from each `$((` anew took quadratic time)."""
+    closing, open_at = {}, []
+    for i, c in enumerate(src):
+        if c == ord("("):
+            open_at.append(i)
+        elif c == ord(")") and open_at:
+            closing[open_at.pop()] = i
+    return closing
+
+
+def node_location(path: str, lines: list[bytes], n) -> Location:
+    """Where a node starts, with the column counted in characters. A node at the very end of a file that ends
+    with a line break (a missing `fi` or quote) is put at the end of the last line, which is where it is missing."""
+    row, col = n.start_point
+    last = len(lines) - 1 - (len(lines) > 1 and lines[-1] == b"")
+    if row > last:
+        row, col = last, len(lines[last])
+    return Location(path, row + 1, char_column(lines[row], col) + 1)
+
+
+_CONTINUATION_BYTE = re.compile(rb"[\x80-\xbf]")
+
+
+@lru_cache(maxsize=8)
+def _continuation_bytes(line: bytes) -> tuple[int, ...]:
+    """Where a UTF-8 line has the continuation bytes of its multi-byte characters (none in ASCII). A column in
+    characters is found from them by bisection, not by decoding the line up to it: a trainer call of 20,000
+    arguments on one line was decoded once per argument."""
+    return () if line.isascii() else tuple(m.start() for m in _CONTINUATION_BYTE.finditer(line))
+
+
+def char_column(line: bytes, byte: int) -> int:
+    """How many characters the line's first `byte` bytes hold (a character cut short counts as one)."""
+    return byte - bisect_left(_continuation_bytes(line), byte)
+
+
+def byte_column(line: bytes, chars: int) -> int:
+    """Where the character after the line's first `chars` characters starts: `char_column`'s inverse."""
+    continuations = _continuation_bytes(line)
+    # the continuation bytes before it are the first k, for the least k with continuations[k] - k > chars (a
+    # non-decreasing quantity: the positions increase by at least one each)
+    lo, hi = 0, len(continuations)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if continuations[mid] - mid > chars:
+            hi = mid
+        else:
+            lo = mid + 1
+    return chars + lo
