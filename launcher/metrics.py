@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sapo_toolkit.schemas.atomic import write_atomically
+from sapo_toolkit.atomicio import write_atomically
 
 CONSOLE_SOURCE = "console"
 

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import click
 
-from sapo_toolkit.schemas.atomic import write_atomically
+from sapo_toolkit.atomicio import write_atomically
 
 from .gates import EXIT_GATES_FAILED, Gate, GateError, Verdict, evaluate, gate_exit_code, gates_json, parse_gates
 from .metrics import MetricTable, kept, read_files

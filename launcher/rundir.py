@@ -21,7 +21,7 @@ import socket
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from sapo_toolkit.schemas.atomic import write_atomically
+from sapo_toolkit.atomicio import write_atomically
 
 from . import git
 from .plan import Plan, redact

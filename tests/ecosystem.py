@@ -93,7 +93,7 @@ def main(argv: list[str]) -> int:
         return 2
     lines = carry_notes(findings(), read_expected())
     if "--update" in argv:
-        from sapo_toolkit.schemas.atomic import write_atomically
+        from sapo_toolkit.atomicio import write_atomically
 
         EXPECTED.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(EXPECTED, HEADER + "".join(f"{line}\n" for line in lines))

@@ -125,7 +125,7 @@ def test_output_into_a_fifo_or_device_never_replaces_it(tmp_path):
 
 
 def test_a_directory_is_never_written(tmp_path):
-    from sapo_toolkit.schemas.atomic import write_atomically
+    from sapo_toolkit.atomicio import write_atomically
 
     (tmp_path / "dir").mkdir()
     with pytest.raises(IsADirectoryError):

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 # One definition, in schemas (the linter imports schemas, never the reverse); re-exported for --fix, convert, caches.
-from sapo_toolkit.schemas.atomic import write_atomically
+from sapo_toolkit.atomicio import write_atomically
 
 __all__ = ["MAX_BYTES", "TextFile", "UnreadableFile", "read_text", "write_atomically"]
 

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from sapo_toolkit.schemas.atomic import write_atomically
+from sapo_toolkit.atomicio import write_atomically
 
 from . import SchemaBuildError
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sapo_toolkit.schemas.atomic import write_atomically
+from sapo_toolkit.atomicio import write_atomically
 
 from .consumers import build_consumer_snapshot, mbridge_git_main_snapshot
 from .distributions import LocatedVerl

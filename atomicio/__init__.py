@@ -1,7 +1,8 @@
-"""Atomic file replacement, shared by the linter (`--fix`, `convert`, caches) and the snapshot generator.
+"""Atomic file replacement, shared by the launcher (run directories, reports), the linter (`--fix`, `convert`,
+caches) and the snapshot generator.
 
-It lives in `sapo_toolkit.schemas` because imports flow one way: the linter imports schemas, never the reverse.
-Standard library only.
+A package of its own at the bottom of the project: it imports nothing else of it (a contract in pyproject.toml), so
+every other package may import it. Standard library only.
 """
 
 from __future__ import annotations
