@@ -22,11 +22,9 @@ from io import BytesIO
 from pathlib import Path
 from typing import NamedTuple
 
-import click
-
 from sapo_toolkit.atomicio import write_atomically
 
-from .gates import EXIT_GATES_FAILED, Gate, GateError, Verdict, evaluate, gate_exit_code, gates_json, parse_gates
+from .gates import Gate, GateError, Verdict, parse_gates
 from .metrics import MetricTable, kept, read_files
 from .plan import METRICS_FILE
 from .rundir import LOG_FILE, PLAN_FILE, SUMMARY_FILE, settle_lost
@@ -53,6 +51,10 @@ PLOTS = (
 
 class ReportError(Exception):
     """The run or the recipe cannot be read; the message says why, in one line."""
+
+
+class ReportWriteError(Exception):
+    """A report file could not be written (one line: the path and why)."""
 
 
 @dataclass(slots=True)
@@ -267,34 +269,10 @@ def _number(value) -> str:
     return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
-@click.command("report")
-@click.argument("run_dir", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--log", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A verl console log or file-logger JSONL of a run not launched with sapo-launch.")
-@click.option("--recipe", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Judge this recipe's gates (default: the run directory's plan.json; none for --log).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="The report's path (default: report.md in RUN_DIR, or beside the log); plots go beside it as "
-                   "<name>-<plot>.png.")
-@click.option("--title", help="The report's title (default: the run's name, or the log's file name).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help='json: {"steps": last step, "gates": {name: {"passed": ..., numbers}}} on stdout.')
-@click.option("--fail-on-gates", is_flag=True, help=f"Exit {EXIT_GATES_FAILED} when a gate did not pass.")
-def report(run_dir, log, recipe, output, title, fmt, fail_on_gates):
-    """Write report.md and plots for RUN_DIR (finished, failed or still running) or for --log FILE."""
-    if (run_dir is None) == (log is None):
-        raise click.UsageError("give a RUN_DIR or --log FILE (one of them)")
-    try:
-        run = load_run_dir(run_dir, recipe) if run_dir else load_log(log, recipe)
-    except ReportError as exc:
-        raise click.UsageError(str(exc)) from None
-    run.title = title or run.title
-    verdicts = evaluate(run.gates, run.table)
-    output = output or (run_dir or log.parent) / REPORT_FILE
-    try:
-        pngs = plot_pngs(run, verdicts)
-    except ImportError:
-        raise click.ClickException("plots need matplotlib: pip install 'sapo-toolkit[report]'") from None
+def write_report(run: RunData, verdicts: tuple[Verdict, ...], output: Path) -> int:
+    """Write `output` (the markdown) and its plots beside it as <stem>-<plot>.png, each atomically; the number of
+    plots. ImportError without matplotlib; ReportWriteError when a file cannot be written."""
+    pngs = plot_pngs(run, verdicts)
     images = [(title, f"{output.stem}-{slug}.png") for slug, (title, _) in pngs.items()]
     files = [*((output.with_name(name), png) for (_, name), (_, png) in zip(images, pngs.values())),
              (output, markdown(run, verdicts, images) + "\n")]
@@ -302,12 +280,5 @@ def report(run_dir, log, recipe, output, title, fmt, fail_on_gates):
         try:
             write_atomically(path, content)
         except OSError as exc:
-            raise click.ClickException(f"cannot write {path}: {exc.strerror or exc}") from None
-    last = run.table.steps()[-1] if run.table.steps() else 0
-    if fmt == "json":
-        click.echo(json.dumps({"steps": last, "gates": gates_json(verdicts)}, indent=2, allow_nan=False))
-    else:
-        click.echo(f"report: {output} (last step {last}, {len(pngs)} plots)")
-        for verdict in verdicts:
-            click.echo(f"gate {verdict.status}: {verdict.gate.name}: {verdict.reason}")
-    click.get_current_context().exit(gate_exit_code(0, verdicts, fail_on_gates))
+            raise ReportWriteError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return len(pngs)

@@ -22,16 +22,18 @@ def render_json(diagnostics: list[Diagnostic], files: int) -> str:
                        "summary": summary(diagnostics, files)}, indent=2)
 
 
+# ANSI SGR: the colour, then bold; reset after (what click.style wrote; click stays in the CLI packages)
+_BOLD_COLOR = {Severity.ERROR: "\x1b[31m\x1b[1m", Severity.WARNING: "\x1b[33m\x1b[1m", Severity.INFO: "\x1b[34m\x1b[1m"}
+_RESET = "\x1b[0m"
+
+
 def render_text(diagnostics: list[Diagnostic], files: int, color: bool = False, summary: bool = True) -> str:
     """One line per finding (the code coloured by severity with `color`), then the summary line unless not
     `summary` (--quiet). What a file name or file text holds is escaped (`_printable_line`): a finding is one
     line, whatever the file says."""
-    import click
-
-    colors = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
     lines = []
     for d in diagnostics:
-        lines.append(_printable_line(d, click.style(d.code, fg=colors[d.severity], bold=True) if color else None))
+        lines.append(_printable_line(d, f"{_BOLD_COLOR[d.severity]}{d.code}{_RESET}" if color else None))
     if summary:
         lines.append(_summary_line(diagnostics, files))
     return "\n".join(lines)

@@ -115,7 +115,7 @@ def regenerate_docs(repo: Path) -> int:
 
     from click.testing import CliRunner
 
-    from sapo_toolkit.launcher.report import report
+    from sapo_toolkit.launcher.cli.report import report
 
     doc = repo / "docs" / "report-example.md"
     with tempfile.TemporaryDirectory() as tmp:

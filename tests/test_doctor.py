@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from sapo_toolkit.launcher import doctor as doctor_module
+from sapo_toolkit.launcher.cli.doctor import doctor
 from sapo_toolkit.launcher.device import DeviceProbe
 from sapo_toolkit.launcher.doctor import (
     ADVISORY,
@@ -19,7 +20,6 @@ from sapo_toolkit.launcher.doctor import (
     DoctorError,
     RecipeFacts,
     VariantFacts,
-    doctor,
     doctor_report,
     read_cann,
     read_recipe_facts,

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from matplotlib.image import imread
 
-from sapo_toolkit.launcher.report import report
+from sapo_toolkit.launcher.cli.report import report
 
 from . import synthetic_log
 from .helpers import REPO
@@ -123,8 +123,7 @@ def test_a_failed_run_that_logged_nothing(tmp_path):
 
 def sapo_launch(*args):
     """`sapo-launch report ...` through the launcher's own entry point (its one-line error handling)."""
-    code = ("import sys; from sapo_toolkit.launcher.cli import cli, main; from sapo_toolkit.launcher.report import "
-            "report; cli.add_command(report); sys.argv[0] = 'sapo-launch'; main()")
+    code = "import sys; from sapo_toolkit.launcher.cli import main; sys.argv[0] = 'sapo-launch'; main()"
     return subprocess.run([sys.executable, "-c", code, "report", *map(str, args)], capture_output=True, text=True,
                           timeout=120, cwd=REPO)
 

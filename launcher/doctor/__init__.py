@@ -11,7 +11,7 @@ Public:
   through `sapo_toolkit.linter.api` only; raises ``DoctorError`` (one line) when it cannot be read.
 * ``doctor_report(recipe, env, probe, versions, *, requested=None, mbridge_params=None, read_text=None,
   machine=None) -> Report``: pure given its inputs (the probe, `read_text` and `machine` are the only look-ups).
-* ``render_text(report) -> str``, ``Report.to_json() -> dict``; the click command ``doctor``.
+* ``render_text(report) -> str``, ``Report.to_json() -> dict``. The command: `launcher/cli/doctor.py`.
 
 Severities: ``blocking`` (the run cannot work, or silently runs wrong), ``advisory`` (worth a look; the run may
 work), ``ok`` (a check that passed). Exit 1 when any finding is blocking, else 0; a usage error (an unreadable or
@@ -45,22 +45,15 @@ JSON (`--format json`), version 1::
      "exit_code": 0|1}
 
 Layout: `facts.py` (the records, `read_recipe_facts`, `read_cann`), `checks.py` (`doctor_report` and its checks),
-`render.py` (`render_text`, `render_rich`); this module holds the click command and re-exports the public names.
+`render.py` (`render_text`, `render_rich`); this module re-exports the public names.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-import click
-
-from ..device import DEFAULT_PROBE
 from .checks import doctor_report
 from .facts import (
     ADVISORY,
     BLOCKING,
-    EXIT_USAGE,
     OK,
     DoctorError,
     Finding,
@@ -72,57 +65,7 @@ from .facts import (
 )
 from .render import render_rich, render_text
 
-# ------------------------------------------------------------------------------------------------ command
-
-
-class _OneLineUsage(click.Command):
-    """Usage errors as one line on stderr and exit 2, inside a group or alone."""
-
-    def parse_args(self, ctx, args):
-        try:
-            return super().parse_args(ctx, args)
-        except click.UsageError as exc:
-            click.echo(f"sapo-launch doctor: {exc.format_message()}", err=True)
-            ctx.exit(EXIT_USAGE)
-
-
-@click.command("doctor", cls=_OneLineUsage)
-@click.argument("recipe", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--device", type=click.Choice(["auto", "npu", "gpu"]), default="auto", show_default=True,
-              help="Device kind; auto: the DEVICE environment variable, else what this machine has (Ascend first).")
-def doctor(recipe, fmt, device):
-    """Check this environment: installed versions of the training stack and their known compatibility, visible
-    devices against RECIPE's devices per node, the CANN toolkit on Ascend, and the vLLM NPU patch variant. Exit 1
-    when something blocking is found, else 0."""
-    import json
-    import os
-
-    from ..versions import installed_versions, mbridge_save_weights_params
-
-    facts = None
-    if recipe is not None:
-        try:
-            facts = read_recipe_facts(recipe)
-        except DoctorError as exc:
-            click.echo(f"sapo-launch doctor: {exc}", err=True)
-            sys.exit(EXIT_USAGE)
-    versions = installed_versions()
-    report = doctor_report(facts, os.environ, DEFAULT_PROBE, versions,
-                           requested=None if device == "auto" else device,
-                           mbridge_params=mbridge_save_weights_params())
-    if fmt == "json":
-        click.echo(json.dumps(report.to_json(), indent=2))
-    elif sys.stdout.isatty():
-        from rich.console import Console
-
-        render_rich(report, Console())
-    else:
-        click.echo(render_text(report), nl=False)
-    sys.exit(report.exit_code)
-
-
 __all__ = [
-    "ADVISORY", "BLOCKING", "OK", "DoctorError", "Finding", "RecipeFacts", "Report", "VariantFacts", "doctor",
-    "doctor_report", "read_cann", "read_recipe_facts", "render_rich", "render_text",
+    "ADVISORY", "BLOCKING", "OK", "DoctorError", "Finding", "RecipeFacts", "Report", "VariantFacts", "doctor_report",
+    "read_cann", "read_recipe_facts", "render_rich", "render_text",
 ]

@@ -66,9 +66,9 @@ def main() -> None:
     exits 130 (as a shell reports SIGINT), and a reader that stops reading (`sapo-lint rules | head -1`) ends the
     run quietly with 141 (SIGPIPE)."""
     try:
-        cli.main(standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
+        # Without standalone mode click returns what `ctx.exit(code)` was given (report --fail-on-gates, a doctor usage
+        # error) instead of exiting with it; the commands themselves return None: exit 0.
+        sys.exit(cli.main(standalone_mode=False))
     except click.Abort as exc:  # click turns Ctrl-C into Abort
         if isinstance(exc.__cause__, KeyboardInterrupt):
             sys.exit(EXIT_INTERRUPTED)

@@ -1,0 +1,51 @@
+"""`sapo-launch report [RUN_DIR | --log FILE]`: report.md with plots and gate verdicts (`launcher.report`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ..gates import EXIT_GATES_FAILED, evaluate, gate_exit_code, gates_json
+from ..report import REPORT_FILE, ReportError, ReportWriteError, load_log, load_run_dir, write_report
+
+
+@click.command("report")
+@click.argument("run_dir", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--log", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A verl console log or file-logger JSONL of a run not launched with sapo-launch.")
+@click.option("--recipe", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Judge this recipe's gates (default: the run directory's plan.json; none for --log).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="The report's path (default: report.md in RUN_DIR, or beside the log); plots go beside it as "
+                   "<name>-<plot>.png.")
+@click.option("--title", help="The report's title (default: the run's name, or the log's file name).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help='json: {"steps": last step, "gates": {name: {"passed": ..., numbers}}} on stdout.')
+@click.option("--fail-on-gates", is_flag=True, help=f"Exit {EXIT_GATES_FAILED} when a gate did not pass.")
+def report(run_dir, log, recipe, output, title, fmt, fail_on_gates):
+    """Write report.md and plots for RUN_DIR (finished, failed or still running) or for --log FILE."""
+    if (run_dir is None) == (log is None):
+        raise click.UsageError("give a RUN_DIR or --log FILE (one of them)")
+    try:
+        run = load_run_dir(run_dir, recipe) if run_dir else load_log(log, recipe)
+    except ReportError as exc:
+        raise click.UsageError(str(exc)) from None
+    run.title = title or run.title
+    verdicts = evaluate(run.gates, run.table)
+    output = output or (run_dir or log.parent) / REPORT_FILE
+    try:
+        plots = write_report(run, verdicts, output)
+    except ImportError:
+        raise click.ClickException("plots need matplotlib: pip install 'sapo-toolkit[report]'") from None
+    except ReportWriteError as exc:
+        raise click.ClickException(str(exc)) from None
+    last = run.table.steps()[-1] if run.table.steps() else 0
+    if fmt == "json":
+        click.echo(json.dumps({"steps": last, "gates": gates_json(verdicts)}, indent=2, allow_nan=False))
+    else:
+        click.echo(f"report: {output} (last step {last}, {plots} plots)")
+        for verdict in verdicts:
+            click.echo(f"gate {verdict.status}: {verdict.gate.name}: {verdict.reason}")
+    click.get_current_context().exit(gate_exit_code(0, verdicts, fail_on_gates))
