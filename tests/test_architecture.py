@@ -1,7 +1,8 @@
 """The import contracts in pyproject.toml ([tool.importlinter]) hold: launcher -> linter -> schemas; the launcher
 reads recipes only through the linter's api (and its core and settings); the linter's layers flow one way; the
-bash reader's interpreter knows nothing of verl; the shared core imports nothing else of the project; the
-executors and the run sequence import no click; the atomic writes (atomicio) import nothing else of the project."""
+bash reader's interpreter knows nothing of verl; the shared core imports nothing else of the project; only
+the two CLI packages (and the command group they share) import click; the atomic writes (atomicio) import nothing
+else of the project."""
 
 import shutil
 import subprocess

@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 from .helpers import REPO, RUNNABLE, recipe
 
 TAU_BUG = "overrides:\n  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n  +actor_rollout_ref.actor.policy_loss.tau_pos: 1.2\n"

@@ -5,8 +5,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from sapo_toolkit.linter.core.variants import matches
 from sapo_toolkit.linter.cli.explain import explain
+from sapo_toolkit.linter.core.variants import matches
 
 from .helpers import REPO
 

@@ -4,7 +4,6 @@ cannot put escape sequences or lines of their own into a text report."""
 
 import json
 import re
-import subprocess
 
 from .helpers import REPO, recipe
 from .test_cli import sapo_lint

@@ -5,7 +5,6 @@ import json
 import re
 
 import jsonschema
-import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
