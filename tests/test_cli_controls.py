@@ -132,18 +132,25 @@ def run_on_a_terminal(args, env, cwd=None):
     leader, follower = pty.openpty()
     proc = subprocess.Popen(command(*args), stdout=follower, stderr=subprocess.PIPE, cwd=cwd, env=env)
     os.close(follower)
-    out = b""
-    while True:
+    try:
+        out = b"".join(terminal_chunks(leader))
+        proc.wait(timeout=60)
+    finally:
+        os.close(leader)
+    return out.decode()
+
+
+def terminal_chunks(leader: int):
+    """What the process on the other side of a pseudo-terminal writes, chunk by chunk, until it closes it (or is
+    silent for 60 s)."""
+    while select.select([leader], [], [], 60)[0]:
         try:
             chunk = os.read(leader, 65536)
         except OSError:  # EIO: the child closed the terminal
-            break
+            return
         if not chunk:
-            break
-        out += chunk
-    proc.wait(timeout=60)
-    os.close(leader)
-    return out.decode()
+            return
+        yield chunk
 
 
 def test_color_auto_always_never_and_no_color(tmp_path):
@@ -178,13 +185,7 @@ def stderr_on_a_terminal(args, on_output=lambda proc, shown: None) -> tuple[subp
     os.close(follower)
     seen, shown = b"", ""
     try:
-        while select.select([leader], [], [], 60)[0]:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not chunk:
-                break
+        for chunk in terminal_chunks(leader):
             seen += chunk
             shown = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", seen).decode(errors="replace")
             on_output(proc, shown)
