@@ -1,5 +1,6 @@
 """Shared test helpers (imported by test modules; conftest.py holds only fixtures)."""
 
+import dataclasses
 import os
 import re
 import subprocess
@@ -8,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from sapo_toolkit.linter import api  # noqa: F401  (registers the RF rules' readers of source problems)
 from sapo_toolkit.linter.core.command import Stack, site_limits
 from sapo_toolkit.linter.engine import resolve
+from sapo_toolkit.linter.rulekit.registry import finding_of
 from sapo_toolkit.linter.schema import DEFAULT_MBRIDGE, DEFAULT_MEGATRON_CORE, load_snapshot
+from sapo_toolkit.linter.sources.bash import ScriptRead, read_script
 from sapo_toolkit.linter.sources.files import read_text
 from sapo_toolkit.linter.sources.recipe import ReadOptions, read_recipe
 
@@ -89,7 +93,7 @@ def contexts(path: Path, resources: dict | None = None):
     give them."""
     options = ReadOptions("0.9.1", Stack(DEFAULT_MEGATRON_CORE, DEFAULT_MBRIDGE), resources=site_limits(resources or {}))
     read = read_recipe(read_text(path), options)
-    assert read.recipe is not None, read.diagnostics
+    assert read.recipe is not None, read.problems
     snapshot = load_snapshot(read.recipe.verl_version, read.recipe.config_name)
     return {c.variant: resolve(c, snapshot) for c in read.recipe.commands}
 
@@ -102,3 +106,9 @@ def composed(config_dir, config_name, overrides):
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(config_dir), version_base=None):
         return compose(config_name, overrides=overrides)
+
+
+def read_script_findings(source, options) -> ScriptRead:
+    """`read_script`, with the problems it returns turned into the rules' findings as `api.load_text` reports them."""
+    read = read_script(source, options)
+    return dataclasses.replace(read, diagnostics=[finding_of(d) for d in read.diagnostics])

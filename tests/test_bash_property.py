@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 from sapo_toolkit.linter.api import read_options
 from sapo_toolkit.linter.core.overrides import OverrideSyntaxError, parse_override
 from sapo_toolkit.linter.settings import Settings
-from sapo_toolkit.linter.sources.bash import read_script
 from sapo_toolkit.linter.sources.files import TextFile
+
+from .helpers import read_script_findings
 
 BASH = shutil.which("bash")
 pytestmark = pytest.mark.skipif(BASH is None, reason="bash is not installed")
@@ -170,7 +171,7 @@ def _bash_argv(script: Path, stub: str, env: dict[str, str]) -> list[str]:
                                                                    HealthCheck.too_slow])
 @given(scripts())
 def test_static_overrides_equal_bash_argv(stub_dir, text):
-    result = read_script(TextFile("run_gen_fsdp.sh", text), OPTIONS)
+    result = read_script_findings(TextFile("run_gen_fsdp.sh", text), OPTIONS)
     assert not [d for d in result.diagnostics if d.code in ("SH001", "SH002")], (text, result.diagnostics)
     assert result.commands, text
     with tempfile.TemporaryDirectory() as d:
@@ -246,7 +247,7 @@ def _statement(depth: int = 0):
 @given(st.lists(_statement(), min_size=1, max_size=3).map(lambda ss: "\n".join(ss) + "\n"))
 def test_no_sh002_where_bash_n_accepts(text):
     accepted = subprocess.run([BASH, "-n"], check=False, input=text.encode(), capture_output=True, timeout=10).returncode == 0
-    result = read_script(TextFile("run_gen_fsdp.sh", text), OPTIONS)
+    result = read_script_findings(TextFile("run_gen_fsdp.sh", text), OPTIONS)
     assert not (accepted and [d for d in result.diagnostics if d.code == "SH002"]), (text, result.diagnostics)
 
 
@@ -258,10 +259,10 @@ def test_no_sh002_where_bash_n_accepts(text):
 ])
 def test_arithmetic_tree_sitter_misreads_is_not_sh002(text):
     assert subprocess.run([BASH, "-n"], check=False, input=text.encode(), capture_output=True).returncode == 0
-    assert not [d for d in read_script(TextFile("run_x_fsdp.sh", text), OPTIONS).diagnostics if d.code == "SH002"]
+    assert not [d for d in read_script_findings(TextFile("run_x_fsdp.sh", text), OPTIONS).diagnostics if d.code == "SH002"]
 
 
 def test_a_real_syntax_error_is_still_sh002():
     text = "V=${V:-$(((a + b) * 2)}\nif [ x = y ]; then\n"
     assert subprocess.run([BASH, "-n"], check=False, input=text.encode(), capture_output=True).returncode != 0
-    assert [d for d in read_script(TextFile("run_x_fsdp.sh", text), OPTIONS).diagnostics if d.code == "SH002"]
+    assert [d for d in read_script_findings(TextFile("run_x_fsdp.sh", text), OPTIONS).diagnostics if d.code == "SH002"]

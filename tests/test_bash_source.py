@@ -10,24 +10,25 @@ import pytest
 
 from sapo_toolkit.linter.api import read_options
 from sapo_toolkit.linter.engine import lint_command
+from sapo_toolkit.linter.rulekit.registry import finding_of
 from sapo_toolkit.linter.rules import all_rules
 from sapo_toolkit.linter.schema import entrypoints, load_snapshot
 from sapo_toolkit.linter.settings import Settings
-from sapo_toolkit.linter.sources.bash import UNRESOLVED_VALUE, read_script
+from sapo_toolkit.linter.sources.bash import UNRESOLVED_VALUE
 from sapo_toolkit.linter.sources.files import TextFile, read_text
 
-from .helpers import REPO, fetch_wheel
+from .helpers import REPO, fetch_wheel, read_script_findings
 
 FIXTURES = Path(__file__).parent / "fixtures" / "scripts"
 OPTIONS = read_options(Settings(verl_version="0.9.1"))
 
 
 def read(name: str):
-    return read_script(read_text(FIXTURES / name), OPTIONS)
+    return read_script_findings(read_text(FIXTURES / name), OPTIONS)
 
 
 def read_text_script(text: str, path: str = "run_x_fsdp.sh"):
-    return read_script(TextFile(path, text), OPTIONS)
+    return read_script_findings(TextFile(path, text), OPTIONS)
 
 
 def pinned(result) -> dict:
@@ -466,7 +467,7 @@ def test_cli_overrides_merged_last():
     from sapo_toolkit.linter.api import command_line_overrides
 
     options = OPTIONS._replace(cli_overrides=command_line_overrides(["trainer.nnodes=4"]))
-    result = read_script(read_text(FIXTURES / "run_qwen3_14b_megatron.sh"), options)
+    result = read_script_findings(read_text(FIXTURES / "run_qwen3_14b_megatron.sh"), options)
     last = result.commands[0].overrides[-1]
     assert last.key_text == "trainer.nnodes" and last.parsed.value == 4
     assert [lo.key_text for lo in result.commands[0].overrides].count("trainer.nnodes") == 1
@@ -507,7 +508,8 @@ def test_convert_lints_with_the_same_findings(name, tmp_path):
     text = out.read_text()
     assert yaml.safe_load(text)["recipe"] == "sapo-recipe/v1"
     recipe = read_recipe(TextFile(str(out), text), OPTIONS)
-    assert not [d for d in recipe.diagnostics if d.code == "RF001"], recipe.diagnostics
+    found = [finding_of(p) for p in recipe.problems]
+    assert not [d for d in found if d.code == "RF001"], found
     assert sorted(c.variant or "" for c in recipe.recipe.commands) == sorted(c.variant or "" for c in script.commands)
     # unparseable overrides are not carried over (the convert notes say so)
     expected = {f for f in _findings(script.commands) if f[0] != "SL009"}
@@ -735,7 +737,7 @@ def test_an_override_cut_off_by_a_comment_line_is_sh005_and_replaces_shellcheck_
     assert "ended at line 3, where a comment line" in sh005.message and "the 2 override(s)" in sh005.message
     assert not [d for d in found if d.code == "SH2276"]
     # the trainer still gets (and is linted with) what came before the break
-    commands = read_script(TextFile(str(path), path.read_text()), OPTIONS).commands
+    commands = read_script_findings(TextFile(str(path), path.read_text()), OPTIONS).commands
     assert [lo.key_text for lo in commands[0].overrides] == ["trainer.nnodes"]
 
 

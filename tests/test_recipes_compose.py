@@ -19,7 +19,7 @@ RECIPES = sorted((REPO / "recipes").glob("*.yaml"))
 
 def commands(path: Path):
     read = read_recipe(read_text(path), ReadOptions("0.9.1", Stack(DEFAULT_MEGATRON_CORE, DEFAULT_MBRIDGE)))
-    assert read.recipe is not None and not read.diagnostics, read.diagnostics
+    assert read.recipe is not None and not read.problems, read.problems
     return read.recipe.commands
 
 

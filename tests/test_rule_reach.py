@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from sapo_toolkit.linter.rules import MODEL_PARTS, all_rules
-from sapo_toolkit.linter.sources.recipe import MODEL_RULES
+from sapo_toolkit.linter.rules.rf_recipe import MODEL_RULES
 
 LINTER = Path(__file__).resolve().parents[1] / "linter"
 # sapo-lint's codes, and shellcheck's findings as it reports them (SH<SC number>: selected and ignored like them)

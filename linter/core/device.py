@@ -17,6 +17,7 @@ from .model import Accelerator
 
 # Environment variables only Ascend software reads (CANN, HCCL, torch_npu, vllm-ascend).
 ASCEND_ENV_PREFIXES = ("ASCEND_", "HCCL_", "VLLM_ASCEND_", "PYTORCH_NPU_")
+KIND_NAMES = {"npu": "an NPU", "gpu": "a GPU"}  # how messages name a device kind
 
 
 class DeviceKind(NamedTuple):

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from ..core.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
+from ..core.problems import ReadProblem
 from ..core.redaction import redact_assignments
 from ..engine import Part
 
@@ -80,6 +81,27 @@ def rule(code: str, name: str, severity: Severity, *, summary: str, bad: str, go
         return check
 
     return register
+
+
+_READERS: dict[type, Callable[[ReadProblem], Diagnostic]] = {}
+
+
+def reads(problem_type: type):
+    """Registers the function of a rule's module that turns `problem_type` (a `core.problems` record a source
+    returns) into that rule's diagnostic."""
+
+    def register(convert: Callable[[ReadProblem], Diagnostic]) -> Callable[[ReadProblem], Diagnostic]:
+        _READERS[problem_type] = convert
+        return convert
+
+    return register
+
+
+def finding_of(item: Diagnostic | ReadProblem) -> Diagnostic:
+    """The diagnostic a source's problem is reported as, in the variant it was found in (a diagnostic: itself)."""
+    if isinstance(item, Diagnostic):
+        return item
+    return _READERS[type(item)](item).with_variant(item.variant)
 
 
 def source_rule(code: str, name: str, severity: Severity, *, summary: str, explanation: str, bad: str, good: str, module: str) -> Rule:

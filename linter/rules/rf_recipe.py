@@ -1,8 +1,22 @@
 """Recipe-file rules (RF): reported by the recipe source while reading a file, before any override is checked."""
 
 from ..core.budget import FILE_TIME_BUDGET_S
+from ..core.device import KIND_NAMES
 from ..core.diagnostics import Severity
-from ..rulekit.registry import source_rule
+from ..core.problems import (
+    AcceleratorKindMismatch,
+    DuplicateKey,
+    InvalidYaml,
+    SchemaViolation,
+    TooManyVariants,
+    UnknownAcceleratorName,
+    UnknownModel,
+    VariantDeviceMismatch,
+)
+from ..rulekit.registry import reads, source_rule
+
+MODEL_RULES = ("rules that need the model's shape: the topology rules from TP003, and the memory and checkpoint estimate "
+               "(MEM001, MEM002, CK001, CK002)")
 
 RECIPE_SCHEMA = source_rule(
     "RF001", "recipe-schema", Severity.ERROR,
@@ -245,3 +259,51 @@ INTERNAL_ERROR = source_rule(
     """,
     module=__name__,
 )
+
+
+@reads(SchemaViolation)
+def _schema_violation(p: SchemaViolation):
+    return RECIPE_SCHEMA.diagnostic(p.location, f"{p.where}: {p.message}" if p.where else p.message)
+
+
+@reads(InvalidYaml)
+def _invalid_yaml(p: InvalidYaml):
+    return INVALID_YAML.diagnostic(p.location, f"invalid YAML: {p.problem}")
+
+
+@reads(DuplicateKey)
+def _duplicate_key(p: DuplicateKey):
+    return DUPLICATE_KEY.diagnostic(p.location, f"duplicate key `{p.key}` (first at line {p.first_line}): YAML keeps "
+                                    "only the last one, so the first is ignored")
+
+
+@reads(UnknownModel)
+def _unknown_model(p: UnknownModel):
+    return UNKNOWN_MODEL.diagnostic(p.location, f"{p.reason}; skipped the {MODEL_RULES}. {p.remedy}")
+
+
+@reads(TooManyVariants)
+def _too_many_variants(p: TooManyVariants):
+    return TOO_MANY_VARIANTS.diagnostic(p.location, f"{p.total:,} variant combinations; linted {p.linted}: the first "
+                                        "value of every axis, each single-axis change from it, then the rest in order")
+
+
+@reads(UnknownAcceleratorName)
+def _unknown_accelerator(p: UnknownAcceleratorName):
+    return UNKNOWN_ACCELERATOR.diagnostic(p.location, f"{p.source}: {p.reason} MEM001 is skipped where it applies; "
+                                          "CK001, CK002 and MEM002 still run")
+
+
+@reads(AcceleratorKindMismatch)
+def _accelerator_kind_mismatch(p: AcceleratorKindMismatch):
+    return ACCELERATOR_MISMATCH.diagnostic(p.location, f"{p.source} names {p.accelerator}, "
+                                           f"{KIND_NAMES[p.accelerator_kind]}, for {p.kind}: the {p.kind} variants are "
+                                           f"checked on {p.assumed} (assumed) instead")
+
+
+@reads(VariantDeviceMismatch)
+def _variant_device_mismatch(p: VariantDeviceMismatch):
+    return ACCELERATOR_MISMATCH.diagnostic(
+        p.location, f"this variant runs on {KIND_NAMES[p.kind]} ({p.evidence}) but {p.source} names {p.accelerator}, "
+        f"{KIND_NAMES[p.accelerator_kind]}: its memory is checked on {p.assumed} (assumed for {p.kind}) instead. "
+        f"Name one accelerator per device kind: {p.fix_form}")

@@ -15,12 +15,15 @@ from typing import NamedTuple
 
 from ..catalog import ASSUMED_ACCELERATORS, UnknownAccelerator, assumed_accelerator, find_accelerator
 from ..core.command import Command
-from ..core.device import device_of, stated_device
-from ..core.diagnostics import Diagnostic, Location
+from ..core.device import KIND_NAMES, device_of, stated_device
+from ..core.diagnostics import Location
 from ..core.model import Accelerator
-from ..rules.rf_recipe import ACCELERATOR_MISMATCH, UNKNOWN_ACCELERATOR
-
-KIND_NAMES = {"npu": "an NPU", "gpu": "a GPU"}
+from ..core.problems import (
+    AcceleratorKindMismatch,
+    ReadProblem,
+    UnknownAcceleratorName,
+    VariantDeviceMismatch,
+)
 
 
 class AcceleratorLevel(NamedTuple):
@@ -39,21 +42,20 @@ SETTINGS_FORM = '`accelerator = {{npu = "{npu}", gpu = "{gpu}"}}` in [tool.sapo-
 
 
 def level(spec, source: str, fix_form: str, locate: Callable[[str | None], Location | None]
-          ) -> tuple[AcceleratorLevel | None, list[Diagnostic]]:
+          ) -> tuple[AcceleratorLevel | None, list[ReadProblem]]:
     """A level from its spec (a name, a {kind: name} mapping, or None for none); RF006 for each unknown name and
     RF010 for a mapping entry of the other kind (that entry is dropped). `locate(kind)`: where the name for `kind`
     (None: the single name) is written."""
     if spec is None:
         return None, []
-    found: list[Diagnostic] = []
+    found: list[ReadProblem] = []
 
     def lookup(name: str, kind: str | None) -> Accelerator | None:
         try:
             return find_accelerator(name)
         except UnknownAccelerator as exc:
-            found.append(UNKNOWN_ACCELERATOR.diagnostic(
-                locate(kind) or Location("<config>"), f"{source}: {exc} MEM001 is skipped where it applies; "
-                "CK001, CK002 and MEM002 still run"))
+            found.append(UnknownAcceleratorName(location=locate(kind) or Location("<config>"), source=source,
+                                                reason=str(exc)))
             return None
 
     if isinstance(spec, str):
@@ -62,15 +64,15 @@ def level(spec, source: str, fix_form: str, locate: Callable[[str | None], Locat
     for kind, name in spec.items():
         acc = lookup(str(name), kind)
         if acc is not None and acc.device != kind:
-            found.append(ACCELERATOR_MISMATCH.diagnostic(
-                locate(kind) or Location("<config>"), f"{source} names {acc.name}, {KIND_NAMES[acc.device]}, for "
-                f"{kind}: the {kind} variants are checked on {ASSUMED_ACCELERATORS[kind]} (assumed) instead"))
+            found.append(AcceleratorKindMismatch(
+                location=locate(kind) or Location("<config>"), source=source, kind=kind, accelerator=acc.name,
+                accelerator_kind=acc.device, assumed=ASSUMED_ACCELERATORS[kind]))
             continue
         entries.append((kind, acc))
     return AcceleratorLevel(source, fix_form, locate(None), by_kind=tuple(entries)), found
 
 
-def choose(command: Command, levels: list[AcceleratorLevel]) -> tuple[Accelerator | None, Diagnostic | None]:
+def choose(command: Command, levels: list[AcceleratorLevel]) -> tuple[Accelerator | None, ReadProblem | None]:
     """The accelerator to check `command` on (None: the name given for it is unknown), and RF010 when a single name
     contradicts the device the command states."""
     stated = stated_device(command)
@@ -82,11 +84,10 @@ def choose(command: Command, levels: list[AcceleratorLevel]) -> tuple[Accelerato
             instead = assumed_accelerator(stated.kind, f"assumed for {stated.kind} ({stated.evidence}; {lv.source} "
                                                        f"names {KIND_NAMES[acc.device]})")
             names = {acc.device: acc.name, stated.kind: instead.name}
-            return instead, ACCELERATOR_MISMATCH.diagnostic(
-                lv.location or command.origin or Location("<config>"),
-                f"this variant runs on {KIND_NAMES[stated.kind]} ({stated.evidence}) but {lv.source} names "
-                f"{acc.name}, {KIND_NAMES[acc.device]}: its memory is checked on {instead.name} (assumed for "
-                f"{stated.kind}) instead. Name one accelerator per device kind: {lv.fix_form.format(**names)}")
+            return instead, VariantDeviceMismatch(
+                location=lv.location or command.origin or Location("<config>"), source=lv.source, kind=stated.kind,
+                evidence=stated.evidence, accelerator=acc.name, accelerator_kind=acc.device, assumed=instead.name,
+                fix_form=lv.fix_form.format(**names))
         kind = (stated or device_of(command)).kind
         for entry_kind, acc in lv.by_kind:
             if entry_kind == kind:

@@ -14,17 +14,11 @@ import yaml
 from ..catalog import ModelNotFound, find_model
 from ..core.budget import check_time
 from ..core.command import RESOURCE_KEYS, Command, EnvVar, LocatedOverride, Stack, merge_overrides, site_limits
-from ..core.diagnostics import Diagnostic, Location
+from ..core.diagnostics import Location
 from ..core.overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse_override
+from ..core.problems import DuplicateKey, InvalidYaml, ReadProblem, SchemaViolation, TooManyVariants, UnknownModel
 from ..core.redaction import REDACTED, is_secret_name
 from ..core.variants import collapse_variants, expand
-from ..rules.rf_recipe import (
-    DUPLICATE_KEY,
-    INVALID_YAML,
-    RECIPE_SCHEMA,
-    TOO_MANY_VARIANTS,
-    UNKNOWN_MODEL,
-)
 from ..schema import SCHEMA_DIR
 from . import yaml_nodes
 from .files import TextFile
@@ -51,7 +45,7 @@ class Recipe:
 @dataclass(slots=True)
 class RecipeRead:
     recipe: Recipe | None
-    diagnostics: list[Diagnostic]
+    problems: list[ReadProblem]  # turned into findings by the RF rules (`rules/rf_recipe.py`)
 
 
 @cache
@@ -74,7 +68,7 @@ def _mark_location(source: TextFile, mark: yaml.Mark) -> Location:
     return Location(source.path, len(lines), len(lines[-1]) + 1)
 
 
-def _schema_errors(source: TextFile, root: yaml.Node, data: Any) -> tuple[list[Diagnostic], list[tuple]]:
+def _schema_errors(source: TextFile, root: yaml.Node, data: Any) -> tuple[list[SchemaViolation], list[tuple]]:
     """RF001 for every schema violation, and the paths of the values that violate it."""
     from sapo_toolkit.schemas.recipe_validator import (  # generated; stdlib only
         JsonSchemaValueException,
@@ -108,7 +102,7 @@ def _schema_errors(source: TextFile, root: yaml.Node, data: Any) -> tuple[list[D
             node = nodes.key_node(node, error.instance) or node
         if is_secret_name(where):  # jsonschema quotes the value: `['hf_...'] is not of type 'string', ...`
             message = message.replace(repr(error.instance), REDACTED)
-        out.append(RECIPE_SCHEMA.diagnostic(_location(source.path, node), f"{where}: {message}"))
+        out.append(SchemaViolation(location=_location(source.path, node), where=where, message=message))
     return out, paths
 
 
@@ -199,11 +193,7 @@ def _env(path: str, loader, mapping: yaml.Node | None) -> dict[str, EnvVar]:
     return out
 
 
-MODEL_RULES = ("rules that need the model's shape: the topology rules from TP003, and the memory and checkpoint estimate "
-               "(MEM001, MEM002, CK001, CK002)")
-
-
-def _model(source: TextFile, root, data: dict, base: list[LocatedOverride], diagnostics: list[Diagnostic]):
+def _model(source: TextFile, root, data: dict, base: list[LocatedOverride], problems: list[ReadProblem]):
     model = data.get("model") if isinstance(data.get("model"), dict) else {}
     path = model.get("path")
     for lo in base:
@@ -213,16 +203,14 @@ def _model(source: TextFile, root, data: dict, base: list[LocatedOverride], diag
         return find_model(path, model.get("card"), Path(source.path).parent)
     except ModelNotFound as exc:
         where = yaml_nodes.key_node(root, "model") or yaml_nodes.key_node(root, "overrides")
-        diagnostics.append(UNKNOWN_MODEL.diagnostic(
-            _location(source.path, where),
-            f"{exc}; skipped the {MODEL_RULES}. Name a shipped card with `model.card` or point `model.path` at a "
-            "directory holding config.json",
-        ))
+        problems.append(UnknownModel(location=_location(source.path, where), reason=str(exc),
+                                     remedy="Name a shipped card with `model.card` or point `model.path` at a "
+                                            "directory holding config.json"))
         return None
 
 
 def accelerator_levels(path: str, options: ReadOptions, hardware_spec=None, root=None
-                       ) -> tuple[list[AcceleratorLevel], list[Diagnostic]]:
+                       ) -> tuple[list[AcceleratorLevel], list[ReadProblem]]:
     """The places that name accelerators for one file, in order (`sources.hardware`): --accelerator, the recipe's
     `hardware.accelerator` (`root`: its YAML, for locations), `[tool.sapo-lint] accelerator`."""
     accelerator_node = yaml_nodes.child(yaml_nodes.child(root, "hardware"), "accelerator") if root is not None else None
@@ -237,8 +225,8 @@ def accelerator_levels(path: str, options: ReadOptions, hardware_spec=None, root
         (hardware_spec, "`hardware.accelerator`", RECIPE_FORM, in_recipe),
         (options.accelerator, "[tool.sapo-lint] accelerator", SETTINGS_FORM, lambda kind: Location(path)),
     ):
-        lv, diagnostics = level(spec, source, form, locate)
-        found.extend(diagnostics)
+        lv, problems = level(spec, source, form, locate)
+        found.extend(problems)
         if lv is not None:
             levels.append(lv)
     return levels, found
@@ -266,24 +254,23 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
         mark = exc.problem_mark or exc.context_mark
         loc = _mark_location(source, mark) if mark else Location(source.path)
         problem = " ".join(str(p) for p in (exc.context, exc.problem) if p)
-        return RecipeRead(None, [INVALID_YAML.diagnostic(loc, f"invalid YAML: {problem}")])
+        return RecipeRead(None, [InvalidYaml(location=loc, problem=problem)])
     except (yaml.YAMLError, yaml_nodes.AliasBomb, RecursionError) as exc:
-        return RecipeRead(None, [INVALID_YAML.diagnostic(Location(source.path), f"invalid YAML: {exc}")])
+        return RecipeRead(None, [InvalidYaml(location=Location(source.path), problem=str(exc))])
     try:
         duplicates = yaml_nodes.check_shape(root) if root is not None else []
         data = yaml_nodes.construct(loader, root) if root is not None else None
     except yaml_nodes.UnsupportedYaml as exc:
-        return RecipeRead(None, [INVALID_YAML.diagnostic(_location(source.path, exc.node), f"invalid YAML: {exc}")])
+        return RecipeRead(None, [InvalidYaml(location=_location(source.path, exc.node), problem=str(exc))])
     if not isinstance(data, dict):
-        return RecipeRead(None, [RECIPE_SCHEMA.diagnostic(Location(source.path), "a recipe is a YAML mapping")])
-    diagnostics, invalid = _schema_errors(source, root, data)
-    if diagnostics and not isinstance(data.get("overrides"), (dict, type(None))):
-        return RecipeRead(None, diagnostics)
+        return RecipeRead(None, [SchemaViolation(location=Location(source.path), message="a recipe is a YAML mapping")])
+    problems, invalid = _schema_errors(source, root, data)
+    if problems and not isinstance(data.get("overrides"), (dict, type(None))):
+        return RecipeRead(None, problems)
     data = _without(data, invalid)
     override_maps = {id(m) for m in _override_mappings(root)}  # SL008 reports repeated overrides, per command
-    diagnostics.extend(
-        DUPLICATE_KEY.diagnostic(_location(source.path, again), f"duplicate key `{again.value}` (first at line "
-                                 f"{first.start_mark.line + 1}): YAML keeps only the last one, so the first is ignored")
+    problems.extend(
+        DuplicateKey(location=_location(source.path, again), key=again.value, first_line=first.start_mark.line + 1)
         for mapping, first, again in duplicates if id(mapping) not in override_maps)
 
     stack_data = data.get("stack") if isinstance(data.get("stack"), dict) else {}
@@ -297,10 +284,10 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
 
     base = _overrides(source.path, loader, yaml_nodes.child(root, "overrides"))
     origin = _location(source.path, yaml_nodes.key_node(root, "overrides"))
-    model = _model(source, root, data, base, diagnostics)
+    model = _model(source, root, data, base, problems)
     hardware = data.get("hardware") if isinstance(data.get("hardware"), dict) else {}
     levels, found = accelerator_levels(source.path, options, hardware.get("accelerator"), root)
-    diagnostics.extend(found)
+    problems.extend(found)
     axes = []
     variants_node = yaml_nodes.child(root, "variants")
     for axis_key, axis_node in yaml_nodes.mapping_pairs(variants_node):
@@ -316,11 +303,9 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
                  **dict(options.cli_resources)}
     combinations, total = expand(axes)
     if total > len(combinations):
-        diagnostics.append(TOO_MANY_VARIANTS.diagnostic(
-            _location(source.path, yaml_nodes.key_node(root, "variants")),
-            f"{total:,} variant combinations; linted {len(combinations)}: the first value of every axis, each "
-            "single-axis change from it, then the rest in order"))
-    mismatches: list[list[Diagnostic]] = []
+        problems.append(TooManyVariants(location=_location(source.path, yaml_nodes.key_node(root, "variants")),
+                                        total=total, linted=len(combinations)))
+    mismatches: list[list[ReadProblem]] = []
     for label, chosen in combinations:
         overrides, env = list(base), dict(base_env)
         for extra, extra_env in chosen:
@@ -332,5 +317,5 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
         accelerator, mismatch = choose(command, levels)
         recipe.commands.append(command._replace(accelerator=accelerator))
         mismatches.append([mismatch] if mismatch else [])
-    diagnostics.extend(collapse_variants(mismatches, [c.variant for c in recipe.commands]))
-    return RecipeRead(recipe, diagnostics)
+    problems.extend(collapse_variants(mismatches, [c.variant for c in recipe.commands]))
+    return RecipeRead(recipe, problems)

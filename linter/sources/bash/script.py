@@ -23,14 +23,14 @@ from ...core.budget import check_time
 from ...core.command import Command, LocatedOverride, locate_override, merge_overrides, site_limits
 from ...core.diagnostics import Diagnostic, Location
 from ...core.overrides import OverrideSyntaxError, ParsedOverride, parse_override
+from ...core.problems import ReadProblem, UnknownModel
 from ...core.variants import MAX_VARIANTS, collapse_variants, expand
 from ...rules import reaches_model_rules
-from ...rules.rf_recipe import UNKNOWN_MODEL
 from ...rules.sh_script import BROKEN_CONTINUATION, ENVIRONMENT_INPUTS, PASSTHROUGH, SYNTAX, UNRESOLVED
 from ...schema import entrypoints
 from ..files import TextFile
 from ..hardware import choose
-from ..recipe import DEFAULT_CONFIG_NAME, MODEL_RULES, ReadOptions, accelerator_levels
+from ..recipe import DEFAULT_CONFIG_NAME, ReadOptions, accelerator_levels
 from .conditions import GLOB_CHAR, switch_variable
 from .interpreter import Interpreter
 from .markers import ARGUMENTS, Marks, construct_text, environment_name, markers, readable
@@ -41,6 +41,7 @@ from .trainer_call import TrainerCallFinder
 # rules leave it alone while key rules still apply.
 UNRESOLVED_VALUE = "${oc.env:SAPO_LINT_UNRESOLVED}"
 # `var=${SRC:-default}`, `var=${SRC-default}`, `var="$SRC"`: the value is the caller's SRC (or the default).
+MODEL_PATH_OVERRIDE = "--override actor_rollout_ref.model.path=DIR (a directory holding config.json)"
 _ALIAS = re.compile(r'"?\$(?:\{(?P<braced>[A-Za-z_]\w*)(?::?-[^}]*)?\}|(?P<plain>[A-Za-z_]\w*))"?')
 
 
@@ -49,7 +50,8 @@ class ScriptRead:
     """A run script read: a command per trainer call per variant, and what was reported while reading it."""
 
     commands: list[Command]
-    diagnostics: list[Diagnostic]
+    # the SH rules' diagnostics, and the problems the RF rules turn into findings (`rules/rf_recipe.py`)
+    diagnostics: list[Diagnostic | ReadProblem]
     verl_version: str | None = None
     switches: dict[str, list[str | None]] = field(default_factory=dict)  # variable -> values enumerated
 
@@ -411,7 +413,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     default_env = {var: vals[i] for (var, vals), i in zip(axes, defaults) if var in free}
     if free:
         default = run(default_env, {})
-    diagnostics: list[Diagnostic] = _broken_continuations(parsed, source.path)
+    diagnostics: list[Diagnostic | ReadProblem] = _broken_continuations(parsed, source.path)
     chosen, total = expand([[(f"{var}={v if v is not None else 'unset'}", (var, v)) for v in vals] for var, vals in axes],
                            defaults)
     runs, cut = _variants(chosen, default, default_env, run, free)
@@ -431,8 +433,8 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     entry = entrypoints(verl_version)
     branches = _BranchFinder(parsed)
     commands: list[Command] = []
-    per_variant: list[list[Diagnostic]] = []
-    models: dict[str | None, tuple[object, Diagnostic | None]] = {}
+    per_variant: list[list[Diagnostic | ReadProblem]] = []
+    models: dict[str | None, tuple[object, UnknownModel | None]] = {}
     inputs: dict[str, Location] = {}  # unresolved construct -> where it first reaches the trainer
     known: dict[tuple[str, Location], LocatedOverride] = {}
     for label, ev in runs:
@@ -466,7 +468,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
             if not reaches_model_rules(tr.module):  # an SFT or eval entry: no rule needs the model (no RF005)
                 model = None
             elif path_lo is not None and path_lo.unresolved:
-                found.append(UNKNOWN_MODEL.diagnostic(path_lo.location, _unknown_model_path(path_lo)))
+                found.append(_unknown_model_path(path_lo))
                 model = None
             else:
                 mpath = path_lo.parsed.value if path_lo else None
@@ -495,21 +497,19 @@ def _model(path_lo: LocatedOverride | None, call: Location, base_dir: Path):
     from ...catalog import ModelNotFound, find_model  # the model cards: only when a script names a model
 
     if path_lo is None:
-        return None, UNKNOWN_MODEL.diagnostic(call, f"the trainer command sets no `actor_rollout_ref.model.path`; "
-                                                    f"skipped the {MODEL_RULES}. Pass it with --override "
-                                                    "actor_rollout_ref.model.path=DIR (a directory holding config.json)")
+        return None, UnknownModel(location=call, reason="the trainer command sets no `actor_rollout_ref.model.path`",
+                                  remedy=f"Pass it with {MODEL_PATH_OVERRIDE}")
     try:
         return find_model(path_lo.parsed.value, None, base_dir), None
     except ModelNotFound as exc:
-        return None, UNKNOWN_MODEL.diagnostic(path_lo.location, f"{exc}; skipped the {MODEL_RULES}. Point "
-                                                                "actor_rollout_ref.model.path at a directory holding "
-                                                                "config.json")
+        return None, UnknownModel(location=path_lo.location, reason=str(exc),
+                                  remedy="Point actor_rollout_ref.model.path at a directory holding config.json")
 
 
-def _unknown_model_path(lo: LocatedOverride) -> str:
+def _unknown_model_path(lo: LocatedOverride) -> UnknownModel:
     constructs = ", ".join(f"`{construct_text(u)}`" for u in lo.unresolved)
-    return (f"the model path is not known statically (it uses {constructs}); skipped the {MODEL_RULES}. Pass the path with --override "
-            "actor_rollout_ref.model.path=DIR (a directory holding config.json)")
+    return UnknownModel(location=lo.location, reason=f"the model path is not known statically (it uses {constructs})",
+                        remedy=f"Pass the path with {MODEL_PATH_OVERRIDE}")
 
 
 def _variants(chosen, default: TrainerCallFinder, default_env: dict[str, str], run, free: set[str]
