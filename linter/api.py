@@ -17,8 +17,7 @@ from .core.diagnostics import Diagnostic, Location, Severity
 from .core.variants import collapse_variants, matches
 from .engine import LintContext, Suggestions, lint_command
 from .engine import resolve as resolve_against
-from .rulekit.registry import finding_of
-from .rules import load_rules, without_superseded
+from .rules import findings, load_rules, without_superseded
 from .rules.rf_recipe import RECIPE_SCHEMA, UNKNOWN_VERSION
 from .schema import (
     DEFAULT_MBRIDGE,
@@ -91,13 +90,13 @@ def load_text(source: TextFile, options: ReadOptions) -> Loaded | None:
         from .sources.bash import read_script  # tree-sitter only when a script is linted
 
         script = read_script(source, options)
-        return Loaded(source, "script", script.commands, [finding_of(d) for d in script.diagnostics],
+        return Loaded(source, "script", script.commands, findings(script.problems),
                       script.verl_version or options.cli_verl or options.default_verl, Location(source.path))
     if not looks_like_recipe(source.text):
         return None
     read = read_recipe(source, options)
     recipe = read.recipe
-    return Loaded(source, "recipe", recipe.commands if recipe else [], [finding_of(p) for p in read.problems],
+    return Loaded(source, "recipe", recipe.commands if recipe else [], findings(read.problems),
                   recipe.verl_version if recipe else options.default_verl, _verl_key_location(source), recipe)
 
 

@@ -1,20 +1,19 @@
 """Shared test helpers (imported by test modules; conftest.py holds only fixtures)."""
 
-import dataclasses
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from sapo_toolkit.linter import api  # noqa: F401  (registers the RF rules' readers of source problems)
 from sapo_toolkit.linter.core.command import Stack, site_limits
 from sapo_toolkit.linter.engine import resolve
-from sapo_toolkit.linter.rulekit.registry import finding_of
+from sapo_toolkit.linter.rules import findings
 from sapo_toolkit.linter.schema import DEFAULT_MBRIDGE, DEFAULT_MEGATRON_CORE, load_snapshot
-from sapo_toolkit.linter.sources.bash import ScriptRead, read_script
+from sapo_toolkit.linter.sources.bash import read_script
 from sapo_toolkit.linter.sources.files import read_text
 from sapo_toolkit.linter.sources.recipe import ReadOptions, read_recipe
 
@@ -108,7 +107,9 @@ def composed(config_dir, config_name, overrides):
         return compose(config_name, overrides=overrides)
 
 
-def read_script_findings(source, options) -> ScriptRead:
-    """`read_script`, with the problems it returns turned into the rules' findings as `api.load_text` reports them."""
+def read_script_findings(source, options) -> SimpleNamespace:
+    """`read_script`'s result, with `diagnostics`: the problems it returns as the rules' findings, as
+    `api.load_text` reports them."""
     read = read_script(source, options)
-    return dataclasses.replace(read, diagnostics=[finding_of(d) for d in read.diagnostics])
+    return SimpleNamespace(commands=read.commands, verl_version=read.verl_version, switches=read.switches,
+                           diagnostics=findings(read.problems))

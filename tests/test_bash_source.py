@@ -10,8 +10,7 @@ import pytest
 
 from sapo_toolkit.linter.api import read_options
 from sapo_toolkit.linter.engine import lint_command
-from sapo_toolkit.linter.rulekit.registry import finding_of
-from sapo_toolkit.linter.rules import all_rules
+from sapo_toolkit.linter.rules import all_rules, findings
 from sapo_toolkit.linter.schema import entrypoints, load_snapshot
 from sapo_toolkit.linter.settings import Settings
 from sapo_toolkit.linter.sources.bash import UNRESOLVED_VALUE
@@ -508,7 +507,7 @@ def test_convert_lints_with_the_same_findings(name, tmp_path):
     text = out.read_text()
     assert yaml.safe_load(text)["recipe"] == "sapo-recipe/v1"
     recipe = read_recipe(TextFile(str(out), text), OPTIONS)
-    found = [finding_of(p) for p in recipe.problems]
+    found = findings(recipe.problems)
     assert not [d for d in found if d.code == "RF001"], found
     assert sorted(c.variant or "" for c in recipe.recipe.commands) == sorted(c.variant or "" for c in script.commands)
     # unparseable overrides are not carried over (the convert notes say so)

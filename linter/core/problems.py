@@ -84,3 +84,70 @@ class VariantDeviceMismatch(ReadProblem):
     accelerator_kind: str
     assumed: str
     fix_form: str  # how to name one per kind there, filled in
+
+
+@dataclass(frozen=True, kw_only=True)
+class BashSyntaxError(ReadProblem):
+    missing: str | None  # the node type bash needed there; None: unexpected text
+
+
+@dataclass(frozen=True, kw_only=True)
+class BrokenContinuation(ReadProblem):
+    """A command named like a Hydra override (`command`): a line break cut it from the command it belongs to."""
+
+    command: str
+    trainer_end: int | None = None  # the line the trainer command it was cut from ended at; None: no trainer before
+    cause: str = ""  # what cut it: "a comment line", "a blank line"
+    overrides: int = 0  # the words of the cut-off command
+
+
+@dataclass(frozen=True, kw_only=True)
+class Passthrough(ReadProblem):
+    """The trainer call passes the script's arguments through (`"$@"`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnvironmentInputs(ReadProblem):
+    """What the trainer's arguments take from outside the script (each as written, in order)."""
+
+    names: tuple[str, ...]  # environment variables
+    arguments: tuple[str, ...]  # the script's own arguments
+    computed: tuple[str, ...]  # what it computes when it runs
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unevaluated(ReadProblem):
+    """What the bash interpreter could not evaluate, in its words."""
+
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotAnOverride(ReadProblem):
+    argument: str  # as written, for messages
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnresolvedKey(ReadProblem):
+    key: str  # as written, for messages
+    constructs: tuple[str, ...]  # the constructs it uses
+
+
+@dataclass(frozen=True, kw_only=True)
+class VariantsSampled(ReadProblem):
+    total: int
+    axes: tuple[str, ...]
+    linted: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class UndecidedConditions(ReadProblem):
+    limit: int  # the variants evaluated at most
+    cut: int  # the ways through them not linted
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnknownEntryModule(ReadProblem):
+    module: str
+    verl_version: str
+    assumed: str  # the config name assumed instead

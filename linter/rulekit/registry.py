@@ -97,11 +97,9 @@ def reads(problem_type: type):
     return register
 
 
-def finding_of(item: Diagnostic | ReadProblem) -> Diagnostic:
-    """The diagnostic a source's problem is reported as, in the variant it was found in (a diagnostic: itself)."""
-    if isinstance(item, Diagnostic):
-        return item
-    return _READERS[type(item)](item).with_variant(item.variant)
+def finding_of(problem: ReadProblem) -> Diagnostic:
+    """The diagnostic a source's problem is reported as, in the variant it was found in."""
+    return _READERS[type(problem)](problem).with_variant(problem.variant)
 
 
 def source_rule(code: str, name: str, severity: Severity, *, summary: str, explanation: str, bad: str, good: str, module: str) -> Rule:

@@ -11,10 +11,11 @@ contract: never reuse or renumber one.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from importlib import import_module
 
 from ..core.diagnostics import Diagnostic
+from ..core.problems import ReadProblem
 from ..engine import Part, parts_run
 from ..rulekit import registry
 from ..rulekit.registry import Rule
@@ -125,6 +126,17 @@ def load_rules(enabled: Callable[[str], bool] = lambda code: True) -> list[Rule]
     for module in dict.fromkeys(MODULES[code] for code in codes):
         import_module(f"{__name__}.{module}")
     return [registry.RULES[code] for code in codes]
+
+
+# The family modules that turn what the sources find (`core.problems` records) into their rules' findings.
+PROBLEM_READERS = ("rf_recipe", "sh_script")
+
+
+def findings(problems: Iterable[ReadProblem]) -> list[Diagnostic]:
+    """The findings the sources' problems are reported as, each by the rule it belongs to (`@registry.reads`)."""
+    for module in PROBLEM_READERS:
+        import_module(f"{__name__}.{module}")
+    return [registry.finding_of(p) for p in problems]
 
 
 def without_superseded(found: list[Diagnostic]) -> list[Diagnostic]:

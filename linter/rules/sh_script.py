@@ -2,8 +2,20 @@
 verl-style run script statically, before any override is checked."""
 
 from ..core.diagnostics import Severity
+from ..core.problems import (
+    BashSyntaxError,
+    BrokenContinuation,
+    EnvironmentInputs,
+    NotAnOverride,
+    Passthrough,
+    UndecidedConditions,
+    Unevaluated,
+    UnknownEntryModule,
+    UnresolvedKey,
+    VariantsSampled,
+)
 from ..engine import LintContext
-from ..rulekit.registry import RULES, Finding, rule, source_rule
+from ..rulekit.registry import RULES, Finding, reads, rule, source_rule
 
 
 @rule(
@@ -127,3 +139,78 @@ ENVIRONMENT_INPUTS = source_rule(
     """,
     module=__name__,
 )
+
+
+@reads(Unevaluated)
+def _unevaluated(p: Unevaluated):
+    return UNRESOLVED.diagnostic(p.location, p.message)
+
+
+@reads(NotAnOverride)
+def _not_an_override(p: NotAnOverride):
+    return UNRESOLVED.diagnostic(p.location, f"`{p.argument}` is not a Hydra override; ignored")
+
+
+@reads(UnresolvedKey)
+def _unresolved_key(p: UnresolvedKey):
+    return UNRESOLVED.diagnostic(p.location, f"override key `{p.key}` uses {', '.join(f'`{u}`' for u in p.constructs)}, "
+                                 "which cannot be evaluated statically; the override is not checked")
+
+
+@reads(VariantsSampled)
+def _variants_sampled(p: VariantsSampled):
+    return UNRESOLVED.diagnostic(p.location, f"{p.total:,} variant combinations of {', '.join(p.axes)}; linted "
+                                 f"{p.linted}: the script's defaults, each single change from them, then the rest in "
+                                 "order")
+
+
+@reads(UndecidedConditions)
+def _undecided_conditions(p: UndecidedConditions):
+    return UNRESOLVED.diagnostic(p.location, f"conditions that cannot be decided statically give more than {p.limit} "
+                                 f"variants; {p.cut:,} ways through them are not linted")
+
+
+@reads(UnknownEntryModule)
+def _unknown_entry_module(p: UnknownEntryModule):
+    return UNRESOLVED.diagnostic(p.location, f"entry module `{p.module}` has no `@hydra.main` in verl {p.verl_version}; "
+                                 f"assumed `{p.assumed}`")
+
+
+@reads(BashSyntaxError)
+def _syntax_error(p: BashSyntaxError):
+    what = f"missing `{p.missing}`" if p.missing is not None else "unexpected text"
+    return SYNTAX.diagnostic(p.location, f"bash syntax error: {what} at line {p.location.line}, column "
+                             f"{p.location.column}")
+
+
+@reads(BrokenContinuation)
+def _broken_continuation(p: BrokenContinuation):
+    if p.trainer_end is not None:
+        message = (f"`{p.command}` starts a command of its own: the trainer command ended at line {p.trainer_end}, "
+                   f"where {p.cause} after its trailing `\\` cut it, so the {p.overrides} override(s) from line "
+                   f"{p.location.line} on never reach verl, which trains without them; bash then fails with `command "
+                   "not found`. Remove the line break")
+    else:
+        message = (f"`{p.command}` is run as a command, not passed to a trainer: a line break ended the command it "
+                   "belongs to, so it never reaches verl; bash fails with `command not found`")
+    return BROKEN_CONTINUATION.diagnostic(p.location, message)
+
+
+@reads(Passthrough)
+def _passthrough(p: Passthrough):
+    return PASSTHROUGH.diagnostic(p.location, "the trainer command passes the script's arguments through (`\"$@\"`); "
+                                  "overrides given at run time are not checked (pass them with --override)")
+
+
+@reads(EnvironmentInputs)
+def _environment_inputs(p: EnvironmentInputs):
+    parts = []
+    if p.names:
+        parts.append(f"the environment it runs in ({', '.join(f'${n}' for n in p.names)})")
+    if p.arguments:
+        parts.append(f"its own arguments ({', '.join(f'`{a}`' for a in p.arguments)})")
+    if p.computed:
+        parts.append(f"what it computes when it runs ({', '.join(f'`{c}`' for c in p.computed)})")
+    return ENVIRONMENT_INPUTS.diagnostic(p.location, f"the trainer's arguments take values from {', '.join(parts)}; "
+                                         "they are checked by key only (pass real values with --override to check "
+                                         "them)")

@@ -21,12 +21,24 @@ from pathlib import Path
 
 from ...core.budget import check_time
 from ...core.command import Command, LocatedOverride, locate_override, merge_overrides, site_limits
-from ...core.diagnostics import Diagnostic, Location
+from ...core.diagnostics import Location
 from ...core.overrides import OverrideSyntaxError, ParsedOverride, parse_override
-from ...core.problems import ReadProblem, UnknownModel
+from ...core.problems import (
+    BashSyntaxError,
+    BrokenContinuation,
+    EnvironmentInputs,
+    NotAnOverride,
+    Passthrough,
+    ReadProblem,
+    UndecidedConditions,
+    Unevaluated,
+    UnknownEntryModule,
+    UnknownModel,
+    UnresolvedKey,
+    VariantsSampled,
+)
 from ...core.variants import MAX_VARIANTS, collapse_variants, expand
 from ...rules import reaches_model_rules
-from ...rules.sh_script import BROKEN_CONTINUATION, ENVIRONMENT_INPUTS, PASSTHROUGH, SYNTAX, UNRESOLVED
 from ...schema import entrypoints
 from ..files import TextFile
 from ..hardware import choose
@@ -50,8 +62,7 @@ class ScriptRead:
     """A run script read: a command per trainer call per variant, and what was reported while reading it."""
 
     commands: list[Command]
-    # the SH rules' diagnostics, and the problems the RF rules turn into findings (`rules/rf_recipe.py`)
-    diagnostics: list[Diagnostic | ReadProblem]
+    problems: list[ReadProblem]  # turned into findings by the SH and RF rules (`rules/sh_script.py`, `rf_recipe.py`)
     verl_version: str | None = None
     switches: dict[str, list[str | None]] = field(default_factory=dict)  # variable -> values enumerated
 
@@ -194,22 +205,20 @@ def _through_aliases(named: dict[str, list[str]], aliases: dict[str, str]) -> di
     return {var: list(values) for var, values in out.items()}
 
 
-def _syntax_errors(path: str, root, lines: list[bytes]) -> list[Diagnostic]:
+def _syntax_errors(path: str, root, lines: list[bytes]) -> list[BashSyntaxError]:
     out = []
     stack = [root]
     while stack and len(out) < 10:
         n = stack.pop()
         if n.is_missing or n.type == "ERROR":
-            loc = node_location(path, lines, n)
-            what = f"missing `{n.type}`" if n.is_missing else "unexpected text"
-            out.append(SYNTAX.diagnostic(loc, f"bash syntax error: {what} at line {loc.line}, column {loc.column}"))
+            out.append(BashSyntaxError(location=node_location(path, lines, n), missing=n.type if n.is_missing else None))
             continue
         if n.has_error:
             stack.extend(reversed(n.children))
     return out
 
 
-def _located_override(text: str, loc: Location, marks: dict[str, str], diagnostics: list[Diagnostic],
+def _located_override(text: str, loc: Location, marks: dict[str, str], problems: list[ReadProblem],
                       branches: tuple[int, ...], known: dict[tuple[str, Location], LocatedOverride]
                       ) -> LocatedOverride | None:
     """One argument of the trainer call. An unresolved key is SH001 here (nothing about it can be checked); an
@@ -219,9 +228,7 @@ def _located_override(text: str, loc: Location, marks: dict[str, str], diagnosti
     key_text = text.split("=", 1)[0]
     shown = readable(text, marks)
     if markers(key_text, marks):
-        diagnostics.append(UNRESOLVED.diagnostic(
-            loc, f"override key `{readable(key_text, marks)}` uses {', '.join(f'`{u}`' for u in used)}, "
-                 "which cannot be evaluated statically; the override is not checked"))
+        problems.append(UnresolvedKey(location=loc, key=readable(key_text, marks), constructs=used))
         return None
     if used:
         try:
@@ -235,24 +242,15 @@ def _located_override(text: str, loc: Location, marks: dict[str, str], diagnosti
     return known[text, loc]
 
 
-def _environment_inputs(path: str, used: dict[str, Location]) -> Diagnostic | None:
+def _environment_inputs(path: str, used: dict[str, Location]) -> EnvironmentInputs | None:
     """SH004: what the trainer's arguments take from outside the script, once per file."""
     if not used:
         return None
     names = sorted({n for n in map(environment_name, used) if n is not None})
     arguments = [construct_text(u) for u in used if u.endswith(f"({ARGUMENTS})")]
     computed = [construct_text(u) for u in used if environment_name(u) is None and construct_text(u) not in arguments]
-    parts = []
-    if names:
-        parts.append(f"the environment it runs in ({', '.join(f'${n}' for n in names)})")
-    if arguments:
-        parts.append(f"its own arguments ({', '.join(f'`{a}`' for a in arguments)})")
-    if computed:
-        parts.append(f"what it computes when it runs ({', '.join(f'`{c}`' for c in computed)})")
     first = min(used.values(), key=lambda loc: (loc.line, loc.column))
-    return ENVIRONMENT_INPUTS.diagnostic(first, f"the trainer's arguments take values from {', '.join(parts)}; they "
-                                                "are checked by key only (pass real values with --override to "
-                                                "check them)")
+    return EnvironmentInputs(location=first, names=tuple(names), arguments=tuple(arguments), computed=tuple(computed))
 
 
 @dataclass(slots=True)
@@ -260,7 +258,7 @@ class _Parsed:
     src: bytes
     lines: list[bytes]
     root: object  # the tree-sitter root node
-    errors: list[Diagnostic]  # SH002, at most 10
+    errors: list[BashSyntaxError]  # at most 10
 
 
 def _parse(source: TextFile) -> _Parsed:
@@ -274,7 +272,7 @@ def _parse(source: TextFile) -> _Parsed:
 _OVERRIDE_AS_COMMAND = re.compile(r"^(?:(?:\+\+|\+)?[A-Za-z_][\w-]*(?:\.[\w-]+)+(?:@[\w.]+)?=|~[A-Za-z_][\w-]*(?:\.[\w-]+)+$)")
 
 
-def _broken_continuations(parsed: _Parsed, path: str) -> list[Diagnostic]:
+def _broken_continuations(parsed: _Parsed, path: str) -> list[BrokenContinuation]:
     """SH005: commands whose name is a Hydra override, each with the trainer command a line break cut it from."""
     out = []
     # each node with the named sibling before it that is no comment: found in one pass over its parent's children
@@ -298,15 +296,10 @@ def _broken_continuations(parsed: _Parsed, path: str) -> list[Diagnostic]:
             end = before.end_point[0] + 1
             between = [parsed.lines[i].strip() for i in range(end, where.line - 1)]
             cause = "a comment line" if any(line.startswith(b"#") for line in between) else "a blank line"
-            message = (f"`{written}` starts a command of its own: the trainer command "
-                       f"ended at line {end}, where {cause} after its trailing `\\` cut it, so the {words} "
-                       f"override(s) from line {where.line} on never reach verl, which trains without them; bash then "
-                       "fails with `command not found`. Remove the line break")
+            out.append(BrokenContinuation(location=where, command=written, trainer_end=end, cause=cause,
+                                          overrides=words))
         else:
-            message = (f"`{written}` is run as a command, not passed to a trainer: a line "
-                       "break ended the command it belongs to, so it never reaches verl; bash fails with `command not "
-                       "found`")
-        out.append(BROKEN_CONTINUATION.diagnostic(where, message))
+            out.append(BrokenContinuation(location=where, command=written))
     return out
 
 
@@ -413,55 +406,49 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     default_env = {var: vals[i] for (var, vals), i in zip(axes, defaults) if var in free}
     if free:
         default = run(default_env, {})
-    diagnostics: list[Diagnostic | ReadProblem] = _broken_continuations(parsed, source.path)
+    problems: list[ReadProblem] = _broken_continuations(parsed, source.path)
     chosen, total = expand([[(f"{var}={v if v is not None else 'unset'}", (var, v)) for v in vals] for var, vals in axes],
                            defaults)
     runs, cut = _variants(chosen, default, default_env, run, free)
     if total > len(chosen):
-        diagnostics.append(UNRESOLVED.diagnostic(Location(source.path), f"{total:,} variant combinations of "
-                                                 f"{', '.join(v for v, _ in axes)}; linted {len(chosen)}: the script's "
-                                                 "defaults, each single change from them, then the rest in order"))
+        problems.append(VariantsSampled(location=Location(source.path), total=total,
+                                           axes=tuple(v for v, _ in axes), linted=len(chosen)))
     if cut:
-        diagnostics.append(UNRESOLVED.diagnostic(Location(source.path), f"conditions that cannot be decided "
-                                                 f"statically give more than {MAX_VARIANTS} variants; {cut:,} ways "
-                                                 "through them are not linted"))
+        problems.append(UndecidedConditions(location=Location(source.path), limit=MAX_VARIANTS, cut=cut))
     if not runs:
         runs = [(None, default)]
 
     levels, unknown_accelerators = accelerator_levels(source.path, options)
-    diagnostics.extend(unknown_accelerators)
+    problems.extend(unknown_accelerators)
     entry = entrypoints(verl_version)
     branches = _BranchFinder(parsed)
     commands: list[Command] = []
-    per_variant: list[list[Diagnostic | ReadProblem]] = []
+    per_variant: list[list[ReadProblem]] = []
     models: dict[str | None, tuple[object, UnknownModel | None]] = {}
     inputs: dict[str, Location] = {}  # unresolved construct -> where it first reaches the trainer
     known: dict[tuple[str, Location], LocatedOverride] = {}
     for label, ev in runs:
         check_time(f"assembling the trainer call of {label or 'the script'}")
-        found = [UNRESOLVED.diagnostic(u.location, u.message) for u in ev.unevaluated]
+        found: list[ReadProblem] = [Unevaluated(location=u.location, message=u.message) for u in ev.unevaluated]
         for tr in ev.trainers:
             overrides = []
             for text, loc in tr.args:
                 for ch in markers(text, marks):
                     inputs.setdefault(marks[ch], loc)
                 if text.startswith("-"):
-                    found.append(UNRESOLVED.diagnostic(loc, f"`{readable(text, marks)}` is not a Hydra override; "
-                                                       "ignored"))
+                    found.append(NotAnOverride(location=loc, argument=readable(text, marks)))
                     continue
                 lo = _located_override(text, loc, marks, found, branches(loc), known)
                 if lo is not None:
                     overrides.append(lo)
             if tr.passthrough is not None:
-                found.append(PASSTHROUGH.diagnostic(tr.passthrough, "the trainer command passes the script's "
-                                                    "arguments through (`\"$@\"`); overrides given at run time are "
-                                                    "not checked (pass them with --override)"))
+                found.append(Passthrough(location=tr.passthrough))
             config_name = tr.config_name
             if config_name is None:
                 config_name = entry.get(tr.module)
                 if config_name is None:
-                    found.append(UNRESOLVED.diagnostic(tr.node_loc, f"entry module `{tr.module}` has no "
-                                                       f"`@hydra.main` in verl {verl_version}; assumed `{DEFAULT_CONFIG_NAME}`"))
+                    found.append(UnknownEntryModule(location=tr.node_loc, module=tr.module, verl_version=verl_version,
+                                                    assumed=DEFAULT_CONFIG_NAME))
                     config_name = DEFAULT_CONFIG_NAME
             path_lo = next((lo for lo in overrides if lo.parsed and lo.parsed.key == "actor_rollout_ref.model.path"
                             and isinstance(lo.parsed.value, str)), None)
@@ -485,11 +472,11 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
             if mismatch is not None:
                 found.append(mismatch)
         per_variant.append(list(dict.fromkeys(found)))
-    diagnostics.extend(collapse_variants(per_variant, [label for label, _ in runs]))
+    problems.extend(collapse_variants(per_variant, [label for label, _ in runs]))
     environment = _environment_inputs(source.path, inputs)
     if environment is not None:
-        diagnostics.append(environment)
-    return ScriptRead(commands, diagnostics, verl_version, {var: vals for var, vals in axes})
+        problems.append(environment)
+    return ScriptRead(commands, problems, verl_version, {var: vals for var, vals in axes})
 
 
 def _model(path_lo: LocatedOverride | None, call: Location, base_dir: Path):
