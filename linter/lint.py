@@ -15,6 +15,7 @@ from typing import NamedTuple
 from . import api
 from .core.budget import FILE_TIME_BUDGET_S, OutOfTime, time_budget
 from .core.diagnostics import Diagnostic, Location
+from .rules import findings
 from .rules.rf_recipe import INTERNAL_ERROR, NOT_LINTABLE, TIME_BUDGET, UNREADABLE_FILE
 from .rules.sh_shellcheck import SAID_BETTER_BY, reported_by_default
 from .settings import Settings, SettingsFinder
@@ -309,9 +310,10 @@ def _split_lines(loaded: api.Loaded) -> set[int]:
 
 
 def _shellcheck(scripts: list[Path]) -> dict[str, list[Diagnostic]]:
-    from .sources.shellcheck import shellcheck_diagnostics  # only when scripts are linted
+    from .sources.shellcheck import shellcheck_problems  # only when scripts are linted
 
-    return shellcheck_diagnostics(scripts)
+    return {path: sorted(findings(found), key=Diagnostic.sort_key)
+            for path, found in shellcheck_problems(scripts).items()}
 
 
 def _shellcheck_text(source: TextFile) -> list[Diagnostic]:

@@ -10,12 +10,14 @@ from types import SimpleNamespace
 import pytest
 
 from sapo_toolkit.linter.core.command import Stack, site_limits
+from sapo_toolkit.linter.core.diagnostics import Diagnostic
 from sapo_toolkit.linter.engine import resolve
 from sapo_toolkit.linter.rules import findings
 from sapo_toolkit.linter.schema import DEFAULT_MBRIDGE, DEFAULT_MEGATRON_CORE, load_snapshot
 from sapo_toolkit.linter.sources.bash import read_script
 from sapo_toolkit.linter.sources.files import read_text
 from sapo_toolkit.linter.sources.recipe import ReadOptions, read_recipe
+from sapo_toolkit.linter.sources.shellcheck import shellcheck_problems
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -113,3 +115,10 @@ def read_script_findings(source, options) -> SimpleNamespace:
     read = read_script(source, options)
     return SimpleNamespace(commands=read.commands, verl_version=read.verl_version, switches=read.switches,
                            diagnostics=findings(read.problems))
+
+
+def shellcheck_findings(paths, **options) -> dict[str, list[Diagnostic]]:
+    """`sources.shellcheck.shellcheck_problems` as sapo-lint reports them (`linter/rules/sh_shellcheck.py`), per
+    path in order."""
+    return {path: sorted(findings(found), key=Diagnostic.sort_key)
+            for path, found in shellcheck_problems(paths, **options).items()}

@@ -13,6 +13,7 @@ import pytest
 
 from sapo_toolkit.linter.sources import shellcheck as sc
 
+from .helpers import shellcheck_findings
 from .hostile_corpus import nested_directories, remove_chain
 
 SAPO_LINT = str(Path(sys.executable).with_name("sapo-lint"))
@@ -82,10 +83,10 @@ def test_a_transient_failure_is_not_cached(tmp_path, monkeypatch):
     script = tmp_path / "run_a_megatron.sh"
     script.write_text("#!/bin/bash\necho $1\n")
     monkeypatch.setattr(sc, "_invoke", lambda command, keys: sc.TransientFailure("shellcheck was killed by SIGKILL"))
-    (first,) = sc.shellcheck_diagnostics([script], cache_dir=tmp_path / "cache")[str(script)]
+    (first,) = shellcheck_findings([script], cache_dir=tmp_path / "cache")[str(script)]
     assert first.code == "SH100" and "SIGKILL" in first.message
     monkeypatch.undo()
-    again = sc.shellcheck_diagnostics([script], cache_dir=tmp_path / "cache")[str(script)]
+    again = shellcheck_findings([script], cache_dir=tmp_path / "cache")[str(script)]
     assert "SH2086" in [d.code for d in again]
 
 

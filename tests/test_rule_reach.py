@@ -12,9 +12,6 @@ from sapo_toolkit.linter.rules.rf_recipe import MODEL_RULES
 LINTER = Path(__file__).resolve().parents[1] / "linter"
 # sapo-lint's codes, and shellcheck's findings as it reports them (SH<SC number>: selected and ignored like them)
 RULE_CODE = re.compile(r"^((SL|SP|TP|RC|BS|MEM|CK|NM|PF|SH|RF|OP)\d{3}|SH\d{4})$")
-# Sources that still build a rule's diagnostics themselves (issue 19, deliverable 5: sources return typed read
-# problems and the RF/SH/NM rule files turn them into findings). Remove each entry when its source stops.
-STILL_REPORTING_SOURCES = {"sources/shellcheck.py"}  # SH100: shellcheck that fails or runs out of time or memory
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -39,7 +36,7 @@ def test_no_module_outside_the_rules_names_a_rule_code_in_its_logic(tmp_path):
     found = {}
     for path in sorted(LINTER.rglob("*.py")):
         relative = path.relative_to(LINTER).as_posix()
-        if relative.startswith("rules/") or relative in STILL_REPORTING_SOURCES:
+        if relative.startswith("rules/"):
             continue
         codes = rule_codes_in_logic(path)
         if codes:

