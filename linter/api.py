@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .core.command import Command, LocatedOverride, Stack, locate_override, site_limits
-from .core.diagnostics import Diagnostic, Location, Severity
+from .core.diagnostics import Diagnostic, Location
+from .core.problems import NoSnapshot
 from .core.variants import collapse_variants, matches
 from .engine import LintContext, Suggestions, lint_command
 from .engine import resolve as resolve_against
 from .rules import findings, load_rules, without_superseded
-from .rules.rf_recipe import RECIPE_SCHEMA, UNKNOWN_VERSION
+from .rules.rf_recipe import RECIPE_SCHEMA
 from .schema import (
     DEFAULT_MBRIDGE,
     DEFAULT_MEGATRON_CORE,
@@ -131,21 +132,19 @@ def select(commands: list[Command], wanted: Iterable[str]) -> list[Command]:
 def _lint_commands(loaded: Loaded, rules) -> list[Diagnostic]:
     """Every command (variant) against its config's snapshot, findings collapsed over the variants."""
     snapshots: dict[str, Snapshot] = {}
-    unchecked: list[Diagnostic] = []
+    unchecked: list[NoSnapshot] = []
     try:
         for name in dict.fromkeys(c.config_name for c in loaded.commands):
             try:
                 snapshots[name] = load_snapshot(loaded.verl_version, name)
             except ConfigNotInSnapshot as exc:  # the version is known: the other configs are still checked
-                unchecked.append(UNKNOWN_VERSION.diagnostic(
-                    loaded.version_location, f"{exc}: the overrides of its commands are not checked",
-                    severity=Severity.INFO))
+                unchecked.append(NoSnapshot(location=loaded.version_location, reason=str(exc), config_only=True))
     except SnapshotNotFound as exc:
-        return [UNKNOWN_VERSION.diagnostic(loaded.version_location, str(exc))]
+        return findings([NoSnapshot(location=loaded.version_location, reason=str(exc))])
     checked = [c for c in loaded.commands if c.config_name in snapshots]
     suggestions = Suggestions()  # the file's variants share its did-you-mean suggestions
     per_variant = [without_superseded(lint_command(c, snapshots[c.config_name], rules, suggestions)) for c in checked]
-    return unchecked + collapse_variants(per_variant, [c.variant for c in checked])
+    return findings(unchecked) + collapse_variants(per_variant, [c.variant for c in checked])
 
 
 def _verl_key_location(source: TextFile) -> Location:

@@ -15,8 +15,8 @@ from typing import NamedTuple
 from . import api
 from .core.budget import FILE_TIME_BUDGET_S, OutOfTime, time_budget
 from .core.diagnostics import Diagnostic, Location
+from .core.problems import FileUnreadable, InternalError, NotLintable, OutOfTimeBudget
 from .rules import findings
-from .rules.rf_recipe import INTERNAL_ERROR, NOT_LINTABLE, TIME_BUDGET, UNREADABLE_FILE
 from .rules.sh_shellcheck import SAID_BETTER_BY, reported_by_default
 from .settings import Settings, SettingsFinder
 from .sources.files import TextFile, UnreadableFile, is_regular_file
@@ -115,7 +115,7 @@ def lint_paths(paths: list[Path], settings: Settings | SettingsFinder, cli_overr
     files, unlisted = discover(paths, settings_for)
     for directory, why in unlisted:
         result.unreadable += 1
-        diagnostics.append(UNREADABLE_FILE.diagnostic(Location(str(directory)), f"cannot list directory: {why}"))
+        diagnostics.extend(findings([FileUnreadable(location=Location(str(directory)), reason=why, directory=True)]))
     explicit = set(paths)
     scripts = [p for p in files if p.suffix in api.SCRIPT_SUFFIXES and is_regular_file(p)
                and settings_for(p).shellcheck]
@@ -130,7 +130,8 @@ def lint_paths(paths: list[Path], settings: Settings | SettingsFinder, cli_overr
             try:
                 loaded = api.load(path, options[id(file_settings)])
             except UnreadableFile as exc:
-                return FileOutcome(True, True, False, [UNREADABLE_FILE.diagnostic(Location(str(path)), str(exc))])
+                return FileOutcome(True, True, False, findings([FileUnreadable(location=Location(str(path)),
+                                                                              reason=str(exc))]))
             if loaded is None:
                 return _not_lintable(str(path)) if path in explicit else FileOutcome(False, False, False, [])
             return FileOutcome(True, False, False, _findings(loaded, file_settings, shellcheck.get(str(path), ())))
@@ -187,8 +188,7 @@ def _not_lintable(path: str) -> FileOutcome:
     like a clean result. Either way the file is not counted as checked."""
     if Path(path).suffix in api.RECIPE_SUFFIXES:
         return FileOutcome(False, False, True, [])
-    return FileOutcome(False, False, True, [NOT_LINTABLE.diagnostic(Location(path), f"no recipe or script: {path} "
-                       "(recipes are *.yaml/*.yml with a top-level `recipe:` key, run scripts *.sh)")])
+    return FileOutcome(False, False, True, findings([NotLintable(location=Location(path))]))
 
 
 def _within_budget(path: str, lint: Callable[[], FileOutcome]) -> FileOutcome:
@@ -199,12 +199,11 @@ def _within_budget(path: str, lint: Callable[[], FileOutcome]) -> FileOutcome:
         with time_budget(FILE_TIME_BUDGET_S):
             return lint()
     except OutOfTime as exc:
-        return FileOutcome(True, False, False, [TIME_BUDGET.diagnostic(
-            Location(path), f"linting stopped after {FILE_TIME_BUDGET_S:g} s, the time budget of one file, while "
-                            f"{exc.stage}; none of the file's findings is reported")])
+        return FileOutcome(True, False, False, findings([OutOfTimeBudget(location=Location(path),
+                                                                         limit_s=FILE_TIME_BUDGET_S, stage=exc.stage)]))
     except Exception as exc:  # noqa: BLE001 - one file's bug is that file's finding, not the end of the run
-        return FileOutcome(True, True, False, [INTERNAL_ERROR.diagnostic(
-            Location(path), f"internal error ({_raised_where(exc)}); the file is not checked: please report it")])
+        return FileOutcome(True, True, False, findings([InternalError(location=Location(path),
+                                                                       raised_where=_raised_where(exc))]))
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))

@@ -168,3 +168,31 @@ class ShellcheckNotRun(ReadProblem):
 
     reason: str
     info: bool = False  # not given the file on purpose (too large): a note, not an error
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileUnreadable(ReadProblem):
+    reason: str  # the one-line reason (`sources.files.UnreadableFile`, or the OS's)
+    directory: bool = False  # a directory that could not be listed
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotLintable(ReadProblem):
+    """A file named on the command line that is neither a recipe nor a run script (the location's path)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class OutOfTimeBudget(ReadProblem):
+    limit_s: float
+    stage: str  # what was being done when the time ran out
+
+
+@dataclass(frozen=True, kw_only=True)
+class InternalError(ReadProblem):
+    raised_where: str  # the exception's type and where in sapo-lint it was raised, not its message
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoSnapshot(ReadProblem):
+    reason: str  # `schema.SnapshotNotFound`'s or `ConfigNotInSnapshot`'s message
+    config_only: bool = False  # the version is known, one trainer config is not: its commands alone go unchecked

@@ -6,7 +6,12 @@ from ..core.diagnostics import Severity
 from ..core.problems import (
     AcceleratorKindMismatch,
     DuplicateKey,
+    FileUnreadable,
+    InternalError,
     InvalidYaml,
+    NoSnapshot,
+    NotLintable,
+    OutOfTimeBudget,
     SchemaViolation,
     TooManyVariants,
     UnknownAcceleratorName,
@@ -307,3 +312,34 @@ def _variant_device_mismatch(p: VariantDeviceMismatch):
         p.location, f"this variant runs on {KIND_NAMES[p.kind]} ({p.evidence}) but {p.source} names {p.accelerator}, "
         f"{KIND_NAMES[p.accelerator_kind]}: its memory is checked on {p.assumed} (assumed for {p.kind}) instead. "
         f"Name one accelerator per device kind: {p.fix_form}")
+
+
+@reads(FileUnreadable)
+def _file_unreadable(p: FileUnreadable):
+    return UNREADABLE_FILE.diagnostic(p.location, f"cannot list directory: {p.reason}" if p.directory else p.reason)
+
+
+@reads(NoSnapshot)
+def _no_snapshot(p: NoSnapshot):
+    if p.config_only:
+        return UNKNOWN_VERSION.diagnostic(p.location, f"{p.reason}: the overrides of its commands are not checked",
+                                          severity=Severity.INFO)
+    return UNKNOWN_VERSION.diagnostic(p.location, p.reason)
+
+
+@reads(NotLintable)
+def _not_lintable(p: NotLintable):
+    return NOT_LINTABLE.diagnostic(p.location, f"no recipe or script: {p.location.path} (recipes are *.yaml/*.yml "
+                                   "with a top-level `recipe:` key, run scripts *.sh)")
+
+
+@reads(OutOfTimeBudget)
+def _out_of_time(p: OutOfTimeBudget):
+    return TIME_BUDGET.diagnostic(p.location, f"linting stopped after {p.limit_s:g} s, the time budget of one file, "
+                                  f"while {p.stage}; none of the file's findings is reported")
+
+
+@reads(InternalError)
+def _internal_error(p: InternalError):
+    return INTERNAL_ERROR.diagnostic(p.location, f"internal error ({p.raised_where}); the file is not checked: please "
+                                     "report it")
