@@ -19,6 +19,19 @@ def verl_config_dir(tmp_path_factory) -> Path:
     return out / "verl" / "trainer" / "config"
 
 
+@pytest.fixture(scope="session")
+def ray_address():
+    """One real local Ray head (with the Jobs API) for every test that submits to a cluster."""
+    pytest.importorskip("ray.job_submission", reason="ray is not installed: pip install 'sapo-toolkit[ray]'")
+    from . import ray_cluster
+
+    head = ray_cluster.start()
+    try:
+        yield head.address
+    finally:
+        left = ray_cluster.stop(head)
+        assert not left, f"Ray processes left behind: {left}"
+
 
 @pytest.fixture
 def lint_text(tmp_path):

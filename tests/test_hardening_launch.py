@@ -18,7 +18,6 @@ from sapo_toolkit.launcher.plan import redact_urls
 
 from .helpers import REPO
 from .test_launch_local import fake_recipe, launch, launcher, only_run_dir
-from .test_launch_ray import ray_address  # noqa: F401 - the real Ray head the end-to-end tests submit to
 
 pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
 
@@ -178,7 +177,7 @@ def test_a_link_out_of_the_working_dir_refuses_it(tmp_path, listing):
                                                    if p.is_file())
 
 
-def test_a_link_out_of_the_working_dir_is_refused_before_submitting(tmp_path, ray_address):  # noqa: F811
+def test_a_link_out_of_the_working_dir_is_refused_before_submitting(tmp_path, ray_address):
     from ray.job_submission import JobSubmissionClient
 
     root = linked_tree(tmp_path)

@@ -160,19 +160,6 @@ def test_a_run_directory_without_a_job_is_one_line(tmp_path):
 
 # -- against a real Ray head ---------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="session")
-def ray_address():
-    pytest.importorskip("ray.job_submission", reason="ray is not installed: pip install 'sapo-toolkit[ray]'")
-    from . import ray_cluster
-
-    head = ray_cluster.start()
-    try:
-        yield head.address
-    finally:
-        left = ray_cluster.stop(head)
-        assert not left, f"Ray processes left behind: {left}"
-
-
 @pytest.fixture
 def client(ray_address):
     from ray.job_submission import JobSubmissionClient
