@@ -80,6 +80,6 @@ def _write_in_place(target: Path, data: bytes, mode: int) -> None:
         os.set_blocking(fd, True)
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
     finally:
         os.close(fd)

@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.hostile_corpus import DEEP, generate, remove_chain
+from tests.hostile_corpus import DEEP, generate, remove_chain  # noqa: E402 (the repository on sys.path first)
 
 
 def main() -> int:
@@ -36,8 +36,13 @@ def main() -> int:
         inputs = generate(root)
         env = {**os.environ, "SAPO_LINT_CACHE_DIR": str(Path(scratch) / "cache")}
         started = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "sapo_toolkit.linter", "--format", "json", "."], cwd=root,
-                              env=env, capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "sapo_toolkit.linter", "--format", "json", "."],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         wall = time.perf_counter() - started
         remove_chain(root, DEEP)
     peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024

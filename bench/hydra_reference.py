@@ -24,8 +24,14 @@ def write_overrides(plan: Path, recipes: list[Path]) -> None:
     variants = []
     for recipe in recipes:
         for command in api.load(recipe, options).commands:
-            variants.append({"recipe": recipe.name, "variant": command.variant, "config_name": command.config_name,
-                             "overrides": command.hydra_overrides()})
+            variants.append(
+                {
+                    "recipe": recipe.name,
+                    "variant": command.variant,
+                    "config_name": command.config_name,
+                    "overrides": command.hydra_overrides(),
+                }
+            )
     plan.write_text(json.dumps(variants, indent=1))
 
 

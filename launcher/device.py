@@ -69,8 +69,9 @@ def _run(argv: list[str]) -> str | None:
     if not argv or shutil.which(argv[0]) is None:
         return None
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=SMI_TIMEOUT_S, check=False,
-                              stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=SMI_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL
+        )
     except (OSError, subprocess.SubprocessError, ValueError):
         return None
     return done.stdout if done.returncode == 0 else None
@@ -97,7 +98,7 @@ _NVIDIA_GPU_LINE = re.compile(r"^GPU \d+:", re.MULTILINE)
 
 def numbered_nodes(paths: list[str], prefix: str) -> list[str]:
     """The paths that are `prefix` + digits (`/dev/davinci3`, not `/dev/davinci_manager` or `/dev/nvidiactl`)."""
-    return [p for p in paths if p.startswith(prefix) and p[len(prefix):].isdigit()]
+    return [p for p in paths if p.startswith(prefix) and p[len(prefix) :].isdigit()]
 
 
 def npu_smi_count(output: str | None) -> int:
@@ -169,8 +170,11 @@ def _facts(kind: str, found: _Found, env: Mapping[str, str], decided_by: str) ->
     variable = ASCEND_VISIBLE if kind == "npu" else CUDA_VISIBLE
     value = env.get(variable)
     count = visible_count(found.total, value, cuda=kind == "gpu")
-    seen = found.source or ("no Ascend devices (/dev/davinci<N>, npu-smi info)" if kind == "npu"
-                            else "no NVIDIA devices (/dev/nvidia<N>, nvidia-smi -L)")
+    seen = found.source or (
+        "no Ascend devices (/dev/davinci<N>, npu-smi info)"
+        if kind == "npu"
+        else "no NVIDIA devices (/dev/nvidia<N>, nvidia-smi -L)"
+    )
     limited = f"; {variable}={value!r} leaves {count}" if value is not None else ""
     return DeviceFacts(kind, count, f"{decided_by}: {seen}{limited}")
 
@@ -187,8 +191,7 @@ def detect_device(requested: str | None, env: Mapping[str, str], probe: DevicePr
     if requested not in (None, "auto", *KINDS):
         raise ValueError(f"--device must be auto, npu or gpu, not {requested!r}")
     if requested in KINDS:
-        return _facts(requested, _ascend(probe) if requested == "npu" else _nvidia(probe), env,
-                      f"--device {requested}")
+        return _facts(requested, _ascend(probe) if requested == "npu" else _nvidia(probe), env, f"--device {requested}")
     note = ""
     device_env = env.get("DEVICE")
     kind = _from_env(device_env)
@@ -203,13 +206,29 @@ def detect_device(requested: str | None, env: Mapping[str, str], probe: DevicePr
     if nvidia.total:
         return _facts("gpu", nvidia, env, "probe" + note)
     if probe.module_findable("torch_npu"):
-        return DeviceFacts("npu", 0, "probe" + note + ": torch_npu is installed but no Ascend device is visible "
-                                  "(/dev/davinci<N>, npu-smi info) and no NVIDIA device either")
-    return DeviceFacts(None, 0, "probe" + note + ": no Ascend device (/dev/davinci<N>, npu-smi info, torch_npu) and "
-                                "no NVIDIA device (/dev/nvidia<N>, nvidia-smi -L)")
+        return DeviceFacts(
+            "npu",
+            0,
+            "probe" + note + ": torch_npu is installed but no Ascend device is visible "
+            "(/dev/davinci<N>, npu-smi info) and no NVIDIA device either",
+        )
+    return DeviceFacts(
+        None,
+        0,
+        "probe" + note + ": no Ascend device (/dev/davinci<N>, npu-smi info, torch_npu) and "
+        "no NVIDIA device (/dev/nvidia<N>, nvidia-smi -L)",
+    )
 
 
 __all__ = [
-    "ASCEND_VISIBLE", "CUDA_VISIBLE", "DEFAULT_PROBE", "DeviceFacts", "DeviceProbe", "detect_device",
-    "npu_smi_count", "numbered_nodes", "nvidia_smi_count", "visible_count",
+    "ASCEND_VISIBLE",
+    "CUDA_VISIBLE",
+    "DEFAULT_PROBE",
+    "DeviceFacts",
+    "DeviceProbe",
+    "detect_device",
+    "npu_smi_count",
+    "numbered_nodes",
+    "nvidia_smi_count",
+    "visible_count",
 ]

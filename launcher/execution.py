@@ -26,8 +26,15 @@ EXIT_BAD_GATES = 2
 ENDED = ("succeeded", "failed", "interrupted")  # summary.json's status once an executor recorded the outcome
 
 
-def run(executor: Executor, plan: Plan, run_dir: Path, *, terminal: BinaryIO | None = None,
-        fail_on_gates: bool = False, detach: bool = False) -> int:
+def run(
+    executor: Executor,
+    plan: Plan,
+    run_dir: Path,
+    *,
+    terminal: BinaryIO | None = None,
+    fail_on_gates: bool = False,
+    detach: bool = False,
+) -> int:
     run_dir = Path(run_dir)
     try:
         gates = parse_gates(plan.gates)
@@ -35,8 +42,12 @@ def run(executor: Executor, plan: Plan, run_dir: Path, *, terminal: BinaryIO | N
         print(f"sapo-launch: {exc}", file=sys.stderr)
         write_json(run_dir / SUMMARY_FILE, {"status": "refused", "exit_code": EXIT_BAD_GATES, "error": str(exc)})
         return EXIT_BAD_GATES
-    summary = {"status": "running", "started": datetime.now(timezone.utc).isoformat(), "pid": None,
-               **executor.summary_fields()}
+    summary = {
+        "status": "running",
+        "started": datetime.now(timezone.utc).isoformat(),
+        "pid": None,
+        **executor.summary_fields(),
+    }
     write_json(run_dir / SUMMARY_FILE, summary)
     try:
         # Started before the live view: rich's refresh thread must not exist when a child is forked.
@@ -51,8 +62,12 @@ def run(executor: Executor, plan: Plan, run_dir: Path, *, terminal: BinaryIO | N
         write_json(run_dir / SUMMARY_FILE, summary)
         raise
     except KeyboardInterrupt:  # Ctrl-C before the run was followed (a large working directory uploads for a while)
-        summary.update(status="interrupted", exit_code=128 + signal.SIGINT,
-                       last_lines=["sapo-launch: interrupted while starting"], signals=["SIGINT"])
+        summary.update(
+            status="interrupted",
+            exit_code=128 + signal.SIGINT,
+            last_lines=["sapo-launch: interrupted while starting"],
+            signals=["SIGINT"],
+        )
         write_json(run_dir / SUMMARY_FILE, summary)
         raise
     summary.update(started)
@@ -65,8 +80,16 @@ def run(executor: Executor, plan: Plan, run_dir: Path, *, terminal: BinaryIO | N
     return follow(executor, handle, run_dir, gates, plan.total_steps, terminal=terminal, fail_on_gates=fail_on_gates)
 
 
-def follow(executor: Executor, handle, run_dir: Path, gates: tuple[Gate, ...], total_steps: int | None, *,
-           terminal: BinaryIO | None = None, fail_on_gates: bool = False) -> int:
+def follow(
+    executor: Executor,
+    handle,
+    run_dir: Path,
+    gates: tuple[Gate, ...],
+    total_steps: int | None,
+    *,
+    terminal: BinaryIO | None = None,
+    fail_on_gates: bool = False,
+) -> int:
     """Follow a started run through the live view and the gates. Once the executor has recorded how the run ended
     (also when following failed after that), the verdicts go into summary.json with the exit code they give; a
     run left running (following stopped) keeps its summary as it was."""

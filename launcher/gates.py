@@ -108,8 +108,12 @@ class Verdict(NamedTuple):
         return dict(self.numbers).get(key)
 
     def as_json(self) -> dict:
-        return {"passed": self.passed, "status": self.status, "reason": self.reason,
-                **{k: _json_number(v) for k, v in self.numbers}}
+        return {
+            "passed": self.passed,
+            "status": self.status,
+            "reason": self.reason,
+            **{k: _json_number(v) for k, v in self.numbers},
+        }
 
 
 @cache
@@ -159,8 +163,14 @@ class LiveGates:
         broken = []
         for gate in self.gates:
             value = values.get(gate.metric)
-            if (gate.trend or gate.over != "every" or gate.name in self.reported or value is None
-                    or step <= gate.after_step or gate.meets(value)):
+            if (
+                gate.trend
+                or gate.over != "every"
+                or gate.name in self.reported
+                or value is None
+                or step <= gate.after_step
+                or gate.meets(value)
+            ):
                 continue
             self.reported.add(gate.name)
             broken.append(f"gate failed at step {step}: {gate.name}: {gate.metric} = {value:.6g}")
@@ -170,28 +180,47 @@ class LiveGates:
 def _bound(gate: Gate, found: list[tuple[int, float]]) -> Verdict:
     n, needed = len(found), gate.last_n or 1
     if n < needed:
-        return _no_data(gate, f"{n} readings of {gate.metric} after step {gate.after_step}; the gate needs {needed}",
-                        n)
+        return _no_data(gate, f"{n} readings of {gate.metric} after step {gate.after_step}; the gate needs {needed}", n)
     if gate.over == "mean":
         mean = fmean(v for _, v in found)
         status = "passed" if gate.meets(mean) else "failed"
         verb = "meets" if status == "passed" else "breaks"
-        return Verdict(gate, status, f"mean {mean:.6g} of {n} readings {verb} {gate.bound_text('mean')}",
-                       (("n", n), ("mean", mean)))
+        return Verdict(
+            gate,
+            status,
+            f"mean {mean:.6g} of {n} readings {verb} {gate.bound_text('mean')}",
+            (("n", n), ("mean", mean)),
+        )
     checked = found[-needed:] if gate.last_n else found
     bad = [(s, v) for s, v in checked if not gate.meets(v)]
     low, high = min(checked, key=lambda r: r[1]), max(checked, key=lambda r: r[1])
-    numbers = (("n", len(checked)), ("lowest", low[1]), ("lowest_step", low[0]), ("highest", high[1]),
-               ("highest_step", high[0]), ("violations", len(bad)),
-               ("violating_steps", tuple(s for s, _ in bad[:LISTED_VIOLATIONS])),
-               ("violating_values", tuple(v for _, v in bad[:LISTED_VIOLATIONS])))
+    numbers = (
+        ("n", len(checked)),
+        ("lowest", low[1]),
+        ("lowest_step", low[0]),
+        ("highest", high[1]),
+        ("highest_step", high[0]),
+        ("violations", len(bad)),
+        ("violating_steps", tuple(s for s, _ in bad[:LISTED_VIOLATIONS])),
+        ("violating_values", tuple(v for _, v in bad[:LISTED_VIOLATIONS])),
+    )
     if not bad:
-        return Verdict(gate, "passed", f"all {len(checked)} readings meet {gate.bound_text()} "
-                                       f"(lowest {low[1]:.6g} at step {low[0]}, highest {high[1]:.6g} at step "
-                                       f"{high[0]})", numbers)
+        return Verdict(
+            gate,
+            "passed",
+            f"all {len(checked)} readings meet {gate.bound_text()} "
+            f"(lowest {low[1]:.6g} at step {low[0]}, highest {high[1]:.6g} at step "
+            f"{high[0]})",
+            numbers,
+        )
     first_step, first_value = bad[0]
-    return Verdict(gate, "failed", f"{len(bad)} of {len(checked)} readings break {gate.bound_text()}, first at "
-                                   f"step {first_step}: {first_value:.6g}", numbers)
+    return Verdict(
+        gate,
+        "failed",
+        f"{len(bad)} of {len(checked)} readings break {gate.bound_text()}, first at "
+        f"step {first_step}: {first_value:.6g}",
+        numbers,
+    )
 
 
 def _trend(gate: Gate, found: list[tuple[int, float]]) -> Verdict:
@@ -200,13 +229,15 @@ def _trend(gate: Gate, found: list[tuple[int, float]]) -> Verdict:
     window = gate.window or max(2, n // 4)
     needed = max(MIN_TREND_READINGS, 2 * window)
     if n < needed:
-        return _no_data(gate, f"{n} finite readings of {gate.metric} after step {gate.after_step}; a trend needs "
-                              f"{needed}", n)
+        return _no_data(
+            gate, f"{n} finite readings of {gate.metric} after step {gate.after_step}; a trend needs {needed}", n
+        )
     try:
         from scipy import stats
     except ImportError:
-        return Verdict(gate, "failed", "not decided: trends need scipy (pip install 'sapo-toolkit[report]')",
-                       (("n", n),))
+        return Verdict(
+            gate, "failed", "not decided: trends need scipy (pip install 'sapo-toolkit[report]')", (("n", n),)
+        )
     steps, values = [s for s, _ in finite], [v for _, v in finite]
     alpha = gate.level
     with warnings.catch_warnings():  # a constant series: tau and p are NaN, which decide below as "no trend"
@@ -214,30 +245,49 @@ def _trend(gate: Gate, found: list[tuple[int, float]]) -> Verdict:
         alternative = {"rising": "greater", "falling": "less"}.get(gate.trend, "two-sided")
         tau, p_value = stats.kendalltau(steps, values, alternative=alternative)
         sample = evenly_spaced(n, THEIL_SEN_POINTS)
-        slope, intercept, low, high = stats.theilslopes([values[i] for i in sample], [steps[i] for i in sample],
-                                                        alpha=1 - 2 * alpha)
+        slope, intercept, low, high = stats.theilslopes(
+            [values[i] for i in sample], [steps[i] for i in sample], alpha=1 - 2 * alpha
+        )
     first, last = fmean(values[:window]), fmean(values[-window:])
     span = steps[-1] - steps[0]
-    numbers = [("n", n), ("dropped_non_finite", dropped), ("window", window), ("alpha", alpha),
-               ("kendall_tau", float(tau)), ("p_value", float(p_value)), ("alternative", alternative),
-               ("theil_sen_slope", float(slope)), ("theil_sen_intercept", float(intercept)),
-               ("slope_ci_low", float(low)), ("slope_ci_high", float(high)), ("ci_level", 1 - 2 * alpha),
-               ("theil_sen_points", len(sample)), ("first_window_mean", first), ("last_window_mean", last)]
+    numbers = [
+        ("n", n),
+        ("dropped_non_finite", dropped),
+        ("window", window),
+        ("alpha", alpha),
+        ("kendall_tau", float(tau)),
+        ("p_value", float(p_value)),
+        ("alternative", alternative),
+        ("theil_sen_slope", float(slope)),
+        ("theil_sen_intercept", float(intercept)),
+        ("slope_ci_low", float(low)),
+        ("slope_ci_high", float(high)),
+        ("ci_level", 1 - 2 * alpha),
+        ("theil_sen_points", len(sample)),
+        ("first_window_mean", first),
+        ("last_window_mean", last),
+    ]
     means = f"last-{window} mean {last:.6g} vs first-{window} mean {first:.6g}"
-    theil_sen = (f"Theil-Sen slope {slope:.3g}/step"
-                 + (f" (on {len(sample)} of the {n} readings, evenly spaced)" if len(sample) < n else "")
-                 + f", {1 - 2 * alpha:.0%} CI [{low:.3g}, {high:.3g}]")
+    theil_sen = (
+        f"Theil-Sen slope {slope:.3g}/step"
+        + (f" (on {len(sample)} of the {n} readings, evenly spaced)" if len(sample) < n else "")
+        + f", {1 - 2 * alpha:.0%} CI [{low:.3g}, {high:.3g}]"
+    )
     if gate.trend == "flat":
         bound = max(abs(low), abs(high)) * span
         numbers += [("tolerance", gate.tolerance), ("change_bound", bound)]
         passed = bound <= gate.tolerance and abs(last - first) <= gate.tolerance
-        reason = (f"{theil_sen} over {span} steps bounds the change by {bound:.3g} "
-                  f"({'<=' if bound <= gate.tolerance else '>'} {gate.tolerance}); {means}")
+        reason = (
+            f"{theil_sen} over {span} steps bounds the change by {bound:.3g} "
+            f"({'<=' if bound <= gate.tolerance else '>'} {gate.tolerance}); {means}"
+        )
     else:
         direction = 1 if gate.trend == "rising" else -1
         passed = bool(p_value < alpha) and direction * (last - first) > 0
-        reason = (f"Mann-Kendall tau {tau:.3f}, one-sided p {p_value:.3g} ({'<' if p_value < alpha else 'not <'} "
-                  f"{alpha}); {means}; {theil_sen}")
+        reason = (
+            f"Mann-Kendall tau {tau:.3f}, one-sided p {p_value:.3g} ({'<' if p_value < alpha else 'not <'} "
+            f"{alpha}); {means}; {theil_sen}"
+        )
     return Verdict(gate, "passed" if passed else "failed", reason, tuple(numbers))
 
 

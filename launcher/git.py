@@ -45,13 +45,40 @@ FIXED = (("core.hooksPath", os.devnull), ("core.fsmonitor", "false"), ("protocol
 # interactive.diffFilter, imap.tunnel, remote.<name>.uploadpack|receivepack|vcs, (merge|diff)tool.<tool>.cmd,
 # browser.<tool>.cmd, man.<tool>.cmd, guitool.<name>.cmd, tar.<format>.command, hook.<name>.command,
 # sendemail.smtpServer|toCmd|ccCmd|headerCmd, instaweb.httpd, web.browser.
-PROGRAM_VARIABLES = frozenset({
-    "fsmonitor", "hookspath", "pager", "editor", "askpass", "sshcommand", "gitproxy", "alternaterefscommand",
-    "external", "command", "textconv", "driver", "clean", "smudge", "process", "helper", "program", "difffilter",
-    "tunnel", "uploadpack", "receivepack", "vcs", "cmd", "smtpserver", "tocmd", "cccmd", "headercmd", "httpd",
-    "browser",
-    "required",  # filter.<driver>.required: a required filter whose program is switched off would stop git
-})
+PROGRAM_VARIABLES = frozenset(
+    {
+        "fsmonitor",
+        "hookspath",
+        "pager",
+        "editor",
+        "askpass",
+        "sshcommand",
+        "gitproxy",
+        "alternaterefscommand",
+        "external",
+        "command",
+        "textconv",
+        "driver",
+        "clean",
+        "smudge",
+        "process",
+        "helper",
+        "program",
+        "difffilter",
+        "tunnel",
+        "uploadpack",
+        "receivepack",
+        "vcs",
+        "cmd",
+        "smtpserver",
+        "tocmd",
+        "cccmd",
+        "headercmd",
+        "httpd",
+        "browser",
+        "required",  # filter.<driver>.required: a required filter whose program is switched off would stop git
+    }
+)
 # `<tool>.path` is the program in these sections (elsewhere `path` is a file: submodule.<name>.path, include.path).
 PROGRAM_PATH_SECTIONS = frozenset({"mergetool", "difftool", "browser", "man"})
 NOT_EMPTY = {"fsmonitor": "false", "required": "false"}  # booleans: off
@@ -92,9 +119,14 @@ def switched_off(listed: bytes) -> list[tuple[str, str]]:
 
 def _git(directory: Path, args: Iterable[str], settings: Iterable[tuple[str, str]], timeout_s: float) -> bytes | None:
     try:
-        done = subprocess.run(["git", "--no-pager", "--no-optional-locks", "-C", str(directory), *args],
-                              env=_environment(list(settings)), stdin=subprocess.DEVNULL, capture_output=True,
-                              timeout=timeout_s, check=False)
+        done = subprocess.run(
+            ["git", "--no-pager", "--no-optional-locks", "-C", str(directory), *args],
+            env=_environment(list(settings)),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout_s,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout if done.returncode == 0 else None
@@ -102,9 +134,17 @@ def _git(directory: Path, args: Iterable[str], settings: Iterable[tuple[str, str
 
 def _environment(settings: list[tuple[str, str]]) -> dict[str, str]:
     env = {name: os.environ[name] for name in ("PATH", "HOME", "XDG_CONFIG_HOME") if name in os.environ}
-    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_TERMINAL_PROMPT="0",
-               GIT_OPTIONAL_LOCKS="0", GIT_ASKPASS="", SSH_ASKPASS="", GIT_PAGER="cat", LC_ALL="C",
-               GIT_CONFIG_COUNT=str(len(settings)))
+    env.update(
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_TERMINAL_PROMPT="0",
+        GIT_OPTIONAL_LOCKS="0",
+        GIT_ASKPASS="",
+        SSH_ASKPASS="",
+        GIT_PAGER="cat",
+        LC_ALL="C",
+        GIT_CONFIG_COUNT=str(len(settings)),
+    )
     for i, (key, value) in enumerate(settings):
         env[f"GIT_CONFIG_KEY_{i}"] = key
         env[f"GIT_CONFIG_VALUE_{i}"] = value

@@ -103,7 +103,7 @@ class LineTail:
                 break
         else:
             self._shown.close()
-            data = data[cut + 1:]
+            data = data[cut + 1 :]
         self._lines.extend(self._shown.feed(data))
 
     def note(self, text: str) -> None:
@@ -130,8 +130,11 @@ class Status(NamedTuple):
     def details(self) -> list[str]:
         """ETA and the latest throughput and reward, those known."""
         parts = [f"ETA {_duration(self.eta_s)}"] if self.eta_s is not None else []
-        return parts + [f"{name} {value:.6g}" for name, value in ((THROUGHPUT, self.throughput),
-                                                                 (REWARD, self.reward)) if value is not None]
+        return parts + [
+            f"{name} {value:.6g}"
+            for name, value in ((THROUGHPUT, self.throughput), (REWARD, self.reward))
+            if value is not None
+        ]
 
 
 def _duration(seconds: float) -> str:
@@ -181,9 +184,14 @@ class RichView:
 
         # A text layer over the terminal's bytes for rich; detached at the end so that closing it never closes them.
         self._stream = io.TextIOWrapper(terminal, encoding="utf-8", errors="replace", write_through=True)
-        self._progress = Progress(TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(),
-                                  TimeElapsedColumn(), TextColumn("{task.fields[info]}"),
-                                  console=Console(file=self._stream))
+        self._progress = Progress(
+            TextColumn("[bold]training"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[info]}"),
+            console=Console(file=self._stream),
+        )
         self._task = self._progress.add_task("training", total=total, info="waiting for the first step")
         self._shown = ShownLines()
         self._progress.start()
@@ -236,12 +244,20 @@ class NullView:
 class LiveMonitor:
     __slots__ = ("_first", "_live", "_polled_at", "clock", "gates", "total_steps", "view", "watcher")
 
-    def __init__(self, metrics_path: Path, total_steps: int | None, gates: tuple[Gate, ...], terminal: BinaryIO,
-                 messages: TextIO | None = None, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        metrics_path: Path,
+        total_steps: int | None,
+        gates: tuple[Gate, ...],
+        terminal: BinaryIO,
+        messages: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.watcher = MetricsWatcher(metrics_path, kept([THROUGHPUT, REWARD, *(g.metric for g in gates)]))
         self.gates, self.total_steps, self.clock = gates, total_steps, clock
-        self.view = (RichView(terminal, total_steps) if terminal.isatty()
-                     else PlainView(terminal, messages or sys.stderr, clock))
+        self.view = (
+            RichView(terminal, total_steps) if terminal.isatty() else PlainView(terminal, messages or sys.stderr, clock)
+        )
         self._live = LiveGates(gates)
         self._first: tuple[float, int] | None = None  # (time, step) of the first step seen, for the ETA
         self._polled_at: float | None = None
@@ -287,7 +303,10 @@ class LiveMonitor:
         if self._first is None:
             self._first = (now, step)
         started, first_step = self._first
-        eta = (max(0.0, (now - started) / (step - first_step) * (self.total_steps - step))
-               if self.total_steps and step > first_step else None)
+        eta = (
+            max(0.0, (now - started) / (step - first_step) * (self.total_steps - step))
+            if self.total_steps and step > first_step
+            else None
+        )
         latest = self.watcher.table.at(step)
         return Status(step, self.total_steps, eta, latest.get(THROUGHPUT), latest.get(REWARD))

@@ -86,7 +86,7 @@ def parse_console_line(line: str, complete: bool = True) -> StepValues | None:
     match = _STEP.search(text)
     if match is None:
         return None
-    fields = text[match.end():].split(" - ")[1:]
+    fields = text[match.end() :].split(" - ")[1:]
     if not complete:
         fields = fields[:-1]
     values = {}
@@ -251,8 +251,11 @@ class MetricsWatcher:
                 handle.seek(self._offset)
                 while chunk := handle.read(READ_CHUNK):
                     self._offset += len(chunk)
-                    steps += [self._logged(parsed) for line, whole in self._jsonl_lines.feed(chunk)
-                              if whole and (parsed := parse_jsonl_line(line)) is not None]
+                    steps += [
+                        self._logged(parsed)
+                        for line, whole in self._jsonl_lines.feed(chunk)
+                        if whole and (parsed := parse_jsonl_line(line)) is not None
+                    ]
         except OSError:  # not written yet, or not by this machine
             pass
         return steps
@@ -269,8 +272,10 @@ class MetricsWatcher:
         if complete_size:  # verl's complete lines, read whole only to rewrite the file
             with open(self.jsonl_path, "rb") as handle:
                 kept = handle.read(complete_size)
-        added = "".join(json.dumps({"step": step, "data": _json_values(self._unlogged[step]),
-                                    "source": CONSOLE_SOURCE}) + "\n" for step in missing)
+        added = "".join(
+            json.dumps({"step": step, "data": _json_values(self._unlogged[step]), "source": CONSOLE_SOURCE}) + "\n"
+            for step in missing
+        )
         write_atomically(self.jsonl_path, kept + added.encode())
         return len(missing)
 
@@ -280,8 +285,11 @@ class MetricsWatcher:
         try:
             with open(self.jsonl_path, "rb") as handle:
                 while chunk := handle.read(READ_CHUNK):
-                    logged.update(parsed[0] for line, whole in lines.feed(chunk)
-                                  if whole and (parsed := parse_jsonl_line(line)) is not None)
+                    logged.update(
+                        parsed[0]
+                        for line, whole in lines.feed(chunk)
+                        if whole and (parsed := parse_jsonl_line(line)) is not None
+                    )
                     if (end := chunk.rfind(b"\n")) >= 0:
                         complete_size = size + end + 1
                     size += len(chunk)

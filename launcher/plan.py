@@ -102,8 +102,10 @@ def redact(env: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
 
 
 # A URL in free text: a scheme, then its authority (which may hold `user:password@`), path, and query.
-_URL = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<authority>[^/?#\s\"']*)(?P<path>[^?#\s\"']*)"
-                  r"(?:\?(?P<query>[^#\s\"']*))?")
+_URL = re.compile(
+    r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<authority>[^/?#\s\"']*)(?P<path>[^?#\s\"']*)"
+    r"(?:\?(?P<query>[^#\s\"']*))?"
+)
 
 
 def redact_urls(text: str) -> str:
@@ -161,7 +163,9 @@ def choose_command(commands: list[Command], tokens: list[str]) -> Command:
             continue
         match = next((v for v in axes[axis] if v.lower() == value.lower()), None)
         if match is None:
-            raise PlanError(f"the recipe has no {axis}={value} variant; {axis} is one of {', '.join(sorted(axes[axis]))}")
+            raise PlanError(
+                f"the recipe has no {axis}={value} variant; {axis} is one of {', '.join(sorted(axes[axis]))}"
+            )
         wanted.append(f"{axis}={match}")
     chosen = api.select(commands, [",".join(wanted)] if wanted else [])
     if len(chosen) != 1:
@@ -180,8 +184,16 @@ def run_dir_name(name: str, now: datetime) -> str:
     return f"{re.sub(r'[^A-Za-z0-9._-]+', '-', name)}-{now.strftime('%Y%m%dT%H%M%SZ')}"
 
 
-def plan(recipe_path: Path, *, settings: Settings, facts: Facts, device: str | None = None,
-         infer_backend: str | None = None, variants: Iterable[str] = (), overrides: Iterable[str] = ()) -> Plan:
+def plan(
+    recipe_path: Path,
+    *,
+    settings: Settings,
+    facts: Facts,
+    device: str | None = None,
+    infer_backend: str | None = None,
+    variants: Iterable[str] = (),
+    overrides: Iterable[str] = (),
+) -> Plan:
     """Read, choose, complete and lint one variant of a recipe. Raises `PlanError` (and the linter's
     `UnreadableFile`) for what cannot be planned; lint errors do not raise: `Plan.lint.refuses` says so."""
     overrides = tuple(overrides)
@@ -196,22 +208,41 @@ def plan(recipe_path: Path, *, settings: Settings, facts: Facts, device: str | N
     command, notes = _complete(command, loaded.verl_version, facts)
     config = api.resolve(command, loaded.verl_version).config
     chosen = replace(loaded, commands=[command])
-    lint = LintReport(tuple(d for d in sorted(api.check(chosen, settings), key=Diagnostic.sort_key)
-                            if settings.enabled(d.code)))
+    lint = LintReport(
+        tuple(d for d in sorted(api.check(chosen, settings), key=Diagnostic.sort_key) if settings.enabled(d.code))
+    )
     entrypoint = str(data.get("entrypoint") or DEFAULT_ENTRYPOINT)
     argv = (facts.python, "-m", entrypoint, "--config-name", command.config_name, *command.hydra_overrides())
     env = {e.name: e.value for e in command.env}
     env[FILE_LOGGER_ENV] = str(Path(run_dir) / METRICS_FILE)
     resolved = {
-        "recipe": data.get("recipe"), "name": data.get("name"), "verl": loaded.verl_version,
-        "entrypoint": entrypoint, "config_name": command.config_name, "variant": command.variant,
-        "overrides": list(argv[5:]), "env": {e.name: e.value for e in command.env},
+        "recipe": data.get("recipe"),
+        "name": data.get("name"),
+        "verl": loaded.verl_version,
+        "entrypoint": entrypoint,
+        "config_name": command.config_name,
+        "variant": command.variant,
+        "overrides": list(argv[5:]),
+        "env": {e.name: e.value for e in command.env},
     }
-    return Plan(str(recipe_path), str(data.get("name") or recipe_path.stem), command.variant, device, argv,
-                tuple(env.items()), facts.cwd, run_dir, lint, resolved, _hash(resolved), tuple(notes),
-                nnodes=_int(config.value("trainer.nnodes")), devices_per_node=_int(config.value("trainer.n_gpus_per_node")),
-                total_steps=_int(config.value("trainer.total_training_steps")),
-                gates=tuple(data.get("gates") or ()))
+    return Plan(
+        str(recipe_path),
+        str(data.get("name") or recipe_path.stem),
+        command.variant,
+        device,
+        argv,
+        tuple(env.items()),
+        facts.cwd,
+        run_dir,
+        lint,
+        resolved,
+        _hash(resolved),
+        tuple(notes),
+        nnodes=_int(config.value("trainer.nnodes")),
+        devices_per_node=_int(config.value("trainer.n_gpus_per_node")),
+        total_steps=_int(config.value("trainer.total_training_steps")),
+        gates=tuple(data.get("gates") or ()),
+    )
 
 
 def _int(value) -> int | None:
@@ -229,11 +260,16 @@ def _complete(command: Command, verl_version: str, facts: Facts) -> tuple[Comman
     if "file" not in loggers:
         added.append(f"trainer.logger={_flat_list([*loggers, 'file'])}")
         notes.append(f"added verl's `file` logger: per-step metrics go to the run directory's {METRICS_FILE}")
-    if ctx.config.value("data.filter_overlong_prompts") and ctx.explicit("data.filter_overlong_prompts_workers") is None:
+    if (
+        ctx.config.value("data.filter_overlong_prompts")
+        and ctx.explicit("data.filter_overlong_prompts_workers") is None
+    ):
         workers = max(1, facts.cpu_count // 4)
         added.append(f"data.filter_overlong_prompts_workers={workers}")
-        notes.append(f"set data.filter_overlong_prompts_workers={workers} (a quarter of {facts.cpu_count} CPUs): "
-                     "verl's default filters overlong prompts in one process (incident 6)")
+        notes.append(
+            f"set data.filter_overlong_prompts_workers={workers} (a quarter of {facts.cpu_count} CPUs): "
+            "verl's default filters overlong prompts in one process (incident 6)"
+        )
     if not added:
         return command, notes
     extra = [locate_override(text, Location(LAUNCHER, i, 1)) for i, text in enumerate(added, 1)]

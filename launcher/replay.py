@@ -42,15 +42,29 @@ def replay(run_dir: Path, runs_dir: Path, now: datetime, environ: Mapping[str, s
         env[name] = value
     new_dir = Path(runs_dir) / run_dir_name(recorded["name"], now)
     env[FILE_LOGGER_ENV] = str(new_dir / METRICS_FILE)  # this run's metrics, not the recorded run's
-    plan = Plan(recorded["recipe"], recorded["name"], recorded["variant"], recorded["device"],
-                tuple(recorded["argv"]), tuple(env.items()), recorded["cwd"], str(new_dir), LintReport(()),
-                yaml.safe_load(resolved_text), recorded["recipe_hash"], tuple(recorded["notes"]),
-                nnodes=recorded.get("nnodes"), devices_per_node=recorded.get("devices_per_node"),
-                total_steps=recorded.get("total_steps"), gates=tuple(recorded.get("gates") or ()))
+    plan = Plan(
+        recorded["recipe"],
+        recorded["name"],
+        recorded["variant"],
+        recorded["device"],
+        tuple(recorded["argv"]),
+        tuple(env.items()),
+        recorded["cwd"],
+        str(new_dir),
+        LintReport(()),
+        yaml.safe_load(resolved_text),
+        recorded["recipe_hash"],
+        tuple(recorded["notes"]),
+        nnodes=recorded.get("nnodes"),
+        devices_per_node=recorded.get("devices_per_node"),
+        total_steps=recorded.get("total_steps"),
+        gates=tuple(recorded.get("gates") or ()),
+    )
     secret_env = recorded.get("secret_env", [])
     environment = environment_facts(Path(recorded["recipe"]), recorded["device"], 0, installed_versions())
     created = create(plan, environment, secret_env)
     shutil.copyfile(run_dir / "lint.json", created / "lint.json")
-    write_json(created / PLAN_FILE, {**json.loads((created / PLAN_FILE).read_text(encoding="utf-8")),
-                                     "rerun_of": str(run_dir)})
+    write_json(
+        created / PLAN_FILE, {**json.loads((created / PLAN_FILE).read_text(encoding="utf-8")), "rerun_of": str(run_dir)}
+    )
     return plan, created

@@ -80,8 +80,14 @@ def load_run_dir(run_dir: Path, recipe: Path | None) -> RunData:
     if status and summary.get("exit_code") is not None:
         status = f"{status} (exit {summary['exit_code']})"
     total = plan.get("total_steps")
-    return RunData(str(plan.get("name") or run_dir.name), tuple(f.name for f in files), table, gates, status,
-                   total if isinstance(total, int) else None)
+    return RunData(
+        str(plan.get("name") or run_dir.name),
+        tuple(f.name for f in files),
+        table,
+        gates,
+        status,
+        total if isinstance(total, int) else None,
+    )
 
 
 def load_log(log: Path, recipe: Path | None) -> RunData:
@@ -174,7 +180,7 @@ def _line_plot(spec: PlotSpec, table: MetricTable, verdicts: tuple[Verdict, ...]
         return None
     figure, ax = _axes()
     for metric, points in series.items():
-        ax.plot(*zip(*points), label=metric, linewidth=1.2, marker="." if len(points) <= 50 else None)
+        ax.plot(*zip(*points, strict=True), label=metric, linewidth=1.2, marker="." if len(points) <= 50 else None)
     for verdict in (v for v in verdicts if v.gate.metric in series):
         _draw_gate(ax, verdict, series[verdict.gate.metric])
     ax.set(title=spec.title.strip("`"), xlabel="step", ylabel=spec.unit)
@@ -198,8 +204,14 @@ def _draw_gate(ax, verdict: Verdict, points: list[tuple[int, float]]) -> None:
     slope, intercept = verdict.number("theil_sen_slope"), verdict.number("theil_sen_intercept")
     if slope is not None and math.isfinite(slope):
         first, last = max(gate.after_step + 1, points[0][0]), points[-1][0]
-        ax.plot([first, last], [intercept + slope * first, intercept + slope * last], color=color, linestyle="--",
-                linewidth=1.5, label=f"{label} (Theil-Sen)")
+        ax.plot(
+            [first, last],
+            [intercept + slope * first, intercept + slope * last],
+            color=color,
+            linestyle="--",
+            linewidth=1.5,
+            label=f"{label} (Theil-Sen)",
+        )
 
 
 def _timings_plot(table: MetricTable) -> bytes | None:
@@ -216,7 +228,7 @@ def _timings_plot(table: MetricTable) -> bytes | None:
     ax.stackplot(steps, *(rows[m] for m in phases), labels=phases, colors=colors[: len(phases)], alpha=0.85)
     total = table.series(STEP_TIMING)
     if total:
-        ax.plot(*zip(*total), color="black", linewidth=1, label=f"{STEP_TIMING} (whole step)")
+        ax.plot(*zip(*total, strict=True), color="black", linewidth=1, label=f"{STEP_TIMING} (whole step)")
     ax.set(title="Phase timings", xlabel="step", ylabel="seconds")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -230,12 +242,20 @@ def _finite_or_zero(value: float | None) -> float:
 def markdown(run: RunData, verdicts: tuple[Verdict, ...], images: list[tuple[str, str]]) -> str:
     """The report's text; `images`: each plot's title and file name beside the report."""
     last = run.table.steps()[-1] if run.table.steps() else 0
-    lines = [f"# Run report: {run.title}", "", "| | |", "|---|---|",
-             f"| source | {', '.join(f'`{s}`' for s in run.sources)} |"]
+    lines = [
+        f"# Run report: {run.title}",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| source | {', '.join(f'`{s}`' for s in run.sources)} |",
+    ]
     if run.status:
         lines.append(f"| status | {run.status} |")
-    lines += [f"| last step | {last}{f' of {run.total_steps}' if run.total_steps else ''} |",
-              f"| gates | {sum(v.passed for v in verdicts)} of {len(verdicts)} passed |", ""]
+    lines += [
+        f"| last step | {last}{f' of {run.total_steps}' if run.total_steps else ''} |",
+        f"| gates | {sum(v.passed for v in verdicts)} of {len(verdicts)} passed |",
+        "",
+    ]
     if verdicts:
         lines += ["## Gates", "", "| gate | verdict | why |", "|---|---|---|"]
         lines += [f"| `{v.gate.name}` | **{v.status}** | {_cell(v.reason)} |" for v in verdicts]
@@ -245,12 +265,18 @@ def markdown(run: RunData, verdicts: tuple[Verdict, ...], images: list[tuple[str
     rows = [(m, [v for _, v in run.table.series(m)]) for spec in PLOTS for m in spec.metrics]
     rows = [(m, values) for m, values in rows if values]
     if rows:
-        lines += ["## Metrics", "", "| metric | readings | first | last | min | mean | max |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            "## Metrics",
+            "",
+            "| metric | readings | first | last | min | mean | max |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for metric, values in rows:
             finite = [v for v in values if math.isfinite(v)] or [math.nan]
-            lines.append(f"| `{metric}` | {len(values)} | {_number(values[0])} | {_number(values[-1])} | "
-                         f"{_number(min(finite))} | {_number(sum(finite) / len(finite))} | {_number(max(finite))} |")
+            lines.append(
+                f"| `{metric}` | {len(values)} | {_number(values[0])} | {_number(values[-1])} | "
+                f"{_number(min(finite))} | {_number(sum(finite) / len(finite))} | {_number(max(finite))} |"
+            )
         lines.append("")
     for title, name in images:
         lines += [f"## {title}", "", f"![{title.replace('`', '')}]({name})", ""]
@@ -274,8 +300,10 @@ def write_report(run: RunData, verdicts: tuple[Verdict, ...], output: Path) -> i
     plots. ImportError without matplotlib; ReportWriteError when a file cannot be written."""
     pngs = plot_pngs(run, verdicts)
     images = [(title, f"{output.stem}-{slug}.png") for slug, (title, _) in pngs.items()]
-    files = [*((output.with_name(name), png) for (_, name), (_, png) in zip(images, pngs.values())),
-             (output, markdown(run, verdicts, images) + "\n")]
+    files = [
+        *((output.with_name(name), png) for (_, name), (_, png) in zip(images, pngs.values(), strict=True)),
+        (output, markdown(run, verdicts, images) + "\n"),
+    ]
     for path, content in files:
         try:
             write_atomically(path, content)

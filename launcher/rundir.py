@@ -1,15 +1,15 @@
 """The run directory: everything needed to see what ran and to run it again, each file written atomically.
 
-    recipe.resolved.yaml  the chosen variant: entrypoint, config, overrides, env (secrets redacted)
-    plan.json             argv, env (redacted), cwd, variant, recipe hash, notes, the secret names
-    environment.json      python, installed versions, device, host, git revision of the recipe's repository
-    lint.json             the lint report that gated the launch
-    train.log             the trainer's stdout and stderr (written by the executor)
-    metrics.jsonl         per-step metrics: verl's `file` logger writes it while the trainer runs; at the end the
-                          launcher appends the steps only the console showed (`"source": "console"`)
-    summary.json          status (refused | running | submitted | succeeded | failed | interrupted | lost), exit
-                          code, duration, the last log lines, gate verdicts; a local run's `launcher` identity
-    job.json              on a Ray cluster: its address (credentials redacted) and the job's submission id
+recipe.resolved.yaml  the chosen variant: entrypoint, config, overrides, env (secrets redacted)
+plan.json             argv, env (redacted), cwd, variant, recipe hash, notes, the secret names
+environment.json      python, installed versions, device, host, git revision of the recipe's repository
+lint.json             the lint report that gated the launch
+train.log             the trainer's stdout and stderr (written by the executor)
+metrics.jsonl         per-step metrics: verl's `file` logger writes it while the trainer runs; at the end the
+                      launcher appends the steps only the console showed (`"source": "console"`)
+summary.json          status (refused | running | submitted | succeeded | failed | interrupted | lost), exit
+                      code, duration, the last log lines, gate verdicts; a local run's `launcher` identity
+job.json              on a Ray cluster: its address (credentials redacted) and the job's submission id
 """
 
 from __future__ import annotations
@@ -46,11 +46,21 @@ def write_json(path: Path, data: dict) -> None:
 def plan_json(plan: Plan, secret_env: Iterable[str] = ()) -> dict:
     secret_env = tuple(secret_env)
     return {
-        "recipe": plan.recipe_path, "name": plan.name, "variant": plan.variant, "device": plan.device,
-        "argv": list(plan.argv), "env": redact(plan.env_dict(), secret_env), "cwd": plan.cwd,
-        "run_dir": plan.run_dir, "recipe_hash": plan.recipe_hash, "notes": list(plan.notes),
-        "secret_env": sorted(set(secret_env)), "nnodes": plan.nnodes, "devices_per_node": plan.devices_per_node,
-        "total_steps": plan.total_steps, "gates": list(plan.gates),
+        "recipe": plan.recipe_path,
+        "name": plan.name,
+        "variant": plan.variant,
+        "device": plan.device,
+        "argv": list(plan.argv),
+        "env": redact(plan.env_dict(), secret_env),
+        "cwd": plan.cwd,
+        "run_dir": plan.run_dir,
+        "recipe_hash": plan.recipe_hash,
+        "notes": list(plan.notes),
+        "secret_env": sorted(set(secret_env)),
+        "nnodes": plan.nnodes,
+        "devices_per_node": plan.devices_per_node,
+        "total_steps": plan.total_steps,
+        "gates": list(plan.gates),
     }
 
 
@@ -63,8 +73,10 @@ def create(plan: Plan, environment: dict, secret_env: Iterable[str] = ()) -> Pat
     resolved = dict(plan.resolved)
     if "env" in resolved:
         resolved["env"] = redact(resolved["env"], secret_env)
-    write_atomically(run_dir / "recipe.resolved.yaml",
-                     f"# recipe sha256 {plan.recipe_hash}\n" + yaml.safe_dump(resolved, sort_keys=False))
+    write_atomically(
+        run_dir / "recipe.resolved.yaml",
+        f"# recipe sha256 {plan.recipe_hash}\n" + yaml.safe_dump(resolved, sort_keys=False),
+    )
     write_json(run_dir / PLAN_FILE, plan_json(plan, secret_env))
     write_json(run_dir / "environment.json", environment)
     write_json(run_dir / "lint.json", plan.lint.to_json())
@@ -73,8 +85,11 @@ def create(plan: Plan, environment: dict, secret_env: Iterable[str] = ()) -> Pat
 
 def environment_facts(recipe_path: Path, device: str | None, device_count: int, versions: dict) -> dict:
     return {
-        "python": platform.python_version(), "platform": platform.platform(), "host": socket.gethostname(),
-        "versions": versions, "device": {"kind": device, "count": device_count},
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "host": socket.gethostname(),
+        "versions": versions,
+        "device": {"kind": device, "count": device_count},
         "git": git_state(recipe_path.resolve().parent),
     }
 
@@ -130,9 +145,13 @@ def settle_lost(run_dir: Path, last_step: Callable[[], int | None]) -> dict:
         return summary
     summary = read_json(run_dir / SUMMARY_FILE)
     if summary.get("status") == "running" and summary.get("launcher") == identity:
-        summary.update(status="lost", exit_code=None, last_step=last_step(),
-                       reason=f"the launcher (pid {identity['pid']} on {identity['host']}) ended without recording "
-                              "the outcome; the trainer's process group ends with it")
+        summary.update(
+            status="lost",
+            exit_code=None,
+            last_step=last_step(),
+            reason=f"the launcher (pid {identity['pid']} on {identity['host']}) ended without recording "
+            "the outcome; the trainer's process group ends with it",
+        )
         write_json(run_dir / SUMMARY_FILE, summary)
     return summary
 
@@ -161,7 +180,7 @@ def _process_stat(pid: int) -> tuple[str | None, int | None]:
     """A process's state letter and start time from /proc (Linux); (None, None) where unknown."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-        fields = text[text.rindex(")") + 2:].split()  # after `pid (comm)`: comm may hold spaces and parentheses
+        fields = text[text.rindex(")") + 2 :].split()  # after `pid (comm)`: comm may hold spaces and parentheses
         return fields[0], int(fields[19])
     except (OSError, ValueError, IndexError):
         return None, None

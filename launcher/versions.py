@@ -65,8 +65,9 @@ def installed_version(name: str, lookup: Callable[[str], str | None] | None = No
     return None
 
 
-def installed_versions(names: Iterable[str] = PACKAGES,
-                       lookup: Callable[[str], str | None] | None = None) -> dict[str, str | None]:
+def installed_versions(
+    names: Iterable[str] = PACKAGES, lookup: Callable[[str], str | None] | None = None
+) -> dict[str, str | None]:
     """name -> installed version (None when no distribution of that name is installed), in the order given."""
     return {name: installed_version(name, lookup) for name in names}
 
@@ -195,7 +196,18 @@ def mbridge_save_weights_params(locate: Callable[[], Path | None] | None = None)
 
 
 __all__ = [
-    "COMPATIBILITY_FILE", "PACKAGES", "VersionError", "installed_version", "installed_versions",
-    "load_compatibility", "mbridge_save_weights_params", "parse_version", "release_at_least", "same_release",
-    "save_weights_params", "spellings", "version_tuple", "vllm_patch_variant",
+    "COMPATIBILITY_FILE",
+    "PACKAGES",
+    "VersionError",
+    "installed_version",
+    "installed_versions",
+    "load_compatibility",
+    "mbridge_save_weights_params",
+    "parse_version",
+    "release_at_least",
+    "same_release",
+    "save_weights_params",
+    "spellings",
+    "version_tuple",
+    "vllm_patch_variant",
 ]

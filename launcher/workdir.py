@@ -34,13 +34,18 @@ def shipped_files(root: Path, excludes: Iterable[str]) -> list[str]:
     patterns = [p.strip("/") for p in (*DEFAULT_EXCLUDES, *excludes) if p.strip("/")]
     candidates = [rel for rel in _candidates(root) if not _excluded(rel, patterns)]
     inside = os.path.realpath(root)
-    escaping = [(rel, target) for rel, target in zip(candidates, _targets(root, candidates))
-                if os.path.commonpath([inside, target]) != inside]
+    escaping = [
+        (rel, target)
+        for rel, target in zip(candidates, _targets(root, candidates), strict=True)
+        if os.path.commonpath([inside, target]) != inside
+    ]
     if escaping:
         named = ", ".join(f"{rel} -> {target}" for rel, target in escaping[:NAMED])
         more = f" and {len(escaping) - NAMED} more" if len(escaping) > NAMED else ""
-        raise UnsafeWorkingDir(f"working directory {root} has links that lead out of it: {named}{more}; remove "
-                               "them, or exclude them (.gitignore, or an exclude pattern)")
+        raise UnsafeWorkingDir(
+            f"working directory {root} has links that lead out of it: {named}{more}; remove "
+            "them, or exclude them (.gitignore, or an exclude pattern)"
+        )
     return [rel for rel in candidates if (root / rel).is_file()]
 
 
@@ -62,12 +67,17 @@ def _candidates(root: Path) -> list[str]:
     listed = git.run(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard", timeout_s=60)
     if listed is not None:
         return sorted({rel for rel in listed.decode("utf-8", "surrogateescape").split("\0") if rel})
-    return sorted(str(Path(dirpath, name).relative_to(root)) for dirpath, dirnames, names in os.walk(root)
-                  for name in [*names, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))])
+    return sorted(
+        str(Path(dirpath, name).relative_to(root))
+        for dirpath, dirnames, names in os.walk(root)
+        for name in [*names, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]
+    )
 
 
 def _excluded(rel: str, patterns: list[str]) -> bool:
     parts = rel.split("/")
     prefixes = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
-    return any(any(fnmatchcase(prefix, p) for prefix in prefixes) if "/" in p else
-               any(fnmatchcase(part, p) for part in parts) for p in patterns)
+    return any(
+        any(fnmatchcase(prefix, p) for prefix in prefixes) if "/" in p else any(fnmatchcase(part, p) for part in parts)
+        for p in patterns
+    )

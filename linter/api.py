@@ -57,8 +57,13 @@ def command_line_overrides(texts: Iterable[str]) -> tuple[LocatedOverride, ...]:
     return tuple(locate_override(text, Location("--override", i, 1)) for i, text in enumerate(texts, 1))
 
 
-def read_options(settings: Settings, cli_overrides: Iterable[str] = (), cli_verl: str | None = None,
-                 cli_accelerator: str | None = None, cli_resources: dict | None = None) -> ReadOptions:
+def read_options(
+    settings: Settings,
+    cli_overrides: Iterable[str] = (),
+    cli_verl: str | None = None,
+    cli_accelerator: str | None = None,
+    cli_resources: dict | None = None,
+) -> ReadOptions:
     """Defaults for every file of a run: the command line first, then `[tool.sapo-lint]`, then the installed
     verl, then the built-in defaults. `cli_resources`: site limits from the command line (they win over a
     recipe's `hardware` and `[tool.sapo-lint]`)."""
@@ -91,14 +96,27 @@ def load_text(source: TextFile, options: ReadOptions) -> Loaded | None:
         from .sources.bash import read_script  # tree-sitter only when a script is linted
 
         script = read_script(source, options)
-        return Loaded(source, "script", script.commands, findings(script.problems),
-                      script.verl_version or options.cli_verl or options.default_verl, Location(source.path))
+        return Loaded(
+            source,
+            "script",
+            script.commands,
+            findings(script.problems),
+            script.verl_version or options.cli_verl or options.default_verl,
+            Location(source.path),
+        )
     if not looks_like_recipe(source.text):
         return None
     read = read_recipe(source, options)
     recipe = read.recipe
-    return Loaded(source, "recipe", recipe.commands if recipe else [], findings(read.problems),
-                  recipe.verl_version if recipe else options.default_verl, _verl_key_location(source), recipe)
+    return Loaded(
+        source,
+        "recipe",
+        recipe.commands if recipe else [],
+        findings(read.problems),
+        recipe.verl_version if recipe else options.default_verl,
+        _verl_key_location(source),
+        recipe,
+    )
 
 
 def check(loaded: Loaded, settings: Settings, extra: Iterable[Diagnostic] = ()) -> list[Diagnostic]:
@@ -111,8 +129,9 @@ def check(loaded: Loaded, settings: Settings, extra: Iterable[Diagnostic] = ()) 
     if loaded.kind == "script" and loaded.commands:  # a run script; a helper without a trainer call is no example
         from .rules.nm_naming import naming_diagnostics
 
-        found.extend(naming_diagnostics(Path(loaded.source.path), settings.naming_ignore_dirs,
-                                        settings.naming_ignore_files))
+        found.extend(
+            naming_diagnostics(Path(loaded.source.path), settings.naming_ignore_dirs, settings.naming_ignore_files)
+        )
     if loaded.commands and not any(d.code == RECIPE_SCHEMA.code for d in loaded.diagnostics):
         found.extend(_lint_commands(loaded, load_rules(settings.enabled)))
     return _without_noqa(loaded.source, found, continued_lines=loaded.kind == "script")
@@ -182,8 +201,13 @@ def _without_noqa(source: TextFile, diagnostics: list[Diagnostic], continued_lin
     def covers(index: int, code: str) -> bool:
         if index not in suppressed:  # each line read once, however many findings are on it
             m = NOQA.search(lines[index])
-            suppressed[index] = (frozenset() if m is None else None if m.group("codes") is None
-                                 else frozenset(c.strip().upper() for c in m.group("codes").split(",")))
+            suppressed[index] = (
+                frozenset()
+                if m is None
+                else None
+                if m.group("codes") is None
+                else frozenset(c.strip().upper() for c in m.group("codes").split(","))
+            )
         codes = suppressed[index]
         return codes is None or code in codes
 

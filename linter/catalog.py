@@ -65,9 +65,17 @@ def _is_file(path: Path) -> bool:
 @cache
 def accelerators() -> dict[str, Accelerator]:
     data = json.loads((SCHEMA_DIR / "devices.json").read_text(encoding="utf-8"))["devices"]
-    return {name: Accelerator(name, d["device"], d["hbm_gib"], d["devices_per_node"],
-                              d.get("usable_hbm_gib", d["hbm_gib"]), d.get("usable_source", ""))
-            for name, d in data.items()}
+    return {
+        name: Accelerator(
+            name,
+            d["device"],
+            d["hbm_gib"],
+            d["devices_per_node"],
+            d.get("usable_hbm_gib", d["hbm_gib"]),
+            d.get("usable_source", ""),
+        )
+        for name, d in data.items()
+    }
 
 
 # The accelerator assumed for a device kind when nobody names one. Both are the 64/80 GB class that most training

@@ -1,9 +1,10 @@
 """`sapo-lint convert SCRIPT.sh`: a verl-style bash run script -> a `sapo-recipe/v1` recipe.
 
 The script is read the way `sapo-lint` reads it (statically, every variant); the model path and the accelerators
-(when `[tool.sapo-lint]` names them) go to `model` and `hardware`, overrides shared by every variant go to `overrides`, exported variables shared by every variant to `env`, and the rest to `variants`: one axis per
-variable the script switches on (`device`, `infer_backend`, ...) when the differences factor that way, else a
-single `variant` axis with one entry per combination.
+(when `[tool.sapo-lint]` names them) go to `model` and `hardware`, overrides shared by every variant go to
+`overrides`, exported variables shared by every variant to `env`, and the rest to `variants`: one axis per variable
+the script switches on (`device`, `infer_backend`, ...) when the differences factor that way, else a single `variant`
+axis with one entry per combination.
 """
 
 from __future__ import annotations
@@ -118,8 +119,9 @@ def script_to_recipe(source: TextFile, options) -> tuple[dict, list[str]]:
     notes = [f"{d.location.path}:{d.location.line}:{d.location.column}: {d.code} {d.message}" for d in read.diagnostics]
     commands = read.commands
     if not commands:
-        raise ConversionError(f"{path}: no `python3 -m verl...` trainer command found"
-                                   + "".join(f"; {n}" for n in notes))
+        raise ConversionError(
+            f"{path}: no `python3 -m verl...` trainer command found" + "".join(f"; {n}" for n in notes)
+        )
     first = {c.origin for c in commands}
     if len(first) > 1:
         origin = commands[0].origin
@@ -166,7 +168,7 @@ def script_to_recipe(source: TextFile, options) -> tuple[dict, list[str]]:
         else:
             notes.append("the variants do not factor by variable; one `variant` axis holds every combination")
             variants["variant"] = {}
-            for c, o, e in zip(commands, maps, envs):
+            for c, o, e in zip(commands, maps, envs, strict=True):
                 body = {}
                 if _minus(o, base_o):
                     body["overrides"] = _minus(o, base_o)
@@ -195,6 +197,7 @@ def recipe_yaml(recipe: dict, notes: list[str], source: Path) -> str:
     """The recipe as YAML, after a comment line per note: the script's text in a note or a value is escaped, so
     it can only ever be read back as the text it was (never as YAML keys of its own)."""
     header = [f"Converted from {source.name} by `sapo-lint convert`.", *(f"note: {n}" for n in notes)]
-    body = yaml.dump(recipe, Dumper=_RecipeDumper, sort_keys=False, allow_unicode=True, width=120,
-                     default_flow_style=False)
+    body = yaml.dump(
+        recipe, Dumper=_RecipeDumper, sort_keys=False, allow_unicode=True, width=120, default_flow_style=False
+    )
     return "".join(f"# {printable(line)}\n" for line in header) + body

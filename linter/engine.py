@@ -117,7 +117,7 @@ class ConfigView:
             for prefix in ancestors(path):
                 if prefix in self._set:
                     value = self._set[prefix]
-                    for part in path[len(prefix) + 1:].split("."):
+                    for part in path[len(prefix) + 1 :].split("."):
                         if not isinstance(value, dict) or part not in value:
                             return False, None, False
                         value = value[part]
@@ -168,7 +168,7 @@ class ConfigView:
             if m is None:
                 return _NOT_FOUND
             target = _absolute(ancestor, m.group(1))
-            return self.value(f"{target}.{path[len(ancestor) + 1:]}", depth + 1)
+            return self.value(f"{target}.{path[len(ancestor) + 1 :]}", depth + 1)
         return _NOT_FOUND
 
     def apply(self, parsed: ParsedOverride) -> None:
@@ -353,8 +353,15 @@ def _merged(overrides, view: ConfigView):
     mapping merges depends on the overrides applied before it."""
     for lo in overrides:
         p = lo.parsed
-        if (p is None or p.op == "delete" or not isinstance(p.value, dict) or p.package is not None or "/" in p.key
-                or hydra_keys.is_hydra_key(p.key) or not view.merges_into(p.key)):
+        if (
+            p is None
+            or p.op == "delete"
+            or not isinstance(p.value, dict)
+            or p.package is not None
+            or "/" in p.key
+            or hydra_keys.is_hydra_key(p.key)
+            or not view.merges_into(p.key)
+        ):
             yield lo
             continue
         op = "set" if p.op == "set" else "force_add"
@@ -370,9 +377,15 @@ def _merged_keys(lo: LocatedOverride, op: str, inner: dict, below: str, mapping:
             yield from _merged_keys(lo, op, inner, rel, value, view)
             continue
         unresolved = lo.unresolved if isinstance(value, str) and "${" in value else ()
-        yield LocatedOverride(inner.get(rel, lo.location), ("++" if op == "force_add" else "") + path,
-                              ParsedOverride(op, path, None, value), None, unresolved, lo.branches,
-                              merged_from=lo.key_text)
+        yield LocatedOverride(
+            inner.get(rel, lo.location),
+            ("++" if op == "force_add" else "") + path,
+            ParsedOverride(op, path, None, value),
+            None,
+            unresolved,
+            lo.branches,
+            merged_from=lo.key_text,
+        )
 
 
 def resolve(command: Command, snapshot: Snapshot) -> LintContext:
@@ -410,16 +423,18 @@ def resolve(command: Command, snapshot: Snapshot) -> LintContext:
             continue
         existed, current = view.lookup(p.key)
         if outside is not None:  # the key may well be in the external config: keep its value for the other rules
-            resolved.append(ResolvedOverride(lo, p, tree.get(p.key), existed, current, view.anchor(p.key), None,
-                                             outside))
+            resolved.append(
+                ResolvedOverride(lo, p, tree.get(p.key), existed, current, view.anchor(p.key), None, outside)
+            )
             view.apply(p)
             continue
         anchor = "" if existed else view.anchor(p.key)
         resolved.append(ResolvedOverride(lo, p, tree.get(p.key), existed, current, anchor))
         if p.op == "delete" or (existed or p.op != "set"):
             view.apply(p)
-    return LintContext(snapshot, tree, model_engine, resolved, view, command.stack, broken, command,
-                       selection=selection)
+    return LintContext(
+        snapshot, tree, model_engine, resolved, view, command.stack, broken, command, selection=selection
+    )
 
 
 class Part(Enum):
@@ -443,8 +458,10 @@ EVERY_PART = frozenset(Part)
 
 # verl main's trainers with a separate rollout (verl/experimental/separation): the rollout runs as standalone
 # servers on its own `rollout.nnodes x rollout.n_gpus_per_node` devices, never in the actor's worker group.
-SEPARATED_ROLLOUT_ENTRY_MODULES = ("verl.experimental.fully_async_policy.fully_async_main",
-                                   "verl.experimental.one_step_off_policy.main_ppo")
+SEPARATED_ROLLOUT_ENTRY_MODULES = (
+    "verl.experimental.fully_async_policy.fully_async_main",
+    "verl.experimental.one_step_off_policy.main_ppo",
+)
 
 # The verl entry modules that do not run every part, with the parts they run. Any other entry module runs all of
 # them: main_ppo, a team's wrapper, a recipe that names none.
@@ -474,8 +491,9 @@ def parts_run(entry_module: str | None) -> frozenset[Part]:
     return ENTRY_MODULE_PARTS.get(entry_module or "", EVERY_PART)
 
 
-def lint_command(command: Command, snapshot: Snapshot, rules: Iterable,
-                 suggestions: Suggestions | None = None) -> list[Diagnostic]:
+def lint_command(
+    command: Command, snapshot: Snapshot, rules: Iterable, suggestions: Suggestions | None = None
+) -> list[Diagnostic]:
     """The findings of every rule that a run of the command reaches. `suggestions`: shared by the file's commands."""
     ctx = resolve(command, snapshot)
     if suggestions is not None:
@@ -489,6 +507,20 @@ def lint_command(command: Command, snapshot: Snapshot, rules: Iterable,
     return [d.with_variant(command.variant) for d in out]
 
 
-__all__ = ["ENTRY_MODULE_PARTS", "EVERY_PART", "INT64", "MAX_SUGGESTIONS", "OUT_OF_RANGE",
-           "SEPARATED_ROLLOUT_ENTRY_MODULES", "ConfigView", "LintContext", "Part", "ResolvedOverride", "Suggestions",
-           "beyond_int64", "lint_command", "parts_run", "resolve"]
+__all__ = [
+    "ENTRY_MODULE_PARTS",
+    "EVERY_PART",
+    "INT64",
+    "MAX_SUGGESTIONS",
+    "OUT_OF_RANGE",
+    "SEPARATED_ROLLOUT_ENTRY_MODULES",
+    "ConfigView",
+    "LintContext",
+    "Part",
+    "ResolvedOverride",
+    "Suggestions",
+    "beyond_int64",
+    "lint_command",
+    "parts_run",
+    "resolve",
+]

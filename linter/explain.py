@@ -1,6 +1,6 @@
-"""`sapo-lint explain FILE` (a recipe or a run script): the derived plan of each variant -- world, dp, edp, parameters, device memory by
-phase and term against HBM, host RAM, checkpoint size, save time and disk peak -- as a rich table, JSON, or a
-stacked-bar PNG (`--plot`, matplotlib imported only then).
+"""`sapo-lint explain FILE` (a recipe or a run script): the derived plan of each variant -- world, dp, edp,
+parameters, device memory by phase and term against HBM, host RAM, checkpoint size, save time and disk peak -- as a
+rich table, JSON, or a stacked-bar PNG (`--plot`, matplotlib imported only then).
 
 The numbers come from `linter.estimate`; this module only reads the file (`api.load`, as lint does), resolves each
 variant and renders.
@@ -53,9 +53,15 @@ class Item:
 # ------------------------------------------------------------------------------------------------ loading
 
 
-def explain_recipe(path: Path, *, variants: tuple[str, ...] = (), overrides: tuple[str, ...] = (),
-                   verl_version: str | None = None, accelerator: str | None = None,
-                   resources: dict | None = None) -> tuple[list[Item], list[str]]:
+def explain_recipe(
+    path: Path,
+    *,
+    variants: tuple[str, ...] = (),
+    overrides: tuple[str, ...] = (),
+    verl_version: str | None = None,
+    accelerator: str | None = None,
+    resources: dict | None = None,
+) -> tuple[list[Item], list[str]]:
     """Estimate every (selected) variant of a recipe or run script, read as `sapo-lint` reads it (`api.load`):
     (items, problems that stop the whole file). `resources`: site limits from the command line; they reach the
     estimate as the linter's do, through `Command.resources`. An unknown accelerator name (RF006) and an
@@ -79,14 +85,18 @@ def explain_recipe(path: Path, *, variants: tuple[str, ...] = (), overrides: tup
         return [], [str(exc)]
     if loaded is None:
         return [], [f"{path}: neither a recipe (a YAML file with a top-level `recipe:` key) nor a run script (*.sh)"]
-    stopping = [d for d in loaded.diagnostics
-                if d.code == UNKNOWN_ACCELERATOR.code or (d.severity.value == "error" and not loaded.commands)]
+    stopping = [
+        d
+        for d in loaded.diagnostics
+        if d.code == UNKNOWN_ACCELERATOR.code or (d.severity.value == "error" and not loaded.commands)
+    ]
     if (loaded.kind == "recipe" and loaded.recipe is None) or stopping:
         return [], [_line(d) for d in (stopping or loaded.diagnostics)]
     if not loaded.commands:
         return [], [f"{path}: no trainer command (`python3 -m verl...`) found"]
-    rejected = [d for d in api.check(loaded, settings)
-                if d.location.path == "--override" and d.severity.value == "error"]
+    rejected = [
+        d for d in api.check(loaded, settings) if d.location.path == "--override" and d.severity.value == "error"
+    ]
     if rejected:
         return [], [_line(d) for d in dict.fromkeys(d.with_variant(None) for d in rejected)]
     commands = api.select(loaded.commands, variants)
@@ -101,15 +111,22 @@ def explain_recipe(path: Path, *, variants: tuple[str, ...] = (), overrides: tup
         except SnapshotNotFound as exc:
             return [], [str(exc)]
         if command.model is None:
-            how = ("name a shipped card (`model.card`) or a directory with config.json (`model.path`)"
-                   if loaded.kind == "recipe" else
-                   "give a directory with config.json: --override actor_rollout_ref.model.path=DIR")
+            how = (
+                "name a shipped card (`model.card`) or a directory with config.json (`model.path`)"
+                if loaded.kind == "recipe"
+                else "give a directory with config.json: --override actor_rollout_ref.model.path=DIR"
+            )
             items.append(Item(command.variant, error=f"unknown model: {how}"))
             continue
         est = estimate_for(ctx)  # the estimate the MEM/CK rules below report from
         if est is None:
-            items.append(Item(command.variant, error="the actor does not run on the Megatron engine or its world size / "
-                                                     "parallel sizes are not numbers"))
+            items.append(
+                Item(
+                    command.variant,
+                    error="the actor does not run on the Megatron engine or its world size / "
+                    "parallel sizes are not numbers",
+                )
+            )
             continue
         findings = []
         for r in rules:
@@ -123,8 +140,11 @@ def explain_recipe(path: Path, *, variants: tuple[str, ...] = (), overrides: tup
 
 
 def _line(d) -> str:
-    where = f"{d.location.path}:{d.location.line}:{d.location.column}" if d.location.path != "--override" else \
-        f"--override {d.location.line}"
+    where = (
+        f"{d.location.path}:{d.location.line}:{d.location.column}"
+        if d.location.path != "--override"
+        else f"--override {d.location.line}"
+    )
     return f"{where}: {d.code} {d.message}"
 
 
@@ -162,44 +182,70 @@ def to_json(item: Item, recipe_path: str | None = None) -> dict[str, Any]:
     host["node_ram"] = p.limits.host_ram_gib
     host["node_ram_assumed"] = p.limits.assumed("host_ram_gib")
     ck = e.checkpoint
-    out.update({
-        "model": p.model.name,
-        "accelerator": p.accelerator,
-        "accelerator_assumed": p.accelerator_assumed or None,
-        "device": p.device,
-        "world": e.world,
-        "nodes": e.world // p.devices_per_node if p.devices_per_node else None,
-        "dp": e.dp,
-        "edp": e.edp,
-        "layout": {"tp": layout.tp, "pp": layout.pp, "vpp": layout.vpp, "cp": layout.cp, "ep": layout.ep,
-                   "etp": layout.expert_tp},
-        "params": {
-            "total": e.params.total, "embedding": e.params.embedding, "dense": e.params.dense,
-            "expert": e.params.expert, "active": e.params.active,
-            "per_rank": e.actor.params.total, "per_rank_dense": e.actor.params.dense,
-            "per_rank_expert": e.actor.params.expert, "per_rank_stage": e.actor.params.stage,
-        },
-        "tokens": {"train": round(p.actor.train_tokens), "logprob": round(p.actor.logprob_tokens),
-                   "source": p.actor.token_source},
-        "recompute": p.actor.recompute.describe(),
-        "memory_gib": memory,
-        "hbm_gib": p.hbm_gib,
-        "host_gib": host,
-        "checkpoint_gib": {"weights": _gib(ck.weights_bytes), "full": _gib(ck.full_bytes), "saved": _gib(ck.saved_bytes),
-                           "per_rank_dist": _gib(ck.rank_dist_bytes), "rank0_hf": _gib(ck.rank0_hf_bytes)},
-        "checkpoint": {
-            "saves": ck.saves, "contents": list(p.checkpoint.contents), "async_save": ck.async_save,
-            "save_seconds": round(ck.save_seconds, 1), "longest_wait_seconds": round(ck.longest_wait_seconds, 1),
-            "timeout_seconds": ck.timeout_s, "timeout_source": ck.timeout_source,
-            "write_gib_per_s": ck.write_gib_per_s, "write_bw_assumed": p.limits.assumed("write_gib_per_s"),
-        },
-        "disk_peak_gib": _gib(ck.disk_peak_bytes),
-        "disk_budget_gib": p.limits.disk_budget_gib,
-        "disk_budget_assumed": p.limits.assumed("disk_budget_gib"),
-        "communicators": list(e.communicators),
-        "findings": item.findings or [],
-        "notes": list(e.notes),
-    })
+    out.update(
+        {
+            "model": p.model.name,
+            "accelerator": p.accelerator,
+            "accelerator_assumed": p.accelerator_assumed or None,
+            "device": p.device,
+            "world": e.world,
+            "nodes": e.world // p.devices_per_node if p.devices_per_node else None,
+            "dp": e.dp,
+            "edp": e.edp,
+            "layout": {
+                "tp": layout.tp,
+                "pp": layout.pp,
+                "vpp": layout.vpp,
+                "cp": layout.cp,
+                "ep": layout.ep,
+                "etp": layout.expert_tp,
+            },
+            "params": {
+                "total": e.params.total,
+                "embedding": e.params.embedding,
+                "dense": e.params.dense,
+                "expert": e.params.expert,
+                "active": e.params.active,
+                "per_rank": e.actor.params.total,
+                "per_rank_dense": e.actor.params.dense,
+                "per_rank_expert": e.actor.params.expert,
+                "per_rank_stage": e.actor.params.stage,
+            },
+            "tokens": {
+                "train": round(p.actor.train_tokens),
+                "logprob": round(p.actor.logprob_tokens),
+                "source": p.actor.token_source,
+            },
+            "recompute": p.actor.recompute.describe(),
+            "memory_gib": memory,
+            "hbm_gib": p.hbm_gib,
+            "host_gib": host,
+            "checkpoint_gib": {
+                "weights": _gib(ck.weights_bytes),
+                "full": _gib(ck.full_bytes),
+                "saved": _gib(ck.saved_bytes),
+                "per_rank_dist": _gib(ck.rank_dist_bytes),
+                "rank0_hf": _gib(ck.rank0_hf_bytes),
+            },
+            "checkpoint": {
+                "saves": ck.saves,
+                "contents": list(p.checkpoint.contents),
+                "async_save": ck.async_save,
+                "save_seconds": round(ck.save_seconds, 1),
+                "longest_wait_seconds": round(ck.longest_wait_seconds, 1),
+                "timeout_seconds": ck.timeout_s,
+                "timeout_source": ck.timeout_source,
+                "write_gib_per_s": ck.write_gib_per_s,
+                "write_bw_assumed": p.limits.assumed("write_gib_per_s"),
+            },
+            "disk_peak_gib": _gib(ck.disk_peak_bytes),
+            "disk_budget_gib": p.limits.disk_budget_gib,
+            "disk_budget_assumed": p.limits.assumed("disk_budget_gib"),
+            "communicators": list(e.communicators),
+            "findings": item.findings or [],
+            "notes": list(e.notes),
+        }
+    )
     return out
 
 
@@ -230,23 +276,35 @@ def render_text(items: list[Item], title: str, color: bool = False, width: int =
         pc = e.params
         moe = p.model.is_moe
         console.print(
-            f"  model {printable(p.model.name)}: {pc.total / 1e9:.2f} B parameters (embedding {pc.embedding / 1e9:.2f} B, "
-            f"dense {pc.dense / 1e9:.2f} B" + (f", routed experts {pc.expert / 1e9:.2f} B; {pc.active / 1e9:.2f} B active"
-                                              if moe else "") + ")")
+            f"  model {printable(p.model.name)}: {pc.total / 1e9:.2f} B parameters "
+            f"(embedding {pc.embedding / 1e9:.2f} B, dense {pc.dense / 1e9:.2f} B"
+            + (f", routed experts {pc.expert / 1e9:.2f} B; {pc.active / 1e9:.2f} B active" if moe else "")
+            + ")"
+        )
         console.print(
             f"  {e.world} x {p.accelerator} ({p.hbm_gib:g} GiB, {p.device}): TP{L.tp} PP{L.pp}"
-            + (f" VPP{L.vpp}" if L.vpp else "") + f" CP{L.cp}" + (f" EP{L.ep} ETP{L.expert_tp}" if moe else "")
-            + f", dp {e.dp}" + (f", edp {e.edp}" if moe else ""))
+            + (f" VPP{L.vpp}" if L.vpp else "")
+            + f" CP{L.cp}"
+            + (f" EP{L.ep} ETP{L.expert_tp}" if moe else "")
+            + f", dp {e.dp}"
+            + (f", edp {e.edp}" if moe else "")
+        )
         if p.accelerator_assumed:
-            console.print(Text(f"  {p.accelerator} is {p.accelerator_assumed}: name yours with --accelerator, "
-                               "`hardware.accelerator` or `[tool.sapo-lint] accelerator`"))
+            console.print(
+                Text(
+                    f"  {p.accelerator} is {p.accelerator_assumed}: name yours with --accelerator, "
+                    "`hardware.accelerator` or `[tool.sapo-lint] accelerator`"
+                )
+            )
         rank = e.actor.params
         console.print(
             f"  per rank (most loaded: stage {rank.stage}): {rank.total / 1e9:.3f} B parameters"
-            + (f" ({rank.dense / 1e9:.3f} B dense, {rank.expert / 1e9:.3f} B routed-expert)" if moe else ""))
+            + (f" ({rank.dense / 1e9:.3f} B dense, {rank.expert / 1e9:.3f} B routed-expert)" if moe else "")
+        )
         console.print(
             f"  actor update: {p.actor.recompute.describe()}, {p.actor.train_tokens:.0f} tokens per micro-batch per "
-            f"rank ({p.actor.token_source}); log-prob passes {p.actor.logprob_tokens:.0f} tokens")
+            f"rank ({p.actor.token_source}); log-prob passes {p.actor.logprob_tokens:.0f} tokens"
+        )
         table = Table(title="device memory per device, GiB", title_justify="left", show_edge=False, pad_edge=False)
         table.add_column("term")
         for phase in e.phases:
@@ -267,20 +325,24 @@ def render_text(items: list[Item], title: str, color: bool = False, width: int =
             f"  host RAM: {e.host_total(hp) / GIB:.1f} GiB per rank in the {hp} phase"
             + (f" ({host_terms})" if host_terms else "")
             + f" = {e.host_peak_per_node / GIB:.0f} GiB per node of {p.limits.host_ram_gib:g} GiB"
-            + (" (assumed)" if p.limits.assumed("host_ram_gib") else ""))
+            + (" (assumed)" if p.limits.assumed("host_ram_gib") else "")
+        )
         ck = e.checkpoint
         bw = f"{ck.write_gib_per_s:g} GiB/s per writer" + (" (assumed)" if p.limits.assumed("write_gib_per_s") else "")
         console.print(
             f"  checkpoint: weights {ck.weights_bytes / GIB:.1f} GiB, full {ck.full_bytes / GIB:.1f} GiB; "
             f"save_contents {list(p.checkpoint.contents)} = {ck.saved_bytes / GIB:.1f} GiB"
-            + ("" if ck.saves else " (trainer.save_freq <= 0: no saves)"))
+            + ("" if ck.saves else " (trainer.save_freq <= 0: no saves)")
+        )
         console.print(
             f"  save time: ~{ck.save_seconds:.0f} s (dist shard {ck.rank_dist_bytes / GIB:.1f} GiB per rank, "
-            f"rank 0 HF {ck.rank0_hf_bytes / GIB:.1f} GiB, at {bw}); longest barrier wait ~{ck.longest_wait_seconds:.0f} s "
-            f"vs {ck.timeout_s:.0f} s {ck.timeout_source}")
+            f"rank 0 HF {ck.rank0_hf_bytes / GIB:.1f} GiB, at {bw}); "
+            f"longest barrier wait ~{ck.longest_wait_seconds:.0f} s vs {ck.timeout_s:.0f} s {ck.timeout_source}"
+        )
         console.print(
             f"  disk peak: {ck.disk_peak_bytes / GIB:.1f} GiB (two checkpoints) of {p.limits.disk_budget_gib:g} GiB"
-            + (" (assumed)" if p.limits.assumed("disk_budget_gib") else ""))
+            + (" (assumed)" if p.limits.assumed("disk_budget_gib") else "")
+        )
         for note in e.notes:
             console.print(f"  note: {printable(note)}")
         for f in item.findings or []:
@@ -294,10 +356,20 @@ def render_text(items: list[Item], title: str, color: bool = False, width: int =
 
 
 PLOT_COLORS = {
-    "weights": "#4c72b0", "grads": "#55a868", "optimizer": "#c44e52", "activations": "#8172b2",
-    "backward_working": "#a99bd0", "moe_dispatch": "#5f9e6e",
-    "logits": "#ccb974", "ref_weights": "#64b5cd", "critic_weights": "#8c8c8c", "critic_grads": "#b0b0b0",
-    "critic_optimizer": "#d0d0d0", "rollout": "#dd8452", "comm_buffers": "#937860", "runtime": "#da8bc3",
+    "weights": "#4c72b0",
+    "grads": "#55a868",
+    "optimizer": "#c44e52",
+    "activations": "#8172b2",
+    "backward_working": "#a99bd0",
+    "moe_dispatch": "#5f9e6e",
+    "logits": "#ccb974",
+    "ref_weights": "#64b5cd",
+    "critic_weights": "#8c8c8c",
+    "critic_grads": "#b0b0b0",
+    "critic_optimizer": "#d0d0d0",
+    "rollout": "#dd8452",
+    "comm_buffers": "#937860",
+    "runtime": "#da8bc3",
 }
 
 
@@ -320,7 +392,7 @@ def plot(items: list[Item], out: Path, title: str) -> Path:
     # At least 10 inches wide: one panel alone would cut off the title and the legend, which span the figure.
     fig, axes = plt.subplots(rows, cols, figsize=(max(4.6 * cols, 10.0), 4.2 * rows), squeeze=False, sharey=True)
     used_terms: dict[str, Any] = {}
-    for ax, item in zip(axes.flat, shown):
+    for ax, item in zip(axes.flat, shown, strict=False):
         e = item.estimate
         phases = list(e.phases)
         bottoms = [0.0] * len(phases)
@@ -328,10 +400,17 @@ def plot(items: list[Item], out: Path, title: str) -> Path:
             heights = [e.phases[ph][term] / GIB for ph in phases]
             if not any(heights):
                 continue
-            bars = ax.bar(phases, heights, bottom=bottoms, color=PLOT_COLORS.get(term), width=0.6,
-                          edgecolor="white", linewidth=0.5)
+            bars = ax.bar(
+                phases,
+                heights,
+                bottom=bottoms,
+                color=PLOT_COLORS.get(term),
+                width=0.6,
+                edgecolor="white",
+                linewidth=0.5,
+            )
             used_terms.setdefault(term, bars)
-            bottoms = [b + h for b, h in zip(bottoms, heights)]
+            bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
         hbm = e.inputs.hbm_gib
         ax.axhline(hbm, color="#b22222", linestyle="--", linewidth=1.5)
         ax.axhline(hbm * WARN_FRACTION, color="#b22222", linestyle=":", linewidth=1)
@@ -342,15 +421,22 @@ def plot(items: list[Item], out: Path, title: str) -> Path:
         ax.set_title(item.variant or "(single variant)", fontsize=9)
         ax.set_ylim(0, max(max(bottoms), hbm) * 1.12)
         ax.grid(axis="y", alpha=0.3)
-    for ax in list(axes.flat)[len(shown):]:
+    for ax in list(axes.flat)[len(shown) :]:
         ax.axis("off")
     for ax in axes[:, 0]:
         ax.set_ylabel("GiB per device")
-    fig.legend([used_terms[t] for t in used_terms], [TERM_LABELS.get(t, t) for t in used_terms],
-               loc="lower center", ncol=min(6, len(used_terms)), fontsize=8, frameon=False)
+    fig.legend(
+        [used_terms[t] for t in used_terms],
+        [TERM_LABELS.get(t, t) for t in used_terms],
+        loc="lower center",
+        ncol=min(6, len(used_terms)),
+        fontsize=8,
+        frameon=False,
+    )
     first = shown[0].estimate.inputs
-    fig.suptitle(f"{title}: {first.model.name} on {first.world} x {first.accelerator} -- device memory by phase",
-                 fontsize=11)
+    fig.suptitle(
+        f"{title}: {first.model.name} on {first.world} x {first.accelerator} -- device memory by phase", fontsize=11
+    )
     fig.tight_layout(rect=(0, 0.07, 1, 0.95))
     from .sources.files import write_atomically
 

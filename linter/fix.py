@@ -75,7 +75,7 @@ def planned_fixes(diagnostics: list[Diagnostic], unsafe: bool = False) -> list[F
         bom = raw.startswith(BOM)
         # Lines exactly as written: CRLF stays CRLF, and a byte-order mark is put back (diagnostic columns count
         # from after it, as the linter read the file).
-        lines = raw[len(BOM) if bom else 0:].decode("utf-8").splitlines(keepends=True)
+        lines = raw[len(BOM) if bom else 0 :].decode("utf-8").splitlines(keepends=True)
         changed = 0
         for (line_no, column), edit in sorted(fixes.items(), reverse=True):  # right to left keeps columns valid
             if not 0 < line_no <= len(lines):
@@ -146,7 +146,7 @@ def add_noqa(diagnostics: list[Diagnostic]) -> NoqaOutcome:
             read = _read(path)
             raw = read.data
             bom = raw.startswith(BOM)
-            text = raw[len(BOM) if bom else 0:].decode("utf-8")
+            text = raw[len(BOM) if bom else 0 :].decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             left.extend((d, f"cannot read the file: {getattr(exc, 'strerror', None) or exc}") for d in found)
             continue
@@ -175,8 +175,9 @@ def add_noqa(diagnostics: list[Diagnostic]) -> NoqaOutcome:
             continue
         for i, ds in targets.items():
             if i in edits and i not in kept:
-                left.extend((d, "inside a string, heredoc or block scalar, where a comment would change it")
-                            for d in ds)
+                left.extend(
+                    (d, "inside a string, heredoc or block scalar, where a comment would change it") for d in ds
+                )
             else:
                 covered += len(ds)
         if kept:
@@ -187,14 +188,14 @@ def add_noqa(diagnostics: list[Diagnostic]) -> NoqaOutcome:
 
 def _with_codes(line: str, content: str, codes: set[str]) -> str:
     """The line with `codes` in its noqa comment: merged into an existing one, else a new one at its end."""
-    ending = line[len(content):]
+    ending = line[len(content) :]
     m = api.NOQA.search(content)
     if m and m.group("codes") is None:  # a bare noqa already covers every code
         return line
     if m:
         present = [c.strip().upper() for c in m.group("codes").split(",")]
         merged = present + sorted(codes - set(present))
-        return content[:m.start("codes")] + ", ".join(merged) + content[m.end("codes"):] + ending
+        return content[: m.start("codes")] + ", ".join(merged) + content[m.end("codes") :] + ending
     gap = "" if content[-1:].isspace() else "  "
     return content + gap + NOQA_PREFIX + ", ".join(sorted(codes)) + ending
 
@@ -243,7 +244,9 @@ def _yaml_meaning(text: str) -> list[tuple] | None:
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return [(type(e).__name__, *(getattr(e, k, None) for k in ("anchor", "tag", "implicit", "value", "style")))
-                for e in yaml.parse(text, Loader=loader)]
+        return [
+            (type(e).__name__, *(getattr(e, k, None) for k in ("anchor", "tag", "implicit", "value", "style")))
+            for e in yaml.parse(text, Loader=loader)
+        ]
     except yaml.YAMLError:
         return None

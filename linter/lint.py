@@ -22,7 +22,20 @@ from .settings import Settings, SettingsFinder
 from .sources.files import TextFile, UnreadableFile, is_regular_file
 from .sources.recipe import ReadOptions
 
-SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", "build", "dist", "site-packages"}
+SKIP_DIRS = {
+    ".git",
+    ".hg",
+    ".svn",
+    ".venv",
+    "venv",
+    "node_modules",
+    "__pycache__",
+    ".tox",
+    ".mypy_cache",
+    "build",
+    "dist",
+    "site-packages",
+}
 
 
 @dataclass(slots=True)
@@ -33,8 +46,7 @@ class LintResult:
     named_but_skipped: int = 0  # files named on the command line that are neither recipe nor script (`_not_lintable`)
 
 
-def discover(paths: list[Path], settings_for: Callable[[Path], Settings]
-             ) -> tuple[list[Path], list[tuple[Path, str]]]:
+def discover(paths: list[Path], settings_for: Callable[[Path], Settings]) -> tuple[list[Path], list[tuple[Path, str]]]:
     """Recipe and run-script candidates under the given paths, sorted and de-duplicated (a path named explicitly
     is always a candidate, whatever its suffix, unless excluded), and the directories that could not be listed,
     with why (permission denied, a path over PATH_MAX). Each path is excluded by the settings that govern it
@@ -59,9 +71,17 @@ def discover(paths: list[Path], settings_for: Callable[[Path], Settings]
                 p = directory / name
                 if p.suffix in api.RECIPE_SUFFIXES + api.SCRIPT_SUFFIXES and not excluded(p, inside):
                     found[p] = None
-            pending.extend(reversed([directory / d for d in subdirs if d not in SKIP_DIRS
-                                     and not _is_virtualenv(directory / d)
-                                     and not excluded(directory / d, settings_for(directory / d))]))
+            pending.extend(
+                reversed(
+                    [
+                        directory / d
+                        for d in subdirs
+                        if d not in SKIP_DIRS
+                        and not _is_virtualenv(directory / d)
+                        and not excluded(directory / d, settings_for(directory / d))
+                    ]
+                )
+            )
     return list(found), unlisted
 
 
@@ -103,9 +123,14 @@ def excluded(path: Path, settings: Settings) -> bool:
     return any(fnmatch.fnmatch(text, pattern) for text in texts for pattern in settings.exclude)
 
 
-def lint_paths(paths: list[Path], settings: Settings | SettingsFinder, cli_overrides: list[str] = (),
-               cli_verl: str | None = None, cli_accelerator: str | None = None,
-               progress: Callable[[int, int], None] | None = None) -> LintResult:
+def lint_paths(
+    paths: list[Path],
+    settings: Settings | SettingsFinder,
+    cli_overrides: list[str] = (),
+    cli_verl: str | None = None,
+    cli_accelerator: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> LintResult:
     """Lint the recipes and run scripts under `paths`: with one `Settings` for all, or with the settings a
     `SettingsFinder` finds for each path. `progress(done, total)` is called after each file."""
     settings_for = settings.for_path if isinstance(settings, SettingsFinder) else lambda path: settings
@@ -117,8 +142,9 @@ def lint_paths(paths: list[Path], settings: Settings | SettingsFinder, cli_overr
         result.unreadable += 1
         diagnostics.extend(findings([FileUnreadable(location=Location(str(directory)), reason=why, directory=True)]))
     explicit = set(paths)
-    scripts = [p for p in files if p.suffix in api.SCRIPT_SUFFIXES and is_regular_file(p)
-               and settings_for(p).shellcheck]
+    scripts = [
+        p for p in files if p.suffix in api.SCRIPT_SUFFIXES and is_regular_file(p) and settings_for(p).shellcheck
+    ]
     shellcheck = _shellcheck(scripts) if scripts else {}
 
     def lint_file(path: Path) -> FileOutcome:
@@ -130,8 +156,9 @@ def lint_paths(paths: list[Path], settings: Settings | SettingsFinder, cli_overr
             try:
                 loaded = api.load(path, options[id(file_settings)])
             except UnreadableFile as exc:
-                return FileOutcome(True, True, False, findings([FileUnreadable(location=Location(str(path)),
-                                                                              reason=str(exc))]))
+                return FileOutcome(
+                    True, True, False, findings([FileUnreadable(location=Location(str(path)), reason=str(exc))])
+                )
             if loaded is None:
                 return _not_lintable(str(path)) if path in explicit else FileOutcome(False, False, False, [])
             return FileOutcome(True, False, False, _findings(loaded, file_settings, shellcheck.get(str(path), ())))
@@ -150,8 +177,13 @@ def lint_paths(paths: list[Path], settings: Settings | SettingsFinder, cli_overr
     return result
 
 
-def lint_text(source: TextFile, settings: Settings, cli_overrides: list[str] = (), cli_verl: str | None = None,
-              cli_accelerator: str | None = None) -> LintResult:
+def lint_text(
+    source: TextFile,
+    settings: Settings,
+    cli_overrides: list[str] = (),
+    cli_verl: str | None = None,
+    cli_accelerator: str | None = None,
+) -> LintResult:
     """Lint text read from standard input as the file `source.path` (its suffix says recipe or script; it is
     reported under that name). A script's shellcheck findings come from a copy in a temporary directory."""
     options = api.read_options(settings, cli_overrides, cli_verl, cli_accelerator)
@@ -164,8 +196,12 @@ def lint_text(source: TextFile, settings: Settings, cli_overrides: list[str] = (
         return FileOutcome(True, False, False, _findings(loaded, settings, found))
 
     outcome = _within_budget(source.path, lint)
-    return LintResult(_shown_once(outcome.diagnostics, lambda path: settings), int(outcome.linted),
-                      int(outcome.unreadable), int(outcome.named_but_skipped))
+    return LintResult(
+        _shown_once(outcome.diagnostics, lambda path: settings),
+        int(outcome.linted),
+        int(outcome.unreadable),
+        int(outcome.named_but_skipped),
+    )
 
 
 def _findings(loaded: api.Loaded, settings: Settings, shellcheck: list[Diagnostic]) -> list[Diagnostic]:
@@ -199,11 +235,16 @@ def _within_budget(path: str, lint: Callable[[], FileOutcome]) -> FileOutcome:
         with time_budget(FILE_TIME_BUDGET_S):
             return lint()
     except OutOfTime as exc:
-        return FileOutcome(True, False, False, findings([OutOfTimeBudget(location=Location(path),
-                                                                         limit_s=FILE_TIME_BUDGET_S, stage=exc.stage)]))
+        return FileOutcome(
+            True,
+            False,
+            False,
+            findings([OutOfTimeBudget(location=Location(path), limit_s=FILE_TIME_BUDGET_S, stage=exc.stage)]),
+        )
     except Exception as exc:  # noqa: BLE001 - one file's bug is that file's finding, not the end of the run
-        return FileOutcome(True, True, False, findings([InternalError(location=Location(path),
-                                                                       raised_where=_raised_where(exc))]))
+        return FileOutcome(
+            True, True, False, findings([InternalError(location=Location(path), raised_where=_raised_where(exc))])
+        )
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
@@ -290,8 +331,12 @@ def _shown(found: list[Diagnostic], loaded: api.Loaded, settings: Settings) -> l
     """The shellcheck findings in the default set (linter/rules/sh_shellcheck.py), and the opt-in ones selected."""
     splits = _split_lines(loaded)
     said = {(d.code, d.location.line) for d in loaded.diagnostics}
-    return [d for d in found if (SAID_BETTER_BY.get(d.code), d.location.line) not in said
-            and (settings.explicitly_selected(d.code) or reported_by_default(d.code, d.severity, d.location.line in splits))]
+    return [
+        d
+        for d in found
+        if (SAID_BETTER_BY.get(d.code), d.location.line) not in said
+        and (settings.explicitly_selected(d.code) or reported_by_default(d.code, d.severity, d.location.line in splits))
+    ]
 
 
 def _split_lines(loaded: api.Loaded) -> set[int]:
@@ -303,16 +348,18 @@ def _split_lines(loaded: api.Loaded) -> set[int]:
         for o in command.overrides:
             if o.location.path == loaded.source.path:
                 pieces.setdefault((o.location.line, o.location.column), []).append(o)
-        lines.update(line for (line, _), words in pieces.items()
-                     if len(words) > 1 and any(w.syntax_error for w in words))
+        lines.update(
+            line for (line, _), words in pieces.items() if len(words) > 1 and any(w.syntax_error for w in words)
+        )
     return lines
 
 
 def _shellcheck(scripts: list[Path]) -> dict[str, list[Diagnostic]]:
     from .sources.shellcheck import shellcheck_problems  # only when scripts are linted
 
-    return {path: sorted(findings(found), key=Diagnostic.sort_key)
-            for path, found in shellcheck_problems(scripts).items()}
+    return {
+        path: sorted(findings(found), key=Diagnostic.sort_key) for path, found in shellcheck_problems(scripts).items()
+    }
 
 
 def _shellcheck_text(source: TextFile) -> list[Diagnostic]:

@@ -26,8 +26,15 @@ class Progress:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             console = Console(stderr=True, no_color=not self.color)
-            self.bar = Progress(TextColumn("sapo-lint"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
-                                TimeElapsedColumn(), console=console, transient=True)
+            self.bar = Progress(
+                TextColumn("sapo-lint"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("files"),
+                TimeElapsedColumn(),
+                console=console,
+                transient=True,
+            )
             self.bar.start()
             self.task = self.bar.add_task("lint", total=total)
         self.bar.update(self.task, completed=done)

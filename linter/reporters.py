@@ -18,8 +18,10 @@ def summary(diagnostics: list[Diagnostic], files: int) -> dict:
 
 
 def render_json(diagnostics: list[Diagnostic], files: int) -> str:
-    return json.dumps({"version": 1, "diagnostics": [d.as_dict() for d in diagnostics],
-                       "summary": summary(diagnostics, files)}, indent=2)
+    return json.dumps(
+        {"version": 1, "diagnostics": [d.as_dict() for d in diagnostics], "summary": summary(diagnostics, files)},
+        indent=2,
+    )
 
 
 # ANSI SGR: the colour, then bold; reset after (what click.style wrote; click stays in the CLI packages)
@@ -43,8 +45,12 @@ def _printable_line(d: Diagnostic, code: str | None = None) -> str:
     """`Diagnostic.text_line` with control, separator and bidi characters of its path, message, variant and fix
     escaped (`core.printable`); `code` (the code, styled) is inserted as it is."""
     fix = d.fix and d.fix._replace(edits=tuple(e._replace(content=printable(e.content)) for e in d.fix.edits))
-    return d._replace(location=d.location._replace(path=printable(d.location.path)), message=printable(d.message),
-                      variant=d.variant and printable(d.variant), fix=fix).text_line(code)
+    return d._replace(
+        location=d.location._replace(path=printable(d.location.path)),
+        message=printable(d.message),
+        variant=d.variant and printable(d.variant),
+        fix=fix,
+    ).text_line(code)
 
 
 def _summary_line(diagnostics: list[Diagnostic], files: int) -> str:
@@ -70,8 +76,10 @@ def render_github(diagnostics: list[Diagnostic], files: int) -> str:
     lines = []
     for d in diagnostics:
         title = f"{d.code} {d.name}" + (f" [{d.variant}]" if d.variant else "")
-        props = (f"file={_escape_property(d.location.path)},line={d.location.line},col={d.location.column},"
-                 f"title={_escape_property(title)}")
+        props = (
+            f"file={_escape_property(d.location.path)},line={d.location.line},col={d.location.column},"
+            f"title={_escape_property(title)}"
+        )
         lines.append(f"::{level[d.severity]} {props}::{_escape_data(d.message)}")
     return "\n".join(lines)
 
@@ -93,10 +101,16 @@ def statistics(diagnostics: list[Diagnostic]) -> list[dict]:
     rows = []
     for code, found in by_code.items():
         fixes = Counter(d.fix.applicability for d in found if d.fix is not None)
-        rows.append({"code": code, "name": found[0].name,
-                     "severity": min((d.severity for d in found), key=_RANK.__getitem__).value,
-                     "count": len(found), "fixable": fixes[Applicability.SAFE],
-                     "fixes": {a.value: fixes[a] for a in Applicability}})
+        rows.append(
+            {
+                "code": code,
+                "name": found[0].name,
+                "severity": min((d.severity for d in found), key=_RANK.__getitem__).value,
+                "count": len(found),
+                "fixable": fixes[Applicability.SAFE],
+                "fixes": {a.value: fixes[a] for a in Applicability},
+            }
+        )
     return sorted(rows, key=lambda r: (-r["count"], r["code"]))
 
 
@@ -104,21 +118,25 @@ def statistics(diagnostics: list[Diagnostic]) -> list[dict]:
 _FIX_COUNTED = {Applicability.SAFE: "fixable", Applicability.UNSAFE: "unsafe", Applicability.DISPLAY_ONLY: "hint(s)"}
 
 
-def render_statistics_text(diagnostics: list[Diagnostic], files: int, color: bool = False,
-                           summary: bool = True) -> str:
+def render_statistics_text(diagnostics: list[Diagnostic], files: int, color: bool = False, summary: bool = True) -> str:
     """One line per code (count, code, severity, how many fixable, unsafe and hints, name), then the usual summary
     line."""
-    rows = [(r, ", ".join(f"{r['fixes'][a.value]} {word}" for a, word in _FIX_COUNTED.items() if r["fixes"][a.value]))
-            for r in statistics(diagnostics)]
+    rows = [
+        (r, ", ".join(f"{r['fixes'][a.value]} {word}" for a, word in _FIX_COUNTED.items() if r["fixes"][a.value]))
+        for r in statistics(diagnostics)
+    ]
     width = max([11, *(len(fixes) for _, fixes in rows)])
-    lines = [printable(f"{r['count']:>6}  {r['code']:<7} {r['severity']:<8} {fixes:<{width}} {r['name']}")
-             for r, fixes in rows]
+    lines = [
+        printable(f"{r['count']:>6}  {r['code']:<7} {r['severity']:<8} {fixes:<{width}} {r['name']}")
+        for r, fixes in rows
+    ]
     return "\n".join([*lines, _summary_line(diagnostics, files)] if summary else lines)
 
 
 def render_statistics_json(diagnostics: list[Diagnostic], files: int) -> str:
-    return json.dumps({"version": 1, "statistics": statistics(diagnostics), "summary": summary(diagnostics, files)},
-                      indent=2)
+    return json.dumps(
+        {"version": 1, "statistics": statistics(diagnostics), "summary": summary(diagnostics, files)}, indent=2
+    )
 
 
 STATISTICS = {"text": render_statistics_text, "json": render_statistics_json}

@@ -30,19 +30,21 @@ def rules_markdown(rules: dict) -> str:
 
 def rule_markdown(rule) -> str:
     """One rule's section body: severity and summary, what verl / Megatron would do, a bad and a good example."""
-    return "\n".join([
-        f"**{rule.severity.value}**: {_text(' '.join(rule.summary.split()))}",
-        "",
-        _text(rule.explanation),
-        "",
-        "Bad:",
-        "",
-        _fenced(rule.bad),
-        "",
-        "Good:",
-        "",
-        _fenced(rule.good),
-    ])
+    return "\n".join(
+        [
+            f"**{rule.severity.value}**: {_text(' '.join(rule.summary.split()))}",
+            "",
+            _text(rule.explanation),
+            "",
+            "Bad:",
+            "",
+            _fenced(rule.bad),
+            "",
+            "Good:",
+            "",
+            _fenced(rule.good),
+        ]
+    )
 
 
 def _text(text: str) -> str:

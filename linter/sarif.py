@@ -64,8 +64,15 @@ def render_sarif(diagnostics: list[Diagnostic], files: int) -> str:
     results = [_result(d, index, root, spans) for d in diagnostics]
     _add_fingerprints(results, diagnostics, spans)
     run = {
-        "tool": {"driver": {"name": "sapo-lint", "version": __version__, "semanticVersion": __version__,
-                            "informationUri": _repository_url(), "rules": rules}},
+        "tool": {
+            "driver": {
+                "name": "sapo-lint",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "informationUri": _repository_url(),
+                "rules": rules,
+            }
+        },
         "originalUriBaseIds": {SRCROOT: {"uri": root.as_uri().rstrip("/") + "/"}},
         "columnKind": "unicodeCodePoints",
         "results": results,
@@ -98,7 +105,8 @@ def _rule_descriptors(diagnostics: list[Diagnostic], version: str) -> list[dict]
     registered = all_rules()
     rules = [
         {
-            "id": r.code, "name": r.name,
+            "id": r.code,
+            "name": r.name,
             "shortDescription": {"text": _fit(r.summary)},
             "fullDescription": {"text": _fit(r.explanation)},
             "defaultConfiguration": {"level": LEVEL[r.severity]},
@@ -113,16 +121,21 @@ def _rule_descriptors(diagnostics: list[Diagnostic], version: str) -> list[dict]
         family = documenting_rule(d.code)
         sc = f"SC{d.code[2:]}"
         wiki = f"https://www.shellcheck.net/wiki/{sc}"
-        about = (f"shellcheck's {sc}, reported by sapo-lint as {d.code}: {wiki} explains the finding; "
-                 f"`sapo-lint rule {d.code}` explains how sapo-lint runs shellcheck and which findings it reports.")
-        rules.append({
-            "id": d.code, "name": d.name,
-            "shortDescription": {"text": f"shellcheck {sc}"},
-            "fullDescription": {"text": _fit(f"{about}\n\n{family.explanation}")},
-            "defaultConfiguration": {"level": LEVEL[d.severity]},
-            "helpUri": wiki,
-            "help": {"text": f"{about}\n\n{family.explanation}"},
-        })
+        about = (
+            f"shellcheck's {sc}, reported by sapo-lint as {d.code}: {wiki} explains the finding; "
+            f"`sapo-lint rule {d.code}` explains how sapo-lint runs shellcheck and which findings it reports."
+        )
+        rules.append(
+            {
+                "id": d.code,
+                "name": d.name,
+                "shortDescription": {"text": f"shellcheck {sc}"},
+                "fullDescription": {"text": _fit(f"{about}\n\n{family.explanation}")},
+                "defaultConfiguration": {"level": LEVEL[d.severity]},
+                "helpUri": wiki,
+                "help": {"text": f"{about}\n\n{family.explanation}"},
+            }
+        )
     return rules
 
 
@@ -132,18 +145,30 @@ def _fit(text: str, limit: int = DESCRIPTION_LIMIT) -> str:
     if len(flat) <= limit:
         return flat
     ends = [m.end() for m in re.finditer(r"[.!?:](?=\s)", flat[:limit])]
-    return flat[:ends[-1]] if ends else flat[:limit - 1] + "\u2026"
+    return flat[: ends[-1]] if ends else flat[: limit - 1] + "\u2026"
 
 
 # --- results ----------------------------------------------------------------------------------------------------
 
 
 def _result(d: Diagnostic, index: dict[str, int], root: Path, spans: _Spans) -> dict:
-    result = {"ruleId": d.code, "ruleIndex": index[d.code], "level": LEVEL[d.severity],
-              "message": {"text": d.message}, "locations": [_location(d.location, root, spans)]}
+    result = {
+        "ruleId": d.code,
+        "ruleIndex": index[d.code],
+        "level": LEVEL[d.severity],
+        "message": {"text": d.message},
+        "locations": [_location(d.location, root, spans)],
+    }
     if d.variant or d.fix:
-        result["properties"] = {k: v for k, v in (("variant", d.variant), ("fix", d.fix and d.fix.text),
-                                                  ("fixApplicability", d.fix and d.fix.applicability.value)) if v}
+        result["properties"] = {
+            k: v
+            for k, v in (
+                ("variant", d.variant),
+                ("fix", d.fix and d.fix.text),
+                ("fixApplicability", d.fix and d.fix.applicability.value),
+            )
+            if v
+        }
     if d.fix and d.fix.applicability is not Applicability.DISPLAY_ONLY and not _is_command_line(d.location):
         result["fixes"] = [_fix(d.fix, d.location.path, root, spans)]
     return result
@@ -156,9 +181,11 @@ def _fix(fix: Fix, path: str, root: Path, spans: _Spans) -> dict:
         column = e.column + spans.quoted(path, e.line, e.column, e.replaces)
         region = {"startLine": e.line, "startColumn": column, "endLine": e.line, "endColumn": column + len(e.replaces)}
         replacements.append({"deletedRegion": region, "insertedContent": {"text": e.content}})
-    return {"description": {"text": f"Replace the key with `{fix.text}`"},
-            "artifactChanges": [{"artifactLocation": artifact_location(path, root), "replacements": replacements}],
-            "properties": {"applicability": fix.applicability.value}}
+    return {
+        "description": {"text": f"Replace the key with `{fix.text}`"},
+        "artifactChanges": [{"artifactLocation": artifact_location(path, root), "replacements": replacements}],
+        "properties": {"applicability": fix.applicability.value},
+    }
 
 
 def _location(loc: Location, root: Path, spans: _Spans) -> dict:
@@ -189,7 +216,7 @@ def _add_fingerprints(results: list[dict], diagnostics: list[Diagnostic], spans:
     """Identity of a finding that does not depend on its line: rule, file, the located key, variant; equal ones are
     numbered in the order they appear."""
     seen: dict[str, int] = {}
-    for result, d in sorted(zip(results, diagnostics), key=lambda pair: pair[1].sort_key()):
+    for result, d in sorted(zip(results, diagnostics, strict=True), key=lambda pair: pair[1].sort_key()):
         loc = d.location
         key = f"{OVERRIDE_SOURCE}:{loc.line}" if _is_command_line(loc) else spans.key(loc.path, loc.line, loc.column)
         identity = "\0".join((d.code, loc.path, key, d.variant or ""))
@@ -227,7 +254,7 @@ class _Spans:
         """1 where `text` is written inside a quote that starts at the location, else 0."""
         found = self._file(path)
         written = found.lines[line - 1] if found and line <= len(found.lines) else ""
-        return int(written[column - 1:column] in ("'", '"') and written[column:].startswith(text))
+        return int(written[column - 1 : column] in ("'", '"') and written[column:].startswith(text))
 
     def key(self, path: str, line: int, column: int) -> str:
         found = self._file(path)

@@ -100,7 +100,7 @@ class Tree:
 
         def shared(candidate: str) -> int:
             n = 0
-            for a, b in zip(candidate.split("."), parts):
+            for a, b in zip(candidate.split("."), parts, strict=False):
                 if a != b:
                     break
                 n += 1
@@ -266,8 +266,9 @@ class OtherVersion(NamedTuple):
     newer: bool  # than the snapshot in use
 
 
-def other_versions(snapshot: Snapshot, selection: dict[str, str], path: str | None = None,
-                   read: str | None = None) -> list[OtherVersion]:
+def other_versions(
+    snapshot: Snapshot, selection: dict[str, str], path: str | None = None, read: str | None = None
+) -> list[OtherVersion]:
     """The other committed verl snapshots where the same config and group selection has the key `path`, or whose
     verl reads a key named `read`, oldest first. Only asked when a key is unknown, so the other files are read
     then, each once (`_verl_snapshot`, `_tree_of` are cached)."""

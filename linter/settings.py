@@ -35,8 +35,11 @@ KEYS = {
     "checkpoint-write-gib-per-s": ("write_gib_per_s", float, "checkpoint write bandwidth per writing rank (CK001)"),
     "host-ram-gib": ("host_ram_gib", float, "host RAM per node (MEM002)"),
     "checkpoint-disk-budget-gib": ("disk_budget_gib", float, "disk budget for checkpoints (CK002)"),
-    "accelerator": ("accelerator", (str, dict), ("accelerator of every variant, or one per device kind: "
-                                                 '{npu = "ascend-910b3", gpu = "nvidia-h100"} (MEM001)')),
+    "accelerator": (
+        "accelerator",
+        (str, dict),
+        ('accelerator of every variant, or one per device kind: {npu = "ascend-910b3", gpu = "nvidia-h100"} (MEM001)'),
+    ),
 }
 
 
@@ -66,8 +69,11 @@ class Settings:
     config: Path | None = None  # the pyproject.toml these settings come from; `exclude` is relative to its directory
 
     def resources(self) -> dict:
-        return {k: getattr(self, k) for k in ("write_gib_per_s", "host_ram_gib", "disk_budget_gib")
-                if getattr(self, k) is not None}
+        return {
+            k: getattr(self, k)
+            for k in ("write_gib_per_s", "host_ram_gib", "disk_budget_gib")
+            if getattr(self, k) is not None
+        }
 
     def enabled(self, code: str) -> bool:
         selected = not self.select or any(code.startswith(p) for p in self.select)
@@ -87,8 +93,11 @@ def unknown_codes(codes: list[str]) -> list[str]:
     """The codes or prefixes that name no rule (case as given; rules are matched upper-case)."""
     from .rules import MODULES
 
-    return [c for c in codes if not any(code.startswith(c.upper()) for code in MODULES)
-            and not SHELLCHECK_PREFIX.fullmatch(c.upper())]
+    return [
+        c
+        for c in codes
+        if not any(code.startswith(c.upper()) for code in MODULES) and not SHELLCHECK_PREFIX.fullmatch(c.upper())
+    ]
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -149,8 +158,10 @@ def settings_from(path: Path) -> Settings:
             raise SettingsError(f"{path}: [tool.sapo-lint] {key} must be {kind}")
         if key in ("select", "ignore"):
             if unknown := unknown_codes(value):
-                raise SettingsError(f"{path}: [tool.sapo-lint] {key}: unknown rule code or prefix: "
-                                    f"{', '.join(unknown)} (see `sapo-lint rules`)")
+                raise SettingsError(
+                    f"{path}: [tool.sapo-lint] {key}: unknown rule code or prefix: "
+                    f"{', '.join(unknown)} (see `sapo-lint rules`)"
+                )
             value = [code.upper() for code in value]
         if expected is float and not (math.isfinite(value) and value > 0):
             # a site limit of 0, a negative, inf or nan would switch its check off without a word
@@ -206,8 +217,9 @@ def _accelerator(path: Path, value) -> str | dict[str, str]:
     if isinstance(value, dict):
         unknown = [k for k in value if k not in DEVICE_KINDS]
         if unknown or not value or not all(isinstance(v, str) for v in value.values()):
-            raise SettingsError(f"{where} maps device kinds ({', '.join(DEVICE_KINDS)}) to accelerator names, "
-                                f"not {value!r}")
+            raise SettingsError(
+                f"{where} maps device kinds ({', '.join(DEVICE_KINDS)}) to accelerator names, not {value!r}"
+            )
         entries = value.items()
     elif isinstance(value, str):
         entries = [(None, value)]
@@ -219,6 +231,7 @@ def _accelerator(path: Path, value) -> str | dict[str, str]:
         except UnknownAccelerator as exc:
             raise SettingsError(f"{where}: {exc}") from None
         if kind is not None and accelerator.device != kind:
-            raise SettingsError(f"{where}: {accelerator.name} is not {'an NPU' if kind == 'npu' else 'a GPU'} "
-                                f"(given for {kind})")
+            raise SettingsError(
+                f"{where}: {accelerator.name} is not {'an NPU' if kind == 'npu' else 'a GPU'} (given for {kind})"
+            )
     return value

@@ -87,8 +87,15 @@ def _parallelism(ctx: LintContext, role: str) -> Parallelism | None:
             return default
         return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
-    tp, pp, cp, ep = (size(n, 1) for n in ("tensor_model_parallel_size", "pipeline_model_parallel_size",
-                                           "context_parallel_size", "expert_model_parallel_size"))
+    tp, pp, cp, ep = (
+        size(n, 1)
+        for n in (
+            "tensor_model_parallel_size",
+            "pipeline_model_parallel_size",
+            "context_parallel_size",
+            "expert_model_parallel_size",
+        )
+    )
     vpp, etp = size("virtual_pipeline_model_parallel_size", None), size("expert_tensor_parallel_size", None)
     if None in (tp, pp, cp, ep):
         return None

@@ -43,4 +43,3 @@ def lint_text(tmp_path):
         return lint_paths([path], settings or Settings(), list(overrides)).diagnostics
 
     return run
-

@@ -42,8 +42,23 @@ def findings(corpus: Path = CORPUS) -> list[str]:
         # examples/mtp_trainer, ...) apply as they do upstream.
         (Path(tmp) / "examples").symlink_to(corpus.resolve(), target_is_directory=True)
         env = {**os.environ, "SAPO_LINT_CACHE_DIR": os.environ.get("SAPO_LINT_CACHE_DIR", tmp)}
-        proc = subprocess.run([sys.executable, "-m", "sapo_toolkit.linter", "--format", "json", "--verl-version",
-                               VERL_VERSION, "examples"], check=False, capture_output=True, text=True, env=env, cwd=tmp)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "sapo_toolkit.linter",
+                "--format",
+                "json",
+                "--verl-version",
+                VERL_VERSION,
+                "examples",
+            ],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp,
+        )
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"sapo-lint exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
     rows = []

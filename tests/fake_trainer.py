@@ -21,8 +21,11 @@ def main() -> int:
     with open(path, "w", encoding="utf-8") as metrics:
         for step in range(1, steps + 1):
             data = {"perf/throughput": 50.0 if step == dip else 100.0 + step, "critic/rewards/mean": 0.1 * step}
-            print(f"step:{step} - perf/throughput:{data['perf/throughput']} - "
-                  f"critic/rewards/mean:np.float64({data['critic/rewards/mean']})", flush=True)
+            print(
+                f"step:{step} - perf/throughput:{data['perf/throughput']} - "
+                f"critic/rewards/mean:np.float64({data['critic/rewards/mean']})",
+                flush=True,
+            )
             metrics.write(json.dumps({"step": step, "data": data}) + "\n")
             metrics.flush()
             time.sleep(pause)

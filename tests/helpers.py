@@ -47,7 +47,8 @@ def fetch_wheel(requirement: str) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", requirement, "-d", str(cache)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     found = sorted(cache.glob(f"{stem}-{version}-*.whl"))
     if proc.returncode != 0 or not found:
@@ -85,14 +86,19 @@ DYNAMIC = """overrides:
   actor_rollout_ref.actor.use_dynamic_bsz: true
 """
 # Prompt + response longer than the actor's dynamic-bsz token budget (BS010).
-LONG = ("data.max_prompt_length: 2048", "data.max_response_length: 8192",
-        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu: 8192")
+LONG = (
+    "data.max_prompt_length: 2048",
+    "data.max_response_length: 8192",
+    "actor_rollout_ref.actor.ppo_max_token_len_per_gpu: 8192",
+)
 
 
 def contexts(path: Path, resources: dict | None = None):
     """{variant: LintContext} of a recipe file; `resources`: site limits, as `[tool.sapo-lint]` or the command line
     give them."""
-    options = ReadOptions("0.9.1", Stack(DEFAULT_MEGATRON_CORE, DEFAULT_MBRIDGE), resources=site_limits(resources or {}))
+    options = ReadOptions(
+        "0.9.1", Stack(DEFAULT_MEGATRON_CORE, DEFAULT_MBRIDGE), resources=site_limits(resources or {})
+    )
     read = read_recipe(read_text(path), options)
     assert read.recipe is not None, read.problems
     snapshot = load_snapshot(read.recipe.verl_version, read.recipe.config_name)
@@ -113,12 +119,18 @@ def read_script_findings(source, options) -> SimpleNamespace:
     """`read_script`'s result, with `diagnostics`: the problems it returns as the rules' findings, as
     `api.load_text` reports them."""
     read = read_script(source, options)
-    return SimpleNamespace(commands=read.commands, verl_version=read.verl_version, switches=read.switches,
-                           diagnostics=findings(read.problems))
+    return SimpleNamespace(
+        commands=read.commands,
+        verl_version=read.verl_version,
+        switches=read.switches,
+        diagnostics=findings(read.problems),
+    )
 
 
 def shellcheck_findings(paths, **options) -> dict[str, list[Diagnostic]]:
     """`sources.shellcheck.shellcheck_problems` as sapo-lint reports them (`linter/rules/sh_shellcheck.py`), per
     path in order."""
-    return {path: sorted(findings(found), key=Diagnostic.sort_key)
-            for path, found in shellcheck_problems(paths, **options).items()}
+    return {
+        path: sorted(findings(found), key=Diagnostic.sort_key)
+        for path, found in shellcheck_problems(paths, **options).items()
+    }

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 TRAINER = "python3 -m verl.trainer.main_ppo \\\n"
-RECIPE_HEADER = ("recipe: sapo-recipe/v1\nname: hostile\nconfig_name: ppo_megatron_trainer\n"
-                 "model: {path: Qwen/Qwen3-8B}\n")
+RECIPE_HEADER = (
+    "recipe: sapo-recipe/v1\nname: hostile\nconfig_name: ppo_megatron_trainer\nmodel: {path: Qwen/Qwen3-8B}\n"
+)
 SECRET = "hf_s3cr3tVALUEthatMustNeverPrint"
 DEEP = "dddd"  # 1,200 of these nested: deeper than the recursion limit, longer than PATH_MAX
 
@@ -82,26 +83,40 @@ def generate(root: Path) -> list[Hostile]:
     # A secret of the wrong type.
     add("secret.yaml", RECIPE_HEADER + f"env: {{HF_TOKEN: [{SECRET}]}}\noverrides: {{}}\n", "RF001")
     # shellcheck: deep nesting, and external sources switched on by the repository's own rc file.
-    nested = "".join(f"if [ -n \"$A{i}\" ]; then\n" for i in range(2000)) + "echo deep\n" + "fi\n" * 2000
+    nested = "".join(f'if [ -n "$A{i}" ]; then\n' for i in range(2000)) + "echo deep\n" + "fi\n" * 2000
     add("run_nested_megatron.sh", nested + _script("trainer.nnodez=1"), "SL001")
     _write(root, ".shellcheckrc", "external-sources=true\nsource-path=/dev\n")
-    add("run_zero_megatron.sh", "# shellcheck source=/dev/zero\nsource /dev/zero\n" + _script("trainer.nnodez=1"),
-        "SL001")
+    add(
+        "run_zero_megatron.sh",
+        "# shellcheck source=/dev/zero\nsource /dev/zero\n" + _script("trainer.nnodez=1"),
+        "SL001",
+    )
     # Quadratic or worse on a few KB.
     add("run_sum_megatron.sh", f"N=$(( {'+'.join(['1'] * 4000)} ))\n" + _script("trainer.nnodez=$N"), "SL001")
     add("run_pin_megatron.sh", "# " + "Megatron-LM " * 20000 + "\n" + _script("trainer.nnodez=1"), "SL001")
     add("run_long_megatron.sh", _script(*(f"+trainer.extra_{i}=1" for i in range(20000))), "SL003", "SL001")
-    add("unknown_keys.yaml", RECIPE_HEADER + "overrides: {" + ", ".join(f"k{i}: 1" for i in range(331000)) + "}\n",
-        "SL001", "RF011")
+    add(
+        "unknown_keys.yaml",
+        RECIPE_HEADER + "overrides: {" + ", ".join(f"k{i}: 1" for i in range(331000)) + "}\n",
+        "SL001",
+        "RF011",
+    )
     items = "|".join(f"v{i}" for i in range(50000))
     add("run_case_megatron.sh", f'case "$X" in\n  {items}) Y=1 ;;\nesac\n' + _script("trainer.nnodez=1"), "SL001")
-    add("interpolation.yaml", RECIPE_HEADER + "overrides:\n  trainer.project_name: \"${" + "." * 20000 + "\"\n")
+    add("interpolation.yaml", RECIPE_HEADER + 'overrides:\n  trainer.project_name: "${' + "." * 20000 + '"\n')
     # Integers beyond Python's int/str conversion limit.
-    add("hex_gpus.yaml", RECIPE_HEADER + "overrides:\n  trainer.n_gpus_per_node: 0x" + "f" * 100000 + "\n",
-        "SL004", "RF002")
+    add(
+        "hex_gpus.yaml",
+        RECIPE_HEADER + "overrides:\n  trainer.n_gpus_per_node: 0x" + "f" * 100000 + "\n",
+        "SL004",
+        "RF002",
+    )
     big = "9" * 2200
-    add("big_product.yaml", RECIPE_HEADER + f"overrides:\n  trainer.nnodes: {big}\n  trainer.n_gpus_per_node: {big}\n",
-        "SL004")
+    add(
+        "big_product.yaml",
+        RECIPE_HEADER + f"overrides:\n  trainer.nnodes: {big}\n  trainer.n_gpus_per_node: {big}\n",
+        "SL004",
+    )
     squares = "".join("X=$((X*X))\n" for _ in range(20))
     # bash's arithmetic wraps at 64 bits, and so does the reader's: whatever the value, no crash
     add("run_square_megatron.sh", "X=99999\n" + squares + _script("trainer.nnodes=$X"))

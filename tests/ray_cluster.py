@@ -39,24 +39,39 @@ def start(timeout_s: float = 120) -> RayHead:
     temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")
     ray = Path(sys.executable).with_name("ray")
     dashboard = free_port()
-    command = [str(ray) if ray.exists() else shutil.which("ray") or "ray", "start", "--head", "--block",
-               "--node-ip-address=127.0.0.1", f"--port={free_port()}", "--dashboard-host=127.0.0.1",
-               f"--dashboard-port={dashboard}", f"--ray-client-server-port={free_port()}",
-               f"--dashboard-agent-listen-port={free_port()}", "--num-cpus=2", "--num-gpus=0",
-               "--object-store-memory=100000000", "--include-dashboard=true", f"--temp-dir={temp_dir}",
-               "--disable-usage-stats"]
-    env = {**os.environ,
-           # A token in ~/.ray (left by any Ray session on this machine) would switch on token auth otherwise.
-           "RAY_AUTH_MODE": "disabled",
-           # On SIGTERM, stop at once instead of draining the node for Ray Serve first.
-           "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",
-           # The jobs' `python` is this interpreter, with this checkout installed.
-           "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
+    command = [
+        str(ray) if ray.exists() else shutil.which("ray") or "ray",
+        "start",
+        "--head",
+        "--block",
+        "--node-ip-address=127.0.0.1",
+        f"--port={free_port()}",
+        "--dashboard-host=127.0.0.1",
+        f"--dashboard-port={dashboard}",
+        f"--ray-client-server-port={free_port()}",
+        f"--dashboard-agent-listen-port={free_port()}",
+        "--num-cpus=2",
+        "--num-gpus=0",
+        "--object-store-memory=100000000",
+        "--include-dashboard=true",
+        f"--temp-dir={temp_dir}",
+        "--disable-usage-stats",
+    ]
+    env = {
+        **os.environ,
+        # A token in ~/.ray (left by any Ray session on this machine) would switch on token auth otherwise.
+        "RAY_AUTH_MODE": "disabled",
+        # On SIGTERM, stop at once instead of draining the node for Ray Serve first.
+        "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",
+        # The jobs' `python` is this interpreter, with this checkout installed.
+        "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
+    }
     env.pop("RAY_ADDRESS", None)
     log = Path(temp_dir + ".log")
     with open(log, "wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   env=env, start_new_session=True)
+        process = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True
+        )
     head = RayHead(f"http://127.0.0.1:{dashboard}", process, temp_dir, log)
     deadline = time.monotonic() + timeout_s
     while True:

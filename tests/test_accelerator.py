@@ -27,21 +27,36 @@ python3 -m verl.trainer.main_ppo model_engine=megatron actor_rollout_ref.model.p
 """
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("ascend-910b3", "ascend-910b3"), ("910B3", "ascend-910b3"), ("Ascend910B3", "ascend-910b3"),
-    ("ASCEND 910B2", "ascend-910b2"), ("A3", "ascend-a3"), ("H100", "nvidia-h100"), ("h100-80gb", "nvidia-h100"),
-    ("NVIDIA-H100", "nvidia-h100"), ("A100-80G", "nvidia-a100-80gb"), ("a100 40GB", "nvidia-a100-40gb"),
-    ("H20", "nvidia-h20"), ("h200", "nvidia-h200"), ("B200", "nvidia-b200"),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("ascend-910b3", "ascend-910b3"),
+        ("910B3", "ascend-910b3"),
+        ("Ascend910B3", "ascend-910b3"),
+        ("ASCEND 910B2", "ascend-910b2"),
+        ("A3", "ascend-a3"),
+        ("H100", "nvidia-h100"),
+        ("h100-80gb", "nvidia-h100"),
+        ("NVIDIA-H100", "nvidia-h100"),
+        ("A100-80G", "nvidia-a100-80gb"),
+        ("a100 40GB", "nvidia-a100-40gb"),
+        ("H20", "nvidia-h20"),
+        ("h200", "nvidia-h200"),
+        ("B200", "nvidia-b200"),
+    ],
+)
 def test_names_and_aliases(name, expected):
     assert find_accelerator(name).name == expected
 
 
-@pytest.mark.parametrize("name, hint", [
-    ("A100", "Did you mean `nvidia-a100-40gb` or `nvidia-a100-80gb`?"),  # names both: neither is meant
-    ("910B", "Did you mean `ascend-910b1` or `ascend-910b2` or `ascend-910b3` or `ascend-910b4`?"),
-    ("tpu-v5", "known: ascend-910b1, "),
-])
+@pytest.mark.parametrize(
+    "name, hint",
+    [
+        ("A100", "Did you mean `nvidia-a100-40gb` or `nvidia-a100-80gb`?"),  # names both: neither is meant
+        ("910B", "Did you mean `ascend-910b1` or `ascend-910b2` or `ascend-910b3` or `ascend-910b4`?"),
+        ("tpu-v5", "known: ascend-910b1, "),
+    ],
+)
 def test_unknown_names_list_the_known_ones(name, hint):
     with pytest.raises(UnknownAccelerator) as exc:
         find_accelerator(name)
@@ -72,8 +87,10 @@ def test_the_order_command_line_recipe_settings(tmp_path):
     settings = Settings(accelerator={"npu": "ascend-a3", "gpu": "nvidia-b200"})
     text = recipe("hardware: {accelerator: {npu: 910B2}}\noverrides: {}\n" + DEVICES)
     # the recipe names the NPU; its map has no GPU, so the settings' GPU applies
-    assert chosen(load(tmp_path, text, settings=settings)) == {"DEVICE=npu": ("ascend-910b2", False),
-                                                               "DEVICE=gpu": ("nvidia-b200", False)}
+    assert chosen(load(tmp_path, text, settings=settings)) == {
+        "DEVICE=npu": ("ascend-910b2", False),
+        "DEVICE=gpu": ("nvidia-b200", False),
+    }
     # the command line wins for its kind; the NPU variant on a GPU is RF010, checked on the assumed NPU
     loaded = load(tmp_path, text, settings=settings, cli="H200")
     assert chosen(loaded) == {"DEVICE=npu": ("ascend-910b3", True), "DEVICE=gpu": ("nvidia-h200", False)}
@@ -91,10 +108,12 @@ def test_rf010_single_accelerator_for_both_device_variants(tmp_path):
     assert rf010[0].message == (
         "this variant runs on an NPU (`trainer.device=npu`) but `hardware.accelerator` names nvidia-h100, a GPU: its "
         "memory is checked on ascend-910b3 (assumed for npu) instead. Name one accelerator per device kind: "
-        "`hardware: {accelerator: {npu: ascend-910b3, gpu: nvidia-h100}}`")
+        "`hardware: {accelerator: {npu: ascend-910b3, gpu: nvidia-h100}}`"
+    )
     assert chosen(loaded) == {"DEVICE=npu": ("ascend-910b3", True), "DEVICE=gpu": ("nvidia-h100", False)}
-    fixed = load(tmp_path, recipe("hardware: {accelerator: {npu: ascend-910b3, gpu: nvidia-h100}}\noverrides: {}\n"
-                                  + DEVICES))
+    fixed = load(
+        tmp_path, recipe("hardware: {accelerator: {npu: ascend-910b3, gpu: nvidia-h100}}\noverrides: {}\n" + DEVICES)
+    )
     assert not [d for d in fixed.diagnostics if d.code == "RF010"]
     assert chosen(fixed) == {"DEVICE=npu": ("ascend-910b3", False), "DEVICE=gpu": ("nvidia-h100", False)}
 

@@ -167,8 +167,9 @@ def _bash_argv(script: Path, stub: str, env: dict[str, str]) -> list[str]:
     return argv[2:]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                   HealthCheck.too_slow])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(scripts())
 def test_static_overrides_equal_bash_argv(stub_dir, text):
     result = read_script_findings(TextFile("run_gen_fsdp.sh", text), OPTIONS)
@@ -230,8 +231,11 @@ def _word(depth: int = 0):
 
 def _statement(depth: int = 0):
     words = st.lists(_word(), min_size=1, max_size=3).map(" ".join)
-    simple = st.one_of(words.map(lambda w: f"echo {w}"), _word().map(lambda w: f"V={w}"),
-                       st.lists(_word(), max_size=3).map(lambda ws: f"A=({' '.join(ws)})"))
+    simple = st.one_of(
+        words.map(lambda w: f"echo {w}"),
+        _word().map(lambda w: f"V={w}"),
+        st.lists(_word(), max_size=3).map(lambda ws: f"A=({' '.join(ws)})"),
+    )
     if depth >= 1:
         return simple
     sub = st.deferred(lambda: _statement(depth + 1))
@@ -246,20 +250,27 @@ def _statement(depth: int = 0):
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_statement(), min_size=1, max_size=3).map(lambda ss: "\n".join(ss) + "\n"))
 def test_no_sh002_where_bash_n_accepts(text):
-    accepted = subprocess.run([BASH, "-n"], check=False, input=text.encode(), capture_output=True, timeout=10).returncode == 0
+    accepted = (
+        subprocess.run([BASH, "-n"], check=False, input=text.encode(), capture_output=True, timeout=10).returncode == 0
+    )
     result = read_script_findings(TextFile("run_gen_fsdp.sh", text), OPTIONS)
     assert not (accepted and [d for d in result.diagnostics if d.code == "SH002"]), (text, result.diagnostics)
 
 
-@pytest.mark.parametrize("text", [
-    "echo $(((a + b) * 2))\n",
-    "V=${V:-$(((a + b) * 2))}\n",
-    "case ${V:-$(((2 ? a : 2) / --y))} in\n  a) V=x ;;\nesac\n",
-    '[ -n "${V:-$((a / 2 ? a < 1 : (y) * x))}" ] && V=$((a ? b : 1))\n',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "echo $(((a + b) * 2))\n",
+        "V=${V:-$(((a + b) * 2))}\n",
+        "case ${V:-$(((2 ? a : 2) / --y))} in\n  a) V=x ;;\nesac\n",
+        '[ -n "${V:-$((a / 2 ? a < 1 : (y) * x))}" ] && V=$((a ? b : 1))\n',
+    ],
+)
 def test_arithmetic_tree_sitter_misreads_is_not_sh002(text):
     assert subprocess.run([BASH, "-n"], check=False, input=text.encode(), capture_output=True).returncode == 0
-    assert not [d for d in read_script_findings(TextFile("run_x_fsdp.sh", text), OPTIONS).diagnostics if d.code == "SH002"]
+    assert not [
+        d for d in read_script_findings(TextFile("run_x_fsdp.sh", text), OPTIONS).diagnostics if d.code == "SH002"
+    ]
 
 
 def test_a_real_syntax_error_is_still_sh002():

@@ -9,7 +9,10 @@ from pathlib import Path
 
 from .helpers import REPO, RUNNABLE, recipe
 
-TAU_BUG = "overrides:\n  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n  +actor_rollout_ref.actor.policy_loss.tau_pos: 1.2\n"
+TAU_BUG = (
+    "overrides:\n  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n"
+    "  +actor_rollout_ref.actor.policy_loss.tau_pos: 1.2\n"
+)
 # The tau fixed by --fix is 1.2 > verl's default tau_neg 1.05 (SP003): a recipe raising tau_pos raises tau_neg too.
 TAU_NEG = "  actor_rollout_ref.actor.tau_neg: 1.3\n"
 
@@ -17,7 +20,9 @@ TAU_NEG = "  actor_rollout_ref.actor.tau_neg: 1.3\n"
 def sapo_lint(*args, cwd=None, env=None):
     exe = shutil.which("sapo-lint") or [sys.executable, "-m", "sapo_toolkit.linter"]
     cmd = [exe, *args] if isinstance(exe, str) else [*exe, *args]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env={**os.environ, "NO_COLOR": "1", **(env or {})})
+    return subprocess.run(
+        cmd, capture_output=True, text=True, cwd=cwd, env={**os.environ, "NO_COLOR": "1", **(env or {})}
+    )
 
 
 # A plan that fits the accelerator assumed when none is named (verl's defaults for Qwen3-8B on 8 devices, critic
@@ -61,8 +66,18 @@ def test_json_output_follows_the_contract(tmp_path):
     assert set(report) == {"version", "diagnostics", "summary"} and report["version"] == 1
     assert report["summary"] == {"files": 2, "error": 1, "warning": 0, "info": 0}
     (d,) = report["diagnostics"]
-    assert set(d) == {"path", "line", "column", "code", "name", "severity", "message", "variant", "fix",
-                      "fix_applicability"}
+    assert set(d) == {
+        "path",
+        "line",
+        "column",
+        "code",
+        "name",
+        "severity",
+        "message",
+        "variant",
+        "fix",
+        "fix_applicability",
+    }
     assert (d["code"], d["name"], d["severity"], d["line"], d["column"]) == ("SL001", "unknown-key", "error", 6, 3)
     assert d["variant"] is None and d["fix"] is None and d["fix_applicability"] is None  # a near spelling: a hint
     assert "Did you mean `trainer.nnodes`?" in d["message"]
@@ -75,7 +90,9 @@ def test_github_annotations(tmp_path):
 
 
 def test_exit_codes_and_warnings_as_errors(tmp_path):
-    path = write(tmp_path / "a.yaml", "overrides:\n  trainer.total_epochs: 2\n  trainer.total_epochs: 3\n")  # SL008 warning
+    path = write(
+        tmp_path / "a.yaml", "overrides:\n  trainer.total_epochs: 2\n  trainer.total_epochs: 3\n"
+    )  # SL008 warning
     assert sapo_lint(str(path)).returncode == 0
     assert sapo_lint(str(path), "--warnings-as-errors").returncode == 1
     assert sapo_lint(str(tmp_path / "missing.yaml")).returncode == 2
@@ -89,25 +106,39 @@ def test_bad_input_is_reported_and_other_files_still_linted(tmp_path):
     (tmp_path / "utf16.yaml").write_bytes("recipe: sapo-recipe/v1\n".encode("utf-16"))
     bomb = "recipe: sapo-recipe/v1\na: &a [x, x, x, x, x, x, x, x, x, x]\n"
     for i in range(1, 9):
-        bomb += f"a{i}: &a{i} [*a{i - 1 if i > 1 else ''}, *a{i - 1 if i > 1 else ''}, *a{i - 1 if i > 1 else ''}, *a{i - 1 if i > 1 else ''}, *a{i - 1 if i > 1 else ''}, *a{i - 1 if i > 1 else ''}, *a{i - 1 if i > 1 else ''}, *a{i - 1 if i > 1 else ''}, *a{i - 1 if i > 1 else ''}, *a{i - 1 if i > 1 else ''}]\n"
-    (tmp_path / "bomb.yaml").write_text(bomb.replace("*a0", "*a").replace("*a,", "*a,"))
+        anchor = f"*a{i - 1}" if i > 1 else "*a"
+        bomb += f"a{i}: &a{i} [{', '.join([anchor] * 10)}]\n"
+    (tmp_path / "bomb.yaml").write_text(bomb)
     proc = sapo_lint(str(tmp_path), "--format", "json")
     assert proc.returncode == 2, proc.stderr  # a file could not be read
     assert "Traceback" not in proc.stderr
     by_file = {Path(d["path"]).name: d["code"] for d in json.loads(proc.stdout)["diagnostics"]}
-    assert by_file == {"good.yaml": "SL001", "broken.yaml": "RF002", "binary.yaml": "RF003",
-                       "utf16.yaml": "RF003", "bomb.yaml": "RF002"}
+    assert by_file == {
+        "good.yaml": "SL001",
+        "broken.yaml": "RF002",
+        "binary.yaml": "RF003",
+        "utf16.yaml": "RF003",
+        "bomb.yaml": "RF002",
+    }
 
 
 def test_recipe_schema_error_points_at_the_yaml_line(tmp_path):
     path = tmp_path / "r.yaml"
-    path.write_text("recipe: sapo-recipe/v1\nname: r\nmodel: {card: qwen3-8b}\noverrides:\n" + RUNNABLE
-                    + "gates:\n  - {metric: x, minimum: 3}\n")
+    path.write_text(
+        "recipe: sapo-recipe/v1\nname: r\nmodel: {card: qwen3-8b}\noverrides:\n"
+        + RUNNABLE
+        + "gates:\n  - {metric: x, minimum: 3}\n"
+    )
     proc = sapo_lint(str(path), "--format", "json")
     found = {(d["code"], d["line"], d["message"]) for d in json.loads(proc.stdout)["diagnostics"]}
     assert found == {
         ("RF001", 9, "gates.0: needs at least one of min, max, trend"),
-        ("RF001", 9, "gates.0: unknown key `minimum`; allowed: metric, min, max, trend, after_step, over, window, alpha, tolerance"),
+        (
+            "RF001",
+            9,
+            "gates.0: unknown key `minimum`; "
+            "allowed: metric, min, max, trend, after_step, over, window, alpha, tolerance",
+        ),
     }
 
 
@@ -121,8 +152,12 @@ def test_cli_override_and_verl_version(tmp_path):
     path = write(tmp_path / "r.yaml", "overrides:\n")
     proc = sapo_lint(str(path), "--override", "actor_rollout_ref.actor.megatron.grad_offload=true")
     assert proc.returncode == 1 and "--override:1:1: SL001" in proc.stdout
-    assert sapo_lint(str(path), "--verl-version", "0.8.0", "--override",
-                     "actor_rollout_ref.actor.megatron.grad_offload=true").returncode == 0
+    assert (
+        sapo_lint(
+            str(path), "--verl-version", "0.8.0", "--override", "actor_rollout_ref.actor.megatron.grad_offload=true"
+        ).returncode
+        == 0
+    )
     proc = sapo_lint(str(path), "--override", "trainer.nnodes=[1")
     assert "SL009" in proc.stdout
 
@@ -160,7 +195,9 @@ def test_installed_verl_version_is_the_default(tmp_path):
 def test_docs_rules_table_is_generated_from_the_registry():
     proc = sapo_lint("rules", "--markdown")
     assert proc.returncode == 0
-    assert (REPO / "docs" / "rules.md").read_text() == proc.stdout, "regenerate: sapo-lint rules --markdown > docs/rules.md"
+    assert (REPO / "docs" / "rules.md").read_text() == proc.stdout, (
+        "regenerate: sapo-lint rules --markdown > docs/rules.md"
+    )
     from sapo_toolkit.linter.rules import MODULES
 
     for code in MODULES:
@@ -187,7 +224,6 @@ def test_discovery_skips_tool_directories_and_excluded_paths(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.sapo-lint]\nexclude = ["experiments"]\n')
     report = json.loads(sapo_lint(".", "--format", "json", cwd=tmp_path).stdout)
     assert {d["path"] for d in report["diagnostics"]} == {"recipes/r.yaml"}
-
 
 
 # --- --add-noqa and --statistics ------------------------------------------------------------------------------------
@@ -257,8 +293,10 @@ def test_add_noqa_keeps_crlf_and_a_byte_order_mark(tmp_path):
 
 def test_add_noqa_on_a_shebang_line_is_reported_not_written(tmp_path):
     path = tmp_path / "run_noqa.sh"  # NM002: no train-backend suffix, reported on line 1
-    text = ("#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.actor.use_dynamic_bsz=true "
-            "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=true actor_rollout_ref.ref.log_prob_use_dynamic_bsz=true\n")
+    text = (
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.actor.use_dynamic_bsz=true "
+        "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=true actor_rollout_ref.ref.log_prob_use_dynamic_bsz=true\n"
+    )
     path.write_text(text)
     proc = sapo_lint(str(path), "--add-noqa", env=lint_env(tmp_path))
     assert path.read_text().splitlines()[0] == "#!/bin/bash"  # other findings get their comments elsewhere
@@ -268,8 +306,11 @@ def test_add_noqa_on_a_shebang_line_is_reported_not_written(tmp_path):
 def test_add_noqa_on_a_recipe_merges_codes_and_keeps_the_yaml(tmp_path):
     import yaml
 
-    path = write(tmp_path / "r.yaml", "overrides:\n  trainer.nnodez: 2  # sapo-lint: noqa: SL002\n"
-                 "  actor_rollout_ref.actor.tau_poss: 1\n  trainer.project_name: |\n    qwen3\n")
+    path = write(
+        tmp_path / "r.yaml",
+        "overrides:\n  trainer.nnodez: 2  # sapo-lint: noqa: SL002\n"
+        "  actor_rollout_ref.actor.tau_poss: 1\n  trainer.project_name: |\n    qwen3\n",
+    )
     data = yaml.safe_load(path.read_text())
     assert sapo_lint(str(path), "--add-noqa").returncode == 0
     text = path.read_text()
@@ -292,8 +333,14 @@ def test_statistics_text_and_json(tmp_path):
     report = json.loads(proc.stdout)
     assert set(report) == {"version", "statistics", "summary"}
     rows = {r["code"]: r for r in report["statistics"]}
-    assert rows["SL001"] == {"code": "SL001", "name": "unknown-key", "severity": "error", "count": 2, "fixable": 0,
-                             "fixes": {"safe": 0, "unsafe": 0, "display-only": 0}}
+    assert rows["SL001"] == {
+        "code": "SL001",
+        "name": "unknown-key",
+        "severity": "error",
+        "count": 2,
+        "fixable": 0,
+        "fixes": {"safe": 0, "unsafe": 0, "display-only": 0},
+    }
     tau = rows.get("SL003") or rows["SP001"]
     assert tau["count"] == 1 and tau["fixable"] == 1
     assert report["statistics"][0]["code"] == "SL001"  # the most frequent first
@@ -306,24 +353,37 @@ def test_statistics_text_and_json(tmp_path):
     assert sapo_lint(str(path), "--statistics", "--format", "sarif").returncode == 2
 
 
-
 def test_a_finding_over_variant_switches_is_printed_once_per_message_with_its_variants(tmp_path):
     # six independent switches, each setting save_freq before an unconditional setting: 64 variants, and the
     # SL008 message (which earlier line it repeats) depends on the last switch on; one line per message
-    switches = "".join(f'if [ "${{{v}:-0}}" = 1 ]; then ARGS+=(trainer.save_freq={i}); fi\n' for i, v in enumerate("ABCDEF"))
+    switches = "".join(
+        f'if [ "${{{v}:-0}}" = 1 ]; then ARGS+=(trainer.save_freq={i}); fi\n' for i, v in enumerate("ABCDEF")
+    )
     script = tmp_path / "run_qwen3_8b_fsdp.sh"
-    script.write_text("ARGS=()\n" + switches + 'ARGS+=(trainer.save_freq=9)\npython3 -m verl.trainer.main_ppo "${ARGS[@]}"\n')
+    script.write_text(
+        "ARGS=()\n" + switches + 'ARGS+=(trainer.save_freq=9)\npython3 -m verl.trainer.main_ppo "${ARGS[@]}"\n'
+    )
     proc = sapo_lint(str(script), "--no-shellcheck", "--select", "SL008", "--format", "json")
     found = [(d["line"], d["variant"]) for d in json.loads(proc.stdout)["diagnostics"]]
-    assert sorted(found) == sorted([(8, "A=1"), (8, "A=0,B=1"), (8, "A=0,B=0,C=1"), (8, "A=0,B=0,C=0,D=1"),
-                                    (8, "A=0,B=0,C=0,D=0,E=1"), (8, "A=0,B=0,C=0,D=0,E=0,F=1")]), found
+    assert sorted(found) == sorted(
+        [
+            (8, "A=1"),
+            (8, "A=0,B=1"),
+            (8, "A=0,B=0,C=1"),
+            (8, "A=0,B=0,C=0,D=1"),
+            (8, "A=0,B=0,C=0,D=0,E=1"),
+            (8, "A=0,B=0,C=0,D=0,E=0,F=1"),
+        ]
+    ), found
     assert proc.stdout.count("also set at line 7") == 1
 
 
 def test_a_script_reader_finding_in_one_branch_names_its_variant(tmp_path):
     script = tmp_path / "run_qwen3_8b_fsdp.sh"
-    script.write_text('ARGS=(trainer.nnodes=1)\ncase "$DEVICE" in\n  npu) ARGS+=("${PREFIX}.enable=True") ;;\n'
-                      '  gpu) ;;\nesac\npython3 -m verl.trainer.main_ppo "${ARGS[@]}"\n')
+    script.write_text(
+        'ARGS=(trainer.nnodes=1)\ncase "$DEVICE" in\n  npu) ARGS+=("${PREFIX}.enable=True") ;;\n'
+        '  gpu) ;;\nesac\npython3 -m verl.trainer.main_ppo "${ARGS[@]}"\n'
+    )
     proc = sapo_lint(str(script), "--no-shellcheck", "--select", "SH001")
     assert "run_qwen3_8b_fsdp.sh:3:15: SH001 override key `$PREFIX.enable`" in proc.stdout
     assert proc.stdout.splitlines()[0].endswith("[DEVICE=npu]"), proc.stdout

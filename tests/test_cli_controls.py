@@ -29,14 +29,16 @@ def command(*args):
 
 # --- --diff, --exit-zero, --quiet, --output-file --------------------------------------------------------------------
 
+
 def test_diff_shows_what_fix_would_change_and_changes_nothing(tmp_path):
     path = write(tmp_path / "r.yaml", TAU_BUG + TAU_NEG)
     before = path.read_text()
     proc = sapo_lint(str(path), "--diff")
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.startswith(f"--- {path}\n+++ {path}\n@@ ")
-    assert ("-  +actor_rollout_ref.actor.policy_loss.tau_pos: 1.2\n"
-            "+  actor_rollout_ref.actor.tau_pos: 1.2\n") in proc.stdout
+    assert (
+        "-  +actor_rollout_ref.actor.policy_loss.tau_pos: 1.2\n+  actor_rollout_ref.actor.tau_pos: 1.2\n"
+    ) in proc.stdout
     assert "Would fix 1 override(s) in 1 file(s)." in proc.stderr
     assert path.read_text() == before
 
@@ -83,6 +85,7 @@ def test_output_file_is_written_whole_and_stdout_stays_empty(tmp_path):
 
 # --- --exclude / --extend-exclude ----------------------------------------------------------------------------------
 
+
 def test_exclude_on_the_command_line_replaces_and_extend_exclude_adds(tmp_path):
     for where in ("recipes", "experiments", "scratch"):
         (tmp_path / where).mkdir()
@@ -103,29 +106,48 @@ def test_exclude_on_the_command_line_replaces_and_extend_exclude_adds(tmp_path):
 
 # --- standard input --------------------------------------------------------------------------------------------------
 
+
 def test_stdin_is_linted_as_the_named_file(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.sapo-lint]\nselect = ["SL", "SH001"]\n')
-    text = (tmp_path / "unused.yaml")
+    text = tmp_path / "unused.yaml"
     write(text, UNKNOWN_KEY)
     name = str(tmp_path / "sub" / "r.yaml")  # need not exist; its project's settings apply
-    proc = subprocess.run(command("-", "--stdin-filename", name, "--format", "json"), input=text.read_text(),
-                          capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"}, check=False)
+    proc = subprocess.run(
+        command("-", "--stdin-filename", name, "--format", "json"),
+        input=text.read_text(),
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+        check=False,
+    )
     assert proc.returncode == 1, proc.stderr
     assert [(d["path"], d["code"], d["line"]) for d in json.loads(proc.stdout)["diagnostics"]] == [(name, "SL001", 6)]
 
     script = 'ARGS=(trainer.nnodes=1)\npython3 -m verl.trainer.main_ppo "${ARGS[@]}" "${PREFIX}.x=1"\n'
-    proc = subprocess.run(command("-", "--stdin-filename", "run_qwen3_8b_fsdp.sh"), input=script, cwd=tmp_path,
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        command("-", "--stdin-filename", "run_qwen3_8b_fsdp.sh"),
+        input=script,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.stdout.startswith("run_qwen3_8b_fsdp.sh:2:") and "SH001" in proc.stdout, proc.stdout + proc.stderr
 
     proc = subprocess.run(command("-"), input=script, capture_output=True, text=True, check=False)
     assert proc.returncode == 2 and "--stdin-filename" in proc.stderr
-    proc = subprocess.run(command("-", str(tmp_path), "--stdin-filename", "x.sh"), input=script, capture_output=True,
-                          text=True, check=False)
+    proc = subprocess.run(
+        command("-", str(tmp_path), "--stdin-filename", "x.sh"),
+        input=script,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 2 and "alone" in proc.stderr
 
 
 # --- colour --------------------------------------------------------------------------------------------------------
+
 
 def run_on_a_terminal(args, env, cwd=None):
     """Run with stdout on a pseudo-terminal; its output as read from the terminal."""
@@ -164,6 +186,7 @@ def test_color_auto_always_never_and_no_color(tmp_path):
 
 
 # --- Ctrl-C, a closed pipe, the progress bar ------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def many_recipes(tmp_path_factory):
@@ -232,8 +255,12 @@ def test_progress_bar_on_a_terminal_only_after_a_second(many_recipes, tmp_path):
     assert "sapo-lint" in shown and f"{MANY}/{MANY} files" in shown, shown[-500:]
     # a short run on a terminal shows none
     leader, follower = pty.openpty()
-    quick = subprocess.run(command(str(write(tmp_path / "r.yaml", UNKNOWN_KEY)), "--select", "SL"),
-                           stdout=subprocess.DEVNULL, stderr=follower, check=False)
+    quick = subprocess.run(
+        command(str(write(tmp_path / "r.yaml", UNKNOWN_KEY)), "--select", "SL"),
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
+        check=False,
+    )
     os.close(follower)
     try:
         written = os.read(leader, 65536)
@@ -244,6 +271,7 @@ def test_progress_bar_on_a_terminal_only_after_a_second(many_recipes, tmp_path):
 
 
 # --- configuration -------------------------------------------------------------------------------------------------
+
 
 def test_settings_come_from_the_linted_paths_project_not_the_current_directory(tmp_path):
     repo, other, elsewhere = tmp_path / "repo", tmp_path / "other", tmp_path / "elsewhere"
@@ -279,8 +307,12 @@ def test_a_symlinked_folder_is_linted_with_the_settings_of_the_project_it_is_lin
 def test_a_configuration_error_is_one_line_naming_the_file_and_key(tmp_path):
     write(tmp_path / "r.yaml", UNKNOWN_KEY)
     pyproject = tmp_path / "pyproject.toml"
-    for table, key in [('select = ["XX9"]', "select"), ('ignore = ["SL", "nope"]', "ignore"),
-                       ("warnings-as-errors = 3", "warnings-as-errors"), ('selekt = ["SL"]', "selekt")]:
+    for table, key in [
+        ('select = ["XX9"]', "select"),
+        ('ignore = ["SL", "nope"]', "ignore"),
+        ("warnings-as-errors = 3", "warnings-as-errors"),
+        ('selekt = ["SL"]', "selekt"),
+    ]:
         pyproject.write_text(f"[tool.sapo-lint]\n{table}\n")
         proc = sapo_lint(str(tmp_path))
         assert proc.returncode == 2 and proc.stdout == ""
@@ -295,6 +327,7 @@ def test_the_checkout_lints_clean_with_plain_sapo_lint():
 
 
 # --- rules and rule --------------------------------------------------------------------------------------------------
+
 
 def test_rules_table_aligns_every_summary():
     lines = sapo_lint("rules").stdout.splitlines()
@@ -329,6 +362,7 @@ def test_virtual_environments_under_any_name_are_not_walked(tmp_path):
 
 
 # --- parallel linting ------------------------------------------------------------------------------------------------
+
 
 def test_a_long_run_lints_in_forked_workers_with_the_same_result(tmp_path, monkeypatch):
     from sapo_toolkit.linter import api, lint

@@ -39,8 +39,10 @@ def test_keys_outside_the_selected_subtree_are_still_checked(lint_text):
 
 
 def test_hydra_keys_are_checked_against_hydra_conf(lint_text):
-    body = ("overrides:\n  hydra.run.dir: /tmp/out\n  hydra.job.chdir: false\n  hydra/job_logging: disabled\n"
-            "  hydra.searchpath: []\n  hydra.job_logging.root.level: WARN\n")
+    body = (
+        "overrides:\n  hydra.run.dir: /tmp/out\n  hydra.job.chdir: false\n  hydra/job_logging: disabled\n"
+        "  hydra.searchpath: []\n  hydra.job_logging.root.level: WARN\n"
+    )
     found = lint_text(body)
     assert not schema_findings(found) and not only(found, "SL011")
     assert codes(only(lint_text("overrides:\n  hydra.run.dirr: /tmp/out\n"), "SL001")) == ["SL001"]
@@ -56,14 +58,17 @@ def test_is_hydra_key_reads_hydra_conf():
 def test_searchpath_makes_an_unknown_model_engine_option_external(lint_text):
     found = lint_text("overrides:\n  model_engine: mlite\n")
     assert only(found, "SL005") and not only(found, "SL011")
-    found = lint_text("overrides:\n  hydra.searchpath: [pkg://verl_mlite.config]\n  model_engine: mlite\n"
-                      "  actor_rollout_ref.actor.engine.tp: 2\n")
+    found = lint_text(
+        "overrides:\n  hydra.searchpath: [pkg://verl_mlite.config]\n  model_engine: mlite\n"
+        "  actor_rollout_ref.actor.engine.tp: 2\n"
+    )
     assert not schema_findings(found)
     assert "the whole config" in only(found, "SL011")[0].message
 
 
 def test_global_package_puts_the_whole_config_outside(lint_text):
-    found = lint_text("overrides:\n  actor@_global_: mlite_actor\n  actor_rollout_ref.actor.engine.tp: 2\n"
-                      "  trainer.nope: 1\n")
+    found = lint_text(
+        "overrides:\n  actor@_global_: mlite_actor\n  actor_rollout_ref.actor.engine.tp: 2\n  trainer.nope: 1\n"
+    )
     assert not schema_findings(found)
     assert "the whole config" in only(found, "SL011")[0].message

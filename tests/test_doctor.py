@@ -74,15 +74,18 @@ def test_installed_versions_from_real_metadata():
     assert set(installed_versions()) == set(PACKAGES)
 
 
-@pytest.mark.parametrize(("text", "release"), [
-    ("0.18.0+empty", (0, 18, 0)),
-    ("0.13.0rc1", (0, 13, 0)),
-    ("2.7.1.post1", (2, 7, 1)),
-    ("0.11.1.dev3+g12ab", (0, 11, 1)),
-    ("2.5.1.post1.dev20250619", (2, 5, 1)),
-    ("8.3.RC1", (8, 3)),
-    ("0.10.1.1", (0, 10, 1, 1)),
-])
+@pytest.mark.parametrize(
+    ("text", "release"),
+    [
+        ("0.18.0+empty", (0, 18, 0)),
+        ("0.13.0rc1", (0, 13, 0)),
+        ("2.7.1.post1", (2, 7, 1)),
+        ("0.11.1.dev3+g12ab", (0, 11, 1)),
+        ("2.5.1.post1.dev20250619", (2, 5, 1)),
+        ("8.3.RC1", (8, 3)),
+        ("0.10.1.1", (0, 10, 1, 1)),
+    ],
+)
 def test_version_tuple_is_the_release(text, release):
     assert version_tuple(text) == release
 
@@ -101,23 +104,26 @@ def test_parse_version_orders_pre_and_local():
 # ------------------------------------------------------------------------------------------------ patch variant
 
 
-@pytest.mark.parametrize(("vllm", "variant"), [
-    ("0.18.0+empty", "v013"),  # incident 9: a local build of a vLLM newer than every closed interval
-    ("0.18.0", "v013"),
-    ("0.24.0", "v013"),  # open-ended
-    ("1.0.0", "v013"),
-    ("0.14.0.post1", "v013"),
-    ("0.13.0", "v013"),
-    ("0.13.0rc1", "v013"),  # a pre-release of 0.13.0 runs 0.13 code
-    ("0.13.0+empty", "v013"),
-    ("0.12.9", "v011"),
-    ("0.12.0", "v011"),
-    ("0.11.0", "v011"),
-    ("0.11.0rc1", "v011"),
-    ("0.10.2", None),
-    ("0.9.2", None),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    ("vllm", "variant"),
+    [
+        ("0.18.0+empty", "v013"),  # incident 9: a local build of a vLLM newer than every closed interval
+        ("0.18.0", "v013"),
+        ("0.24.0", "v013"),  # open-ended
+        ("1.0.0", "v013"),
+        ("0.14.0.post1", "v013"),
+        ("0.13.0", "v013"),
+        ("0.13.0rc1", "v013"),  # a pre-release of 0.13.0 runs 0.13 code
+        ("0.13.0+empty", "v013"),
+        ("0.12.9", "v011"),
+        ("0.12.0", "v011"),
+        ("0.11.0", "v011"),
+        ("0.11.0rc1", "v011"),
+        ("0.10.2", None),
+        ("0.9.2", None),
+        (None, None),
+    ],
+)
 def test_vllm_patch_variant(vllm, variant):
     assert vllm_patch_variant(vllm) == variant
 
@@ -137,19 +143,22 @@ def gate(verl: str) -> dict:
     return next(g for g in TABLE["verl_npu_vllm_patch_gates"]["gates"] if g["verl"].startswith(verl))
 
 
-@pytest.mark.parametrize(("vllm", "applied"), [
-    ("0.18.0+empty", ()),  # incident 9: nothing applies
-    ("0.18.0", ()),
-    ("0.14.0+empty", ()),  # the local version sorts after 0.14.0: outside the closed interval
-    ("0.14.1", ()),
-    ("0.14.0", ("v013", "v013")),
-    ("0.13.0", ("v013", "v013")),
-    ("0.13.0+empty", ("v013", "v013")),
-    ("0.13.0rc1", ("v011",)),  # verl compares full versions: the rc is below 0.13.0
-    ("0.12.9", ("v011",)),
-    ("0.11.0", ("v011",)),
-    ("0.10.2", ()),
-])
+@pytest.mark.parametrize(
+    ("vllm", "applied"),
+    [
+        ("0.18.0+empty", ()),  # incident 9: nothing applies
+        ("0.18.0", ()),
+        ("0.14.0+empty", ()),  # the local version sorts after 0.14.0: outside the closed interval
+        ("0.14.1", ()),
+        ("0.14.0", ("v013", "v013")),
+        ("0.13.0", ("v013", "v013")),
+        ("0.13.0+empty", ("v013", "v013")),
+        ("0.13.0rc1", ("v011",)),  # verl compares full versions: the rc is below 0.13.0
+        ("0.12.9", ("v011",)),
+        ("0.11.0", ("v011",)),
+        ("0.10.2", ()),
+    ],
+)
 def test_verl_080_gate_as_verl_evaluates_it(vllm, applied):
     got = _gate_applies(gate("0.8.0"), vllm)
     assert tuple(name.rsplit("[", 1)[1].rstrip("]") for name in got) == applied
@@ -162,8 +171,9 @@ def test_gate_table_matches_the_real_verl_080_wheel():
     for patch in gate("0.8.0")["patches"]:
         for iv in patch["intervals"]:
             upper = "<=" if iv["max_inclusive"] else "<"
-            text = (f'_VLLM_VERSION >= version.parse("{iv["min"]}") and _VLLM_VERSION {upper} '
-                    f'version.parse("{iv["max"]}")')
+            text = (
+                f'_VLLM_VERSION >= version.parse("{iv["min"]}") and _VLLM_VERSION {upper} version.parse("{iv["max"]}")'
+            )
             assert text in source, text
     for exact in gate("0.8.0")["exact"]["versions"]:
         assert f'vllm.__version__ == "{exact}"' in source
@@ -174,7 +184,7 @@ def test_verl_091_has_no_vllm_version_gate():
     with zipfile.ZipFile(fetch_wheel("verl==0.9.1")) as zf:
         source = zf.read("verl/utils/vllm/npu_vllm_patch.py").decode()
         third_party = zf.read("verl/third_party/vllm/__init__.py").decode()
-    body = source[source.index("def apply_npu_vllm_patches"):]
+    body = source[source.index("def apply_npu_vllm_patches") :]
     assert "version.parse" not in body and "__version__" not in body
     assert "patch_vllm013_rotary_emb()" in body
     assert gate("0.9.1")["compare"] is None
@@ -217,25 +227,30 @@ def test_mbridge_features_agree_with_the_consumer_snapshots():
     assert "strict" in fields["git-main"]
 
 
-PYPI_0151 = '''
+PYPI_0151 = """
 class Bridge:
     def save_weights(
         self, models: list, weights_path: str, memory_efficient: bool = False
     ) -> None:
         pass
-'''
-GIT_MAIN = '''
+"""
+GIT_MAIN = """
 class Bridge:
     def save_weights(self, models: list, weights_path: str, memory_efficient: bool = False,
                      distributed_filesystem: bool = False, strict: bool = True) -> None:
         pass
-'''
+"""
 
 
 def test_save_weights_params_from_source_text(tmp_path):
     assert save_weights_params(PYPI_0151) == {"models", "weights_path", "memory_efficient"}
-    assert save_weights_params(GIT_MAIN) == {"models", "weights_path", "memory_efficient", "distributed_filesystem",
-                                             "strict"}
+    assert save_weights_params(GIT_MAIN) == {
+        "models",
+        "weights_path",
+        "memory_efficient",
+        "distributed_filesystem",
+        "strict",
+    }
     assert save_weights_params("def f(:") is None
     assert save_weights_params("class A:\n    pass\n") is None
     path = tmp_path / "bridge.py"
@@ -250,8 +265,11 @@ def test_save_weights_params_from_source_text(tmp_path):
 
 def probe(npus=0, gpus=0, modules=()):
     nodes = [f"/dev/davinci{i}" for i in range(npus)] + [f"/dev/nvidia{i}" for i in range(gpus)]
-    return DeviceProbe(lambda pattern: [p for p in nodes if p.startswith(pattern.split("[")[0])],
-                       lambda argv: None, lambda name: name in modules)
+    return DeviceProbe(
+        lambda pattern: [p for p in nodes if p.startswith(pattern.split("[")[0])],
+        lambda argv: None,
+        lambda name: name in modules,
+    )
 
 
 def installed(**given):
@@ -260,10 +278,20 @@ def installed(**given):
     return out
 
 
-NPU_STACK = installed(torch="2.7.1", torch_npu="2.7.1", vllm="0.11.0", vllm__ascend="0.11.0rc1",
-                      megatron__core="0.12.1", mindspeed="0.12.1", mbridge="0.15.1", verl="0.9.1", ray="2.49.0")
-GPU_STACK = installed(torch="2.9.1", vllm="0.18.0", megatron__core="0.15.3", mbridge="0.15.1", verl="0.9.1",
-                      ray="2.49.0")
+NPU_STACK = installed(
+    torch="2.7.1",
+    torch_npu="2.7.1",
+    vllm="0.11.0",
+    vllm__ascend="0.11.0rc1",
+    megatron__core="0.12.1",
+    mindspeed="0.12.1",
+    mbridge="0.15.1",
+    verl="0.9.1",
+    ray="2.49.0",
+)
+GPU_STACK = installed(
+    torch="2.9.1", vllm="0.18.0", megatron__core="0.15.3", mbridge="0.15.1", verl="0.9.1", ray="2.49.0"
+)
 CANN_ENV = {"ASCEND_HOME_PATH": TOOLKIT, "ASCEND_TOOLKIT_HOME": TOOLKIT, "ASCEND_OPP_PATH": f"{TOOLKIT}/opp"}
 
 
@@ -313,8 +341,7 @@ def test_nothing_installed_and_no_device_without_recipe_is_advisory():
 
 
 def test_no_device_with_a_recipe_is_blocking():
-    rep = doctor_report(recipe_facts(variant(n=8)), {}, probe(), NPU_STACK, read_text=lambda p: None,
-                        machine="x86_64")
+    rep = doctor_report(recipe_facts(variant(n=8)), {}, probe(), NPU_STACK, read_text=lambda p: None, machine="x86_64")
     found = by(rep, "devices", BLOCKING)
     assert found and "needs 8 devices on every node" in found[0].message
     assert "_check_resource_available" in found[0].source
@@ -378,16 +405,28 @@ def test_read_cann_follows_verl():
 
 
 def test_incident_9_verl_080_gate_misses_vllm_018_local_build():
-    versions = {**NPU_STACK, "verl": "0.8.0", "vllm": "0.18.0+empty", "vllm-ascend": "0.18.0",
-                "torch": "2.9.0", "torch_npu": "2.9.0.post1+git4c901a4"}
+    versions = {
+        **NPU_STACK,
+        "verl": "0.8.0",
+        "vllm": "0.18.0+empty",
+        "vllm-ascend": "0.18.0",
+        "torch": "2.9.0",
+        "torch_npu": "2.9.0.post1+git4c901a4",
+    }
     rep = report(recipe_facts(variant()), versions=versions, read_text=files("8.5.1"))
     assert rep.patch.variant == "v013" and rep.patch.verl_applies == ()
     found = by(rep, "vllm-patch", BLOCKING)
     assert found and "applies none" in found[0].message and "0.8.0" in found[0].source
     assert rep.exit_code == 1
     data = rep.to_json()["vllm_patch"]
-    assert data == {"vllm": "0.18.0+empty", "variant": "v013", "npu": True, "verl": "0.8.0", "verl_applies": [],
-                    "verl_gate": data["verl_gate"]}
+    assert data == {
+        "vllm": "0.18.0+empty",
+        "variant": "v013",
+        "npu": True,
+        "verl": "0.8.0",
+        "verl_applies": [],
+        "verl_gate": data["verl_gate"],
+    }
     assert "[0.13.0, 0.14.0]" in data["verl_gate"] and "[0.11.0, 0.13.0)" in data["verl_gate"]
 
 
@@ -411,8 +450,9 @@ def test_no_patch_check_off_npu():
 
 
 def test_verl_vllm_floor_off_npu():
-    old = report(recipe_facts(variant("DEVICE=gpu", "gpu")), p=probe(gpus=8), env={},
-                 versions={**GPU_STACK, "vllm": "0.12.0"})
+    old = report(
+        recipe_facts(variant("DEVICE=gpu", "gpu")), p=probe(gpus=8), env={}, versions={**GPU_STACK, "vllm": "0.12.0"}
+    )
     assert "needs vllm >= 0.18.0" in by(old, "verl-vllm", BLOCKING)[0].message
     rc = report(p=probe(gpus=8), env={}, versions={**GPU_STACK, "vllm": "0.18.0rc1"})
     assert by(rc, "verl-vllm", BLOCKING)  # verl compares full versions: 0.18.0rc1 < 0.18.0
@@ -426,8 +466,11 @@ def test_missing_packages_the_recipe_needs():
 
 
 def test_a_package_without_metadata_counts_as_present():
-    rep = report(recipe_facts(variant()), versions={**NPU_STACK, "megatron-core": None, "mindspeed": None},
-                 p=probe(npus=8, modules={"megatron", "mindspeed"}))
+    rep = report(
+        recipe_facts(variant()),
+        versions={**NPU_STACK, "megatron-core": None, "mindspeed": None},
+        p=probe(npus=8, modules={"megatron", "mindspeed"}),
+    )
     assert not by(rep, "packages", BLOCKING)
     assert "megatron-core, mindspeed" in by(rep, "versions", ADVISORY)[0].message
     assert rep.to_json()["packages"]["megatron-core"] == {"version": None, "present": True}
@@ -435,8 +478,10 @@ def test_a_package_without_metadata_counts_as_present():
 
 def test_mindspeed_megatron_pairing():
     assert by(report(), "mindspeed", OK)
-    assert "not a release any MindSpeed branch targets" in by(
-        report(versions={**NPU_STACK, "megatron-core": "0.14.0"}), "mindspeed", ADVISORY)[0].message
+    assert (
+        "not a release any MindSpeed branch targets"
+        in by(report(versions={**NPU_STACK, "megatron-core": "0.14.0"}), "mindspeed", ADVISORY)[0].message
+    )
 
 
 def test_mbridge_config_key_the_installed_mbridge_drops():
@@ -465,8 +510,18 @@ def test_unparsable_installed_version_is_advisory():
 def test_json_document():
     rep = report(recipe_facts(variant()), mbridge_params=frozenset({"models", "weights_path", "memory_efficient"}))
     data = json.loads(json.dumps(rep.to_json()))
-    assert set(data) == {"version", "device", "packages", "cann", "vllm_patch", "recipe", "mbridge_save_weights",
-                         "findings", "summary", "exit_code"}
+    assert set(data) == {
+        "version",
+        "device",
+        "packages",
+        "cann",
+        "vllm_patch",
+        "recipe",
+        "mbridge_save_weights",
+        "findings",
+        "summary",
+        "exit_code",
+    }
     assert data["version"] == 1
     assert data["device"] == {"requested": "auto", "kind": "npu", "count": 8, "how": rep.device.how}
     assert list(data["packages"]) == list(PACKAGES)
@@ -474,7 +529,8 @@ def test_json_document():
     assert data["summary"] == {s: sum(f["severity"] == s for f in data["findings"]) for s in (BLOCKING, ADVISORY, OK)}
     assert data["exit_code"] == rep.exit_code
     assert [f["severity"] for f in data["findings"]] == sorted(
-        (f["severity"] for f in data["findings"]), key=[BLOCKING, ADVISORY, OK].index)
+        (f["severity"] for f in data["findings"]), key=[BLOCKING, ADVISORY, OK].index
+    )
 
 
 def test_requested_device_reaches_the_report():
@@ -500,17 +556,20 @@ def test_read_recipe_facts_of_a_shipped_recipe():
     assert len(facts.variants) == 6
     assert {v.device for v in facts.variants} == {"npu", "gpu"}
     assert {(v.n_gpus_per_node, v.nnodes, v.rollout, v.model_engine) for v in facts.variants} == {
-        (8, 2, "vllm", "megatron")}
+        (8, 2, "vllm", "megatron")
+    }
 
 
 def test_read_recipe_facts_mbridge_config_and_defaults(tmp_path):
     path = tmp_path / "r.yaml"
-    path.write_text(recipe("""
+    path.write_text(
+        recipe("""
 overrides:
   trainer.n_gpus_per_node: 16
   +actor_rollout_ref.actor.checkpoint.mbridge_config.distributed_filesystem: true
   +actor_rollout_ref.actor.checkpoint.mbridge_config.memory_efficient: true
-"""))
+""")
+    )
     (v,) = read_recipe_facts(path).variants
     assert v.n_gpus_per_node == 16 and v.nnodes == 1  # verl's default nnodes
     assert v.mbridge_config == ("distributed_filesystem", "memory_efficient")
@@ -540,8 +599,9 @@ def test_doctor_command_on_this_machine():
 
 
 def test_doctor_command_with_a_recipe():
-    result = CliRunner().invoke(doctor, [str(REPO / "recipes" / "qwen3-30b-a3b-sapo.yaml"), "--format", "json",
-                                         "--device", "gpu"])
+    result = CliRunner().invoke(
+        doctor, [str(REPO / "recipes" / "qwen3-30b-a3b-sapo.yaml"), "--format", "json", "--device", "gpu"]
+    )
     data = json.loads(result.stdout)
     assert result.exit_code == data["exit_code"]
     assert data["device"]["requested"] == "gpu" and data["device"]["kind"] == "gpu"

@@ -19,13 +19,16 @@ def test_corpus_findings_match_the_reviewed_expected_file():
 
 
 def test_every_expected_error_is_reviewed():
-    unreviewed = [line for line in read_expected() if split_note(line)[0].split(" ")[2] == "error"
-                  and not split_note(line)[1]]
+    unreviewed = [
+        line for line in read_expected() if split_note(line)[0].split(" ")[2] == "error" and not split_note(line)[1]
+    ]
     assert not unreviewed, "errors without a review note (` -- why`):\n" + "\n".join(unreviewed)
 
 
 def test_update_keeps_a_review_note_when_the_line_moves():
     expected = ["a.sh:10 SL001 error  -- upstream typo", "a.sh:12 SL001 error [DEVICE=npu]  -- npu only"]
     current = ["a.sh:11 SL001 error", "a.sh:12 SL001 error [DEVICE=gpu]"]
-    assert carry_notes(current, expected) == ["a.sh:11 SL001 error" + NOTE + "upstream typo",
-                                              "a.sh:12 SL001 error [DEVICE=gpu]"]
+    assert carry_notes(current, expected) == [
+        "a.sh:11 SL001 error" + NOTE + "upstream typo",
+        "a.sh:12 SL001 error [DEVICE=gpu]",
+    ]

@@ -37,8 +37,16 @@ def arch(card):
 # Published totals (computed with Megatron's formula plus QK-norm / QKV bias), in billions, and the tolerance
 # of the table's rounding.
 TABLE = {
-    "qwen3-0.6b": 0.596, "qwen3-1.7b": 1.72, "qwen3-4b": 4.02, "qwen3-8b": 8.19, "qwen3-14b": 14.77,
-    "qwen3-32b": 32.76, "qwen3-30b-a3b": 30.53, "qwen3-235b-a22b": 235.1, "qwen2.5-7b": 7.62, "qwen2.5-32b": 32.76,
+    "qwen3-0.6b": 0.596,
+    "qwen3-1.7b": 1.72,
+    "qwen3-4b": 4.02,
+    "qwen3-8b": 8.19,
+    "qwen3-14b": 14.77,
+    "qwen3-32b": 32.76,
+    "qwen3-30b-a3b": 30.53,
+    "qwen3-235b-a22b": 235.1,
+    "qwen2.5-7b": 7.62,
+    "qwen2.5-32b": 32.76,
     "deepseek-v3": 671.0,
 }
 
@@ -98,7 +106,9 @@ def test_pipeline_stages_and_tied_embeddings():
 
 def test_deepseek_v3_dense_layers_and_mla():
     a = arch("deepseek-v3")
-    assert a.is_mla and a.moe_layers[:4] == (False, False, False, True) and a.moe_shared_expert_intermediate_size == 2048
+    assert (
+        a.is_mla and a.moe_layers[:4] == (False, False, False, True) and a.moe_shared_expert_intermediate_size == 2048
+    )
     c = count_params(a)
     # routed experts: 58 MoE layers (61 - 3 dense) * 256 experts * 3*7168*2048 (44,040,192) = 653,908,770,816
     assert c.expert == 653_908_770_816
@@ -126,6 +136,7 @@ def test_local_config_json_estimates_like_its_card(tmp_path, card):
 
 
 # Optional: the same architectures built by transformers on the meta device (no weights, no download).
+
 
 @pytest.mark.parametrize("card", sorted(TABLE))
 def test_counts_match_transformers_on_meta_device(card):
@@ -223,9 +234,12 @@ def test_entropy_in_the_update_raises_the_logits_to_16_bytes(tmp_path):
     # actor.entropy_coeff != 0 makes verl compute entropy in the update: fp32 logits, their clone for the log-prob
     # and the entropy's fp32 softmax are kept (12 B), plus the summed fp32 gradient (4 B) -> 16 B per element
     path = tmp_path / "entropy.yaml"
-    path.write_text(RECIPE_30B.read_text().replace(
-        "  actor_rollout_ref.actor.use_kl_loss: false\n",
-        "  actor_rollout_ref.actor.use_kl_loss: false\n  actor_rollout_ref.actor.entropy_coeff: 0.001\n"))
+    path.write_text(
+        RECIPE_30B.read_text().replace(
+            "  actor_rollout_ref.actor.use_kl_loss: false\n",
+            "  actor_rollout_ref.actor.use_kl_loss: false\n  actor_rollout_ref.actor.entropy_coeff: 0.001\n",
+        )
+    )
     e = estimate(plan_inputs(contexts(path)["DEVICE=npu,RECOMPUTE=full"]))
     assert e.inputs.actor.entropy
     assert e.phases["train"]["logits"] == 16 * 8192 * 151936 // 4 == 4_978_638_848
@@ -293,12 +307,17 @@ def _incident_3(tmp_path, cpu_offload: bool = False, verl_offload: bool = True) 
     lines = RECIPE_30B.read_text().splitlines()
     if not cpu_offload:
         lines = [line for line in lines if "override_optimizer_config" not in line]
-    text = "\n".join(lines).replace("trainer.nnodes: 2", "trainer.nnodes: 1").replace(
-        "expert_model_parallel_size: 4", "expert_model_parallel_size: 2")
+    text = (
+        "\n".join(lines)
+        .replace("trainer.nnodes: 2", "trainer.nnodes: 1")
+        .replace("expert_model_parallel_size: 4", "expert_model_parallel_size: 2")
+    )
     if verl_offload:
-        text = text.replace("  actor_rollout_ref.actor.megatron.use_distributed_optimizer: true\n",
-                            "  actor_rollout_ref.actor.megatron.use_distributed_optimizer: true\n"
-                            "  actor_rollout_ref.actor.megatron.optimizer_offload: true\n")
+        text = text.replace(
+            "  actor_rollout_ref.actor.megatron.use_distributed_optimizer: true\n",
+            "  actor_rollout_ref.actor.megatron.use_distributed_optimizer: true\n"
+            "  actor_rollout_ref.actor.megatron.optimizer_offload: true\n",
+        )
     path = tmp_path / "qwen3-30b-a3b-8dev.yaml"
     path.write_text(text + "\n")
     return path
@@ -325,9 +344,11 @@ def test_incident_3_is_mem001_at_the_first_optimizer_step(tmp_path):
     # the step-1 rollout fits (56.2 GiB, test above); the first optimizer step does not (68.4 GiB): the message
     # names that point, its biggest term (Adam's 12 B * S = 45,855,756,288 B = 42.7 GiB) and the knob that fits
     message = found[0].message
-    assert message.startswith("train phase, at the first optimizer step (Adam's moments are created): estimated "
-                              "68.4 GiB per device exceeds the 60.96 GiB the runtime reports for ascend-910b3 "
-                              "(64 GiB nominal)"), message
+    assert message.startswith(
+        "train phase, at the first optimizer step (Adam's moments are created): estimated "
+        "68.4 GiB per device exceeds the 60.96 GiB the runtime reports for ascend-910b3 "
+        "(64 GiB nominal)"
+    ), message
     assert "biggest term: optimizer 42.7 GiB" in message
     assert "optimizer_cpu_offload: true" in message
 
@@ -351,8 +372,9 @@ def test_without_any_offload_the_step_1_rollout_runs_out_first(tmp_path):
     e = estimate(plan_inputs(contexts(path)["DEVICE=npu,RECOMPUTE=full"]))
     assert e.timeline[0].total == pytest.approx(75_599_129_067.52)
     message = _npu_mem001(path)[0].message
-    assert message.startswith("rollout phase of step 1 (before the first optimizer step: no Adam moments yet): "
-                              "estimated 70.4 GiB"), message
+    assert message.startswith(
+        "rollout phase of step 1 (before the first optimizer step: no Adam moments yet): estimated 70.4 GiB"
+    ), message
     assert "biggest term: rollout 30.5 GiB" in message
 
 
@@ -367,7 +389,8 @@ def test_limits_from_mapping_ignores_bad_values():
 def test_recipe_env_reaches_hccl_buffers(tmp_path):
     text = RECIPE_30B.read_text().replace(
         'env: {HCCL_CONNECT_TIMEOUT: "1800", HCCL_EXEC_TIMEOUT: "1800"}',
-        'env: {HCCL_CONNECT_TIMEOUT: "1800", HCCL_EXEC_TIMEOUT: "300", HCCL_BUFFSIZE: "100"}')
+        'env: {HCCL_CONNECT_TIMEOUT: "1800", HCCL_EXEC_TIMEOUT: "300", HCCL_BUFFSIZE: "100"}',
+    )
     path = tmp_path / "r.yaml"
     path.write_text(text)
     ctx = contexts(path)["DEVICE=npu,RECOMPUTE=full"]
@@ -392,10 +415,13 @@ def test_a_separate_rollout_puts_no_engine_on_the_trainers_devices(tmp_path):
 
     def estimate(entry):
         path = tmp_path / "run_qwen3_8b_megatron.sh"
-        path.write_text(f"python3 -m {entry} model_engine=megatron algorithm.adv_estimator=grpo "
-                        "actor_rollout_ref.model.path=Qwen/Qwen3-8B trainer.nnodes=1 trainer.n_gpus_per_node=8 "
-                        "rollout.nnodes=1 rollout.n_gpus_per_node=8 actor_rollout_ref.hybrid_engine=False "
-                        "actor_rollout_ref.rollout.gpu_memory_utilization=0.9\n", encoding="utf-8")
+        path.write_text(
+            f"python3 -m {entry} model_engine=megatron algorithm.adv_estimator=grpo "
+            "actor_rollout_ref.model.path=Qwen/Qwen3-8B trainer.nnodes=1 trainer.n_gpus_per_node=8 "
+            "rollout.nnodes=1 rollout.n_gpus_per_node=8 actor_rollout_ref.hybrid_engine=False "
+            "actor_rollout_ref.rollout.gpu_memory_utilization=0.9\n",
+            encoding="utf-8",
+        )
         command = load(path, read_options(Settings(verl_version="0.10.0.dev"))).commands[0]
         return estimate_for(resolve(command, load_snapshot("0.10.0.dev", command.config_name)))
 

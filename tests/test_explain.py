@@ -15,10 +15,23 @@ RECIPE_30B = REPO / "recipes" / "qwen3-30b-a3b-sapo.yaml"
 
 # The keys issue 4 asks for, as dotted paths; `<phase>` is expanded over rollout and train.
 REQUIRED = [
-    "variant", "world", "dp", "edp", "params.total", "params.per_rank", "memory_gib.peak", "hbm_gib",
-    "checkpoint_gib.weights", "checkpoint_gib.full", "checkpoint.save_seconds", "disk_peak_gib",
-    *(f"memory_gib.{phase}.{key}" for phase in ("rollout", "train")
-      for key in ("total", "weights", "grads", "optimizer", "activations", "rollout")),
+    "variant",
+    "world",
+    "dp",
+    "edp",
+    "params.total",
+    "params.per_rank",
+    "memory_gib.peak",
+    "hbm_gib",
+    "checkpoint_gib.weights",
+    "checkpoint_gib.full",
+    "checkpoint.save_seconds",
+    "disk_peak_gib",
+    *(
+        f"memory_gib.{phase}.{key}"
+        for phase in ("rollout", "train")
+        for key in ("total", "weights", "grads", "optimizer", "activations", "rollout")
+    ),
 ]
 
 
@@ -68,15 +81,30 @@ def test_30b_json_numbers_and_variant_selection():
     assert plan["hbm_gib"] == 60.96 and plan["memory_gib"]["peak"] < 60.96  # torch_npu total, devices.json
     assert plan["memory_gib"]["train"]["optimizer"] == 0  # Adam state on the host (fraction 1.0)
     assert plan["host_gib"]["train"]["optimizer_cpu_offload"] > 0
-    assert plan["checkpoint"]["contents"] == ["model"] and plan["checkpoint_gib"]["weights"] == pytest.approx(56.87, abs=0.01)
+    assert plan["checkpoint"]["contents"] == ["model"] and plan["checkpoint_gib"]["weights"] == pytest.approx(
+        56.87, abs=0.01
+    )
     assert plan["findings"] == []
     npu = json.loads(run(RECIPE_30B, "--format", "json", "--variant", "DEVICE=npu").stdout)
     assert len(npu) == 3 and all(p["device"] == "npu" for p in npu)
 
 
 def test_stated_limits_are_not_assumptions():
-    plan = json.loads(run(RECIPE_30B, "--format", "json", "--variant", "DEVICE=gpu,RECOMPUTE=full",
-                          "--write-gib-per-s", "1", "--disk-budget-gib", "100", "--host-ram-gib", "512").stdout)[0]
+    plan = json.loads(
+        run(
+            RECIPE_30B,
+            "--format",
+            "json",
+            "--variant",
+            "DEVICE=gpu,RECOMPUTE=full",
+            "--write-gib-per-s",
+            "1",
+            "--disk-budget-gib",
+            "100",
+            "--host-ram-gib",
+            "512",
+        ).stdout
+    )[0]
     assert plan["checkpoint"]["write_bw_assumed"] is False and plan["checkpoint"]["write_gib_per_s"] == 1
     assert plan["checkpoint"]["save_seconds"] == pytest.approx(56.9, abs=0.1)
     # two weight-only checkpoints of 56.9 GiB exceed a stated 100 GiB budget: CK002, as an error
@@ -88,8 +116,12 @@ def test_findings_for_the_8_device_variant(tmp_path):
     text = "\n".join(line for line in RECIPE_30B.read_text().splitlines() if "override_optimizer_config" not in line)
     path = tmp_path / "r.yaml"
     # 8 devices hold EP2 x ETP4 (EP4 x ETP4 would be TP002: an estimate of no run, and no MEM001)
-    path.write_text(text.replace("trainer.nnodes: 2", "trainer.nnodes: 1")
-                    .replace("expert_model_parallel_size: 4", "expert_model_parallel_size: 2") + "\n")
+    path.write_text(
+        text.replace("trainer.nnodes: 2", "trainer.nnodes: 1").replace(
+            "expert_model_parallel_size: 4", "expert_model_parallel_size: 2"
+        )
+        + "\n"
+    )
     plans = json.loads(run(path, "--format", "json", "--variant", "DEVICE=npu,RECOMPUTE=full").stdout)
     codes = [(f["code"], f["severity"]) for f in plans[0]["findings"]]
     assert ("MEM001", "error") in codes
@@ -117,8 +149,10 @@ def test_usage_errors(tmp_path):
 
 def test_without_an_accelerator_the_assumed_one_is_named(tmp_path):
     path = tmp_path / "r.yaml"
-    path.write_text("recipe: sapo-recipe/v1\nname: x\nconfig_name: ppo_megatron_trainer\nmodel: {path: Qwen/Qwen3-8B}\n"
-                    "overrides: {trainer.device: npu}\n")
+    path.write_text(
+        "recipe: sapo-recipe/v1\nname: x\nconfig_name: ppo_megatron_trainer\nmodel: {path: Qwen/Qwen3-8B}\n"
+        "overrides: {trainer.device: npu}\n"
+    )
     result = run(path, "--format", "json")
     assert result.exit_code == 0, result.output
     plan = json.loads(result.stdout)[0]
@@ -144,20 +178,30 @@ def test_an_unknown_accelerator_is_not_swallowed(tmp_path):
 
 def test_unknown_model_is_reported_per_variant(tmp_path):
     path = tmp_path / "r.yaml"
-    path.write_text("recipe: sapo-recipe/v1\nname: x\nconfig_name: ppo_megatron_trainer\nmodel: {path: my/model}\n"
-                    "overrides: {}\n")
+    path.write_text(
+        "recipe: sapo-recipe/v1\nname: x\nconfig_name: ppo_megatron_trainer\nmodel: {path: my/model}\noverrides: {}\n"
+    )
     result = run(path, "--format", "json")
     assert result.exit_code == 2
     assert json.loads(result.stdout)[0]["error"].startswith("unknown model: name a shipped card")
 
 
 def test_overrides_go_through_the_override_checks():
-    result = run(RECIPE_30B, "--variant", "DEVICE=npu,RECOMPUTE=full", "--override", "actor_rollout_ref.actor.tau_poss=1")
+    result = run(
+        RECIPE_30B, "--variant", "DEVICE=npu,RECOMPUTE=full", "--override", "actor_rollout_ref.actor.tau_poss=1"
+    )
     assert result.exit_code == 2
     assert "--override 1: SL001 unknown key `actor_rollout_ref.actor.tau_poss`" in result.output
     assert "Did you mean `actor_rollout_ref.actor.tau_pos`?" in result.output
-    result = run(RECIPE_30B, "--variant", "DEVICE=npu,RECOMPUTE=full", "--override", "actor_rollout_ref.actor.tau_pos=2",
-                 "--format", "json")
+    result = run(
+        RECIPE_30B,
+        "--variant",
+        "DEVICE=npu,RECOMPUTE=full",
+        "--override",
+        "actor_rollout_ref.actor.tau_pos=2",
+        "--format",
+        "json",
+    )
     assert result.exit_code == 0, result.output
 
 

@@ -51,7 +51,7 @@ def test_json_sarif_and_statistics_say_how_safe_each_fix_is(tmp_path):
         (change,) = fix["artifactChanges"]
         (replacement,) = change["replacements"]
         region = replacement["deletedRegion"]
-        replaced = lines[region["startLine"] - 1][region["startColumn"] - 1:region["endColumn"] - 1]
+        replaced = lines[region["startLine"] - 1][region["startColumn"] - 1 : region["endColumn"] - 1]
         assert replaced == (SAFE if code == "SL002" else UNSAFE).strip().split(":")[0], replaced
         assert replacement["insertedContent"]["text"] == found[code]["fix"]
 

@@ -4,8 +4,10 @@ import json
 
 from .test_cli import TAU_NEG, sapo_lint, write
 
-NESTED_TAU = ("overrides:\n  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n"
-              "  actor_rollout_ref.actor.policy_loss.tau_pos: 1.2\n")  # no `+`: an unknown key, and why
+NESTED_TAU = (
+    "overrides:\n  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n"
+    "  actor_rollout_ref.actor.policy_loss.tau_pos: 1.2\n"
+)  # no `+`: an unknown key, and why
 
 
 def findings(path, *args):

@@ -43,8 +43,11 @@ from sapo_toolkit.linter.settings import KEYS, Settings, SettingsError, load_set
 from .helpers import REPO
 
 DEADLINE = timedelta(seconds=5)
-_BASE = {"deadline": DEADLINE, "print_blob": True,
-         "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]}
+_BASE = {
+    "deadline": DEADLINE,
+    "print_blob": True,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+}
 settings.register_profile("sapo-fuzz-ci", max_examples=200, **_BASE)
 settings.register_profile("sapo-fuzz-big", max_examples=10_000, **_BASE)
 _PROFILE = settings.get_profile("sapo-fuzz-" + os.environ.get("SAPO_FUZZ_PROFILE", "ci"))
@@ -58,12 +61,16 @@ NO_SHELLCHECK = Settings(shellcheck=False)
 pytestmark = pytest.mark.filterwarnings("ignore:.*_name_ keyword is deprecated:UserWarning")
 
 RECIPES = {p.name: p.read_text(encoding="utf-8") for p in sorted((REPO / "recipes").glob("*.yaml"))}
-FIXTURE_SCRIPTS = {p.name: p.read_text(encoding="utf-8") for p in sorted((REPO / "tests/fixtures/scripts").glob("*.sh"))}
+FIXTURE_SCRIPTS = {
+    p.name: p.read_text(encoding="utf-8") for p in sorted((REPO / "tests/fixtures/scripts").glob("*.sh"))
+}
 # Real verl example scripts (read-only input, not part of the repository): mutated when present.
 CORPUS = REPO.parent / "shared" / "corpus" / "verl-examples"
 CORPUS_SCRIPTS = {p.name: p.read_text(encoding="utf-8", errors="replace") for p in sorted(CORPUS.rglob("*.sh"))}
 SCRIPTS = {**CORPUS_SCRIPTS, **FIXTURE_SCRIPTS}
-MODEL_CARDS = [json.loads(p.read_text(encoding="utf-8"))["config"] for p in sorted((REPO / "schemas/models").glob("*.json"))]
+MODEL_CARDS = [
+    json.loads(p.read_text(encoding="utf-8"))["config"] for p in sorted((REPO / "schemas/models").glob("*.json"))
+]
 
 
 # --------------------------------------------------------------------------- #
@@ -168,7 +175,7 @@ def delete_char(draw, lines, tokens):
     i = _index(draw, lines)
     if lines[i]:
         at = draw(st.integers(0, len(lines[i]) - 1))
-        lines[i] = lines[i][:at] + lines[i][at + 1:]
+        lines[i] = lines[i][:at] + lines[i][at + 1 :]
 
 
 def reindent(draw, lines, tokens):
@@ -185,8 +192,18 @@ def truncate(draw, lines, tokens):
     lines[:] = text[: draw(st.integers(0, len(text)))].split("\n")
 
 
-LINE_MUTATIONS = [delete_line, duplicate_line, swap_lines, insert_soup_line, insert_token, replace_word, delete_char,
-                  reindent, random_line, truncate]
+LINE_MUTATIONS = [
+    delete_line,
+    duplicate_line,
+    swap_lines,
+    insert_soup_line,
+    insert_token,
+    replace_word,
+    delete_char,
+    reindent,
+    random_line,
+    truncate,
+]
 
 
 def mutate(draw, text: str, mutations, tokens) -> str:
@@ -203,34 +220,254 @@ def mutate(draw, text: str, mutations, tokens) -> str:
 # --------------------------------------------------------------------------- #
 
 ODD_SCALARS = [
-    "1e400", "-1e400", "1e-400", ".nan", ".NaN", ".inf", "-.Inf", "+.INF", "9" * 30, "-" + "9" * 5000, "0x1F",
-    "0o17", "0b101", "1_000", "1:30:00", "190:20:30.15", "~", "null", "NULL", "true", "yes", "on", "off", "y", "n",
-    "''", '""', "'\t'", '"\\t"', '"\\u0000"', '"\\ud800"', '"\\U0010FFFF"', '"\\x85"', "ä-ü", "日本語", "🙂",
-    "2001-12-14", "2001-12-14t21:59:43.10-05:00", "!!binary aGVsbG8=", "!!int x", "!!int 1e400", "!!float x",
-    "!!bool maybe", "!!timestamp x", "!!null x", "!!set {a, b}", "!!omap [a: 1]", "!!pairs [a: 1]", "!!str",
-    "!!map x", "!!seq x", "!!python/object:os.system x", "!custom x", "!<tag:example.com,2000:x> 1", "&a 1", "*a",
-    "*nowhere", "[a, *a]", "{<<: *a}", "{<<: [*a, *a]}", "<<", "|\n    block", ">-\n    folded", "'unterminated",
-    '"unterminated', "[", "{", "]", "}", ":", "- ", "? ", "#", "%", "@", "`", "\t", "${oc.env:HOME}", "${", "???",
-    "=", "a=b", "\\", "\x85", "\u2028", "\ufeff", "[" * 80 + "]" * 80, "{a: " * 80 + "1" + "}" * 80,
-    "[1, 2, 3]", "{}", "[]", "{a: 1}", "- 1\n  - 2", "0", "-1", "1.5", "-0.0", "2", "1024",
-    "~nobody_here/model", '"a\\0b"', "/a" * 3000, "Qwen/Qwen3-8B", "deepseek-v3", "nvidia-h100", "ascend-910b3",
+    "1e400",
+    "-1e400",
+    "1e-400",
+    ".nan",
+    ".NaN",
+    ".inf",
+    "-.Inf",
+    "+.INF",
+    "9" * 30,
+    "-" + "9" * 5000,
+    "0x1F",
+    "0o17",
+    "0b101",
+    "1_000",
+    "1:30:00",
+    "190:20:30.15",
+    "~",
+    "null",
+    "NULL",
+    "true",
+    "yes",
+    "on",
+    "off",
+    "y",
+    "n",
+    "''",
+    '""',
+    "'\t'",
+    '"\\t"',
+    '"\\u0000"',
+    '"\\ud800"',
+    '"\\U0010FFFF"',
+    '"\\x85"',
+    "ä-ü",
+    "日本語",
+    "🙂",
+    "2001-12-14",
+    "2001-12-14t21:59:43.10-05:00",
+    "!!binary aGVsbG8=",
+    "!!int x",
+    "!!int 1e400",
+    "!!float x",
+    "!!bool maybe",
+    "!!timestamp x",
+    "!!null x",
+    "!!set {a, b}",
+    "!!omap [a: 1]",
+    "!!pairs [a: 1]",
+    "!!str",
+    "!!map x",
+    "!!seq x",
+    "!!python/object:os.system x",
+    "!custom x",
+    "!<tag:example.com,2000:x> 1",
+    "&a 1",
+    "*a",
+    "*nowhere",
+    "[a, *a]",
+    "{<<: *a}",
+    "{<<: [*a, *a]}",
+    "<<",
+    "|\n    block",
+    ">-\n    folded",
+    "'unterminated",
+    '"unterminated',
+    "[",
+    "{",
+    "]",
+    "}",
+    ":",
+    "- ",
+    "? ",
+    "#",
+    "%",
+    "@",
+    "`",
+    "\t",
+    "${oc.env:HOME}",
+    "${",
+    "???",
+    "=",
+    "a=b",
+    "\\",
+    "\x85",
+    "\u2028",
+    "\ufeff",
+    "[" * 80 + "]" * 80,
+    "{a: " * 80 + "1" + "}" * 80,
+    "[1, 2, 3]",
+    "{}",
+    "[]",
+    "{a: 1}",
+    "- 1\n  - 2",
+    "0",
+    "-1",
+    "1.5",
+    "-0.0",
+    "2",
+    "1024",
+    "~nobody_here/model",
+    '"a\\0b"',
+    "/a" * 3000,
+    "Qwen/Qwen3-8B",
+    "deepseek-v3",
+    "nvidia-h100",
+    "ascend-910b3",
 ]
 ODD_KEYS = [
-    "+a.b", "++a.b", "~a.b", "~", "+", "a..b", ".a", "a.", "a@b", "a@", "a/b", "a=b", "a b", "123", "1.5", "true",
-    "null", '""', "''", '"a:b"', "<<", "? a", "ä.ö", "a[0]", "a.0.b", "$a", "-a", "a-b", ".".join(["a"] * 60),
-    "x" * 500, "${a}", "hydra/launcher", "hydra.run.dir", "? [a, b]", "!!str k", "!custom k", "&k k", "*k",
-    "recipe", "overrides", "variants", "model", "hardware", "env", "gates", "stack", "verl", "config_name",
-    "entrypoint", "name", "path", "card", "accelerator", "device", "npu", "gpu",
-    "actor_rollout_ref.actor.tau_pos", "actor_rollout_ref.model.path", "trainer.nnodes", "trainer.n_gpus_per_node",
-    "actor_rollout_ref.actor.megatron.tensor_model_parallel_size", "model_engine", "+model_engine",
+    "+a.b",
+    "++a.b",
+    "~a.b",
+    "~",
+    "+",
+    "a..b",
+    ".a",
+    "a.",
+    "a@b",
+    "a@",
+    "a/b",
+    "a=b",
+    "a b",
+    "123",
+    "1.5",
+    "true",
+    "null",
+    '""',
+    "''",
+    '"a:b"',
+    "<<",
+    "? a",
+    "ä.ö",
+    "a[0]",
+    "a.0.b",
+    "$a",
+    "-a",
+    "a-b",
+    ".".join(["a"] * 60),
+    "x" * 500,
+    "${a}",
+    "hydra/launcher",
+    "hydra.run.dir",
+    "? [a, b]",
+    "!!str k",
+    "!custom k",
+    "&k k",
+    "*k",
+    "recipe",
+    "overrides",
+    "variants",
+    "model",
+    "hardware",
+    "env",
+    "gates",
+    "stack",
+    "verl",
+    "config_name",
+    "entrypoint",
+    "name",
+    "path",
+    "card",
+    "accelerator",
+    "device",
+    "npu",
+    "gpu",
+    "actor_rollout_ref.actor.tau_pos",
+    "actor_rollout_ref.model.path",
+    "trainer.nnodes",
+    "trainer.n_gpus_per_node",
+    "actor_rollout_ref.actor.megatron.tensor_model_parallel_size",
+    "model_engine",
+    "+model_engine",
 ]
 YAML_TOKENS = [
-    "recipe:", "overrides:", "variants:", "model:", "path:", "card:", "hardware:", "accelerator:", "env:", "gates:",
-    "actor_rollout_ref.actor.tau_pos:", "trainer.nnodes:", "+trainer.x:", "~trainer.y:", "- ", "? ", ": ", ":", "-",
-    "[", "]", "{", "}", ",", "&a ", "*a", "&b ", "*b", "<<: ", "!!str ", "!!int ", "!!float ", "!!map ", "!!seq ",
-    "!custom ", "!", "|", ">", "|-", ">+", "'", '"', "#", "---", "...", "%YAML 1.2", "%TAG ! tag:x,2000:", "\n",
-    "\n  ", "\n    ", "\t", " ", "1e400", ".nan", "-.inf", "9" * 20, "null", "~", "true", "yes", "0x1F", "é",
-    "\u2028", "\x85", "\ufeff", "\\", "@", "`", "%", "=", "${x}", "sapo-recipe/v1", "0.9.1", "npu", "1",
+    "recipe:",
+    "overrides:",
+    "variants:",
+    "model:",
+    "path:",
+    "card:",
+    "hardware:",
+    "accelerator:",
+    "env:",
+    "gates:",
+    "actor_rollout_ref.actor.tau_pos:",
+    "trainer.nnodes:",
+    "+trainer.x:",
+    "~trainer.y:",
+    "- ",
+    "? ",
+    ": ",
+    ":",
+    "-",
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    "&a ",
+    "*a",
+    "&b ",
+    "*b",
+    "<<: ",
+    "!!str ",
+    "!!int ",
+    "!!float ",
+    "!!map ",
+    "!!seq ",
+    "!custom ",
+    "!",
+    "|",
+    ">",
+    "|-",
+    ">+",
+    "'",
+    '"',
+    "#",
+    "---",
+    "...",
+    "%YAML 1.2",
+    "%TAG ! tag:x,2000:",
+    "\n",
+    "\n  ",
+    "\n    ",
+    "\t",
+    " ",
+    "1e400",
+    ".nan",
+    "-.inf",
+    "9" * 20,
+    "null",
+    "~",
+    "true",
+    "yes",
+    "0x1F",
+    "é",
+    "\u2028",
+    "\x85",
+    "\ufeff",
+    "\\",
+    "@",
+    "`",
+    "%",
+    "=",
+    "${x}",
+    "sapo-recipe/v1",
+    "0.9.1",
+    "npu",
+    "1",
 ]
 
 
@@ -265,7 +502,7 @@ def nest_deep(draw, lines, tokens):
         nested = "[" * depth + value + "]" * depth if draw(st.booleans()) else "{a: " * depth + value + "}" * depth
         lines[i] = (key + ": " if colon else "x: ") + nested
     else:  # block nesting over many lines
-        lines[i + 1: i + 1] = [" " * (2 * d) + f"k{d}:" for d in range(1, depth)] + [" " * (2 * depth) + "k: 1"]
+        lines[i + 1 : i + 1] = [" " * (2 * d) + f"k{d}:" for d in range(1, depth)] + [" " * (2 * depth) + "k: 1"]
 
 
 def anchor_alias(draw, lines, tokens):
@@ -284,41 +521,111 @@ def alias_bomb(draw, lines, tokens):
     levels = draw(st.integers(2, 9))
     bomb = ["l0: &l0 [x, x, x, x, x, x, x, x, x, x]"]
     bomb += [f"l{n}: &l{n} [" + ", ".join([f"*l{n - 1}"] * 10) + "]" for n in range(1, levels)]
-    lines[_index(draw, lines): 0] = bomb
+    lines[_index(draw, lines) : 0] = bomb
 
 
 def tag_value(draw, lines, tokens):
     i = _index(draw, lines)
     key, colon, value = lines[i].partition(": ")
     if colon:
-        tag = draw(st.sampled_from(["!!str", "!!int", "!!float", "!!bool", "!!null", "!!map", "!!seq", "!!binary",
-                                    "!!timestamp", "!!set", "!!omap", "!!pairs", "!!merge", "!custom",
-                                    "!<tag:yaml.org,2002:int>", "!<tag:example.com,2000:x>", "!!python/name:os.system"]))
+        tag = draw(
+            st.sampled_from(
+                [
+                    "!!str",
+                    "!!int",
+                    "!!float",
+                    "!!bool",
+                    "!!null",
+                    "!!map",
+                    "!!seq",
+                    "!!binary",
+                    "!!timestamp",
+                    "!!set",
+                    "!!omap",
+                    "!!pairs",
+                    "!!merge",
+                    "!custom",
+                    "!<tag:yaml.org,2002:int>",
+                    "!<tag:example.com,2000:x>",
+                    "!!python/name:os.system",
+                ]
+            )
+        )
         lines[i] = f"{key}: {tag} {value}"
 
 
 # The keys the rules, the topology and the estimator read, and numbers no real recipe holds.
 RULE_KEYS = [
-    "trainer.nnodes", "trainer.n_gpus_per_node", "trainer.save_freq", "trainer.max_actor_ckpt_to_keep",
-    "data.train_batch_size", "data.max_prompt_length", "data.max_response_length", "data.filter_overlong_prompts_workers",
-    "actor_rollout_ref.rollout.n", "actor_rollout_ref.rollout.tensor_model_parallel_size",
-    "actor_rollout_ref.rollout.data_parallel_size", "actor_rollout_ref.rollout.pipeline_model_parallel_size",
-    "actor_rollout_ref.rollout.expert_parallel_size", "actor_rollout_ref.rollout.gpu_memory_utilization",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", "actor_rollout_ref.actor.ppo_mini_batch_size",
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "actor_rollout_ref.actor.ppo_max_token_len_per_gpu",
-    "actor_rollout_ref.actor.tau_pos", "actor_rollout_ref.actor.tau_neg", "actor_rollout_ref.actor.clip_ratio",
-    "actor_rollout_ref.nccl_timeout", "critic.enable", "algorithm.use_kl_in_reward", "actor_rollout_ref.actor.use_kl_loss",
-    *(f"actor_rollout_ref.actor.megatron.{size}" for size in (
-        "tensor_model_parallel_size", "pipeline_model_parallel_size", "virtual_pipeline_model_parallel_size",
-        "context_parallel_size", "expert_model_parallel_size", "expert_tensor_parallel_size", "sequence_parallel",
-        "override_transformer_config.num_layers_in_first_pipeline_stage",
-        "override_transformer_config.num_layers_in_last_pipeline_stage",
-        "override_transformer_config.recompute_num_layers", "override_transformer_config.recompute_granularity",
-        "override_optimizer_config.optimizer_offload_fraction")),
+    "trainer.nnodes",
+    "trainer.n_gpus_per_node",
+    "trainer.save_freq",
+    "trainer.max_actor_ckpt_to_keep",
+    "data.train_batch_size",
+    "data.max_prompt_length",
+    "data.max_response_length",
+    "data.filter_overlong_prompts_workers",
+    "actor_rollout_ref.rollout.n",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size",
+    "actor_rollout_ref.rollout.data_parallel_size",
+    "actor_rollout_ref.rollout.pipeline_model_parallel_size",
+    "actor_rollout_ref.rollout.expert_parallel_size",
+    "actor_rollout_ref.rollout.gpu_memory_utilization",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
+    "actor_rollout_ref.actor.ppo_mini_batch_size",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+    "actor_rollout_ref.actor.ppo_max_token_len_per_gpu",
+    "actor_rollout_ref.actor.tau_pos",
+    "actor_rollout_ref.actor.tau_neg",
+    "actor_rollout_ref.actor.clip_ratio",
+    "actor_rollout_ref.nccl_timeout",
+    "critic.enable",
+    "algorithm.use_kl_in_reward",
+    "actor_rollout_ref.actor.use_kl_loss",
+    *(
+        f"actor_rollout_ref.actor.megatron.{size}"
+        for size in (
+            "tensor_model_parallel_size",
+            "pipeline_model_parallel_size",
+            "virtual_pipeline_model_parallel_size",
+            "context_parallel_size",
+            "expert_model_parallel_size",
+            "expert_tensor_parallel_size",
+            "sequence_parallel",
+            "override_transformer_config.num_layers_in_first_pipeline_stage",
+            "override_transformer_config.num_layers_in_last_pipeline_stage",
+            "override_transformer_config.recompute_num_layers",
+            "override_transformer_config.recompute_granularity",
+            "override_optimizer_config.optimizer_offload_fraction",
+        )
+    ),
 ]
-ODD_NUMBERS = ["0", "-1", "-8", "1", "2", "3", "7", "1.5", "2.0", "0.5", "1e400", "-1e400", ".nan", "-.inf", "1e300",
-               "99999999999999999999", "9" * 30, "18446744073709551616", "-9223372036854775808", "true", "null", "x",
-               "[]", "{}", "[1, 2]"]
+ODD_NUMBERS = [
+    "0",
+    "-1",
+    "-8",
+    "1",
+    "2",
+    "3",
+    "7",
+    "1.5",
+    "2.0",
+    "0.5",
+    "1e400",
+    "-1e400",
+    ".nan",
+    "-.inf",
+    "1e300",
+    "99999999999999999999",
+    "9" * 30,
+    "18446744073709551616",
+    "-9223372036854775808",
+    "true",
+    "null",
+    "x",
+    "[]",
+    "{}",
+    "[1, 2]",
+]
 
 
 def insert_override(draw, lines, tokens):
@@ -332,14 +639,32 @@ def set_hardware(draw, lines, tokens):
     """Site limits and an accelerator, real or not, with odd numbers."""
     at = next((i for i, line in enumerate(lines) if line.startswith("hardware:")), None)
     if at is not None:
-        limits = {k: draw(st.sampled_from(ODD_NUMBERS)) for k in ("write_gib_per_s", "host_ram_gib", "disk_budget_gib")
-                  if draw(st.booleans())}
+        limits = {
+            k: draw(st.sampled_from(ODD_NUMBERS))
+            for k in ("write_gib_per_s", "host_ram_gib", "disk_budget_gib")
+            if draw(st.booleans())
+        }
         accelerator = draw(st.sampled_from(["nvidia-h100", "ascend-910b3", "nvidia-b200", "tpu", "[x]"]))
-        lines[at] = "hardware: {" + ", ".join(f"{k}: {v}" for k, v in {"accelerator": accelerator, **limits}.items()) + "}"
+        lines[at] = (
+            "hardware: {" + ", ".join(f"{k}: {v}" for k, v in {"accelerator": accelerator, **limits}.items()) + "}"
+        )
 
 
-YAML_MUTATIONS = [*LINE_MUTATIONS, set_value, set_value, set_key, retype_value, nest_deep, anchor_alias, alias_bomb,
-                  tag_value, insert_override, insert_override, insert_override, set_hardware]
+YAML_MUTATIONS = [
+    *LINE_MUTATIONS,
+    set_value,
+    set_value,
+    set_key,
+    retype_value,
+    nest_deep,
+    anchor_alias,
+    alias_bomb,
+    tag_value,
+    insert_override,
+    insert_override,
+    insert_override,
+    set_hardware,
+]
 
 
 def set_number(draw, lines, tokens):
@@ -366,13 +691,37 @@ def mutated_recipes(draw) -> str:
     return mutate(draw, RECIPES[draw(st.sampled_from(sorted(RECIPES)))], mutations, YAML_TOKENS)
 
 
-scalars = (st.none() | st.booleans() | st.integers() | st.sampled_from([10**400, -(10**30), 0, -1])
-           | st.floats() | st.text(max_size=12) | st.sampled_from(ODD_KEYS))
-yaml_data = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
-                         | st.dictionaries(st.text(max_size=8) | st.sampled_from(ODD_KEYS), inner, max_size=4),
-                         max_leaves=20)
-RECIPE_KEYS = ["recipe", "name", "verl", "stack", "entrypoint", "config_name", "model", "hardware", "overrides",
-               "variants", "env", "gates"]
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.sampled_from([10**400, -(10**30), 0, -1])
+    | st.floats()
+    | st.text(max_size=12)
+    | st.sampled_from(ODD_KEYS)
+)
+yaml_data = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(max_size=8) | st.sampled_from(ODD_KEYS), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+RECIPE_KEYS = [
+    "recipe",
+    "name",
+    "verl",
+    "stack",
+    "entrypoint",
+    "config_name",
+    "model",
+    "hardware",
+    "overrides",
+    "variants",
+    "env",
+    "gates",
+]
 
 
 @st.composite
@@ -383,10 +732,15 @@ def random_recipe_documents(draw) -> str:
     for key in draw(st.lists(st.sampled_from(RECIPE_KEYS) | st.text(max_size=8), max_size=6)):
         data[key] = draw(yaml_data)
     if draw(st.booleans()):
-        data["overrides"] = draw(st.dictionaries(st.sampled_from(ODD_KEYS) | st.text(max_size=20), yaml_data,
-                                                 max_size=6))
-    text = yaml.safe_dump(data, default_flow_style=draw(st.sampled_from([False, True, None])),
-                          allow_unicode=draw(st.booleans()), sort_keys=False)
+        data["overrides"] = draw(
+            st.dictionaries(st.sampled_from(ODD_KEYS) | st.text(max_size=20), yaml_data, max_size=6)
+        )
+    text = yaml.safe_dump(
+        data,
+        default_flow_style=draw(st.sampled_from([False, True, None])),
+        allow_unicode=draw(st.booleans()),
+        sort_keys=False,
+    )
     return text if text.startswith("recipe:") else "recipe: x\n" + text
 
 
@@ -417,19 +771,140 @@ def test_recipe_random_bytes(data):
 # --------------------------------------------------------------------------- #
 
 BASH_TOKENS = [
-    "python3", "-m", "verl.trainer.main_ppo", "python3 -m verl.trainer.main_ppo ", "--config-name",
-    "--config-name=ppo_megatron_trainer", "--config-path", "ppo_megatron_trainer", "actor_rollout_ref.actor.tau_pos=1.0",
-    "trainer.nnodes=", "+actor_rollout_ref.actor.policy_loss.tau_pos=", "~trainer.x", "actor_rollout_ref.model.path=",
-    "=", "X=", "X=1", "DEVICE=${DEVICE:-gpu}", "$X", "${X}", "${X:-", "${X:=1}", "${X:+w}", "${X-d}", "${X=d}",
-    "${!X}", "${#X}", "${X/a/b}", "${X^^}", "${X:0:1}", "${X[@]}", '"${ARR[@]}"', "${ARR[*]}", "${ARR[",
-    "ARR=(", "ARR+=(", "(", ")", "$(", "$(date)", "`date`", "`", "$((", "))", "$((1/0))", "$((2**64))",
-    "$((X+1))", "$(( 99999999999999999999 * 9 ))", "$((1<<70))", "$((-9223372036854775808 / -1))", "$((08))",
-    "[[", "]]", "[", "]", "==", "!=", "-eq", "if", "then", "elif", "else", "fi", "case", "in", "esac", ";;", ";&",
-    "*)", "npu)", "for", "while", "until", "do", "done", "function", "f()", "{", "}", "f", "export", "local",
-    "declare -a", "readonly", "source", ".", "eval", "set -e", "shift", "exit", "return", "&&", "||", "|", ";", "&",
-    "\n", " ", "\t", "\\\n", "#", "# sapo-lint: noqa", '"', "'", "$'\\x41'", '$"x"', "<<EOF\n", "\nEOF\n",
-    "<<-'EOF'\n", "<<<", ">", ">>", "2>&1", "<(", "$@", '"$@"', "$*", "$#", "$0", "$1", "~", "*", "?", "!", "é",
-    "\u00a0", "\ufeff", "\x85", "\r", "\\", "\x00", "🙂", "\U00031860", "\U0010ffff", "{\U000e0100",
+    "python3",
+    "-m",
+    "verl.trainer.main_ppo",
+    "python3 -m verl.trainer.main_ppo ",
+    "--config-name",
+    "--config-name=ppo_megatron_trainer",
+    "--config-path",
+    "ppo_megatron_trainer",
+    "actor_rollout_ref.actor.tau_pos=1.0",
+    "trainer.nnodes=",
+    "+actor_rollout_ref.actor.policy_loss.tau_pos=",
+    "~trainer.x",
+    "actor_rollout_ref.model.path=",
+    "=",
+    "X=",
+    "X=1",
+    "DEVICE=${DEVICE:-gpu}",
+    "$X",
+    "${X}",
+    "${X:-",
+    "${X:=1}",
+    "${X:+w}",
+    "${X-d}",
+    "${X=d}",
+    "${!X}",
+    "${#X}",
+    "${X/a/b}",
+    "${X^^}",
+    "${X:0:1}",
+    "${X[@]}",
+    '"${ARR[@]}"',
+    "${ARR[*]}",
+    "${ARR[",
+    "ARR=(",
+    "ARR+=(",
+    "(",
+    ")",
+    "$(",
+    "$(date)",
+    "`date`",
+    "`",
+    "$((",
+    "))",
+    "$((1/0))",
+    "$((2**64))",
+    "$((X+1))",
+    "$(( 99999999999999999999 * 9 ))",
+    "$((1<<70))",
+    "$((-9223372036854775808 / -1))",
+    "$((08))",
+    "[[",
+    "]]",
+    "[",
+    "]",
+    "==",
+    "!=",
+    "-eq",
+    "if",
+    "then",
+    "elif",
+    "else",
+    "fi",
+    "case",
+    "in",
+    "esac",
+    ";;",
+    ";&",
+    "*)",
+    "npu)",
+    "for",
+    "while",
+    "until",
+    "do",
+    "done",
+    "function",
+    "f()",
+    "{",
+    "}",
+    "f",
+    "export",
+    "local",
+    "declare -a",
+    "readonly",
+    "source",
+    ".",
+    "eval",
+    "set -e",
+    "shift",
+    "exit",
+    "return",
+    "&&",
+    "||",
+    "|",
+    ";",
+    "&",
+    "\n",
+    " ",
+    "\t",
+    "\\\n",
+    "#",
+    "# sapo-lint: noqa",
+    '"',
+    "'",
+    "$'\\x41'",
+    '$"x"',
+    "<<EOF\n",
+    "\nEOF\n",
+    "<<-'EOF'\n",
+    "<<<",
+    ">",
+    ">>",
+    "2>&1",
+    "<(",
+    "$@",
+    '"$@"',
+    "$*",
+    "$#",
+    "$0",
+    "$1",
+    "~",
+    "*",
+    "?",
+    "!",
+    "é",
+    "\u00a0",
+    "\ufeff",
+    "\x85",
+    "\r",
+    "\\",
+    "\x00",
+    "🙂",
+    "\U00031860",
+    "\U0010ffff",
+    "{\U000e0100",
 ]
 
 
@@ -450,7 +925,9 @@ def mutated_scripts(draw) -> tuple[str, str]:
 def bash_soups(draw) -> tuple[str, str]:
     tokens = draw(st.lists(st.sampled_from(BASH_TOKENS) | st.text(max_size=4), max_size=80))
     separators = draw(st.lists(st.sampled_from([" ", "", "\n", " \\\n  "]), min_size=len(tokens), max_size=len(tokens)))
-    return draw(st.sampled_from(sorted(FIXTURE_SCRIPTS))), "".join(t + s for t, s in zip(tokens, separators))
+    return draw(st.sampled_from(sorted(FIXTURE_SCRIPTS))), "".join(
+        t + s for t, s in zip(tokens, separators, strict=True)
+    )
 
 
 @FUZZ
@@ -471,12 +948,79 @@ def test_bash_random_bytes(data):
 # --------------------------------------------------------------------------- #
 
 HYDRA_TOKENS = [
-    "a", "b.c", "actor_rollout_ref.actor.tau_pos", "trainer.nnodes", "+", "++", "~", "@", "=", "/", ".", "..", "[",
-    "]", "{", "}", ",", ":", " ", "\t", "'", '"', "\\", "${", "}", "${a.b}", "${oc.env:X}", "choice(", "range(",
-    "interval(", "glob(", "sort(", "shuffle(", "tag(", "int(", "float(", "str(", "bool(", "json_str(",
-    "extend_list(", ")", "1", "-1", "1.5", "1e400", "-1e400", "inf", "-inf", "nan", "NaN", "1_000", "1000000000",
-    "9" * 4400, "true", "null", "None", "\n", "é", "日本", "\x00", "$", "%", "*", "?", "|", "_name_", "hydra",
-    "hydra/launcher", "@pkg", "???", "reverse=true", "seed=1", "sweep=",
+    "a",
+    "b.c",
+    "actor_rollout_ref.actor.tau_pos",
+    "trainer.nnodes",
+    "+",
+    "++",
+    "~",
+    "@",
+    "=",
+    "/",
+    ".",
+    "..",
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    ":",
+    " ",
+    "\t",
+    "'",
+    '"',
+    "\\",
+    "${",
+    "}",
+    "${a.b}",
+    "${oc.env:X}",
+    "choice(",
+    "range(",
+    "interval(",
+    "glob(",
+    "sort(",
+    "shuffle(",
+    "tag(",
+    "int(",
+    "float(",
+    "str(",
+    "bool(",
+    "json_str(",
+    "extend_list(",
+    ")",
+    "1",
+    "-1",
+    "1.5",
+    "1e400",
+    "-1e400",
+    "inf",
+    "-inf",
+    "nan",
+    "NaN",
+    "1_000",
+    "1000000000",
+    "9" * 4400,
+    "true",
+    "null",
+    "None",
+    "\n",
+    "é",
+    "日本",
+    "\x00",
+    "$",
+    "%",
+    "*",
+    "?",
+    "|",
+    "_name_",
+    "hydra",
+    "hydra/launcher",
+    "@pkg",
+    "???",
+    "reverse=true",
+    "seed=1",
+    "sweep=",
 ]
 
 
@@ -485,8 +1029,20 @@ def override_texts(draw) -> str:
     if draw(st.integers(0, 3)) == 0:
         return draw(st.text(max_size=40))
     prefix = draw(st.sampled_from(["", "+", "++", "~"]))
-    key = draw(st.sampled_from(["actor_rollout_ref.actor.tau_pos", "trainer.nnodes", "a.b.0.c", "model_engine",
-                                "hydra/launcher", "a-b$c", "data.train_files"]) | st.text(max_size=8))
+    key = draw(
+        st.sampled_from(
+            [
+                "actor_rollout_ref.actor.tau_pos",
+                "trainer.nnodes",
+                "a.b.0.c",
+                "model_engine",
+                "hydra/launcher",
+                "a-b$c",
+                "data.train_files",
+            ]
+        )
+        | st.text(max_size=8)
+    )
     package = draw(st.sampled_from(["", "@pkg", "@a.b", "@_name_", "@"]))
     equals = draw(st.sampled_from(["=", "= ", "=\t", "", "=="]))
     value = "".join(draw(st.lists(st.sampled_from(HYDRA_TOKENS) | st.text(max_size=3), max_size=12)))
@@ -505,8 +1061,9 @@ def test_override_string(text):
 
 
 @FUZZ
-@given(st.sampled_from(sorted(RECIPES) + ["run_qwen3_8b_megatron.sh"]), st.lists(override_texts(), min_size=1,
-                                                                                  max_size=4))
+@given(
+    st.sampled_from(sorted(RECIPES) + ["run_qwen3_8b_megatron.sh"]), st.lists(override_texts(), min_size=1, max_size=4)
+)
 def test_override_on_the_command_line(name, overrides):
     content = RECIPES.get(name) or FIXTURE_SCRIPTS[name]
     lint_one(name, content, overrides)
@@ -517,17 +1074,47 @@ def test_override_on_the_command_line(name, overrides):
 # --------------------------------------------------------------------------- #
 
 HF_KEYS = [
-    "model_type", "num_hidden_layers", "hidden_size", "num_attention_heads", "num_experts", "n_routed_experts",
-    "num_local_experts", "moe_intermediate_size", "intermediate_size", "first_k_dense_replace", "moe_layer_freq",
-    "decoder_sparse_step", "mlp_only_layers", "n_shared_experts", "shared_expert_intermediate_size",
-    "attention_bias", "num_key_value_heads", "head_dim", "vocab_size", "tie_word_embeddings", "num_experts_per_tok",
-    "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+    "model_type",
+    "num_hidden_layers",
+    "hidden_size",
+    "num_attention_heads",
+    "num_experts",
+    "n_routed_experts",
+    "num_local_experts",
+    "moe_intermediate_size",
+    "intermediate_size",
+    "first_k_dense_replace",
+    "moe_layer_freq",
+    "decoder_sparse_step",
+    "mlp_only_layers",
+    "n_shared_experts",
+    "shared_expert_intermediate_size",
+    "attention_bias",
+    "num_key_value_heads",
+    "head_dim",
+    "vocab_size",
+    "tie_word_embeddings",
+    "num_experts_per_tok",
+    "q_lora_rank",
+    "kv_lora_rank",
+    "qk_nope_head_dim",
+    "qk_rope_head_dim",
+    "v_head_dim",
 ]
-json_scalars = (st.none() | st.booleans() | st.integers(-3, 300) | st.integers()
-                | st.sampled_from([0, -1, 10**12, 10**400, 1.5, "12", " 7 ", "1e3", "x", "", "qwen3_moe", "deepseek_v3"])
-                | st.floats() | st.text(max_size=8))
-json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=4)
-                           | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=10)
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 300)
+    | st.integers()
+    | st.sampled_from([0, -1, 10**12, 10**400, 1.5, "12", " 7 ", "1e3", "x", "", "qwen3_moe", "deepseek_v3"])
+    | st.floats()
+    | st.text(max_size=8)
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=10,
+)
 
 
 @st.composite
@@ -565,8 +1152,25 @@ def test_model_config_json(config):
     assert isinstance(shape, ModelShape)
 
 
-MODEL_PATHS = ["model", "./model", "~", "~/model", "~nobody_here/model", "/", "x" * 300, "/a" * 3000, "a\0b", "..",
-               "Qwen/Qwen3-8B", "qwen/QWEN3-8B/", " Qwen/Qwen3-8B ", "config.json", "model/config.json", "日本/🙂", ""]
+MODEL_PATHS = [
+    "model",
+    "./model",
+    "~",
+    "~/model",
+    "~nobody_here/model",
+    "/",
+    "x" * 300,
+    "/a" * 3000,
+    "a\0b",
+    "..",
+    "Qwen/Qwen3-8B",
+    "qwen/QWEN3-8B/",
+    " Qwen/Qwen3-8B ",
+    "config.json",
+    "model/config.json",
+    "日本/🙂",
+    "",
+]
 
 
 @FUZZ
@@ -600,10 +1204,49 @@ def test_model_config_json_through_a_recipe(config, name):
 # --------------------------------------------------------------------------- #
 
 TOML_VALUES = [
-    "1", "-0", "0", "-1", "1e400", "inf", "-inf", "nan", "+nan", "0.5", "1_000", "0x10", "9" * 30, "true", "false",
-    '"str"', "'lit'", '""', '"0.9.1"', '"0.8.0"', '"0.12.1"', '"git-main"', '"../../../etc"', '"0.9"', '"x" ',
-    '"SL"', '"SP005"', '"*"', '"["', '"\\u00e9"', "[]", '["SL", "SP"]', '["*"]', "[1, 2]", '["a", 1]', "[[]]",
-    "{}", "{a = 1}", "1979-05-27T07:32:00Z", "1979-05-27", "07:32:00", '"""multi\nline"""', "'''raw'''",
+    "1",
+    "-0",
+    "0",
+    "-1",
+    "1e400",
+    "inf",
+    "-inf",
+    "nan",
+    "+nan",
+    "0.5",
+    "1_000",
+    "0x10",
+    "9" * 30,
+    "true",
+    "false",
+    '"str"',
+    "'lit'",
+    '""',
+    '"0.9.1"',
+    '"0.8.0"',
+    '"0.12.1"',
+    '"git-main"',
+    '"../../../etc"',
+    '"0.9"',
+    '"x" ',
+    '"SL"',
+    '"SP005"',
+    '"*"',
+    '"["',
+    '"\\u00e9"',
+    "[]",
+    '["SL", "SP"]',
+    '["*"]',
+    "[1, 2]",
+    '["a", 1]',
+    "[[]]",
+    "{}",
+    "{a = 1}",
+    "1979-05-27T07:32:00Z",
+    "1979-05-27",
+    "07:32:00",
+    '"""multi\nline"""',
+    "'''raw'''",
 ]
 
 
@@ -613,10 +1256,27 @@ def pyprojects(draw) -> str | bytes:
     if shape == 0:
         return draw(st.binary(max_size=200))
     if shape == 1:
-        return draw(st.sampled_from(["tool = 1\n", "[tool]\nsapo-lint = 1\n", "[[tool.sapo-lint]]\nselect = []\n",
-                                     'tool.sapo-lint = "x"\n', "[tool]\n", "", "[tool.sapo-lint]\n[tool.sapo-lint]\n"]))
-    entries = draw(st.lists(st.tuples(st.sampled_from(sorted(KEYS)) | st.text(max_size=8),
-                                      st.sampled_from(TOML_VALUES) | st.text(max_size=8)), max_size=6))
+        return draw(
+            st.sampled_from(
+                [
+                    "tool = 1\n",
+                    "[tool]\nsapo-lint = 1\n",
+                    "[[tool.sapo-lint]]\nselect = []\n",
+                    'tool.sapo-lint = "x"\n',
+                    "[tool]\n",
+                    "",
+                    "[tool.sapo-lint]\n[tool.sapo-lint]\n",
+                ]
+            )
+        )
+    entries = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(sorted(KEYS)) | st.text(max_size=8), st.sampled_from(TOML_VALUES) | st.text(max_size=8)
+            ),
+            max_size=6,
+        )
+    )
     body = "".join(f"{json.dumps(key)} = {value}\n" for key, value in entries)
     return "[tool.sapo-lint]\n" + body
 
@@ -642,16 +1302,49 @@ def test_pyproject_settings(content):
 # --------------------------------------------------------------------------- #
 
 LOG_TOKENS = [
-    "step:", "step:3", "step:" + "9" * 5000, " - ", "actor/pg_loss:", "critic/rewards/mean:", "training/global_step:",
-    ":", "-0.0123", "1e-06", "nan", "inf", "-inf", "np.float64(0.4375)", "np.int64(812)", "np.float64(", ")",
-    "True", "False", "None", "(TaskRunner pid=123) ", "\x1b[36m", "\x1b[0m", "\x1b]0;title\x07", "\x1b", "\r", "\n",
-    " [repeated 2x across cluster]", "1" * 400, "é", "\x00", "{", "}", '"step": 1', '"data": {', "null",
-    "[" * 5000, "]" * 5000,
+    "step:",
+    "step:3",
+    "step:" + "9" * 5000,
+    " - ",
+    "actor/pg_loss:",
+    "critic/rewards/mean:",
+    "training/global_step:",
+    ":",
+    "-0.0123",
+    "1e-06",
+    "nan",
+    "inf",
+    "-inf",
+    "np.float64(0.4375)",
+    "np.int64(812)",
+    "np.float64(",
+    ")",
+    "True",
+    "False",
+    "None",
+    "(TaskRunner pid=123) ",
+    "\x1b[36m",
+    "\x1b[0m",
+    "\x1b]0;title\x07",
+    "\x1b",
+    "\r",
+    "\n",
+    " [repeated 2x across cluster]",
+    "1" * 400,
+    "é",
+    "\x00",
+    "{",
+    "}",
+    '"step": 1',
+    '"data": {',
+    "null",
+    "[" * 5000,
+    "]" * 5000,
 ]
 log_text = st.lists(st.sampled_from(LOG_TOKENS) | st.text(max_size=5), max_size=40).map("".join)
-jsonl_records = st.builds(lambda step, data: json.dumps({"step": step, "data": data}),
-                          st.integers() | json_scalars, json_values)
-
+jsonl_records = st.builds(
+    lambda step, data: json.dumps({"step": step, "data": data}), st.integers() | json_scalars, json_values
+)
 
 
 def assert_step_values(parsed) -> None:
@@ -689,8 +1382,13 @@ def test_verl_log_stream(chunks):
 # End to end through the command line
 # --------------------------------------------------------------------------- #
 
-cli_files = (recipe_texts.map(lambda t: ("recipe.yaml", t)) | recipe_bytes.map(lambda b: ("recipe.yaml", b))
-             | mutated_scripts() | bash_soups() | st.binary(max_size=300).map(lambda b: ("run_x_megatron.sh", b)))
+cli_files = (
+    recipe_texts.map(lambda t: ("recipe.yaml", t))
+    | recipe_bytes.map(lambda b: ("recipe.yaml", b))
+    | mutated_scripts()
+    | bash_soups()
+    | st.binary(max_size=300).map(lambda b: ("run_x_megatron.sh", b))
+)
 
 
 @FUZZ_CLI
@@ -699,8 +1397,14 @@ def test_command_line(named):
     name, content = named
     with written(name, content) as path:
         env = {**os.environ, "SAPO_LINT_CACHE_DIR": str(path.parent / "cache")}
-        proc = subprocess.run([sys.executable, "-m", "sapo_toolkit.linter", "--format", "json", name],
-                              capture_output=True, text=True, cwd=path.parent, env=env, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "sapo_toolkit.linter", "--format", "json", name],
+            capture_output=True,
+            text=True,
+            cwd=path.parent,
+            env=env,
+            timeout=60,
+        )
     assert proc.returncode in (0, 1, 2), proc
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
     report = json.loads(proc.stdout)

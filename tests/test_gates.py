@@ -32,39 +32,49 @@ def verdict(entry, values, **kwargs):
     return result
 
 
-@pytest.mark.parametrize("entry,name", [
-    (FLOOR, "perf/throughput >= 100 (every, after 0)"),
-    ({**FLOOR, "after_step": 50, "over": "mean"}, "perf/throughput >= 100 (mean, after 50)"),
-    ({"metric": "x", "max": 1e-06, "over": "last 10"}, "x <= 1e-06 (last 10, after 0)"),
-    ({"metric": "x", "min": 0.5, "max": 2}, "0.5 <= x <= 2 (every, after 0)"),
-    (RISING, "critic/rewards/mean rising (after 0)"),
-    ({**RISING, "window": 10, "alpha": 0.01, "after_step": 5},
-     "critic/rewards/mean rising (after 5, window 10, alpha 0.01)"),
-    ({"metric": "x", "trend": "flat", "tolerance": 0.05}, "x flat within 0.05 (after 0)"),
-])
+@pytest.mark.parametrize(
+    "entry,name",
+    [
+        (FLOOR, "perf/throughput >= 100 (every, after 0)"),
+        ({**FLOOR, "after_step": 50, "over": "mean"}, "perf/throughput >= 100 (mean, after 50)"),
+        ({"metric": "x", "max": 1e-06, "over": "last 10"}, "x <= 1e-06 (last 10, after 0)"),
+        ({"metric": "x", "min": 0.5, "max": 2}, "0.5 <= x <= 2 (every, after 0)"),
+        (RISING, "critic/rewards/mean rising (after 0)"),
+        (
+            {**RISING, "window": 10, "alpha": 0.01, "after_step": 5},
+            "critic/rewards/mean rising (after 5, window 10, alpha 0.01)",
+        ),
+        ({"metric": "x", "trend": "flat", "tolerance": 0.05}, "x flat within 0.05 (after 0)"),
+    ],
+)
 def test_gate_names_are_stable_and_say_what_is_checked(entry, name):
     assert parse_gates([entry])[0].name == name
 
 
 def test_the_shipped_30b_recipe_carries_the_two_gates():
     recipe = yaml.safe_load((REPO / "recipes" / "qwen3-30b-a3b-sapo.yaml").read_text())
-    assert [g.name for g in parse_gates(recipe["gates"])] == ["perf/throughput >= 100 (every, after 0)",
-                                                              "critic/rewards/mean rising (after 0)"]
+    assert [g.name for g in parse_gates(recipe["gates"])] == [
+        "perf/throughput >= 100 (every, after 0)",
+        "critic/rewards/mean rising (after 0)",
+    ]
 
 
 def test_the_same_gate_twice_counts_once():
     assert len(parse_gates([FLOOR, dict(FLOOR), {**FLOOR, "over": "every"}])) == 1
 
 
-@pytest.mark.parametrize("entry,message", [
-    ({"metric": "x"}, "gates.0: "),
-    ({"metric": "x", "min": 1, "over": "avg"}, "gates.0.over: 'avg' does not match"),
-    ({"metric": "x", "trend": "flat"}, "'tolerance' is a required property"),
-    ({"metric": "x", "trend": "rising", "min": 3}, "'min' should not be valid"),
-    ({"metric": "x", "min": 3, "window": 4}, "'window' should not be valid"),
-    ({"metric": "x", "minimum": 3, "min": 1}, "Additional properties are not allowed ('minimum' was unexpected)"),
-    ("perf/throughput", "gates.0: 'perf/throughput' is not of type 'object'"),
-])
+@pytest.mark.parametrize(
+    "entry,message",
+    [
+        ({"metric": "x"}, "gates.0: "),
+        ({"metric": "x", "min": 1, "over": "avg"}, "gates.0.over: 'avg' does not match"),
+        ({"metric": "x", "trend": "flat"}, "'tolerance' is a required property"),
+        ({"metric": "x", "trend": "rising", "min": 3}, "'min' should not be valid"),
+        ({"metric": "x", "min": 3, "window": 4}, "'window' should not be valid"),
+        ({"metric": "x", "minimum": 3, "min": 1}, "Additional properties are not allowed ('minimum' was unexpected)"),
+        ("perf/throughput", "gates.0: 'perf/throughput' is not of type 'object'"),
+    ],
+)
 def test_bad_entries_are_one_line_errors(entry, message):
     with pytest.raises(GateError) as caught:
         parse_gates([entry])
@@ -104,8 +114,12 @@ def test_nan_meets_no_bound():
 
 def test_no_readings_is_no_data_not_a_pass():
     result = verdict({"min": 1}, [5, 5], metric="other")
-    assert result.status == "no data" and result.as_json() == {"passed": False, "status": "no data",
-                                                               "reason": result.reason, "n": 0}
+    assert result.status == "no data" and result.as_json() == {
+        "passed": False,
+        "status": "no data",
+        "reason": result.reason,
+        "n": 0,
+    }
 
 
 def noisy(slope, n=60, sigma=1.0, seed=1):
@@ -177,9 +191,11 @@ def test_live_check_reports_each_broken_every_bound_once():
     assert live.check(1, {"perf/throughput": 5.0}) == []  # warm-up
     assert live.check(3, {"perf/throughput": 150.0, "x": 0.5}) == []
     assert live.check(4, {"perf/throughput": 60.0}) == [
-        "gate failed at step 4: perf/throughput >= 100 (every, after 2): perf/throughput = 60"]
+        "gate failed at step 4: perf/throughput >= 100 (every, after 2): perf/throughput = 60"
+    ]
     assert live.check(5, {"perf/throughput": 50.0, "x": 2.0}) == [
-        "gate failed at step 5: x <= 1 (every, after 0): x = 2"]
+        "gate failed at step 5: x <= 1 (every, after 0): x = 2"
+    ]
     assert live.check(6, {"perf/throughput": 40.0, "x": 3.0}) == []
 
 
@@ -187,9 +203,15 @@ def test_live_check_reports_each_broken_every_bound_once():
 def test_the_synthetic_run_in_both_forms(tmp_path, form):
     path = tmp_path / form
     path.write_text(synthetic_log.console_log() if form == "console" else synthetic_log.jsonl_log())
-    gates = parse_gates([FLOOR, RISING, {**FLOOR, "after_step": synthetic_log.DIP_STEP},
-                         {"metric": "critic/rewards/mean", "trend": "falling"},
-                         {"metric": "perf/max_memory_reserved_gb", "trend": "flat", "tolerance": 5}])
+    gates = parse_gates(
+        [
+            FLOOR,
+            RISING,
+            {**FLOOR, "after_step": synthetic_log.DIP_STEP},
+            {"metric": "critic/rewards/mean", "trend": "falling"},
+            {"metric": "perf/max_memory_reserved_gb", "trend": "flat", "tolerance": 5},
+        ]
+    )
     floor, rising, after_dip, falling, memory = evaluate(gates, read_files([path]))
     assert not floor.passed and floor.number("violating_steps") == (synthetic_log.DIP_STEP,)
     assert floor.number("violating_values") == (synthetic_log.DIP_THROUGHPUT,) and floor.number("n") == 100

@@ -25,9 +25,22 @@ pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:Deprecati
 
 # Each key set to a program that creates a marker file; `{d}` is a driver name that .gitattributes gives a file.
 PROGRAM_KEYS = (
-    "core.fsmonitor", "filter.{d}.clean", "filter.{d}.smudge", "filter.{d}.process", "diff.external",
-    "diff.{d}.textconv", "diff.{d}.command", "merge.{d}.driver", "core.pager", "pager.status", "core.editor",
-    "core.sshCommand", "core.gitProxy", "core.askPass", "credential.helper", "gpg.program",
+    "core.fsmonitor",
+    "filter.{d}.clean",
+    "filter.{d}.smudge",
+    "filter.{d}.process",
+    "diff.external",
+    "diff.{d}.textconv",
+    "diff.{d}.command",
+    "merge.{d}.driver",
+    "core.pager",
+    "pager.status",
+    "core.editor",
+    "core.sshCommand",
+    "core.gitProxy",
+    "core.askPass",
+    "credential.helper",
+    "gpg.program",
     "core.alternateRefsCommand",
 )
 # Set to what pulls programs in: a hooks directory, a config file that sets a filter.
@@ -38,8 +51,9 @@ DEFAULT_HOOKS = ".git/hooks"  # no key: hooks in the repository's own hooks dire
 
 def plain_git(repo: Path, *args: str) -> str:
     """Plain git, for setting up a repository before it is poisoned."""
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True,
-                          timeout=30).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, timeout=30
+    ).stdout.strip()
 
 
 def hooks_dir(directory: Path, marker: Path) -> Path:
@@ -121,8 +135,10 @@ def test_a_git_too_old_to_harden_is_never_run(tmp_path, monkeypatch):
     revision = hostile_repo(repo, markers, ["core.fsmonitor"])
     fake = tmp_path / "bin" / "git"
     fake.parent.mkdir()
-    fake.write_text(f'#!/bin/sh\ncase " $* " in *" version "*) echo "git version 2.31.8"; exit 0;; esac\n'
-                    f'touch \'{markers}/ran\'\nexec {shutil.which("git")} "$@"\n')
+    fake.write_text(
+        f'#!/bin/sh\ncase " $* " in *" version "*) echo "git version 2.31.8"; exit 0;; esac\n'
+        f"touch '{markers}/ran'\nexec {shutil.which('git')} \"$@\"\n"
+    )
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr(git, "hardenable", functools.cache(git.hardenable.__wrapped__))  # asks this PATH's git
@@ -134,6 +150,7 @@ def test_a_git_too_old_to_harden_is_never_run(tmp_path, monkeypatch):
 
 
 # -- a working directory never ships what a link outside it points to --------------------------------------------
+
 
 def linked_tree(tmp_path: Path) -> Path:
     """A working directory with links that stay inside (fine) and links that lead out (refused)."""
@@ -173,8 +190,7 @@ def test_a_link_out_of_the_working_dir_refuses_it(tmp_path, listing):
     (tmp_path / "via").symlink_to(root)
     ray_jobs.stage_working_dir(tmp_path / "via", ["data", "hop", "leak.txt", "up.txt", "swapped"], tmp_path / "stage2")
     assert (tmp_path / "stage2" / "pkg" / "inner.py").read_text() == "x = 1\n"
-    assert "the target's content" not in "".join(p.read_text() for p in (tmp_path / "stage2").rglob("*")
-                                                   if p.is_file())
+    assert "the target's content" not in "".join(p.read_text() for p in (tmp_path / "stage2").rglob("*") if p.is_file())
 
 
 def test_a_link_out_of_the_working_dir_is_refused_before_submitting(tmp_path, ray_address):
@@ -196,14 +212,21 @@ def test_a_link_out_of_the_working_dir_is_refused_before_submitting(tmp_path, ra
 PASSWORD = "pa55-never-written"
 
 
-@pytest.mark.parametrize("url,shown", [
-    ("http://me:pw@head:8265", "http://me:<redacted>@head:8265"),
-    ("https://tok@head/x?a=1&api_key=k&X-Amz-Security-Token=t#f",
-     "https://<redacted>@head/x?a=1&api_key=<redacted>&X-Amz-Security-Token=<redacted>#f"),
-    ("at http://me:p@ss@head:8265. and 'ray://u:p@h:10001'", "at http://me:<redacted>@head:8265. and "
-                                                            "'ray://u:<redacted>@h:10001'"),
-    ("http://head:8265/?page=2", "http://head:8265/?page=2"),
-])
+@pytest.mark.parametrize(
+    "url,shown",
+    [
+        ("http://me:pw@head:8265", "http://me:<redacted>@head:8265"),
+        (
+            "https://tok@head/x?a=1&api_key=k&X-Amz-Security-Token=t#f",
+            "https://<redacted>@head/x?a=1&api_key=<redacted>&X-Amz-Security-Token=<redacted>#f",
+        ),
+        (
+            "at http://me:p@ss@head:8265. and 'ray://u:p@h:10001'",
+            "at http://me:<redacted>@head:8265. and 'ray://u:<redacted>@h:10001'",
+        ),
+        ("http://head:8265/?page=2", "http://head:8265/?page=2"),
+    ],
+)
 def test_redact_urls(url, shown):
     assert redact_urls(url) == shown
     assert redact_urls(shown) == shown
@@ -239,7 +262,8 @@ def test_an_address_password_is_never_written_for_a_job(tmp_path, ray_address): 
     assert json.loads((run_dir / "job.json").read_text())["address"] == redact_urls(address) != address
     status = subprocess.run([*launcher(), "status", str(run_dir)], capture_output=True, text=True, timeout=60)
     assert status.returncode == 2 and "pass --address" in status.stderr
-    status = subprocess.run([*launcher(), "status", str(run_dir), "--address", address], capture_output=True,
-                            text=True, timeout=60)
+    status = subprocess.run(
+        [*launcher(), "status", str(run_dir), "--address", address], capture_output=True, text=True, timeout=60
+    )
     assert status.returncode == 0 and "SUCCEEDED" in status.stdout
     assert_no_password(run_dir, proc.stdout, proc.stderr, status.stdout, status.stderr)

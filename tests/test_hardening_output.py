@@ -17,14 +17,18 @@ def secret_inputs(tmp_path):
     """One recipe that violates the schema with a secret (RF001), one whose rules quote values of secret-named keys,
     one run script that quotes them in its own findings."""
     (tmp_path / "schema.yaml").write_text(recipe(f"overrides:\n  trainer.nnodes: 1\nenv:\n  HF_TOKEN: [{SECRET}]\n"))
-    (tmp_path / "rules.yaml").write_text(recipe(
-        f"overrides:\n  actor_rollout_ref.rollout.max_num_batched_tokens: {SECRET}\n"  # SL004 (an int)
-        f"  +trainer.api_key: {SECRET}\n  +trainer.api_key: {SECRET}x\n"))  # SL002, SL008
+    (tmp_path / "rules.yaml").write_text(
+        recipe(
+            f"overrides:\n  actor_rollout_ref.rollout.max_num_batched_tokens: {SECRET}\n"  # SL004 (an int)
+            f"  +trainer.api_key: {SECRET}\n  +trainer.api_key: {SECRET}x\n"
+        )
+    )  # SL002, SL008
     (tmp_path / "run_qwen_fsdp.sh").write_text(
         "#!/bin/bash\npython3 -m verl.trainer.main_ppo \\\n  trainer.nnodes=1 \\\n"
         f"  --hf-token={SECRET} \\\n"  # SH001: not an override
         f"  'trainer.password=[{SECRET}'\n\n"  # SL009: Hydra's message quotes the value
-        f"+trainer.api_key={SECRET} \\\n  trainer.nnodes=2\n")  # SH005: cut off by the blank line
+        f"+trainer.api_key={SECRET} \\\n  trainer.nnodes=2\n"
+    )  # SH005: cut off by the blank line
     return tmp_path
 
 
@@ -61,11 +65,16 @@ def test_file_names_and_file_text_cannot_inject_lines_or_escape_sequences(tmp_pa
     (tmp_path / evil).write_text(recipe("overrides:\n  trainer.nnodes: [2\n"))  # RF002 at the evil name
     (tmp_path / "run_qwen_fsdp.sh").write_text(  # override values with a fake finding and escape sequences (SL009)
         "#!/bin/bash\npython3 -m verl.trainer.main_ppo \\\n"
-        "  $'+trainer.foo=a\\nfake.yaml:1:1: RF001 pwned\\x1b[2J' \\\n  $'+trainer.bar=b\\x1b]0;t\\x07\\u2028'\n")
+        "  $'+trainer.foo=a\\nfake.yaml:1:1: RF001 pwned\\x1b[2J' \\\n  $'+trainer.bar=b\\x1b]0;t\\x07\\u2028'\n"
+    )
     out = tmp_path / "report.txt"
     reports = {}
-    for name, args in {"text": [], "color": ["--color", "always"], "github": ["--format", "github"],
-                       "file": ["-o", str(out)]}.items():
+    for name, args in {
+        "text": [],
+        "color": ["--color", "always"],
+        "github": ["--format", "github"],
+        "file": ["-o", str(out)],
+    }.items():
         proc = sapo_lint(str(tmp_path), "--no-shellcheck", *args)
         assert proc.returncode == 1, proc.stderr
         reports[name] = out.read_text() if name == "file" else proc.stdout

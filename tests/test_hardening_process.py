@@ -54,8 +54,10 @@ def trainer_recipe(tmp_path: Path, body: str, gates: list | None = None, env: di
         "overrides:\n  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n"
         "  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 2\n"
         "  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 4\n"
-        + "env:\n" + "".join(f"  {k}: {json.dumps(str(v))}\n" for k, v in env.items())
-        + (f"gates: {json.dumps(gates)}\n" if gates else ""))
+        + "env:\n"
+        + "".join(f"  {k}: {json.dumps(str(v))}\n" for k, v in env.items())
+        + (f"gates: {json.dumps(gates)}\n" if gates else "")
+    )
     return recipe
 
 
@@ -75,17 +77,21 @@ def summary_of(run_dir: Path) -> dict:
 def limited(gib: float):
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (int(gib * (1 << 30)), int(gib * (1 << 30))))
+
     return limit
 
 
 def peak_rss_mib(argv: list[str], timeout: float) -> tuple[subprocess.CompletedProcess, float]:
     """Run argv in a wrapper process; returns its result and the peak RSS of its largest descendant."""
-    wrapper = ("import resource, subprocess, sys\n"
-               "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
-               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-               "sys.exit(code)\n")
-    proc = subprocess.run([sys.executable, "-c", wrapper, *argv], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout)
+    wrapper = (
+        "import resource, subprocess, sys\n"
+        "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+        "sys.exit(code)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", wrapper, *argv], cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
     return proc, int(proc.stdout.split()[-1]) / 1024
 
 
@@ -112,6 +118,7 @@ def alive(pid: int) -> bool:
 
 # -- 8: trend gates over a long run -----------------------------------------------------------------------------
 
+
 def test_report_judges_30000_steps_in_bounded_memory(tmp_path):
     """Under a 2 GiB address-space cap (scipy's theilslopes needed about 25 GB here): the verdicts, with the
     Theil-Sen sample stated."""
@@ -120,8 +127,14 @@ def test_report_judges_30000_steps_in_bounded_memory(tmp_path):
     (run_dir / "plan.json").write_text(json.dumps({"name": "long", "total_steps": STEPS, "gates": [RISING, FLAT]}))
     (run_dir / "train.log").write_text("".join(metric_line(step) + "\n" for step in range(1, STEPS + 1)))
     started = time.monotonic()
-    proc = subprocess.run([*launcher(), "report", str(run_dir), "--format", "json"], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, preexec_fn=limited(2))
+    proc = subprocess.run(
+        [*launcher(), "report", str(run_dir), "--format", "json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=limited(2),
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert time.monotonic() - started < 120
     gates = json.loads(proc.stdout)["gates"]
@@ -152,12 +165,18 @@ def test_a_long_run_with_white_space_lines_is_followed_live(tmp_path):
     keeps up, the run succeeds and summary.json holds every gate's verdict (old code: > 10 minutes, then exit 2 on
     a MemoryError without verdicts)."""
     (tmp_path / "test_hardening_lines.py").write_text(
-        f"STEPS = {STEPS}\n" + __import__("inspect").getsource(metric_line))
-    recipe = trainer_recipe(tmp_path, LONG_RUN.format(steps=STEPS), gates=[RISING, FLAT],
-                            env={"TEST_DIR": tmp_path, "VERL_FILE_LOGGER_PATH": os.devnull})
+        f"STEPS = {STEPS}\n" + __import__("inspect").getsource(metric_line)
+    )
+    recipe = trainer_recipe(
+        tmp_path,
+        LONG_RUN.format(steps=STEPS),
+        gates=[RISING, FLAT],
+        env={"TEST_DIR": tmp_path, "VERL_FILE_LOGGER_PATH": os.devnull},
+    )
     started = time.monotonic()
-    proc = subprocess.run(launch_argv(tmp_path, recipe), cwd=REPO, capture_output=True, timeout=300,
-                          preexec_fn=limited(2))
+    proc = subprocess.run(
+        launch_argv(tmp_path, recipe), cwd=REPO, capture_output=True, timeout=300, preexec_fn=limited(2)
+    )
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     assert time.monotonic() - started < 60
     summary = summary_of(run_dir_of(tmp_path))
@@ -228,8 +247,7 @@ def launched():
 def start_stubborn(tmp_path: Path, launched: list) -> tuple[subprocess.Popen, Path, list[int]]:
     """The launcher running a trainer (and a child of the trainer) that ignore SIGTERM, once both have started."""
     recipe = trainer_recipe(tmp_path, STUBBORN)
-    proc = subprocess.Popen(launch_argv(tmp_path, recipe), cwd=REPO, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(launch_argv(tmp_path, recipe), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     launched.append(proc)
 
     def started():
@@ -256,8 +274,11 @@ def test_a_trainer_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_pat
 def test_sighup_stops_the_run_like_sigterm_and_a_second_signal_kills_at_once(tmp_path, launched):
     proc, run_dir, pids = start_stubborn(tmp_path, launched)
     proc.send_signal(signal.SIGHUP)
-    wait_for(lambda: "ignored SIGTERM" in (run_dir / "train.log").read_text(), 60,
-             "the trainer to get the SIGTERM that the SIGHUP becomes")
+    wait_for(
+        lambda: "ignored SIGTERM" in (run_dir / "train.log").read_text(),
+        60,
+        "the trainer to get the SIGTERM that the SIGHUP becomes",
+    )
     started = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
@@ -273,13 +294,13 @@ def test_a_killed_launcher_takes_the_trainer_group_along_and_the_run_is_lost(tmp
     proc.kill()
     proc.wait(timeout=30)
     wait_for(lambda: not any(alive(pid) for pid in pids), 30, "the trainer's group to end")
-    status = subprocess.run([*launcher(), "status", str(run_dir)], cwd=REPO, capture_output=True, text=True,
-                            timeout=60)
+    status = subprocess.run([*launcher(), "status", str(run_dir)], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert (status.returncode, status.stdout) == (2, "lost step 1\n"), status.stderr
     summary = summary_of(run_dir)
     assert summary["status"] == "lost" and summary["last_step"] == 1 and summary["exit_code"] is None
-    report = subprocess.run([*launcher(), "report", str(run_dir), "--format", "json"], cwd=REPO,
-                            capture_output=True, text=True, timeout=120)
+    report = subprocess.run(
+        [*launcher(), "report", str(run_dir), "--format", "json"], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert report.returncode == 0 and "| status | lost |" in (run_dir / "report.md").read_text()
 
 
@@ -317,7 +338,8 @@ def test_signals_a_shell_ignored_are_restored_for_the_trainer(tmp_path):
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
             signal.signal(sig, signal.SIG_IGN)
 
-    proc = subprocess.run(launch_argv(tmp_path, recipe), cwd=REPO, capture_output=True, text=True, timeout=120,
-                          preexec_fn=ignore_all)
+    proc = subprocess.run(
+        launch_argv(tmp_path, recipe), cwd=REPO, capture_output=True, text=True, timeout=120, preexec_fn=ignore_all
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-4:] == ["SIGINT default", "SIGTERM default", "SIGHUP default", "SIGQUIT default"]

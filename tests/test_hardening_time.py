@@ -19,8 +19,14 @@ def lint(root: Path, *options: str, program: tuple[str, ...] = (SAPO_LINT,)):
     """`sapo-lint --format json --no-shellcheck .` in `root`: the process, the findings per path (relative to
     `root`) and the wall time."""
     start = time.monotonic()
-    proc = subprocess.run([*program, "--format", "json", "--no-shellcheck", *options, "."], cwd=root,
-                          capture_output=True, text=True, timeout=10 * BOUND_S, check=False)
+    proc = subprocess.run(
+        [*program, "--format", "json", "--no-shellcheck", *options, "."],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=10 * BOUND_S,
+        check=False,
+    )
     elapsed = time.monotonic() - start
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr[-2000:]
     found: dict[str, list[dict]] = {}
@@ -44,8 +50,9 @@ def test_arithmetic_of_4000_terms(tmp_path):
     """Switch collection climbed to the root from every node of the expression (tree-sitter finds a parent from the
     root): 199 s. Now evaluated like bash, in a loop: 1-1+1-... is 0."""
     terms = "+".join(["1-1"] * 2000)
-    (tmp_path / "run_x_megatron.sh").write_text(script(f"NODES=$(( {terms} ))",
-                                                       "python3 -m verl.trainer.main_ppo trainer.nnodes=$NODES"))
+    (tmp_path / "run_x_megatron.sh").write_text(
+        script(f"NODES=$(( {terms} ))", "python3 -m verl.trainer.main_ppo trainer.nnodes=$NODES")
+    )
     _, found, elapsed = lint(tmp_path)
     assert elapsed < BOUND_S
     (tp014,) = [d for d in found["run_x_megatron.sh"] if d["code"] == "TP014"]
@@ -54,8 +61,9 @@ def test_arithmetic_of_4000_terms(tmp_path):
 
 def test_comment_of_20000_megatron_words(tmp_path):
     """The Megatron-LM pin patterns backtracked over the rest of the line from each of the 20,000 words: 46 s."""
-    (tmp_path / "run_x_megatron.sh").write_text(script("# " + "Megatron-LM " * 20000,
-                                                       "python3 -m verl.trainer.main_ppo trainer.nnodez=1"))
+    (tmp_path / "run_x_megatron.sh").write_text(
+        script("# " + "Megatron-LM " * 20000, "python3 -m verl.trainer.main_ppo trainer.nnodez=1")
+    )
     _, found, elapsed = lint(tmp_path)
     assert elapsed < BOUND_S
     assert "SL001" in codes(found["run_x_megatron.sh"])
@@ -64,8 +72,9 @@ def test_comment_of_20000_megatron_words(tmp_path):
 def test_20000_continued_override_lines_under_one_noqa(tmp_path):
     """Each finding walked the continued lines to where the command ends, to find the noqa there: 127 s."""
     lines = [f"  a.b{i}=1 \\" for i in range(20000)]
-    (tmp_path / "run_x_megatron.sh").write_text(script("python3 -m verl.trainer.main_ppo \\", *lines,
-                                                       "  trainer.nnodes=1  # sapo-lint: noqa: SL001"))
+    (tmp_path / "run_x_megatron.sh").write_text(
+        script("python3 -m verl.trainer.main_ppo \\", *lines, "  trainer.nnodes=1  # sapo-lint: noqa: SL001")
+    )
     (tmp_path / "typo.yaml").write_text(TYPO)
     _, found, elapsed = lint(tmp_path)
     assert elapsed < BOUND_S
@@ -101,8 +110,9 @@ def test_first_100_unknown_names_get_suggestions(tmp_path):
     unknown = sorted((d for d in found["r.yaml"] if d["code"] == "SL001"), key=lambda d: d["line"])
     assert len(unknown) == 150
     assert all("Did you mean" in d["message"] for d in unknown[:100])
-    assert all("(No suggestion: sapo-lint suggests names for the first 100 in a file.)" in d["message"]
-               for d in unknown[100:])
+    assert all(
+        "(No suggestion: sapo-lint suggests names for the first 100 in a file.)" in d["message"] for d in unknown[100:]
+    )
 
 
 def test_case_of_50000_items(tmp_path):
@@ -113,13 +123,15 @@ def test_case_of_50000_items(tmp_path):
     patterns = "|".join(f"v{i}" for i in range(50000))
     trainer = "python3 -m verl.trainer.main_ppo trainer.nnodez=1"
     (tmp_path / "run_items_megatron.sh").write_text(script("case $X in", items + "esac", trainer))
-    (tmp_path / "run_patterns_megatron.sh").write_text(script("case $X in", f"  {patterns}) MODE=1 ;;", "esac",
-                                                              trainer))
+    (tmp_path / "run_patterns_megatron.sh").write_text(
+        script("case $X in", f"  {patterns}) MODE=1 ;;", "esac", trainer)
+    )
     _, found, elapsed = lint(tmp_path)
     assert elapsed < BOUND_S
     for path in ("run_items_megatron.sh", "run_patterns_megatron.sh"):
-        assert any(d["code"] == "SH001" and "50,001 variant combinations of X; linted 64" in d["message"]
-                   for d in found[path])
+        assert any(
+            d["code"] == "SH001" and "50,001 variant combinations of X; linted 64" in d["message"] for d in found[path]
+        )
         assert "SL001" in codes(found[path])
 
 
@@ -136,8 +148,10 @@ def test_file_out_of_time_is_one_finding_and_the_run_goes_on(tmp_path):
     """The per-file time budget, spent at once: every file gets RF011, saying where it stopped."""
     (tmp_path / "run_x_megatron.sh").write_text(script("python3 -m verl.trainer.main_ppo trainer.nnodez=1"))
     (tmp_path / "typo.yaml").write_text(TYPO)
-    no_time = ("import sys\nimport sapo_toolkit.linter.lint as lint\nlint.FILE_TIME_BUDGET_S = 0\n"
-               "from sapo_toolkit.linter.cli import main\nsys.argv[0] = 'sapo-lint'\nmain()\n")
+    no_time = (
+        "import sys\nimport sapo_toolkit.linter.lint as lint\nlint.FILE_TIME_BUDGET_S = 0\n"
+        "from sapo_toolkit.linter.cli import main\nsys.argv[0] = 'sapo-lint'\nmain()\n"
+    )
     proc, found, _ = lint(tmp_path, program=(sys.executable, "-c", no_time))
     assert proc.returncode == 1
     for path in ("run_x_megatron.sh", "typo.yaml"):
@@ -154,13 +168,15 @@ def test_internal_error_in_one_file_is_one_finding(tmp_path):
     for i in range(40):  # enough files for forked workers
         (tmp_path / f"typo{i}.yaml").write_text(TYPO)
     (tmp_path / "boom.yaml").write_text(HEADER + "overrides:\n  trainer.project_name: boom\n")
-    boom = ("import sys\nfrom sapo_toolkit.linter import engine\nresolve = engine.resolve\n"
-            "def failing(command, snapshot):\n"
-            "    if any(lo.parsed is not None and lo.parsed.value == 'boom' for lo in command.overrides):\n"
-            "        raise ValueError('hf_secret_value')\n"
-            "    return resolve(command, snapshot)\n"
-            "engine.resolve = failing\n"
-            "from sapo_toolkit.linter.cli import main\nsys.argv[0] = 'sapo-lint'\nmain()\n")
+    boom = (
+        "import sys\nfrom sapo_toolkit.linter import engine\nresolve = engine.resolve\n"
+        "def failing(command, snapshot):\n"
+        "    if any(lo.parsed is not None and lo.parsed.value == 'boom' for lo in command.overrides):\n"
+        "        raise ValueError('hf_secret_value')\n"
+        "    return resolve(command, snapshot)\n"
+        "engine.resolve = failing\n"
+        "from sapo_toolkit.linter.cli import main\nsys.argv[0] = 'sapo-lint'\nmain()\n"
+    )
     proc, found, _ = lint(tmp_path, program=(sys.executable, "-c", boom))
     assert proc.returncode == 2
     (failed,) = found["boom.yaml"]
@@ -189,20 +205,26 @@ def test_hex_integer_of_100000_digits_in_a_recipe(tmp_path):
 def test_product_of_overrides_of_4001_digits(tmp_path):
     """Two sizes of 2,000 digits multiply into 4,001, which a topology rule printed (ValueError) and the host
     estimate turned into a float (OverflowError). Both are out of range: SL004, and no rule computes with them."""
-    (tmp_path / "r.yaml").write_text(HEADER + "overrides:\n  trainer.n_gpus_per_node: 1" + "0" * 2000 +
-                                     "\n  trainer.nnodes: 1" + "0" * 2000 + "\n")
+    (tmp_path / "r.yaml").write_text(
+        HEADER + "overrides:\n  trainer.n_gpus_per_node: 1" + "0" * 2000 + "\n  trainer.nnodes: 1" + "0" * 2000 + "\n"
+    )
     proc, found, _ = lint(tmp_path, "--override", "data.train_batch_size=" + "9" * 4000)
     assert proc.returncode == 1
-    out_of_range = {(d["path"], d["line"]) for r in found.values() for d in r if d["code"] == "SL004"
-                    and "out of range" in d["message"]}
+    out_of_range = {
+        (d["path"], d["line"])
+        for r in found.values()
+        for d in r
+        if d["code"] == "SL004" and "out of range" in d["message"]
+    }
     assert out_of_range == {("r.yaml", 6), ("r.yaml", 7), ("--override", 1)}
 
 
 def test_bash_arithmetic_wraps_at_64_bits(tmp_path):
     """`X=$((X*X))` twelve times squared past 4,300 digits, which printing the value refused. bash computes in
     64-bit integers that wrap, and so does the reader now."""
-    (tmp_path / "run_x_megatron.sh").write_text(script("X=99999999999", *["X=$((X*X))"] * 12,
-                                                       "python3 -m verl.trainer.main_ppo trainer.nnodes=$X"))
+    (tmp_path / "run_x_megatron.sh").write_text(
+        script("X=99999999999", *["X=$((X*X))"] * 12, "python3 -m verl.trainer.main_ppo trainer.nnodes=$X")
+    )
     expected = 99999999999
     for _ in range(12):
         expected = (expected * expected + (1 << 63)) % (1 << 64) - (1 << 63)

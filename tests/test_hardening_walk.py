@@ -33,9 +33,15 @@ def lint(root: Path, *options: str, cache: Path) -> tuple[subprocess.CompletedPr
     """`sapo-lint --format json` on `root` (under a 4 GiB guard, so a regression fails this test, not the machine):
     the process, the codes reported per path relative to `root`, and the peak memory in KiB of any process."""
     env = {**os.environ, "SAPO_LINT_CACHE_DIR": str(cache)}
-    proc = subprocess.run([sys.executable, "-c", PEAK_RSS, SAPO_LINT, "--format", "json", *options, "."], cwd=root,
-                          env=env, capture_output=True, text=True, timeout=120,
-                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30)))
+    proc = subprocess.run(
+        [sys.executable, "-c", PEAK_RSS, SAPO_LINT, "--format", "json", *options, "."],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30)),
+    )
     peak = proc.stderr.rsplit("\n", 1)[-1]
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr[-2000:]
     codes: dict[str, set[str]] = {}
@@ -66,16 +72,17 @@ def test_shellcheck_is_bounded_in_memory_and_reads_only_the_scripts(tmp_path):
     (tmp_path / ".shellcheckrc").write_text("external-sources=true\nsource-path=/dev\ndisable=SC2154\n")
     nested = "".join("if true; then\n" for _ in range(2000)) + "echo deep\n" + "fi\n" * 2000
     (tmp_path / "run_nested_megatron.sh").write_text("#!/bin/bash\n" + nested + TRAINER)
-    (tmp_path / "run_zero_megatron.sh").write_text("#!/bin/bash\n# shellcheck source=/dev/zero\nsource ./zero\n"
-                                                   "source /dev/zero\necho $unset_name $HOME\n" + TRAINER)
+    (tmp_path / "run_zero_megatron.sh").write_text(
+        "#!/bin/bash\n# shellcheck source=/dev/zero\nsource ./zero\n"
+        "source /dev/zero\necho $unset_name $HOME\n" + TRAINER
+    )
     proc, codes, peak_kib = lint(tmp_path, "--select", "SH100,SH1091,SH2086,SH2154", cache=tmp_path / "cache")
     assert proc.returncode == 1
     assert codes["run_nested_megatron.sh"] == {"SH100"}
     # not followed, checked, and SC2154 off as the rc file says: $unset_name is only SC2086
     assert codes["run_zero_megatron.sh"] == {"SH1091", "SH2086"}
     assert peak_kib < 1 << 20, f"{peak_kib / 2**20:.1f} GiB"
-    (failure,) = [json.loads(p.read_text()) for p in (tmp_path / "cache").rglob("*.json")
-                  if "failure" in p.read_text()]
+    (failure,) = [json.loads(p.read_text()) for p in (tmp_path / "cache").rglob("*.json") if "failure" in p.read_text()]
     assert "memory" in failure["failure"]  # the bound is cached: the next run does not spend it again
 
 
@@ -98,8 +105,10 @@ def test_deep_long_and_looping_paths_are_one_finding_each(tmp_path, nest):
     deep_script = "short/" + nest(tmp_path / "short", 1200, "d", "#!/bin/bash\n" + TRAINER)
     nest(tmp_path / "long", 1200, "dddd", "#!/bin/bash\n" + TRAINER)
     (tmp_path / "run_loop_megatron.sh").symlink_to("run_loop_megatron.sh")
-    (tmp_path / "typo.yaml").write_text("recipe: sapo-recipe/v1\nname: t\nconfig_name: ppo_megatron_trainer\n"
-                                        "model: {path: Qwen/Qwen3-8B}\noverrides:\n  trainer.nnodez: 1\n")
+    (tmp_path / "typo.yaml").write_text(
+        "recipe: sapo-recipe/v1\nname: t\nconfig_name: ppo_megatron_trainer\n"
+        "model: {path: Qwen/Qwen3-8B}\noverrides:\n  trainer.nnodez: 1\n"
+    )
     proc, codes, _ = lint(tmp_path, cache=tmp_path / "cache")
     assert proc.returncode == 2  # some paths could not be read
     assert "SL001" in codes[deep_script]  # 1,200 levels, within PATH_MAX: linted like any script

@@ -65,6 +65,7 @@ def _double_quoted(text: str) -> str:
 def scripts(draw) -> str:
     """A run script with generated text in a comment, a `source` argument, a variable's value used in an override,
     exported values (shared and per device), override keys and values (Hydra-quoted, and raw)."""
+
     def override(key, value) -> str:
         try:
             return _q(f"{key}={format_value(value)}")
@@ -83,8 +84,11 @@ def scripts(draw) -> str:
     )
 
 
-@settings(max_examples=int(os.environ.get("SAPO_FUZZ_EXAMPLES", 150)), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=int(os.environ.get("SAPO_FUZZ_EXAMPLES", 150)),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(scripts(), TEXT)
 def test_convert_writes_exactly_the_recipe_it_built(script, name):
     recipe, notes = script_to_recipe(TextFile(f"run_{name.replace('/', '_')}.sh", script), OPTIONS)
@@ -97,6 +101,7 @@ def test_convert_writes_exactly_the_recipe_it_built(script, name):
 
 
 # --- -o: a device or FIFO is written into, never replaced ----------------------------------------------------------
+
 
 def test_output_into_a_fifo_or_device_never_replaces_it(tmp_path):
     script = tmp_path / "run_x.sh"
@@ -142,11 +147,13 @@ APPENDED = "  trainer.total_epochs: 3  # appended by another process\n"
 def _append_after(function):
     """`function`, then an append to the file being fixed: what another process does between the read and the
     replace."""
+
     def appending(*args):
         done = function(*args)
         with open(os.environ["SAPO_TEST_APPEND_TO"], "a") as handle:
             handle.write(APPENDED)
         return done
+
     return appending
 
 
@@ -168,9 +175,17 @@ def test_fix_never_rewrites_a_file_that_changed_while_being_fixed(tmp_path, monk
         assert path.read_text() == before + APPENDED  # the append kept, nothing else written
     path.write_text(HEADER + TAU_BUG)
     # The command line says so in one line and exits 2.
-    run = ("import sys; from sapo_toolkit.linter import cli, fix; from tests.test_hardening_writes import _append_after;"
-           "fix.planned_fixes = _append_after(fix.planned_fixes); sys.argv[1:] = ['--fix', 'r.yaml']; cli.main()")
-    done = subprocess.run([sys.executable, "-c", run], cwd=tmp_path, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    run = (
+        "import sys; from sapo_toolkit.linter import cli, fix; from tests.test_hardening_writes import _append_after;"
+        "fix.planned_fixes = _append_after(fix.planned_fixes); sys.argv[1:] = ['--fix', 'r.yaml']; cli.main()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", run],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)},
+    )
     assert done.returncode == 2 and done.stderr == "sapo-lint: r.yaml changed while fixing; not rewritten\n", done
     assert path.read_text() == HEADER + TAU_BUG + APPENDED

@@ -16,8 +16,14 @@ def test_one_run_over_every_hostile_input(tmp_path):
     inputs = generate(root)
     env = {**os.environ, "SAPO_LINT_CACHE_DIR": str(tmp_path / "cache")}
     try:
-        proc = subprocess.run([sys.executable, "-m", "sapo_toolkit.linter", "--format", "json", "."], cwd=root,
-                              env=env, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, "-m", "sapo_toolkit.linter", "--format", "json", "."],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     finally:
         remove_chain(root, DEEP)
     # 2: a directory that cannot be listed is a file that could not be read (RF003)
@@ -29,7 +35,8 @@ def test_one_run_over_every_hostile_input(tmp_path):
     for d in report["diagnostics"]:
         codes_at.setdefault(d["path"].removeprefix("./"), set()).add(d["code"])
     for hostile in inputs:
-        reported = set().union(*(codes for path, codes in codes_at.items()
-                                 if path == hostile.path or path.startswith(hostile.path + "/")))
+        reported = set().union(
+            *(codes for path, codes in codes_at.items() if path == hostile.path or path.startswith(hostile.path + "/"))
+        )
         assert not hostile.codes or reported & set(hostile.codes), (hostile.path[:60], sorted(reported))
     assert "SL001" in codes_at["typo.yaml"]

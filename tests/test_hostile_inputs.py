@@ -123,14 +123,17 @@ def test_unreadable_subdirectory(tmp_path, monkeypatch):
     assert found.location.path == str(locked) and "cannot list directory: Permission denied" in found.message
 
 
-@pytest.mark.parametrize("name,text,says", [
-    ("tool_is_a_string", 'tool = "x"\n', "must be a table"),
-    ("sapo_lint_is_a_number", "[tool]\nsapo-lint = 5\n", "must be a table"),
-    ("negative_host_ram", "[tool.sapo-lint]\nhost-ram-gib = -5\n", "positive finite number, not -5"),
-    ("zero_write_speed", "[tool.sapo-lint]\ncheckpoint-write-gib-per-s = 0\n", "positive finite number, not 0"),
-    ("infinite_write_speed", "[tool.sapo-lint]\ncheckpoint-write-gib-per-s = inf\n", "not inf"),
-    ("nan_disk_budget", "[tool.sapo-lint]\ncheckpoint-disk-budget-gib = nan\n", "not nan"),
-])
+@pytest.mark.parametrize(
+    "name,text,says",
+    [
+        ("tool_is_a_string", 'tool = "x"\n', "must be a table"),
+        ("sapo_lint_is_a_number", "[tool]\nsapo-lint = 5\n", "must be a table"),
+        ("negative_host_ram", "[tool.sapo-lint]\nhost-ram-gib = -5\n", "positive finite number, not -5"),
+        ("zero_write_speed", "[tool.sapo-lint]\ncheckpoint-write-gib-per-s = 0\n", "positive finite number, not 0"),
+        ("infinite_write_speed", "[tool.sapo-lint]\ncheckpoint-write-gib-per-s = inf\n", "not inf"),
+        ("nan_disk_budget", "[tool.sapo-lint]\ncheckpoint-disk-budget-gib = nan\n", "not nan"),
+    ],
+)
 def test_hostile_pyproject(tmp_path, name, text, says):
     (tmp_path / "pyproject.toml").write_text(text)
     (tmp_path / "r.yaml").write_text(HEADER + "overrides: {}\n")
@@ -144,8 +147,10 @@ def test_recipe_with_20_two_valued_axes(tmp_path):
     combination of first values (where the typo lives) is one of them."""
     import time
 
-    axes = "".join(f"  a{i}:\n    x: {{overrides: {{trainer.nnodes: 1}}}}\n    y: {{overrides: {{trainer.nnodes: 2}}}}\n"
-                   for i in range(20))
+    axes = "".join(
+        f"  a{i}:\n    x: {{overrides: {{trainer.nnodes: 1}}}}\n    y: {{overrides: {{trainer.nnodes: 2}}}}\n"
+        for i in range(20)
+    )
     (tmp_path / "r.yaml").write_text(HEADER + "overrides:\n  trainer.nnodez: 1\nvariants:\n" + axes)
     start = time.monotonic()
     proc, report = lint_json("r.yaml", cwd=tmp_path)
@@ -161,7 +166,8 @@ def test_script_with_22_independent_if_switches(tmp_path):
     switches = "".join(f'if [ "${{S{i}:-off}}" = on ]; then A{i}=on; else A{i}=off; fi\n' for i in range(21))
     switches += 'if [ "${S21:-off}" = on ]; then LAST=trainer.nnodes; else LAST=trainer.nnodez; fi\n'
     (tmp_path / "run_x_megatron.sh").write_text(
-        "#!/bin/bash\n" + switches + 'python3 -m verl.trainer.main_ppo "$LAST=1"\n')
+        "#!/bin/bash\n" + switches + 'python3 -m verl.trainer.main_ppo "$LAST=1"\n'
+    )
     proc, report = lint_json("--no-shellcheck", "run_x_megatron.sh", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     assert any("4,194,304 variant combinations" in d["message"] for d in report["diagnostics"])
@@ -174,8 +180,13 @@ TAU_BUG = "overrides:\n  +actor_rollout_ref.actor.policy_loss.tau_pos: 1.2\n"
 
 
 def fix(tmp_path, name):
-    return subprocess.run([sys.executable, "-m", "sapo_toolkit.linter", "--fix", "--select", "SP001", name],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "sapo_toolkit.linter", "--fix", "--select", "SP001", name],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
 
 
 def test_fix_through_a_symlink_edits_the_target(tmp_path):
@@ -208,18 +219,22 @@ def test_fix_keeps_the_owner(tmp_path):
     assert "tau_pos: 1.2" in path.read_text() and (path.stat().st_uid, path.stat().st_gid) == (1234, 5678)
 
 
-@pytest.mark.parametrize("command", [
-    ["convert", "{script}", "-o", "/proc/no/such/recipe.yaml"],
-    ["explain", "{recipe}", "--plot", "/proc/no/such/plan.png"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["convert", "{script}", "-o", "/proc/no/such/recipe.yaml"],
+        ["explain", "{recipe}", "--plot", "/proc/no/such/plan.png"],
+    ],
+)
 def test_unwritable_destination(tmp_path, command):
     from .helpers import REPO
 
     script = REPO / "tests" / "fixtures" / "scripts" / "run_qwen3_8b_megatron.sh"
     recipe = REPO / "recipes" / "qwen3-8b-sapo.yaml"
     args = [a.format(script=script, recipe=recipe) for a in command]
-    proc = subprocess.run([sys.executable, "-m", "sapo_toolkit.linter", *args], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sapo_toolkit.linter", *args], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
     assert proc.returncode == 2 and "cannot write /proc/no/such/" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
 
@@ -261,30 +276,43 @@ def test_script_missing_fi_after_the_last_line_break(tmp_path):
 def test_shellcheck_on_a_script_missing_fi_after_the_last_line_break(tmp_path):
     (tmp_path / "run_x_megatron.sh").write_text("#!/bin/bash\nif true; then\n  echo x\n")
     env = {**os.environ, "SAPO_LINT_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.run([sys.executable, "-m", "sapo_toolkit.linter", "--format", "json", "run_x_megatron.sh"],
-                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sapo_toolkit.linter", "--format", "json", "run_x_megatron.sh"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=60,
+    )
     lines = {(d["code"], d["line"]) for d in json.loads(proc.stdout)["diagnostics"]}
     assert ("SH1072", 3) in lines and max(line for _, line in lines) == 3, lines
 
 
-@pytest.mark.parametrize("value,says", [
-    ("!!int x", "not a valid `!!int` value: invalid literal for int()"),
-    ("!!bool maybe", "not a valid `!!bool` value: 'maybe'"),
-    ("!!value x", "could not determine a constructor for the tag 'tag:yaml.org,2002:value'"),
-    ("!!set [a]", "expected a mapping node, but found sequence"),
-    ("9" * 5000, "not a valid `!!int` value: Exceeds the limit (4300 digits)"),
-], ids=["int_tag_on_a_word", "bool_tag_on_maybe", "value_tag", "set_tag_on_a_list", "int_of_5000_digits"])
+@pytest.mark.parametrize(
+    "value,says",
+    [
+        ("!!int x", "not a valid `!!int` value: invalid literal for int()"),
+        ("!!bool maybe", "not a valid `!!bool` value: 'maybe'"),
+        ("!!value x", "could not determine a constructor for the tag 'tag:yaml.org,2002:value'"),
+        ("!!set [a]", "expected a mapping node, but found sequence"),
+        ("9" * 5000, "not a valid `!!int` value: Exceeds the limit (4300 digits)"),
+    ],
+    ids=["int_tag_on_a_word", "bool_tag_on_maybe", "value_tag", "set_tag_on_a_list", "int_of_5000_digits"],
+)
 def test_yaml_value_that_cannot_be_built(tmp_path, value, says):
     (found,) = lint_file(tmp_path, "r.yaml", HEADER + f"overrides:\n  trainer.nnodes: {value}\n")
     assert found.code == "RF002" and (found.location.line, found.location.column) == (6, 19), found
     assert says in found.message, found.message
 
 
-@pytest.mark.parametrize("key,value", [
-    ("actor_rollout_ref.rollout.tensor_model_parallel_size", ".nan"),
-    ("actor_rollout_ref.rollout.tensor_model_parallel_size", ".inf"),
-    ("trainer.nnodes", ".inf"),
-])
+@pytest.mark.parametrize(
+    "key,value",
+    [
+        ("actor_rollout_ref.rollout.tensor_model_parallel_size", ".nan"),
+        ("actor_rollout_ref.rollout.tensor_model_parallel_size", ".inf"),
+        ("trainer.nnodes", ".inf"),
+    ],
+)
 def test_size_that_is_not_finite(tmp_path, key, value):
     """The rules take whole numbers only; the type is SL004's to report, at the override."""
     found = lint_file(tmp_path, "r.yaml", HEADER + f"overrides:\n  {key}: {value}\n")
@@ -296,8 +324,10 @@ def test_world_of_9223372036854775807_devices(tmp_path):
     The largest 64-bit integer: beyond it a size is out of range (SL004), and no rule computes with it."""
     import time
 
-    body = ("overrides:\n  trainer.nnodes: 9223372036854775807\n  trainer.n_gpus_per_node: 1\n"
-            "  actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 2\n")
+    body = (
+        "overrides:\n  trainer.nnodes: 9223372036854775807\n  trainer.n_gpus_per_node: 1\n"
+        "  actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 2\n"
+    )
     start = time.monotonic()
     found = lint_file(tmp_path, "r.yaml", HEADER + body)
     assert time.monotonic() - start < 5
@@ -305,51 +335,107 @@ def test_world_of_9223372036854775807_devices(tmp_path):
     assert "TP 1 would give an integer dp" in tp001.message, tp001.message
 
 
-@pytest.mark.parametrize("overrides,size", [
-    ("actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 0", "tensor_model_parallel_size` is 0"),
-    ("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size: -2", "pipeline_model_parallel_size` is -2"),
-    ("actor_rollout_ref.actor.megatron.context_parallel_size: 0\n  actor_rollout_ref.actor.ppo_mini_batch_size: 16",
-     "context_parallel_size` is 0"),
-], ids=["tp_0", "pp_minus_2", "cp_0_with_a_mini_batch"])
+@pytest.mark.parametrize(
+    "overrides,size",
+    [
+        ("actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 0", "tensor_model_parallel_size` is 0"),
+        ("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size: -2", "pipeline_model_parallel_size` is -2"),
+        (
+            "actor_rollout_ref.actor.megatron.context_parallel_size: 0\n"
+            "  actor_rollout_ref.actor.ppo_mini_batch_size: 16",
+            "context_parallel_size` is 0",
+        ),
+    ],
+    ids=["tp_0", "pp_minus_2", "cp_0_with_a_mini_batch"],
+)
 def test_parallel_size_below_one(tmp_path, overrides, size):
     """Megatron divides by TP*PP*CP; the rules and the estimator did too (ZeroDivisionError, max() of nothing)."""
-    found = lint_file(tmp_path, "r.yaml", HEADER + "hardware: {accelerator: nvidia-h100}\noverrides:\n  " + overrides + "\n")
+    found = lint_file(
+        tmp_path, "r.yaml", HEADER + "hardware: {accelerator: nvidia-h100}\noverrides:\n  " + overrides + "\n"
+    )
     (below,) = [d for d in found if d.code == "TP001"]
     assert below.location.line == 7 and size in below.message and "needs a positive size" in below.message
 
 
 def test_virtual_pipeline_size_of_0(tmp_path):
     """Not a VPP (TP014): the estimator used to divide the layers into 0 chunks."""
-    body = ("overrides:\n  actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size: 0\n"
-            "  actor_rollout_ref.actor.megatron.pipeline_model_parallel_size: 2\n")
+    body = (
+        "overrides:\n  actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size: 0\n"
+        "  actor_rollout_ref.actor.megatron.pipeline_model_parallel_size: 2\n"
+    )
     found = lint_file(tmp_path, "r.yaml", HEADER + "hardware: {accelerator: nvidia-h100}\n" + body)
     assert [d.code for d in found if d.code.startswith(("TP", "RF"))] == ["TP014"], found  # and no crash
 
 
-MODEL_HEADER = HEADER.replace("model: {path: Qwen/Qwen3-8B}", "model: {path: model}") + "hardware: {accelerator: nvidia-h100}\n"
-QWEN3_8B = {"model_type": "qwen3", "num_hidden_layers": 36, "hidden_size": 4096, "num_attention_heads": 32,
-            "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 12288, "vocab_size": 151936}
-QWEN3_30B_A3B = {**QWEN3_8B, "model_type": "qwen3_moe", "num_hidden_layers": 48, "hidden_size": 2048,
-                 "num_attention_heads": 32, "num_key_value_heads": 4, "num_experts": 128, "num_experts_per_tok": 8,
-                 "moe_intermediate_size": 768, "intermediate_size": 6144}
+MODEL_HEADER = (
+    HEADER.replace("model: {path: Qwen/Qwen3-8B}", "model: {path: model}") + "hardware: {accelerator: nvidia-h100}\n"
+)
+QWEN3_8B = {
+    "model_type": "qwen3",
+    "num_hidden_layers": 36,
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "intermediate_size": 12288,
+    "vocab_size": 151936,
+}
+QWEN3_30B_A3B = {
+    **QWEN3_8B,
+    "model_type": "qwen3_moe",
+    "num_hidden_layers": 48,
+    "hidden_size": 2048,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "num_experts": 128,
+    "num_experts_per_tok": 8,
+    "moe_intermediate_size": 768,
+    "intermediate_size": 6144,
+}
 
 
-@pytest.mark.parametrize("config,says", [
-    ("null", "a config is a JSON object ({...}), not None"),
-    ("0", "a config is a JSON object ({...}), not 0"),
-    (json.dumps({**QWEN3_8B, "num_hidden_layers": float("inf")}), "`num_hidden_layers` must be an integer from 1 to 10,000, not inf"),
-    (json.dumps({**QWEN3_8B, "num_attention_heads": 0, "head_dim": None}), "`num_attention_heads` must be an integer from 1"),
-    (json.dumps({**QWEN3_30B_A3B, "num_hidden_layers": 10**12}), "`num_hidden_layers` must be an integer from 1 to 10,000, not 1000000000000"),
-    (json.dumps({**QWEN3_8B, "hidden_size": 10**400}), "`hidden_size` must be an integer from 1 to 10,000,000, not an integer over 10^30"),
-    ("[" * 100_000 + "]" * 100_000, "maximum recursion depth exceeded"),
-], ids=["null", "a_number", "infinite_layers", "zero_heads", "trillion_moe_layers", "hidden_size_10e400", "nested_100000_deep"])
+@pytest.mark.parametrize(
+    "config,says",
+    [
+        ("null", "a config is a JSON object ({...}), not None"),
+        ("0", "a config is a JSON object ({...}), not 0"),
+        (
+            json.dumps({**QWEN3_8B, "num_hidden_layers": float("inf")}),
+            "`num_hidden_layers` must be an integer from 1 to 10,000, not inf",
+        ),
+        (
+            json.dumps({**QWEN3_8B, "num_attention_heads": 0, "head_dim": None}),
+            "`num_attention_heads` must be an integer from 1",
+        ),
+        (
+            json.dumps({**QWEN3_30B_A3B, "num_hidden_layers": 10**12}),
+            "`num_hidden_layers` must be an integer from 1 to 10,000, not 1000000000000",
+        ),
+        (
+            json.dumps({**QWEN3_8B, "hidden_size": 10**400}),
+            "`hidden_size` must be an integer from 1 to 10,000,000, not an integer over 10^30",
+        ),
+        ("[" * 100_000 + "]" * 100_000, "maximum recursion depth exceeded"),
+    ],
+    ids=[
+        "null",
+        "a_number",
+        "infinite_layers",
+        "zero_heads",
+        "trillion_moe_layers",
+        "hidden_size_10e400",
+        "nested_100000_deep",
+    ],
+)
 def test_model_config_json(tmp_path, config, says):
     found = lint_file(tmp_path, "r.yaml", MODEL_HEADER + "overrides: {}\n", [("model/config.json", config)])
     (unknown,) = [d for d in found if d.code == "RF005"]
     assert unknown.location.line == 4 and says in unknown.message, unknown.message
 
 
-@pytest.mark.parametrize("path", ["~nobody_here/model", "x" * 300], ids=["home_of_an_unknown_user", "name_of_300_characters"])
+@pytest.mark.parametrize(
+    "path", ["~nobody_here/model", "x" * 300], ids=["home_of_an_unknown_user", "name_of_300_characters"]
+)
 def test_model_path(tmp_path, path):
     found = lint_file(tmp_path, "r.yaml", HEADER.replace("Qwen/Qwen3-8B", path) + "overrides: {}\n")
     (unknown,) = [d for d in found if d.code == "RF005"]
@@ -386,12 +472,16 @@ def run_guarded(code: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
 def test_pipeline_size_9223372036854775807(tmp_path):
     """The estimator built a list per pipeline stage (MemoryError after filling the machine's memory). The largest
     64-bit integer: beyond it a size is out of range (SL004), and no rule computes with it."""
-    (tmp_path / "r.yaml").write_text(HEADER + "hardware: {accelerator: nvidia-h100}\noverrides:\n"
-                                     "  actor_rollout_ref.actor.megatron.pipeline_model_parallel_size: 9223372036854775807\n")
-    proc = run_guarded("import sys\nfrom pathlib import Path\nfrom sapo_toolkit.linter.lint import lint_paths\n"
-                       "from sapo_toolkit.linter.settings import Settings\n"
-                       "print(sorted({d.code for d in lint_paths([Path(sys.argv[1])], Settings(shellcheck=False))"
-                       ".diagnostics}))\n".replace("sys.argv[1]", repr(str(tmp_path / "r.yaml"))))
+    (tmp_path / "r.yaml").write_text(
+        HEADER + "hardware: {accelerator: nvidia-h100}\noverrides:\n"
+        "  actor_rollout_ref.actor.megatron.pipeline_model_parallel_size: 9223372036854775807\n"
+    )
+    proc = run_guarded(
+        "import sys\nfrom pathlib import Path\nfrom sapo_toolkit.linter.lint import lint_paths\n"
+        "from sapo_toolkit.linter.settings import Settings\n"
+        "print(sorted({d.code for d in lint_paths([Path(sys.argv[1])], Settings(shellcheck=False))"
+        ".diagnostics}))\n".replace("sys.argv[1]", repr(str(tmp_path / "r.yaml")))
+    )
     assert proc.returncode == 0, proc.stderr.decode()[-500:]
     assert "'TP007'" in proc.stdout.decode()  # 36 layers do not split into that many stages
 
@@ -400,8 +490,10 @@ def test_script_brace_then_a_4_byte_character():
     """tree-sitter-bash#337: `{` and a 4-byte UTF-8 character make the parser read out of bounds; on Linux that
     killed about half the processes (SIGSEGV), depending on their memory layout. Ten processes parse them."""
     texts = "{\U0009cab4 {\U000e0100 {\U0010ffff {\U000f0000 {\U000d0000".encode()
-    code = ("import sys\nfrom sapo_toolkit.linter.sources.bash.parse import parse\n"
-            "for text in sys.stdin.read().split():\n    for _ in range(100):\n        parse(text.encode())\n")
+    code = (
+        "import sys\nfrom sapo_toolkit.linter.sources.bash.parse import parse\n"
+        "for text in sys.stdin.read().split():\n    for _ in range(100):\n        parse(text.encode())\n"
+    )
     assert [run_guarded(code, texts).returncode for _ in range(10)] == [0] * 10
 
 

@@ -31,7 +31,9 @@ CASES = [
     ["actor_rollout_ref.actor.policy_loss={loss_mode:sapo}"],
     ["actor_rollout_ref.actor={policy_loss:{loss_mode:sapo},tau_pos:2}"],
     ["actor_rollout_ref.actor.megatron.override_transformer_config={recompute_method:uniform}"],
-    ["actor_rollout_ref.actor.megatron={tensor_model_parallel_size:2,override_transformer_config:{recompute_granularity:full}}"],
+    [
+        "actor_rollout_ref.actor.megatron={tensor_model_parallel_size:2,override_transformer_config:{recompute_granularity:full}}"
+    ],
     ["actor_rollout_ref.ref.megatron={tensor_model_parallel_size:2}"],
     ["actor_rollout_ref.rollout.engine_kwargs={vllm:{}}"],
     ["++actor_rollout_ref.actor.megatron.override_transformer_config={apply_rope_fusion:true}"],

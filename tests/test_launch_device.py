@@ -86,8 +86,9 @@ def test_numbered_nodes_skip_control_nodes():
     assert numbered_nodes(["/dev/davinci10", "/dev/davinci1x"], "/dev/davinci") == ["/dev/davinci10"]
 
 
-@pytest.mark.parametrize(("output", "count"), [(NPU_SMI_A2, 2), (NPU_SMI_A3, 2), ("", 0), (None, 0),
-                                               ("npu-smi: command failed\n", 0)])
+@pytest.mark.parametrize(
+    ("output", "count"), [(NPU_SMI_A2, 2), (NPU_SMI_A3, 2), ("", 0), (None, 0), ("npu-smi: command failed\n", 0)]
+)
 def test_npu_smi_count(output, count):
     assert npu_smi_count(output) == count
 
@@ -98,21 +99,24 @@ def test_nvidia_smi_count_ignores_mig_lines():
     assert nvidia_smi_count("No devices found.\n") == 0
 
 
-@pytest.mark.parametrize(("total", "value", "cuda", "expected"), [
-    (8, None, False, 8),  # unset: all
-    (8, "0,1,2,3", False, 4),
-    (8, "0, 1 ,1", False, 2),  # spaces, duplicates
-    (8, "", False, 0),  # empty hides all
-    (8, "6,7,8,9", False, 2),  # indices past the devices present do not count
-    (8, "0,x,2", False, 2),  # Ascend: a bad entry is skipped
-    (4, "0,1", True, 2),
-    (4, "", True, 0),
-    (4, "-1", True, 0),  # CUDA: the first invalid index ends the list
-    (4, "0,1,-1,2", True, 2),
-    (4, "0,7,1", True, 1),
-    (4, "GPU-6a2b3c4d,GPU-7a2b3c4d", True, 2),  # UUIDs count one device each
-    (1, "0,GPU-6a2b3c4d", True, 1),  # never more than present
-])
+@pytest.mark.parametrize(
+    ("total", "value", "cuda", "expected"),
+    [
+        (8, None, False, 8),  # unset: all
+        (8, "0,1,2,3", False, 4),
+        (8, "0, 1 ,1", False, 2),  # spaces, duplicates
+        (8, "", False, 0),  # empty hides all
+        (8, "6,7,8,9", False, 2),  # indices past the devices present do not count
+        (8, "0,x,2", False, 2),  # Ascend: a bad entry is skipped
+        (4, "0,1", True, 2),
+        (4, "", True, 0),
+        (4, "-1", True, 0),  # CUDA: the first invalid index ends the list
+        (4, "0,1,-1,2", True, 2),
+        (4, "0,7,1", True, 1),
+        (4, "GPU-6a2b3c4d,GPU-7a2b3c4d", True, 2),  # UUIDs count one device each
+        (1, "0,GPU-6a2b3c4d", True, 1),  # never more than present
+    ],
+)
 def test_visible_count(total, value, cuda, expected):
     assert visible_count(total, value, cuda=cuda) == expected
 
@@ -257,9 +261,11 @@ def test_module_findable_does_not_import():
 
 
 def test_device_and_versions_import_nothing_heavy():
-    code = ("import sys, sapo_toolkit.launcher.device, sapo_toolkit.launcher.versions; "
-            "from sapo_toolkit.launcher.device import DEFAULT_PROBE, detect_device; detect_device(None, {}, "
-            "DEFAULT_PROBE); print(sorted(m for m in ('torch', 'torch_npu', 'rich', 'vllm', 'ray', 'megatron') "
-            "if m in sys.modules))")
+    code = (
+        "import sys, sapo_toolkit.launcher.device, sapo_toolkit.launcher.versions; "
+        "from sapo_toolkit.launcher.device import DEFAULT_PROBE, detect_device; detect_device(None, {}, "
+        "DEFAULT_PROBE); print(sorted(m for m in ('torch', 'torch_npu', 'rich', 'vllm', 'ray', 'megatron') "
+        "if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -16,8 +16,15 @@ import pytest
 from .helpers import REPO
 
 SECRET = "s3cr3t-value-never-written"
-RUN_FILES = {"recipe.resolved.yaml", "plan.json", "environment.json", "lint.json", "train.log", "metrics.jsonl",
-             "summary.json"}
+RUN_FILES = {
+    "recipe.resolved.yaml",
+    "plan.json",
+    "environment.json",
+    "lint.json",
+    "train.log",
+    "metrics.jsonl",
+    "summary.json",
+}
 
 
 def launcher() -> list[str]:
@@ -26,19 +33,26 @@ def launcher() -> list[str]:
 
 
 def fake_recipe(tmp_path: Path, env: dict, overrides: str = "") -> Path:
-    env_lines = "".join(f"  {k}: \"{v}\"\n" for k, v in {"WANDB_API_KEY": SECRET, **env}.items())
+    env_lines = "".join(f'  {k}: "{v}"\n' for k, v in {"WANDB_API_KEY": SECRET, **env}.items())
     path = tmp_path / "fake.yaml"
     path.write_text(
         "recipe: sapo-recipe/v1\nname: fake\nentrypoint: tests.fake_trainer\nconfig_name: ppo_trainer\n"
         "overrides:\n  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n"
         "  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 2\n"
-        "  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 4\n" + overrides + "env:\n" + env_lines)
+        "  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 4\n" + overrides + "env:\n" + env_lines
+    )
     return path
 
 
 def launch(tmp_path, recipe, *args, **kwargs):
-    return subprocess.run([*launcher(), str(recipe), "--runs-dir", str(tmp_path / "runs"), *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=120, **kwargs)
+    return subprocess.run(
+        [*launcher(), str(recipe), "--runs-dir", str(tmp_path / "runs"), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kwargs,
+    )
 
 
 def only_run_dir(tmp_path) -> Path:
@@ -75,8 +89,13 @@ def test_exit_code_propagates_and_the_run_directory_is_complete(tmp_path, code):
 
 def test_sigterm_reaches_the_trainer_and_the_run_is_interrupted(tmp_path):
     recipe = fake_recipe(tmp_path, {"FAKE_STEPS": 100, "FAKE_SLEEP": 0.2, "CUSTOM_PASSWD": "plain"})
-    proc = subprocess.Popen([*launcher(), str(recipe), "--runs-dir", str(tmp_path / "runs"), "--secret-env",
-                             "CUSTOM_PASSWD"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*launcher(), str(recipe), "--runs-dir", str(tmp_path / "runs"), "--secret-env", "CUSTOM_PASSWD"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         logs = list((tmp_path / "runs").glob("*/train.log"))
@@ -100,8 +119,13 @@ def test_sigterm_reaches_the_trainer_and_the_run_is_interrupted(tmp_path):
     assert_no_secret(run_dir)
 
 
-@pytest.mark.parametrize("override,code", [("+actor_rollout_ref.rollout.sampling_temperature: 0.7", "SL003"),
-                                           ("+actor_rollout_ref.actor.policy_loss.tau_pos: 1.2", "SP001")])
+@pytest.mark.parametrize(
+    "override,code",
+    [
+        ("+actor_rollout_ref.rollout.sampling_temperature: 0.7", "SL003"),
+        ("+actor_rollout_ref.actor.policy_loss.tau_pos: 1.2", "SP001"),
+    ],
+)
 def test_a_recipe_that_does_not_lint_is_refused_before_anything_starts(tmp_path, override, code):
     recipe = fake_recipe(tmp_path, {"FAKE_EXIT_CODE": 0}, overrides=f"  {override}\n")
     proc = launch(tmp_path, recipe)
@@ -114,16 +138,32 @@ def test_a_recipe_that_does_not_lint_is_refused_before_anything_starts(tmp_path,
 
 
 def test_dry_run_prints_the_plan_and_starts_nothing(tmp_path):
-    proc = launch(tmp_path, REPO / "recipes" / "qwen3-30b-a3b-sapo.yaml", "--dry-run", "--format", "json",
-                  "--device", "npu", "--variant", "recompute=full")
+    proc = launch(
+        tmp_path,
+        REPO / "recipes" / "qwen3-30b-a3b-sapo.yaml",
+        "--dry-run",
+        "--format",
+        "json",
+        "--device",
+        "npu",
+        "--variant",
+        "recompute=full",
+    )
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
     assert plan["argv"][2:5] == ["verl.trainer.main_ppo", "--config-name", "ppo_trainer"]
     assert "model_engine=megatron" in plan["argv"]
     assert "trainer.device=npu" in plan["argv"] and plan["lint"]["summary"]["error"] == 0
     assert not (tmp_path / "runs").exists()
-    text = launch(tmp_path, REPO / "recipes" / "qwen3-30b-a3b-sapo.yaml", "--dry-run", "--device", "gpu",
-                  "--variant", "recompute=selective")
+    text = launch(
+        tmp_path,
+        REPO / "recipes" / "qwen3-30b-a3b-sapo.yaml",
+        "--dry-run",
+        "--device",
+        "gpu",
+        "--variant",
+        "recompute=selective",
+    )
     assert text.returncode == 0 and "    actor_rollout_ref.actor.policy_loss.loss_mode=sapo" in text.stdout
 
 
@@ -145,8 +185,9 @@ def test_rerun_replays_the_recorded_plan(tmp_path):
     first = only_run_dir(tmp_path)
     time.sleep(1.1)  # run directories are named to the second
     env = {**os.environ, "WANDB_API_KEY": SECRET}
-    proc = subprocess.run([*launcher(), "rerun", str(first)], cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env=env)
+    proc = subprocess.run(
+        [*launcher(), "rerun", str(first)], cwd=REPO, capture_output=True, text=True, timeout=120, env=env
+    )
     assert proc.returncode == 4, proc.stderr
     (second,) = [d for d in (tmp_path / "runs").iterdir() if d != first]
     plan = json.loads((second / "plan.json").read_text())
@@ -154,6 +195,12 @@ def test_rerun_replays_the_recorded_plan(tmp_path):
     assert plan["argv"] == json.loads((first / "plan.json").read_text())["argv"]
     assert plan["env"]["VERL_FILE_LOGGER_PATH"] == str(second / "metrics.jsonl")
     assert_no_secret(second)
-    proc = subprocess.run([*launcher(), "rerun", str(first)], cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env={k: v for k, v in os.environ.items() if k != "WANDB_API_KEY"})
+    proc = subprocess.run(
+        [*launcher(), "rerun", str(first)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={k: v for k, v in os.environ.items() if k != "WANDB_API_KEY"},
+    )
     assert proc.returncode == 2 and "WANDB_API_KEY was redacted" in proc.stderr

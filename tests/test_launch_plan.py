@@ -29,8 +29,9 @@ def variants_of(path: Path) -> list[dict]:
 
 
 def planned(path: Path, selection: dict, overrides=(), facts=FACTS):
-    return plan(path, settings=Settings(), facts=facts, variants=[f"{a}={v}" for a, v in selection.items()],
-                overrides=overrides)
+    return plan(
+        path, settings=Settings(), facts=facts, variants=[f"{a}={v}" for a, v in selection.items()], overrides=overrides
+    )
 
 
 @pytest.mark.parametrize("path", RECIPES, ids=[p.stem for p in RECIPES])
@@ -38,8 +39,13 @@ def test_every_shipped_variant_plans_an_argv_hydra_composes(path, verl_config_di
     for selection in variants_of(path):
         launch = planned(path, selection)
         assert not launch.lint.refuses, launch.lint.diagnostics
-        assert launch.argv[:5] == ("/usr/bin/python3", "-m", "verl.trainer.main_ppo", "--config-name",
-                                   yaml.safe_load(path.read_text())["config_name"])
+        assert launch.argv[:5] == (
+            "/usr/bin/python3",
+            "-m",
+            "verl.trainer.main_ppo",
+            "--config-name",
+            yaml.safe_load(path.read_text())["config_name"],
+        )
         cfg = composed(verl_config_dir, launch.argv[4], list(launch.argv[5:]))
         actor = cfg.actor_rollout_ref.actor
         assert actor.policy_loss.loss_mode == "sapo" and "tau_pos" not in actor.policy_loss
@@ -62,15 +68,41 @@ def test_30b_recipe_npu_and_gpu_plans_differ_only_where_the_variants_say():
 # Values a recipe may hold, including the awkward ones: spaces, quotes, commas, brackets, `${...}`, numbers that
 # must stay strings, nested lists and dicts, null.
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-10**6, 10**6),
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
     st.floats(allow_nan=False, allow_infinity=False, width=32),
     st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=12),
-    st.sampled_from(["1.0", "007", "true", "null", "a b", "x,y", "[1]", "{a: 1}", "it's", 'say "hi"', "${oc.env:HOME}",
-                     "${actor_rollout_ref.actor.tau_pos}", "=", "a=b", "\\", "~", "+x"]),
+    st.sampled_from(
+        [
+            "1.0",
+            "007",
+            "true",
+            "null",
+            "a b",
+            "x,y",
+            "[1]",
+            "{a: 1}",
+            "it's",
+            'say "hi"',
+            "${oc.env:HOME}",
+            "${actor_rollout_ref.actor.tau_pos}",
+            "=",
+            "a=b",
+            "\\",
+            "~",
+            "+x",
+        ]
+    ),
 )
-values = st.recursive(scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=3), st.dictionaries(st.from_regex(r"[a-z_][a-z0-9_]{0,6}", fullmatch=True), inner,
-                                                 max_size=3)), max_leaves=6)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.from_regex(r"[a-z_][a-z0-9_]{0,6}", fullmatch=True), inner, max_size=3),
+    ),
+    max_leaves=6,
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -100,8 +132,7 @@ def _plain(v):
 
 
 def test_selection_names_axes_and_values():
-    assert selection_tokens("npu", "vllm", ["recompute=full"]) == ["DEVICE=npu", "INFER_BACKEND=vllm",
-                                                                     "RECOMPUTE=full"]
+    assert selection_tokens("npu", "vllm", ["recompute=full"]) == ["DEVICE=npu", "INFER_BACKEND=vllm", "RECOMPUTE=full"]
     with pytest.raises(PlanError, match="AXIS=VALUE"):
         selection_tokens(None, None, ["recompute"])
 
@@ -142,7 +173,9 @@ def test_prompt_filter_workers_set_when_filtering_with_the_default(tmp_path):
     assert "data.filter_overlong_prompts_workers=16" in launch.argv
     assert any("incident 6" in n for n in launch.notes)
     assert "PF001" not in {d.code for d in launch.lint.diagnostics}
-    path.write_text(recipe("overrides:\n  data.filter_overlong_prompts: true\n  data.filter_overlong_prompts_workers: 4\n"))
+    path.write_text(
+        recipe("overrides:\n  data.filter_overlong_prompts: true\n  data.filter_overlong_prompts_workers: 4\n")
+    )
     launch = plan(path, settings=Settings(), facts=FACTS._replace(cpu_count=64))
     assert "data.filter_overlong_prompts_workers=4" in launch.argv and not launch.notes[1:]
 

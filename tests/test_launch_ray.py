@@ -32,8 +32,9 @@ from .test_launch_local import SECRET, assert_no_secret, fake_recipe
 pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
 
 
-def make_plan(tmp_path: Path, env: dict, *, gpus: int = 0, device: str | None = None,
-              gates: str = "") -> tuple[Plan, Path]:
+def make_plan(
+    tmp_path: Path, env: dict, *, gpus: int = 0, device: str | None = None, gates: str = ""
+) -> tuple[Plan, Path]:
     """The stand-in trainer's recipe (with the `gates:` section `gates`), planned and given a run directory; `gpus`
     is trainer.n_gpus_per_node (the head has none, so a job that is to run asks for none)."""
     # verl itself needs a device per worker (TP014); the stand-in trainer runs on the CPU
@@ -46,8 +47,22 @@ def make_plan(tmp_path: Path, env: dict, *, gpus: int = 0, device: str | None = 
 
 
 def bare_plan(nnodes=1, per_node=8, device=None, argv=("/venv/bin/python3", "-m", "verl.trainer.main_ppo")) -> Plan:
-    return Plan("r.yaml", "r", None, device, argv, (), "/", "/runs/r-1", LintReport(()), {}, "h", (),
-                nnodes=nnodes, devices_per_node=per_node)
+    return Plan(
+        "r.yaml",
+        "r",
+        None,
+        device,
+        argv,
+        (),
+        "/",
+        "/runs/r-1",
+        LintReport(()),
+        {},
+        "h",
+        (),
+        nnodes=nnodes,
+        devices_per_node=per_node,
+    )
 
 
 def summary(run_dir: Path) -> dict:
@@ -56,36 +71,72 @@ def summary(run_dir: Path) -> dict:
 
 # -- without a cluster ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("nodes,plan_args,expected", [
-    ([{"CPU": 2.0}], {}, "the cluster has 0 GPU, the recipe needs 8 (1 node x 8)"),
-    ([{"GPU": 8.0}, {"GPU": 8.0}], {"nnodes": 2}, None),
-    ([{"GPU": 16.0}], {"nnodes": 2}, None),  # two groups of 8 fit on one 16-device node
-    ([{"GPU": 4.0}, {"GPU": 4.0}], {}, ("the cluster has 8 GPU but not 8 on each of 1 node(s) (per node: 4, 4); "
-                                        "the recipe needs 1 node x 8, each node's share on one node")),
-    ([{"NPU": 16.0}], {"nnodes": 2, "device": "npu"}, None),
-    ([{"NPU": 16.0}], {}, "the cluster has 0 GPU, the recipe needs 8 (1 node x 8) (it has 16 NPU: pass --device npu)"),
-    ([{"GPU": 8.0}], {"nnodes": 2, "device": "npu"},
-     "the cluster has 0 NPU, the recipe needs 16 (2 nodes x 8) (it has 8 GPU: pass --device gpu)"),
-    ([], {"per_node": 0}, None),
-])
+
+@pytest.mark.parametrize(
+    "nodes,plan_args,expected",
+    [
+        ([{"CPU": 2.0}], {}, "the cluster has 0 GPU, the recipe needs 8 (1 node x 8)"),
+        ([{"GPU": 8.0}, {"GPU": 8.0}], {"nnodes": 2}, None),
+        ([{"GPU": 16.0}], {"nnodes": 2}, None),  # two groups of 8 fit on one 16-device node
+        (
+            [{"GPU": 4.0}, {"GPU": 4.0}],
+            {},
+            (
+                "the cluster has 8 GPU but not 8 on each of 1 node(s) (per node: 4, 4); "
+                "the recipe needs 1 node x 8, each node's share on one node"
+            ),
+        ),
+        ([{"NPU": 16.0}], {"nnodes": 2, "device": "npu"}, None),
+        (
+            [{"NPU": 16.0}],
+            {},
+            "the cluster has 0 GPU, the recipe needs 8 (1 node x 8) (it has 16 NPU: pass --device npu)",
+        ),
+        (
+            [{"GPU": 8.0}],
+            {"nnodes": 2, "device": "npu"},
+            "the cluster has 0 NPU, the recipe needs 16 (2 nodes x 8) (it has 8 GPU: pass --device gpu)",
+        ),
+        ([], {"per_node": 0}, None),
+    ],
+)
 def test_resource_shortfall(nodes, plan_args, expected):
     assert ray_jobs.resource_shortfall(bare_plan(**plan_args), nodes) == expected
 
 
-@pytest.mark.parametrize("status,driver,signals,code", [
-    ("SUCCEEDED", 0, (), 0), ("FAILED", 3, (), 3), ("FAILED", None, (), 1), ("FAILED", -9, (), 137),
-    ("STOPPED", None, (), 130), ("STOPPED", None, (signal.SIGTERM,), 143), ("RUNNING", None, (), None),
-    ("PENDING", None, (), None),
-])
+@pytest.mark.parametrize(
+    "status,driver,signals,code",
+    [
+        ("SUCCEEDED", 0, (), 0),
+        ("FAILED", 3, (), 3),
+        ("FAILED", None, (), 1),
+        ("FAILED", -9, (), 137),
+        ("STOPPED", None, (), 130),
+        ("STOPPED", None, (signal.SIGTERM,), 143),
+        ("RUNNING", None, (), None),
+        ("PENDING", None, (), None),
+    ],
+)
 def test_exit_code(status, driver, signals, code):
     assert ray_jobs.exit_code(status, driver, signals) == code
 
 
 def test_entrypoint_runs_the_cluster_python_and_quotes_once():
-    launch = bare_plan(argv=("/home/me/venv/bin/python3", "-m", "verl.trainer.main_ppo", "--config-name",
-                             "ppo_trainer", "trainer.project_name='a b'", "data.x=[1,2]"))
-    assert ray_jobs.entrypoint(launch) == ("python -m verl.trainer.main_ppo --config-name ppo_trainer "
-                                           "'trainer.project_name='\"'\"'a b'\"'\"'' 'data.x=[1,2]'")
+    launch = bare_plan(
+        argv=(
+            "/home/me/venv/bin/python3",
+            "-m",
+            "verl.trainer.main_ppo",
+            "--config-name",
+            "ppo_trainer",
+            "trainer.project_name='a b'",
+            "data.x=[1,2]",
+        )
+    )
+    assert ray_jobs.entrypoint(launch) == (
+        "python -m verl.trainer.main_ppo --config-name ppo_trainer "
+        "'trainer.project_name='\"'\"'a b'\"'\"'' 'data.x=[1,2]'"
+    )
     assert ray_jobs.entrypoint(launch, "/opt/conda/bin/python").startswith("/opt/conda/bin/python -m ")
 
 
@@ -103,8 +154,15 @@ def staged(stage: Path) -> list[str]:
 
 def test_the_working_dir_ships_what_git_lists_less_the_excludes(tmp_path):
     root = tmp_path / "repo"
-    for rel in ("train.py", "pkg/mod.py", "pkg/__pycache__/mod.pyc", "outputs/ckpt.bin", "runs/r-1/train.log",
-                "data/big.parquet", "notes.txt"):
+    for rel in (
+        "train.py",
+        "pkg/mod.py",
+        "pkg/__pycache__/mod.pyc",
+        "outputs/ckpt.bin",
+        "runs/r-1/train.log",
+        "data/big.parquet",
+        "notes.txt",
+    ):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(rel)
     (root / ".gitignore").write_text("outputs/\n")
@@ -123,8 +181,11 @@ def test_a_working_dir_whose_zip_exceeds_the_upload_limit_is_refused(tmp_path, m
     (root / "weights" / "w.bin").write_bytes(os.urandom(4096))
     (root / "a.py").write_text("x = 1\n")
     monkeypatch.setattr(ray_jobs, "UPLOAD_LIMIT", 2048)
-    with pytest.raises(ray_jobs.RayJobError, match=r"zips to 0\.0 MiB, over the 0\.0 MiB Ray's Jobs API accepts; "
-                                                    r"largest entries \(unzipped\): weights 0\.0 MiB, a\.py"):
+    with pytest.raises(
+        ray_jobs.RayJobError,
+        match=r"zips to 0\.0 MiB, over the 0\.0 MiB Ray's Jobs API accepts; "
+        r"largest entries \(unzipped\): weights 0\.0 MiB, a\.py",
+    ):
         ray_jobs.stage_working_dir(root, [], tmp_path / "stage")
 
 
@@ -132,8 +193,7 @@ def test_without_ray_the_message_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray.job_submission", None)
     with pytest.raises(ray_jobs.RayJobError) as caught:
         ray_jobs.connect("http://127.0.0.1:1")
-    assert caught.value.message == ("running on a Ray cluster needs Ray's job client: "
-                                    "pip install 'sapo-toolkit[ray]'")
+    assert caught.value.message == ("running on a Ray cluster needs Ray's job client: pip install 'sapo-toolkit[ray]'")
 
 
 def test_without_an_address_the_message_says_where_to_give_one():
@@ -142,13 +202,17 @@ def test_without_an_address_the_message_says_where_to_give_one():
 
 
 def test_errors_relayed_from_the_cluster_are_one_line():
-    relayed = RuntimeError("Request failed with status code 500: Traceback (most recent call last):\n"
-                           '  File "job_head.py", line 342, in submit_job\n'
-                           "AttributeError: 'NoneType' object has no attribute 'submit_job_internal'\n")
-    assert ray_jobs._first_line(relayed) == ("Request failed with status code 500: AttributeError: 'NoneType' "
-                                             "object has no attribute 'submit_job_internal'")
-    assert ray_jobs._first_line("Job failed with exit code 3, last logs:\nstep:1") == ("Job failed with exit code 3, "
-                                                                                   "last logs:")
+    relayed = RuntimeError(
+        "Request failed with status code 500: Traceback (most recent call last):\n"
+        '  File "job_head.py", line 342, in submit_job\n'
+        "AttributeError: 'NoneType' object has no attribute 'submit_job_internal'\n"
+    )
+    assert ray_jobs._first_line(relayed) == (
+        "Request failed with status code 500: AttributeError: 'NoneType' object has no attribute 'submit_job_internal'"
+    )
+    assert ray_jobs._first_line("Job failed with exit code 3, last logs:\nstep:1") == (
+        "Job failed with exit code 3, last logs:"
+    )
     assert ray_jobs._first_line(ConnectionError()) == "ConnectionError"
 
 
@@ -159,6 +223,7 @@ def test_a_run_directory_without_a_job_is_one_line(tmp_path):
 
 
 # -- against a real Ray head ---------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def client(ray_address):
@@ -200,11 +265,18 @@ def test_the_job_runs_and_its_exit_code_propagates(tmp_path, ray_address, client
 def in_child(call: str, *args) -> subprocess.Popen:
     """`call` (`run(RayExecutor(...), ...)` of the run sequence) in another process, so that it can be sent
     signals; its exit code is the call's."""
-    source = ("import pickle, sys; from sapo_toolkit.launcher.execution import run; "
-              "from sapo_toolkit.launcher.executors.ray_jobs import RayExecutor; "
-              f"args = pickle.loads(bytes.fromhex(sys.argv[1])); sys.exit({call})")
-    return subprocess.Popen([sys.executable, "-c", source, pickle.dumps(args).hex()], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    source = (
+        "import pickle, sys; from sapo_toolkit.launcher.execution import run; "
+        "from sapo_toolkit.launcher.executors.ray_jobs import RayExecutor; "
+        f"args = pickle.loads(bytes.fromhex(sys.argv[1])); sys.exit({call})"
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", source, pickle.dumps(args).hex()],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_for_step(child: subprocess.Popen, log: Path, step: int) -> None:
@@ -253,8 +325,11 @@ def test_a_second_ctrl_c_stops_waiting(tmp_path, ray_address, client):
 def test_detach_then_status_and_logs_follow(tmp_path, ray_address):
     """`logs --follow` goes through the run sequence as an attached run does: the live view's gate verdicts on
     stderr and in summary.json, the job's exit code."""
-    launch, run_dir = make_plan(tmp_path, {"FAKE_STEPS": 6, "FAKE_SLEEP": 0.3, "FAKE_EXIT_CODE": 4, "FAKE_DIP_STEP": 2},
-                                gates="gates:\n  - {metric: perf/throughput, min: 100}\n")
+    launch, run_dir = make_plan(
+        tmp_path,
+        {"FAKE_STEPS": 6, "FAKE_SLEEP": 0.3, "FAKE_EXIT_CODE": 4, "FAKE_DIP_STEP": 2},
+        gates="gates:\n  - {metric: perf/throughput, min: 100}\n",
+    )
     started = time.monotonic()
     assert run(launch, run_dir, ray_address, detach=True)[0] == 0
     assert time.monotonic() - started < 30
@@ -262,8 +337,13 @@ def test_detach_then_status_and_logs_follow(tmp_path, ray_address):
     runner = CliRunner()
     running = runner.invoke(cli, ["status", str(run_dir)])
     assert running.exit_code == 0 and running.output.split()[1] in ("PENDING", "RUNNING"), running.output
-    follow = subprocess.run([sys.executable, "-m", "sapo_toolkit.launcher", "logs", "--follow", str(run_dir)],
-                            cwd=REPO, capture_output=True, text=True, timeout=120)
+    follow = subprocess.run(
+        [sys.executable, "-m", "sapo_toolkit.launcher", "logs", "--follow", str(run_dir)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert follow.returncode == 4, follow.stderr
     assert "step:6 - perf/throughput:106.0" in follow.stdout
     assert "step:6 - perf/throughput:106.0" in (run_dir / "train.log").read_text()
@@ -282,8 +362,13 @@ def test_detach_then_status_and_logs_follow(tmp_path, ray_address):
 def test_ctrl_c_stops_following_not_the_job_and_stop_ends_it(tmp_path, ray_address, client):
     launch, run_dir = make_plan(tmp_path, {"FAKE_STEPS": 200, "FAKE_SLEEP": 0.2})
     assert run(launch, run_dir, ray_address, detach=True)[0] == 0
-    follower = subprocess.Popen([sys.executable, "-m", "sapo_toolkit.launcher", "logs", "--follow", str(run_dir)],
-                                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "sapo_toolkit.launcher", "logs", "--follow", str(run_dir)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     wait_for_step(follower, run_dir / "train.log", 2)
     follower.send_signal(signal.SIGINT)
     _, err = follower.communicate(timeout=30)
@@ -298,15 +383,22 @@ def test_ctrl_c_stops_following_not_the_job_and_stop_ends_it(tmp_path, ray_addre
 
 
 @pytest.mark.parametrize("device,kind", [(None, "GPU"), ("npu", "NPU")])
-def test_a_recipe_the_cluster_cannot_hold_is_refused_before_submitting(tmp_path, ray_address, client, device,
-                                                                       kind, capsys):
+def test_a_recipe_the_cluster_cannot_hold_is_refused_before_submitting(
+    tmp_path, ray_address, client, device, kind, capsys
+):
     launch, run_dir = make_plan(tmp_path, {}, gpus=8, device=device)
     before = len(client.list_jobs())
     assert run(launch, run_dir, ray_address)[0] == 1
     reason = f"the cluster has 0 {kind}, the recipe needs 8 (1 node x 8)"
-    assert summary(run_dir) | {"started": None} == {"status": "refused", "exit_code": 1, "reason": reason,
-                                                     "pid": None, "submission_id": None, "address": ray_address,
-                                                     "started": None}
+    assert summary(run_dir) | {"started": None} == {
+        "status": "refused",
+        "exit_code": 1,
+        "reason": reason,
+        "pid": None,
+        "submission_id": None,
+        "address": ray_address,
+        "started": None,
+    }
     assert f"refused: {reason}" in capsys.readouterr().err
     assert not (run_dir / "job.json").exists() and len(client.list_jobs()) == before
 

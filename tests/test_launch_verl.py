@@ -4,7 +4,8 @@ accept it, the tokenizer and the data load, and the run stops only where verl as
 have. A config error of any kind (composition, override, validation) fails the test.
 
 Needs a separate Python with verl 0.9.1 on the CPU build of torch: set `SAPO_VERL_PYTHON` to it (a venv built by
-`.ci/verl-venv.sh`, as `.ci/run` does: torch==2.13.0 CPU, `verl[verl-core]==0.9.1`, no CUDA package). Without it the tests skip.
+`.ci/verl-venv.sh`, as `.ci/run` does: torch==2.13.0 CPU, `verl[verl-core]==0.9.1`, no CUDA package). Without it
+the tests skip.
 
 What the test changes in the recipe's argv, and why (each is a fact of this machine, not of the recipe):
 - `actor_rollout_ref.model.path`, `data.train_files`, `data.val_files` point at a stand-in made here: Qwen3-0.6B's
@@ -41,12 +42,23 @@ MACHINE_OVERRIDES = ("ray_kwargs.ray_init.num_cpus=16",)
 VALIDATED = "[validate_config] All configuration checks passed successfully!"
 DATA_LOADED = "train and validate dataloader initialized, train dataset size: 64, val dataset size: 8"
 NO_GPU = "ValueError: Total available GPUs 0 is less than total desired GPUs 8"
-CONFIG_ERRORS = ("ConfigCompositionException", "ValidationError", "Could not override", "Could not append",
-                 "ConfigKeyError", "ConfigAttributeError", "MissingMandatoryValue", "InterpolationResolutionError",
-                 "InstantiationException", "AssertionError", "OverrideParseException", "GrammarParseError")
+CONFIG_ERRORS = (
+    "ConfigCompositionException",
+    "ValidationError",
+    "Could not override",
+    "Could not append",
+    "ConfigKeyError",
+    "ConfigAttributeError",
+    "MissingMandatoryValue",
+    "InterpolationResolutionError",
+    "InstantiationException",
+    "AssertionError",
+    "OverrideParseException",
+    "GrammarParseError",
+)
 
 # Run by the verl Python (it has pandas, tokenizers and transformers): argv[1] out dir, argv[2] the model schema.
-MAKE_STAND_IN = r'''
+MAKE_STAND_IN = r"""
 import json, sys
 from pathlib import Path
 import pandas as pd
@@ -74,18 +86,25 @@ rows = [{"data_source": "openai/gsm8k", "prompt": [{"role": "user", "content": f
          "extra_info": {"split": "train", "index": i}} for i in range(64)]
 pd.DataFrame(rows).to_parquet(out / "train.parquet")
 pd.DataFrame(rows[:8]).to_parquet(out / "test.parquet")
-'''
+"""
 
 
 @pytest.fixture(scope="module")
 def verl_python() -> str:
     exe = os.environ.get("SAPO_VERL_PYTHON")
     if not exe:
-        pytest.skip(f"SAPO_VERL_PYTHON is not set: point it at a Python with verl {VERL_VERSION} installed "
-                    "(CPU torch) to run the smoke recipe through verl's real main_ppo")
+        pytest.skip(
+            f"SAPO_VERL_PYTHON is not set: point it at a Python with verl {VERL_VERSION} installed "
+            "(CPU torch) to run the smoke recipe through verl's real main_ppo"
+        )
     try:
-        probe = subprocess.run([exe, "-c", "import importlib.metadata as m; print(m.version('verl'))"],
-                               check=False, capture_output=True, text=True, timeout=60)
+        probe = subprocess.run(
+            [exe, "-c", "import importlib.metadata as m; print(m.version('verl'))"],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except OSError as exc:
         pytest.skip(f"SAPO_VERL_PYTHON={exe} cannot be run: {exc}")
     found = probe.stdout.strip() if probe.returncode == 0 else None
@@ -98,10 +117,17 @@ def verl_python() -> str:
 def stand_in(verl_python, tmp_path_factory) -> dict[str, str]:
     """Overrides that point the model and the data at a local stand-in (no network here)."""
     out = tmp_path_factory.mktemp("verl-stand-in")
-    subprocess.run([verl_python, "-c", MAKE_STAND_IN, str(out), str(MODEL_SCHEMA)], check=True, timeout=300,
-                   env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    return {"actor_rollout_ref.model.path": str(out / "model"), "data.train_files": str(out / "train.parquet"),
-            "data.val_files": str(out / "test.parquet")}
+    subprocess.run(
+        [verl_python, "-c", MAKE_STAND_IN, str(out), str(MODEL_SCHEMA)],
+        check=True,
+        timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    return {
+        "actor_rollout_ref.model.path": str(out / "model"),
+        "data.train_files": str(out / "train.parquet"),
+        "data.val_files": str(out / "test.parquet"),
+    }
 
 
 def with_stand_in(overrides, stand_in: dict[str, str]) -> list[str]:
@@ -116,11 +142,22 @@ def with_stand_in(overrides, stand_in: dict[str, str]) -> list[str]:
 
 def run_main_ppo(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str]:
     """Run verl's main_ppo; on a hang (Ray waiting for resources) kill its whole process group (Ray included)."""
-    full_env = {**os.environ, **env, "CUDA_VISIBLE_DEVICES": "", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-                "TRANSFORMERS_OFFLINE": "1", "HF_HOME": str(cwd / "hf-home"), "RAY_USAGE_STATS_ENABLED": "0",
-                "RAY_AUTH_MODE": "disabled", "WANDB_MODE": "disabled", "HYDRA_FULL_ERROR": "1"}
-    proc = subprocess.Popen(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+    full_env = {
+        **os.environ,
+        **env,
+        "CUDA_VISIBLE_DEVICES": "",
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "HF_HOME": str(cwd / "hf-home"),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_AUTH_MODE": "disabled",
+        "WANDB_MODE": "disabled",
+        "HYDRA_FULL_ERROR": "1",
+    }
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     try:
         out, _ = proc.communicate(timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:

@@ -19,15 +19,28 @@ from sapo_toolkit.launcher.metrics import (
 
 from . import synthetic_log
 
-VERL_LINE = ("step:3 - training/global_step:3 - actor/pg_loss:-0.0123 - critic/rewards/mean:np.float64(0.4375) - "
-             "perf/throughput:1234.5678 - timing_s/step:101.25 - response_length/mean:np.int64(812) - flag:True")
+VERL_LINE = (
+    "step:3 - training/global_step:3 - actor/pg_loss:-0.0123 - critic/rewards/mean:np.float64(0.4375) - "
+    "perf/throughput:1234.5678 - timing_s/step:101.25 - response_length/mean:np.int64(812) - flag:True"
+)
 
 
-@pytest.mark.parametrize("text,value", [
-    ("1234.5678", 1234.5678), ("-0.0123", -0.0123), ("1e-06", 1e-06), ("np.float64(0.4375)", 0.4375),
-    ("np.int64(812)", 812.0), ("np.float32(-2.5)", -2.5), ("True", 1.0), ("False", 0.0), ("inf", math.inf),
-    ("-inf", -math.inf), ("7", 7.0),
-])
+@pytest.mark.parametrize(
+    "text,value",
+    [
+        ("1234.5678", 1234.5678),
+        ("-0.0123", -0.0123),
+        ("1e-06", 1e-06),
+        ("np.float64(0.4375)", 0.4375),
+        ("np.int64(812)", 812.0),
+        ("np.float32(-2.5)", -2.5),
+        ("True", 1.0),
+        ("False", 0.0),
+        ("inf", math.inf),
+        ("-inf", -math.inf),
+        ("7", 7.0),
+    ],
+)
 def test_numbers_as_verl_prints_them(text, value):
     assert parse_number(text) == value
 
@@ -44,36 +57,55 @@ def test_nan_is_kept():
 def test_the_documented_line():
     step, values = parse_console_line(VERL_LINE)
     assert step == 3
-    assert values == {"training/global_step": 3.0, "actor/pg_loss": -0.0123, "critic/rewards/mean": 0.4375,
-                      "perf/throughput": 1234.5678, "timing_s/step": 101.25, "response_length/mean": 812.0,
-                      "flag": 1.0}
+    assert values == {
+        "training/global_step": 3.0,
+        "actor/pg_loss": -0.0123,
+        "critic/rewards/mean": 0.4375,
+        "perf/throughput": 1234.5678,
+        "timing_s/step": 101.25,
+        "response_length/mean": 812.0,
+        "flag": 1.0,
+    }
 
 
-@pytest.mark.parametrize("line", [
-    "(TaskRunner pid=123) " + VERL_LINE,
-    "(TaskRunner pid=123, ip=10.0.0.7) " + VERL_LINE,
-    "\x1b[36m(TaskRunner pid=123)\x1b[0m " + VERL_LINE,
-    "\x1b[1m\x1b[32m" + VERL_LINE + "\x1b[0m",
-    "Training Progress:   3%|3         | 3/100 [05:03<2:43:12, 101.0s/it]" + VERL_LINE,
-    VERL_LINE + " [repeated 2x across cluster]",
-    VERL_LINE + "   ",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "(TaskRunner pid=123) " + VERL_LINE,
+        "(TaskRunner pid=123, ip=10.0.0.7) " + VERL_LINE,
+        "\x1b[36m(TaskRunner pid=123)\x1b[0m " + VERL_LINE,
+        "\x1b[1m\x1b[32m" + VERL_LINE + "\x1b[0m",
+        "Training Progress:   3%|3         | 3/100 [05:03<2:43:12, 101.0s/it]" + VERL_LINE,
+        VERL_LINE + " [repeated 2x across cluster]",
+        VERL_LINE + "   ",
+    ],
+)
 def test_prefixes_colours_bars_and_ray_dedup_around_a_metric_line(line):
     assert parse_console_line(line) == parse_console_line(VERL_LINE)
 
 
-@pytest.mark.parametrize("line", [
-    "training/global_step:3 - actor/pg_loss:1", "val/step:3 - x:1", "(WorkerDict pid=9) saving step 3",
-    "Training Progress:   3%|3         | 3/100", "", "step: 3 - x:1", "mystep:3 - x:1",
-    '{"step": 3, "data": {"x": 1}}', "step:" + "9" * 5000 + " - x:1",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "training/global_step:3 - actor/pg_loss:1",
+        "val/step:3 - x:1",
+        "(WorkerDict pid=9) saving step 3",
+        "Training Progress:   3%|3         | 3/100",
+        "",
+        "step: 3 - x:1",
+        "mystep:3 - x:1",
+        '{"step": 3, "data": {"x": 1}}',
+        "step:" + "9" * 5000 + " - x:1",
+    ],
+)
 def test_lines_that_are_not_metric_lines(line):
     assert parse_console_line(line) is None
 
 
 def test_odd_fields_are_skipped_not_fatal():
-    step, values = parse_console_line("step:5 - a:1 - no colon here - :7 - b:tensor(1.0) - c:np.float64(nan) - "
-                                      "d:https://x - e/f@1-g:2")
+    step, values = parse_console_line(
+        "step:5 - a:1 - no colon here - :7 - b:tensor(1.0) - c:np.float64(nan) - d:https://x - e/f@1-g:2"
+    )
     assert step == 5 and values.keys() == {"a", "c", "e/f@1-g"} and math.isnan(values["c"])
 
 
@@ -83,19 +115,33 @@ def test_a_line_cut_short_drops_its_last_field():
 
 def test_jsonl_records():
     assert parse_jsonl_line('{"step": 2, "data": {"a": 1, "b": null, "c": "text", "d": true, "e": [1]}}') == (
-        2, {"a": 1.0, "b": pytest.approx(math.nan, nan_ok=True), "d": 1.0})
-    for bad in ['{"step": 2, "data": {"a": 1', '{"step": "2", "data": {}}', '{"step": true, "data": {}}', "[1]",
-                '{"step": 2}', "step:2 - a:1", ""]:
+        2,
+        {"a": 1.0, "b": pytest.approx(math.nan, nan_ok=True), "d": 1.0},
+    )
+    for bad in [
+        '{"step": 2, "data": {"a": 1',
+        '{"step": "2", "data": {}}',
+        '{"step": true, "data": {}}',
+        "[1]",
+        '{"step": 2}',
+        "step:2 - a:1",
+        "",
+    ]:
         assert parse_jsonl_line(bad) is None
 
 
 def test_watcher_reassembles_chunks_and_handles_carriage_returns():
     watcher = MetricsWatcher(None)
-    data = ("noise\n\x1b[36m(TaskRunner pid=1)\x1b[0m " + VERL_LINE + "\nbar 1%\rbar 2%\r" + VERL_LINE.replace(
-        "step:3", "step:4") + "\r\n").encode()
+    data = (
+        "noise\n\x1b[36m(TaskRunner pid=1)\x1b[0m "
+        + VERL_LINE
+        + "\nbar 1%\rbar 2%\r"
+        + VERL_LINE.replace("step:3", "step:4")
+        + "\r\n"
+    ).encode()
     steps = []
     for i in range(0, len(data), 7):
-        steps += watcher.feed(data[i:i + 7])
+        steps += watcher.feed(data[i : i + 7])
     assert steps == [3, 4]
     assert watcher.table.series("perf/throughput") == [(3, 1234.5678), (4, 1234.5678)]
 
@@ -119,7 +165,7 @@ def test_any_bytes_in_any_chunks(noise, cuts):
     data = noise + b"\nstep:9 - a:1.5\n" + noise
     position = 0
     for size in cuts:
-        watcher.feed(data[position:position + size])
+        watcher.feed(data[position : position + size])
         position += size
     watcher.feed(data[position:])
     watcher.close()
@@ -174,7 +220,8 @@ def test_metrics_file_is_completed_with_the_steps_only_the_console_showed(tmp_pa
     assert b"".join(lines[:2]) == verl_lines[: verl_lines.rfind(b"\n") + 1]  # verl's lines byte for byte
     assert [json.loads(line) for line in lines[2:]] == [
         {"step": 3, "data": {"a": 3.0, "b": None}, "source": "console"},
-        {"step": 4, "data": {"a": 4.0}, "source": "console"}]
+        {"step": 4, "data": {"a": 4.0}, "source": "console"},
+    ]
     assert watcher.complete_metrics_file() == 0
 
 
@@ -201,7 +248,10 @@ def test_both_forms_of_the_synthetic_run_read_the_same(tmp_path):
     assert console.steps() == jsonl.steps() == list(range(synthetic_log.STEPS + 1))
     assert console.metrics() == jsonl.metrics()
     for metric in jsonl.metrics():
-        (console_steps, console_values), (steps, values) = zip(*console.series(metric)), zip(*jsonl.series(metric))
+        (console_steps, console_values), (steps, values) = (
+            zip(*console.series(metric), strict=True),
+            zip(*jsonl.series(metric), strict=True),
+        )
         assert console_steps == steps and console_values == pytest.approx(values, nan_ok=True), metric
     both = read_files([tmp_path / "metrics.jsonl", tmp_path / "train.log"])
     assert both.series("perf/throughput")[synthetic_log.DIP_STEP - 1] == (synthetic_log.DIP_STEP, 60.0)

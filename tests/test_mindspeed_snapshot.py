@@ -30,8 +30,15 @@ def test_every_mindspeed_field_names_its_module_and_commit():
 def test_fields_verl_npu_scripts_pass_are_in_the_snapshot():
     # grpo_trainer/run_qwen3_5_122b_a10b_megatron.sh and ascend_extras/.../run_qwen3_5_122b_a10b_32k_megatron.sh
     accepted = load_consumer("mindspeed", DEFAULT_MINDSPEED).accepts("TransformerConfig")
-    assert {"use_flash_attn", "use_fused_rmsnorm", "use_fused_swiglu", "use_naive_l2norm", "context_parallel_algo",
-            "use_triton_gdn", "use_ascend_gdn"} <= accepted
+    assert {
+        "use_flash_attn",
+        "use_fused_rmsnorm",
+        "use_fused_swiglu",
+        "use_naive_l2norm",
+        "context_parallel_algo",
+        "use_triton_gdn",
+        "use_ascend_gdn",
+    } <= accepted
     assert "use_flash_atn" not in accepted
 
 

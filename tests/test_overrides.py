@@ -28,9 +28,7 @@ from sapo_toolkit.linter.core.overrides import (
 SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
 
 # Hydra warns about `group@pkg._name_` (deprecated); some generated packages have it.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:In override .*_name_ keyword is deprecated"
-)
+pytestmark = pytest.mark.filterwarnings("ignore:In override .*_name_ keyword is deprecated")
 
 # --------------------------------------------------------------------------- #
 # Strategies: override strings
@@ -98,9 +96,7 @@ near_miss_key = st.one_of(
 
 _prefix = st.sampled_from(["", "", "", "+", "++", "~"])
 near_miss_prefix = st.sampled_from(["+++", "~+", "+~", "~~", " ", "-", "+ "])
-near_miss_package = st.sampled_from(
-    ["", "a/b", "a b", "_name_", "x._name_", "1", "a..b", "é"]
-)
+near_miss_package = st.sampled_from(["", "a/b", "a b", "_name_", "x._name_", "1", "a..b", "é"])
 _equal = st.sampled_from(["=", "=", "=", "= ", "=\t", "=  \t "])
 near_miss_equal = st.sampled_from(["", " =", "==", " = "])
 
@@ -109,9 +105,7 @@ _INT_RE = r"[+-]?(0|[1-9](_?[0-9]){0,4})"
 _DIGITS = r"[0-9](_?[0-9]){0,3}"
 _IU = r"(0|[1-9](_?[0-9]){0,3})"
 _POINT = rf"({_IU}\.|({_IU})?\.{_DIGITS})"
-_FLOAT_RE = (
-    rf"[+-]?(({_IU}|{_POINT})[eE][+-]?{_DIGITS}|{_POINT}|[Ii][Nn][Ff]|[Nn][Aa][Nn])"
-)
+_FLOAT_RE = rf"[+-]?(({_IU}|{_POINT})[eE][+-]?{_DIGITS}|{_POINT}|[Ii][Nn][Ff]|[Nn][Aa][Nn])"
 SAFE_CHARS = "abzAZ019_-/.+%*@?|:$"
 
 unquoted_scalar = st.one_of(
@@ -119,9 +113,7 @@ unquoted_scalar = st.one_of(
     st.integers().map(str),
     st.from_regex(_FLOAT_RE, fullmatch=True),
     st.floats().map(repr),
-    st.from_regex(
-        r"[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|[Nn][Uu][Ll][Ll]", fullmatch=True
-    ),
+    st.from_regex(r"[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|[Nn][Uu][Ll][Ll]", fullmatch=True),
     st.text(alphabet=SAFE_CHARS, min_size=1, max_size=12),
     _id,
     st.sampled_from(
@@ -164,9 +156,7 @@ unquoted_scalar = st.one_of(
 def _raw_quoted(q: str) -> st.SearchStrategy[str]:
     """A quote, arbitrary content biased to quotes/backslashes, the same quote.
     Often valid, sometimes not (an unescaped quote inside, odd trailing \\)."""
-    piece = st.sampled_from(
-        ["a", " ", "'", '"', "\\", "\\\\", ",", "=", "é", "\n", "{", "}", "$"]
-    )
+    piece = st.sampled_from(["a", " ", "'", '"', "\\", "\\\\", ",", "=", "é", "\n", "{", "}", "$"])
     return st.lists(piece, max_size=8).map(lambda c: q + "".join(c) + q)
 
 
@@ -179,9 +169,7 @@ def _well_quoted() -> st.SearchStrategy[str]:
         max_size=10,
     ).filter(lambda t: "${" not in t)
     quote = st.sampled_from([Quote.single, Quote.double])
-    return st.builds(
-        lambda t, q: QuotedString(text=t, quote=q).with_quotes(), text, quote
-    )
+    return st.builds(lambda t, q: QuotedString(text=t, quote=q).with_quotes(), text, quote)
 
 
 quoted = st.one_of(_well_quoted(), _raw_quoted("'"), _raw_quoted('"'))
@@ -194,7 +182,7 @@ def flat_list(draw: st.DrawFn, element: st.SearchStrategy[str] = fast_scalar) ->
     items = draw(st.lists(element, max_size=4))
     seps = [draw(_ws) + "," + draw(_ws) for _ in items[1:]]
     body = items[0] if items else ""
-    for sep, item in zip(seps, items[1:]):
+    for sep, item in zip(seps, items[1:], strict=True):
         body += sep + item
     return "[" + draw(_ws) + body + draw(_ws) + "]"
 
@@ -279,16 +267,12 @@ near_miss_value = st.one_of(
 )
 
 
-def _mostly(
-    ok: st.SearchStrategy, bad: st.SearchStrategy, n_ok: int, near_misses: bool
-):
+def _mostly(ok: st.SearchStrategy, bad: st.SearchStrategy, n_ok: int, near_misses: bool):
     """``ok`` about n_ok times out of n_ok + 1 (else ``bad``), or always ``ok``."""
     if not near_misses:
         return ok
     # (one_of() would de-duplicate repeated branches; sampled_from() keeps weights.)
-    return st.sampled_from([True] * n_ok + [False]).flatmap(
-        lambda good: ok if good else bad
-    )
+    return st.sampled_from([True] * n_ok + [False]).flatmap(lambda good: ok if good else bad)
 
 
 @st.composite
@@ -309,11 +293,7 @@ def override_strings(draw: st.DrawFn, near_misses: bool = True) -> str:
     if prefix == "~" and draw(st.booleans()):
         return head  # ~key without a value
     equal = draw(_mostly(_equal, near_miss_equal, 20, near_misses))
-    value = draw(
-        _mostly(fast_value, near_miss_value, 2, near_misses)
-        if near_misses
-        else strict_value
-    )
+    value = draw(_mostly(fast_value, near_miss_value, 2, near_misses) if near_misses else strict_value)
     return head + equal + value
 
 
@@ -356,14 +336,16 @@ def test_parse_override_matches_hydra(s: str) -> None:
 
 
 @settings(max_examples=500, **SETTINGS)
-@given(st.lists(st.text(alphabet="ab1_.$-+:@/|%*?e", min_size=1, max_size=5), min_size=2, max_size=4),
-       st.lists(st.sampled_from([" ", "\t", "  ", " \t"]), min_size=4, max_size=4))
+@given(
+    st.lists(st.text(alphabet="ab1_.$-+:@/|%*?e", min_size=1, max_size=5), min_size=2, max_size=4),
+    st.lists(st.sampled_from([" ", "\t", "  ", " \t"]), min_size=4, max_size=4),
+)
 @example(["uv", "-v", "run", "--frozen"], [" ", " ", " ", ""])
 @example(["a", ":"], [" ", "\t", "", ""])
 def test_blank_separated_primitives_take_the_fast_path_with_hydras_value(tokens, blanks) -> None:
     """A command line as a value (`py_executable=uv -v run --frozen`, verl's uv launchers) is one string in
     Hydra; the fast path gives the same, or leaves it to Hydra (a ':' next to a blank)."""
-    s = "k=" + "".join(t + b for t, b in zip(tokens, blanks))
+    s = "k=" + "".join(t + b for t, b in zip(tokens, blanks, strict=False))
     ref = _outcome(parse_with_hydra, s)
     fast = _fast_parse(s)
     if fast is None:
@@ -458,10 +440,7 @@ dict_keys = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True).filter(
 )
 values = st.recursive(
     scalar_values,
-    lambda children: (
-        st.lists(children, max_size=4)
-        | st.dictionaries(dict_keys, children, max_size=4)
-    ),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(dict_keys, children, max_size=4),
     max_leaves=12,
 )
 
@@ -485,9 +464,7 @@ def _composed(parsed_value):
     """What OmegaConf makes of the parsed value once Hydra applies the override."""
     from omegaconf import OmegaConf
 
-    return OmegaConf.to_container(OmegaConf.create({"k": parsed_value}), resolve=True)[
-        "k"
-    ]
+    return OmegaConf.to_container(OmegaConf.create({"k": parsed_value}), resolve=True)["k"]
 
 
 @settings(max_examples=300, **SETTINGS)
@@ -584,20 +561,14 @@ def test_format_errors() -> None:
 @pytest.mark.parametrize("parse", [parse_override, parse_with_hydra])
 def test_examples(parse) -> None:
     o = parse("+actor_rollout_ref.actor.policy_loss.tau_pos=1.2")
-    assert o == ParsedOverride(
-        "add", "actor_rollout_ref.actor.policy_loss.tau_pos", None, 1.2
-    )
+    assert o == ParsedOverride("add", "actor_rollout_ref.actor.policy_loss.tau_pos", None, 1.2)
     assert type(o.value) is float
 
-    assert parse("~trainer.foo") == ParsedOverride(
-        "delete", "trainer.foo", None, MISSING
-    )
+    assert parse("~trainer.foo") == ParsedOverride("delete", "trainer.foo", None, MISSING)
     assert parse("~trainer.foo").value is MISSING
     assert parse("~trainer.foo=1") == ParsedOverride("delete", "trainer.foo", None, 1)
     assert parse("++a.b=x") == ParsedOverride("force_add", "a.b", None, "x")
-    assert parse("model_engine=megatron") == ParsedOverride(
-        "set", "model_engine", None, "megatron"
-    )
+    assert parse("model_engine=megatron") == ParsedOverride("set", "model_engine", None, "megatron")
     assert parse("hydra/launcher@hydra.launcher=basic") == ParsedOverride(
         "set", "hydra/launcher", "hydra.launcher", "basic"
     )
@@ -672,10 +643,14 @@ def test_no_hydra_at_import_or_on_the_fast_path() -> None:
     "text, expected",
     [
         # verl's grpo_trainer/run_qwen3_5_35b_megatron_lite.sh
-        ("actor@actor_rollout_ref.actor=mlite_actor",
-         ParsedOverride("set", "actor", "actor_rollout_ref.actor", "mlite_actor")),
-        ("hydra.searchpath=[pkg://verl_mlite.config]",
-         ParsedOverride("set", "hydra.searchpath", None, ["pkg://verl_mlite.config"])),
+        (
+            "actor@actor_rollout_ref.actor=mlite_actor",
+            ParsedOverride("set", "actor", "actor_rollout_ref.actor", "mlite_actor"),
+        ),
+        (
+            "hydra.searchpath=[pkg://verl_mlite.config]",
+            ParsedOverride("set", "hydra.searchpath", None, ["pkg://verl_mlite.config"]),
+        ),
         ("hydra/job_logging=disabled", ParsedOverride("set", "hydra/job_logging", None, "disabled")),
         ("+critic@critic.extra=my_critic", ParsedOverride("add", "critic", "critic.extra", "my_critic")),
         ("~ref@actor_rollout_ref.ref", ParsedOverride("delete", "ref", "actor_rollout_ref.ref", MISSING)),

@@ -19,10 +19,15 @@ pytestmark = pytest.mark.network  # pip fetches the build backend into an isolat
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0 and any(m in proc.stderr for m in ("Could not find a version", "NewConnectionError",
-                                                                "Network is unreachable", "Temporary failure")):
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0 and any(
+        m in proc.stderr
+        for m in ("Could not find a version", "NewConnectionError", "Network is unreachable", "Temporary failure")
+    ):
         pytest.skip(f"pip cannot fetch the build backend (setuptools) from the registry: {proc.stderr[-300:]}")
     assert proc.returncode == 0, proc.stderr[-2000:]
     (found,) = out.glob("sapo_toolkit-*.whl")
@@ -41,19 +46,27 @@ def test_wheel_installed_in_a_fresh_venv_lints_from_its_own_data(wheel, tmp_path
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=False)
     python = env_dir / "bin" / "python"
-    purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                                  capture_output=True, text=True, check=True).stdout.strip())
+    purelib = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     with zipfile.ZipFile(wheel) as zf:  # what pip does for a pure wheel, without reaching the registry
         zf.extractall(purelib)
     # The dependencies (click, PyYAML, ...) from this interpreter's site-packages, appended after the venv's own:
     # a plain path entry does not run the editable install's finder, so `sapo_toolkit` resolves to the wheel only.
     deps = [p for p in {sysconfig.get_path("purelib"), *site.getsitepackages()} if Path(p).is_dir()]
     (purelib / "deps.pth").write_text("\n".join(deps) + "\n")
-    probe = ("import sapo_toolkit.linter.schema as s, sapo_toolkit.linter.cli as c; "
-             "print(s.SCHEMA_DIR); print(c.__file__)")
+    probe = (
+        "import sapo_toolkit.linter.schema as s, sapo_toolkit.linter.cli as c; print(s.SCHEMA_DIR); print(c.__file__)"
+    )
     where = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, cwd=tmp_path)
     assert where.returncode == 0, where.stderr
     assert all(line.startswith(str(purelib)) for line in where.stdout.split()), where.stdout
-    lint = subprocess.run([str(python), "-m", "sapo_toolkit.linter", str(REPO / "recipes")], capture_output=True,
-                          text=True, cwd=tmp_path)
+    lint = subprocess.run(
+        [str(python), "-m", "sapo_toolkit.linter", str(REPO / "recipes")], capture_output=True, text=True, cwd=tmp_path
+    )
     assert lint.returncode == 0 and "All checks passed (3 files)" in lint.stdout, lint.stdout + lint.stderr

@@ -47,8 +47,14 @@ def test_hook_fails_on_bad_recipe_and_passes_on_good(tmp_path):
         f"repos:\n  - repo: {hook_repo}\n    rev: {rev}\n    hooks:\n      - id: sapo-lint\n"
         "        args: [--warnings-as-errors]\n"
     )
-    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), "GIT_AUTHOR_NAME": "t",
-           "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    env = {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
     pre_commit = [sys.executable, "-m", "pre_commit"]
     subprocess.run([*pre_commit, "install"], cwd=work, env=env, check=True, capture_output=True)
 
@@ -61,9 +67,12 @@ def test_hook_fails_on_bad_recipe_and_passes_on_good(tmp_path):
     assert bad.returncode != 0, output
     assert "recipe.yaml:6:3: SP001" in output, output
 
-    write(work / "recipe.yaml", "overrides:\n  actor_rollout_ref.actor.tau_pos: 1.2\n"
-                                "  actor_rollout_ref.actor.tau_neg: 1.3\n"
-                                "  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n")
+    write(
+        work / "recipe.yaml",
+        "overrides:\n  actor_rollout_ref.actor.tau_pos: 1.2\n"
+        "  actor_rollout_ref.actor.tau_neg: 1.3\n"
+        "  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n",
+    )
     (work / ".github" / "workflows").mkdir(parents=True)
     (work / ".github" / "workflows" / "ci.yml").write_text("name: ci\non: [push]\njobs: {}\n")
     git("add", "-A", cwd=work)

@@ -46,9 +46,34 @@ json_values = st.recursive(
     max_leaves=6,
 )
 names = st.sampled_from(
-    ["recipe", "name", "verl", "stack", "entrypoint", "config_name", "model", "hardware", "overrides",
-     "variants", "env", "gates", "metric", "min", "trend", "after_step", "overides", "device", "npu",
-     "megatron_core", "path", "+a.b", "a b", "~x", "HCCL_X", "1bad"]
+    [
+        "recipe",
+        "name",
+        "verl",
+        "stack",
+        "entrypoint",
+        "config_name",
+        "model",
+        "hardware",
+        "overrides",
+        "variants",
+        "env",
+        "gates",
+        "metric",
+        "min",
+        "trend",
+        "after_step",
+        "overides",
+        "device",
+        "npu",
+        "megatron_core",
+        "path",
+        "+a.b",
+        "a b",
+        "~x",
+        "HCCL_X",
+        "1bad",
+    ]
 ) | st.text(max_size=6)
 
 
@@ -90,8 +115,14 @@ def test_fast_validator_agrees_with_jsonschema(doc):
 def test_hardware_accelerator_is_a_name_or_one_per_device_kind():
     base = {"recipe": "sapo-recipe/v1", "name": "x", "overrides": {}}
     for accelerator, valid in [
-        ("ascend-910b3", True), ({"npu": "ascend-910b3", "gpu": "nvidia-h100"}, True), ({"gpu": "H100"}, True),
-        ({}, False), ({"tpu": "v5"}, False), ({"npu": 3}, False), ("", False), (["ascend-910b3"], False),
+        ("ascend-910b3", True),
+        ({"npu": "ascend-910b3", "gpu": "nvidia-h100"}, True),
+        ({"gpu": "H100"}, True),
+        ({}, False),
+        ({"tpu": "v5"}, False),
+        ({"npu": 3}, False),
+        ("", False),
+        (["ascend-910b3"], False),
     ]:
         doc = {**base, "hardware": {"accelerator": accelerator}}
         assert fast_accepts(doc) is valid and REFERENCE.is_valid(doc) is valid, accelerator
@@ -136,10 +167,12 @@ def test_nested_overrides_are_checked_leaf_by_leaf_at_their_own_lines(lint_text)
 def test_a_mapping_value_is_one_hydra_dict_value(tmp_path, lint_text):
     # Hydra sets a dict on a null node: FSDP's `optim.override_optimizer_config` is null, so `key={...}` composes
     # (and the dotted `key.optimizer_cpu_offload=true` does not: not in struct). Not a finding, and launched as is.
-    text = ("config_name: ppo_trainer\noverrides:\n  algorithm.adv_estimator: grpo\n"
-            "  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 1\n"
-            "  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 1\n"
-            "  actor_rollout_ref.actor.optim.override_optimizer_config: {optimizer_cpu_offload: true}\n")
+    text = (
+        "config_name: ppo_trainer\noverrides:\n  algorithm.adv_estimator: grpo\n"
+        "  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 1\n"
+        "  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 1\n"
+        "  actor_rollout_ref.actor.optim.override_optimizer_config: {optimizer_cpu_offload: true}\n"
+    )
     assert "SL001" not in {d.code for d in lint_text(text)}
     source = tmp_path / "r.yaml"
     source.write_text(recipe(text), encoding="utf-8")
@@ -184,8 +217,13 @@ def test_a_merged_mapping_keeps_the_node_s_other_keys_as_hydra_composes_it(tmp_p
     argv = read_recipe(read_text(path), READ_OPTIONS).recipe.commands[0].hydra_overrides()
     real = composed(verl_config_dir, "ppo_megatron_trainer", argv)
     for role in ("actor", "ref"):
-        for key in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
-                    "sequence_parallel", "param_offload"):
+        for key in (
+            "tensor_model_parallel_size",
+            "pipeline_model_parallel_size",
+            "context_parallel_size",
+            "sequence_parallel",
+            "param_offload",
+        ):
             path_ = f"actor_rollout_ref.{role}.megatron.{key}"
             assert ctx.config.value(path_) == OmegaConf.select(real, path_), path_
     assert ctx.config.value("actor_rollout_ref.ref.megatron.tensor_model_parallel_size") == 2
@@ -198,12 +236,18 @@ def test_a_key_inside_a_mapping_gets_its_fix_as_a_hint_only(tmp_path):
     path = tmp_path / "r.yaml"
     path.write_text(recipe(NESTED), encoding="utf-8")
     before = path.read_bytes()
-    proc = subprocess.run([sys.executable, "-m", "sapo_toolkit.linter", str(path), "--fix", "--unsafe-fixes",
-                           "--no-shellcheck"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sapo_toolkit.linter", str(path), "--fix", "--unsafe-fixes", "--no-shellcheck"],
+        capture_output=True,
+        text=True,
+    )
     assert path.read_bytes() == before, "a dotted key written into a nested mapping breaks the file"
     assert "SP001" in proc.stdout and "(hint: actor_rollout_ref.actor.tau_pos)" in proc.stdout, proc.stdout
-    stats = subprocess.run([sys.executable, "-m", "sapo_toolkit.linter", str(path), "--statistics", "--format", "json",
-                            "--no-shellcheck"], capture_output=True, text=True).stdout
+    stats = subprocess.run(
+        [sys.executable, "-m", "sapo_toolkit.linter", str(path), "--statistics", "--format", "json", "--no-shellcheck"],
+        capture_output=True,
+        text=True,
+    ).stdout
     by_code = {row["code"]: row for row in json.loads(stats)["statistics"]}
     assert by_code["SP001"]["fixable"] == 0 and by_code["SL001"]["fixable"] == 0, by_code
     assert by_code["SP001"]["fixes"]["display-only"] >= 1, by_code

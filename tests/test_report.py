@@ -46,7 +46,8 @@ def test_a_finished_run_directory(tmp_path):
     assert result.exit_code == 0, result.output
     assert result.output.splitlines()[0] == f"report: {run_dir / 'report.md'} (last step 100, 5 plots)"
     assert f"gate failed: {FLOOR}: 1 of 100 readings break perf/throughput >= 100, first at step 40: 60" in (
-        result.output)
+        result.output
+    )
     assert {p.name for p in run_dir.glob("report-*.png")} == {f"report-{slug}.png" for slug in PLOTS}
     for png in run_dir.glob("report-*.png"):
         assert_real_png(png)
@@ -108,14 +109,21 @@ def test_a_run_still_running(tmp_path):
 
 
 def test_a_failed_run_that_logged_nothing(tmp_path):
-    run_dir = synthetic_log.write_run_dir(tmp_path / "run", [FLOOR_GATE], console=False, jsonl=False,
-                                          status="failed")
+    run_dir = synthetic_log.write_run_dir(tmp_path / "run", [FLOOR_GATE], console=False, jsonl=False, status="failed")
     (run_dir / "train.log").write_text("Traceback (most recent call last):\nRuntimeError: out of memory\n")
     result = run_report(run_dir, "--format", "json")
     assert result.exit_code == 0
-    assert json.loads(result.output) == {"steps": 0, "gates": {FLOOR: {
-        "passed": False, "status": "no data", "reason": "0 readings of perf/throughput after step 0; the gate needs 1",
-        "n": 0}}}
+    assert json.loads(result.output) == {
+        "steps": 0,
+        "gates": {
+            FLOOR: {
+                "passed": False,
+                "status": "no data",
+                "reason": "0 readings of perf/throughput after step 0; the gate needs 1",
+                "n": 0,
+            }
+        },
+    }
     text = (run_dir / "report.md").read_text()
     assert "| status | failed (exit 1) |" in text and "No metric lines" in text
     assert not list(run_dir.glob("*.png"))
@@ -124,29 +132,45 @@ def test_a_failed_run_that_logged_nothing(tmp_path):
 def sapo_launch(*args):
     """`sapo-launch report ...` through the launcher's own entry point (its one-line error handling)."""
     code = "import sys; from sapo_toolkit.launcher.cli import main; sys.argv[0] = 'sapo-launch'; main()"
-    return subprocess.run([sys.executable, "-c", code, "report", *map(str, args)], capture_output=True, text=True,
-                          timeout=120, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-c", code, "report", *map(str, args)], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
 
 
-@pytest.mark.parametrize("case", ["neither", "both", "missing", "not a run", "bad plan", "bad recipe", "not a recipe",
-                                  "unwritable"])
+@pytest.mark.parametrize(
+    "case", ["neither", "both", "missing", "not a run", "bad plan", "bad recipe", "not a recipe", "unwritable"]
+)
 def test_usage_errors_are_one_line_and_exit_2(tmp_path, case):
     run_dir = synthetic_log.write_run_dir(tmp_path / "run", [FLOOR_GATE])
     log = run_dir / "train.log"
     bad_recipe = tmp_path / "bad.yaml"
-    bad_recipe.write_text("recipe: sapo-recipe/v1\nname: b\noverrides: {}\n"
-                          "gates:\n  - {metric: x, min: 1, over: avg}\n")
-    args = {"neither": [], "both": [run_dir, "--log", log], "missing": [tmp_path / "nope"],
-            "not a run": [tmp_path], "bad plan": [run_dir], "bad recipe": ["--log", log, "--recipe", bad_recipe],
-            "not a recipe": ["--log", log, "--recipe", log],
-            "unwritable": [run_dir, "-o", tmp_path / "no" / "r.md"]}[case]
+    bad_recipe.write_text(
+        "recipe: sapo-recipe/v1\nname: b\noverrides: {}\ngates:\n  - {metric: x, min: 1, over: avg}\n"
+    )
+    args = {
+        "neither": [],
+        "both": [run_dir, "--log", log],
+        "missing": [tmp_path / "nope"],
+        "not a run": [tmp_path],
+        "bad plan": [run_dir],
+        "bad recipe": ["--log", log, "--recipe", bad_recipe],
+        "not a recipe": ["--log", log, "--recipe", log],
+        "unwritable": [run_dir, "-o", tmp_path / "no" / "r.md"],
+    }[case]
     if case == "bad plan":
         (run_dir / "plan.json").write_text(json.dumps({"gates": [{"metric": "x", "trend": "up"}]}))
     proc = sapo_launch(*args)
     assert proc.returncode == 2, proc.stderr
     assert len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith("sapo-launch: "), proc.stderr
     assert "Traceback" not in proc.stderr and not proc.stdout
-    expected = {"neither": "give a RUN_DIR or --log FILE", "both": "give a RUN_DIR or --log FILE",
-                "missing": "does not exist", "not a run": "not a run directory", "bad plan": "plan.json: gates.0.trend",
-                "bad recipe": "gates.0.over", "not a recipe": "not a recipe", "unwritable": "cannot write"}[case]
+    expected = {
+        "neither": "give a RUN_DIR or --log FILE",
+        "both": "give a RUN_DIR or --log FILE",
+        "missing": "does not exist",
+        "not a run": "not a run directory",
+        "bad plan": "plan.json: gates.0.trend",
+        "bad recipe": "gates.0.over",
+        "not a recipe": "not a recipe",
+        "unwritable": "cannot write",
+    }[case]
     assert expected in proc.stderr

@@ -18,8 +18,9 @@ from .helpers import recipe
 
 # Prose-only examples (a binary file, say) cannot be run.
 RULES = all_rules()
-EXAMPLE_RULES = sorted(code for code, r in RULES.items()
-                       if not r.bad.startswith("(") or r.bad.startswith(("(a script named)", "(in ")))
+EXAMPLE_RULES = sorted(
+    code for code, r in RULES.items() if not r.bad.startswith("(") or r.bad.startswith(("(a script named)", "(in "))
+)
 SHELLCHECK_FINDING = re.compile(r"SH\d{4}")
 
 

@@ -15,18 +15,28 @@ RULE_CODE = re.compile(r"^((SL|SP|TP|RC|BS|MEM|CK|NM|PF|SH|RF|OP)\d{3}|SH\d{4})$
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
-    return {id(node.body[0].value) for node in ast.walk(tree)
-            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
 
 
 def rule_codes_in_logic(path: Path) -> list[str]:
     """The string constants of the module that are a rule code, but in docstrings (comments are not in the AST)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     docstrings = _docstrings(tree)
-    return [f"{node.lineno}: {node.value}" for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
-            and RULE_CODE.match(node.value)]
+    return [
+        f"{node.lineno}: {node.value}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+        and RULE_CODE.match(node.value)
+    ]
 
 
 def test_no_module_outside_the_rules_names_a_rule_code_in_its_logic(tmp_path):
@@ -55,4 +65,3 @@ def test_the_rf005_message_names_every_rule_that_needs_the_model():
     for r in all_rules().values():
         if r.needs_model:
             assert r.code in named or (r.code.startswith("TP") and int(r.code[2:]) >= 3), (r.code, MODEL_RULES)
-

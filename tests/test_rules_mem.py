@@ -13,15 +13,18 @@ def test_mem001_warns_between_90_percent_and_hbm(lint_text):
     found = lint_text(
         "hardware: {accelerator: nvidia-h100}\noverrides:\n  algorithm.adv_estimator: grpo\n"
         "  actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 2\n"
-        "  actor_rollout_ref.rollout.gpu_memory_utilization: 0.5\n")
+        "  actor_rollout_ref.rollout.gpu_memory_utilization: 0.5\n"
+    )
     # Qwen3-8B on 8 x H100, TP2 (P = 4,095,521,792 per rank, dp 4); the device reports 79.11 GiB.
     # Step 1's rollout: 2P + 4P + the fp32 master 4P / dp 4 = 7P (26.7 GiB) + 0.5 * 79.11 GiB + 1 GiB = 67.3 GiB,
     # 85%: fine. From step 2 on Adam's moments are there: 9P = 34.3 GiB + 39.6 GiB + 1 GiB = 74.9 GiB, 95%
     mem = [d for d in found if d.code == "MEM001"]
     assert len(mem) == 1 and mem[0].severity.value == "warning", mem
-    assert mem[0].message.startswith("rollout phase from step 2 on (Adam's moments exist): estimated 74.9 GiB per "
-                                     "device is over 90% of the 79.11 GiB the runtime reports for nvidia-h100 "
-                                     "(80 GiB nominal)"), mem[0].message
+    assert mem[0].message.startswith(
+        "rollout phase from step 2 on (Adam's moments exist): estimated 74.9 GiB per "
+        "device is over 90% of the 79.11 GiB the runtime reports for nvidia-h100 "
+        "(80 GiB nominal)"
+    ), mem[0].message
 
 
 def test_mem001_on_an_assumed_accelerator_says_so(lint_text):
@@ -29,15 +32,21 @@ def test_mem001_on_an_assumed_accelerator_says_so(lint_text):
     # rank: step 1's rollout holds weights 2P, fp32 grads 4P and the fp32 master 4P / dp 8 = 6.5P (49.6 GiB) plus
     # 0.5 x 79.11 GiB of rollout and 1 GiB of runtime = 90.2 GiB: over the H100. A B200 (178.4 GiB) would hold it
     # (49.6 + 89.2 + 1 = 139.8 GiB; 147 GiB from step 2 on), so the verdict rests on the assumption: a warning.
-    found = lint_text("overrides:\n  algorithm.adv_estimator: grpo\n"
-                      "  actor_rollout_ref.rollout.gpu_memory_utilization: 0.5\n")
+    found = lint_text(
+        "overrides:\n  algorithm.adv_estimator: grpo\n  actor_rollout_ref.rollout.gpu_memory_utilization: 0.5\n"
+    )
     mem = [d for d in found if d.code == "MEM001"]
     assert len(mem) == 1 and mem[0].severity.value == "warning", mem
-    assert ("nvidia-h100 is assumed (none is named), hence a warning: name yours with "
-            "--accelerator") in mem[0].message
+    assert ("nvidia-h100 is assumed (none is named), hence a warning: name yours with --accelerator") in mem[0].message
     # The same plan on a named H100 is an error, and says nothing of an assumption.
-    named = [d for d in lint_text("hardware: {accelerator: H100}\noverrides:\n  algorithm.adv_estimator: grpo\n"
-                                  "  actor_rollout_ref.rollout.gpu_memory_utilization: 0.5\n") if d.code == "MEM001"]
+    named = [
+        d
+        for d in lint_text(
+            "hardware: {accelerator: H100}\noverrides:\n  algorithm.adv_estimator: grpo\n"
+            "  actor_rollout_ref.rollout.gpu_memory_utilization: 0.5\n"
+        )
+        if d.code == "MEM001"
+    ]
     assert len(named) == 1 and named[0].severity.value == "error" and "assumed" not in named[0].message
 
 
@@ -45,8 +54,10 @@ def test_mem001_on_an_assumed_accelerator_is_an_error_when_no_device_of_its_kind
     # trainer.device=npu: assumed ascend-910b3. Qwen3-8B with TP1 (49.6 GiB of weights, grads and master copy in
     # step 1's rollout, as above) and 0.99 of the HBM for the rollout exceeds every NPU in the table (the largest,
     # ascend-a3, reports 61.27 GiB): an error whichever NPU it is.
-    found = lint_text("overrides:\n  algorithm.adv_estimator: grpo\n  trainer.device: npu\n"
-                      "  actor_rollout_ref.rollout.gpu_memory_utilization: 0.99\n")
+    found = lint_text(
+        "overrides:\n  algorithm.adv_estimator: grpo\n  trainer.device: npu\n"
+        "  actor_rollout_ref.rollout.gpu_memory_utilization: 0.99\n"
+    )
     mem = [d for d in found if d.code == "MEM001"]
     assert len(mem) == 1 and mem[0].severity.value == "error", mem
     assert "ascend-910b3 is assumed (none is named), but no device of its kind" in mem[0].message
@@ -55,9 +66,12 @@ def test_mem001_on_an_assumed_accelerator_is_an_error_when_no_device_of_its_kind
 
 def test_an_unknown_accelerator_skips_mem001_only(lint_text):
     # RF006 names what is skipped; the host-RAM and checkpoint checks do not need the device's memory and still run.
-    body = ("hardware: {accelerator: tpu-v5, host_ram_gib: 64}\noverrides:\n  algorithm.adv_estimator: grpo\n"
-            "  actor_rollout_ref.rollout.gpu_memory_utilization: 0.99\n  actor_rollout_ref.actor.megatron.param_offload: true\n"
-            "  actor_rollout_ref.actor.megatron.optimizer_offload: true\n")
+    body = (
+        "hardware: {accelerator: tpu-v5, host_ram_gib: 64}\noverrides:\n  algorithm.adv_estimator: grpo\n"
+        "  actor_rollout_ref.rollout.gpu_memory_utilization: 0.99\n"
+        "  actor_rollout_ref.actor.megatron.param_offload: true\n"
+        "  actor_rollout_ref.actor.megatron.optimizer_offload: true\n"
+    )
     found = lint_text(body)
     codes = {d.code for d in found}
     assert "RF006" in codes and "MEM001" not in codes and "MEM002" in codes, codes
@@ -81,8 +95,10 @@ def test_mem002_stated_ram_is_an_error():
 def test_no_memory_or_checkpoint_finding_on_a_layout_the_world_does_not_divide(lint_text):
     # The assumed-H100 plan above is over memory; with CP3 the 8 devices hold no integer dp, verl stops at start-up
     # (TP001), and an estimate with dp rounded describes no run: only TP001 is reported.
-    body = ("overrides:\n  algorithm.adv_estimator: grpo\n  actor_rollout_ref.rollout.gpu_memory_utilization: 0.5\n"
-            "  trainer.save_freq: 1\n")
+    body = (
+        "overrides:\n  algorithm.adv_estimator: grpo\n  actor_rollout_ref.rollout.gpu_memory_utilization: 0.5\n"
+        "  trainer.save_freq: 1\n"
+    )
     assert "MEM001" in {d.code for d in lint_text(body)}
     codes = {d.code for d in lint_text(body + "  actor_rollout_ref.actor.megatron.context_parallel_size: 3\n")}
     assert "TP001" in codes and not {c for c in codes if c.startswith(("MEM", "CK"))}, codes

@@ -26,11 +26,15 @@ def messages(name):
 
 # --- one failing and one passing name per code ------------------------------------------------------------------
 
-@pytest.mark.parametrize("code, bad, good", [
-    ("NM001", "run_qwen3_8b_vllm_fsdp.sh", "run_qwen3_8b_fsdp.sh"),
-    ("NM002", "run_qwen3_8b_fsdp_extra.sh", "run_qwen3_8b_extra_fsdp.sh"),
-    ("NM003", "qwen3_8b_fsdp.sh", "run_qwen3_8b_fsdp.sh"),
-])
+
+@pytest.mark.parametrize(
+    "code, bad, good",
+    [
+        ("NM001", "run_qwen3_8b_vllm_fsdp.sh", "run_qwen3_8b_fsdp.sh"),
+        ("NM002", "run_qwen3_8b_fsdp_extra.sh", "run_qwen3_8b_extra_fsdp.sh"),
+        ("NM003", "qwen3_8b_fsdp.sh", "run_qwen3_8b_fsdp.sh"),
+    ],
+)
 def test_each_code_fails_and_passes(code, bad, good):
     assert code in codes(bad)
     assert codes(good) == []
@@ -56,6 +60,7 @@ def test_diagnostic_shape():
 
 # --- verl's own tests (tests/special_sanity/test_check_example_naming.py:29-123), same verdicts ----------------
 
+
 def test_canonical_name_passes():
     assert codes("run_qwen3_8b_fsdp.sh") == []
 
@@ -74,12 +79,15 @@ def test_multi_token_train_backend_accepted():
     assert codes("run_deepseek_v4_megatron_lite.sh") == []
 
 
-@pytest.mark.parametrize("name, token", [
-    ("run_qwen3_8b_vllm_fsdp.sh", "vllm"),           # engine
-    ("run_qwen3_8b_fsdp_npu.sh", "npu"),             # platform
-    ("run_qwen3_30b_a3b_megatron_fp8.sh", "fp8"),    # quantisation
-    ("run_qwen3_8b_fsdp_gb200.sh", "gb200"),         # machine
-])
+@pytest.mark.parametrize(
+    "name, token",
+    [
+        ("run_qwen3_8b_vllm_fsdp.sh", "vllm"),  # engine
+        ("run_qwen3_8b_fsdp_npu.sh", "npu"),  # platform
+        ("run_qwen3_30b_a3b_megatron_fp8.sh", "fp8"),  # quantisation
+        ("run_qwen3_8b_fsdp_gb200.sh", "gb200"),  # machine
+    ],
+)
 def test_forbidden_tokens_rejected(name, token):
     assert "NM001" in codes(name)
     assert any(token in m for m in messages(name))
@@ -123,13 +131,14 @@ def test_tokens_match_whole_words_only(name):
 
 # --- ignores ----------------------------------------------------------------------------------------------------
 
+
 def test_verl_default_ignores():
     assert codes("run_profile_vllm.sh", DEFAULT_IGNORE_DIRS, DEFAULT_IGNORE_FILES, under="examples/profile") == []
-    assert codes("run_deepseek_llm_7b.sh", DEFAULT_IGNORE_DIRS, DEFAULT_IGNORE_FILES,
-                 under="examples/generation") == []
+    assert codes("run_deepseek_llm_7b.sh", DEFAULT_IGNORE_DIRS, DEFAULT_IGNORE_FILES, under="examples/generation") == []
     # the same names elsewhere are checked
-    assert codes("run_deepseek_llm_7b.sh", DEFAULT_IGNORE_DIRS, DEFAULT_IGNORE_FILES,
-                 under="examples/grpo_trainer") == ["NM002"]
+    assert codes(
+        "run_deepseek_llm_7b.sh", DEFAULT_IGNORE_DIRS, DEFAULT_IGNORE_FILES, under="examples/grpo_trainer"
+    ) == ["NM002"]
     assert codes("run_profile_vllm.sh", under="examples/profile") == ["NM001", "NM002"]
 
 
@@ -159,8 +168,12 @@ def test_only_run_scripts_are_named_a_helper_script_is_not(tmp_path):
     from sapo_toolkit.linter.settings import Settings
 
     (tmp_path / "setup_env.sh").write_text("#!/bin/bash\necho setting up\n", encoding="utf-8")
-    (tmp_path / "train_qwen.sh").write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n",
-                                            encoding="utf-8")
-    found = [(Path(d.location.path).name, d.code) for d in lint_paths([tmp_path], Settings(), []).diagnostics
-             if d.code.startswith("NM")]
+    (tmp_path / "train_qwen.sh").write_text(
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n", encoding="utf-8"
+    )
+    found = [
+        (Path(d.location.path).name, d.code)
+        for d in lint_paths([tmp_path], Settings(), []).diagnostics
+        if d.code.startswith("NM")
+    ]
     assert found == [("train_qwen.sh", "NM003")], found

@@ -21,6 +21,7 @@ FULL = (f"{OTC}.recompute_granularity: full", f"{OTC}.recompute_method: uniform"
 
 # --- incident 2 ---------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("mcore", ["0.12.1", "0.15.3", "0.16.1"])
 def test_incident_2_selective_with_leftover_full_triplet(lint_text, mcore):
     found = lint_text(body(*FULL, f"{OTC}.recompute_granularity: selective", mcore=mcore))
@@ -50,6 +51,7 @@ def test_selective_num_layers_null_is_clean(lint_text):
 
 # --- RC001 / RC002 -----------------------------------------------------------------------------------------
 
+
 def test_granularity_value_is_case_sensitive(lint_text):
     found = lint_text(body(f"{OTC}.recompute_granularity: Selective"))
     [hit] = rc(found, "RC001")
@@ -61,14 +63,14 @@ def test_granularity_null_is_clean(lint_text):
 
 
 def test_method_value(lint_text):
-    found = lint_text(body(f"{OTC}.recompute_granularity: selective", f"{OTC}.recompute_method: Block",
-                           mcore="0.12.1"))
+    found = lint_text(body(f"{OTC}.recompute_granularity: selective", f"{OTC}.recompute_method: Block", mcore="0.12.1"))
     [hit] = rc(found, "RC002")
     assert 'recompute_method: Block must be "block" or "uniform".' in hit.message
     assert not rc(lint_text(body(*FULL[:1], f"{OTC}.recompute_method: block", FULL[2])), "RC002")
 
 
 # --- RC003 / RC004 -----------------------------------------------------------------------------------------
+
 
 def test_full_alone_needs_method_and_num_layers(lint_text):
     found = lint_text(body(f"{OTC}.recompute_granularity: full"))
@@ -80,8 +82,13 @@ def test_full_alone_needs_method_and_num_layers(lint_text):
 
 
 def test_full_num_layers_message_uses_pipeline_size(lint_text):
-    found = lint_text(body("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size: 4",
-                           f"{OTC}.recompute_granularity: full", f"{OTC}.recompute_method: block"))
+    found = lint_text(
+        body(
+            "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size: 4",
+            f"{OTC}.recompute_granularity: full",
+            f"{OTC}.recompute_method: block",
+        )
+    )
     [n] = rc(found, "RC004")
     assert "num_layers_per_pipeline_rank: 9" in n.message
     assert not rc(found, "RC003")
@@ -94,10 +101,16 @@ def test_full_triplet_is_clean(lint_text):
 
 # --- RC006: version-dependent module names -----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("mcore,fails", [("0.12.1", True), ("0.13.1", True), ("0.15.3", False), ("0.16.1", False)])
 def test_shared_experts_module_by_version(lint_text, mcore, fails):
-    found = lint_text(body(f"{OTC}.recompute_granularity: selective",
-                           f"{OTC}.recompute_modules: [core_attn, shared_experts]", mcore=mcore))
+    found = lint_text(
+        body(
+            f"{OTC}.recompute_granularity: selective",
+            f"{OTC}.recompute_modules: [core_attn, shared_experts]",
+            mcore=mcore,
+        )
+    )
     hits = rc(found, "RC006")
     assert bool(hits) == fails, found
     if fails:
@@ -107,8 +120,9 @@ def test_shared_experts_module_by_version(lint_text, mcore, fails):
 
 def test_unknown_module_every_version(lint_text):
     for mcore in ("0.12.1", "0.15.3", "0.16.1"):
-        found = lint_text(body(f"{OTC}.recompute_granularity: selective", f"{OTC}.recompute_modules: [attn]",
-                               mcore=mcore))
+        found = lint_text(
+            body(f"{OTC}.recompute_granularity: selective", f"{OTC}.recompute_modules: [attn]", mcore=mcore)
+        )
         assert rc(found, "RC006"), mcore
 
 
@@ -120,6 +134,7 @@ def test_modules_not_checked_without_selective(lint_text):
 
 
 # --- RC007..RC010 ------------------------------------------------------------------------------------------
+
 
 def test_cpu_offloading_with_recompute(lint_text):
     found = lint_text(body(*FULL, f"+{OTC}.cpu_offloading: true", mcore="0.12.1"))
@@ -136,8 +151,9 @@ def test_distribute_saved_activations_needs_sequence_parallel(lint_text):
     # TP=1: verl turns sequence parallel off
     assert not rc(lint_text(body(*FULL, dsa)), "RC008")
     # sequence parallel explicitly off
-    assert not rc(lint_text(body(tp2, "actor_rollout_ref.actor.megatron.sequence_parallel: false", *FULL, dsa)),
-                  "RC008")
+    assert not rc(
+        lint_text(body(tp2, "actor_rollout_ref.actor.megatron.sequence_parallel: false", *FULL, dsa)), "RC008"
+    )
     # no recompute: not checked
     assert not rc(lint_text(body(tp2, dsa)), "RC008")
 

@@ -9,46 +9,56 @@ def test_sl001_suggests_the_real_path_at_another_level(lint_text):
     assert "actor_rollout_ref.actor.tau_pos" in found[0].message
     assert found[0].fix.text == "actor_rollout_ref.actor.tau_pos" and found[0].fix.applicability == "unsafe"
 
+
 def test_sl001_near_spelling_elsewhere_prefers_the_closest_branch(lint_text):
     # `tua_neg` is near `tau_neg`, which both the actor and the ref have: the actor's shares the longer prefix.
     found = only(lint_text("overrides:\n  actor_rollout_ref.actor.policy_loss.tua_neg: 1.05\n"), "SL001")
     assert "Did you mean `actor_rollout_ref.actor.tau_neg`?" in found[0].message, found[0].message
+
 
 def test_sl001_declared_only_field_needs_plus(lint_text):
     found = only(lint_text("overrides:\n  actor_rollout_ref.rollout.repetition_penalty: 1.1\n"), "SL001")
     assert found and found[0].fix.text == "+actor_rollout_ref.rollout.repetition_penalty"
     assert not only(lint_text("overrides:\n  +actor_rollout_ref.rollout.repetition_penalty: 1.1\n"), "SL001")
 
+
 def test_sl001_depends_on_the_model_engine_selection(lint_text):
     body = "config_name: ppo_trainer\noverrides:\n  actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 2\n"
     assert only(lint_text(body), "SL001")  # dp actor has no megatron block
     assert not only(lint_text(body + "  model_engine: megatron\n"), "SL001")
+
 
 def test_sl001_follows_the_verl_version(lint_text):
     body = "overrides:\n  actor_rollout_ref.actor.megatron.grad_offload: true\n"
     assert only(lint_text('verl: "0.9.1"\n' + body), "SL001")
     assert not only(lint_text('verl: "0.8.0"\n' + body), "SL001")
 
+
 # SL002
 def test_sl002_allows_plus_on_a_null_default(lint_text):
     body = "overrides:\n  +actor_rollout_ref.actor.megatron.override_transformer_config.recompute_method: uniform\n"
     assert not only(lint_text(body), "SL002")
 
+
 def test_sl002_plus_on_config_group(lint_text):
     found = only(lint_text("overrides:\n  +model_engine: megatron\n"), "SL002")
     assert found and "Multiple values" in found[0].message and found[0].fix.text == "model_engine"
+
 
 # SL003
 def test_sl003_field_missing_from_instantiated_dataclass(lint_text):
     found = only(lint_text("overrides:\n  +actor_rollout_ref.rollout.sampling_temp: 0.7\n"), "SL003")
     assert found and "RolloutConfig" in found[0].message and "TypeError" in found[0].message
 
+
 def test_sl003_key_read_somewhere_under_plain_node_is_accepted(lint_text):
     # `data` is a plain node; `trust_remote_code` is a name verl's source reads.
     assert not only(lint_text("overrides:\n  +data.trust_remote_code: true\n"), "SL003")
 
+
 def test_sl003_open_dict_without_consumer_accepts_anything(lint_text):
     assert not only(lint_text("overrides:\n  +actor_rollout_ref.model.override_config.anything_goes: 1\n"), "SL003")
+
 
 # SL004
 def test_sl004_float_for_int_and_bool_for_str(lint_text):
@@ -61,6 +71,7 @@ def test_sl004_float_for_int_and_bool_for_str(lint_text):
     assert 7 not in lines  # an int is a valid float
     assert 8 in lines  # a bool for a str field
 
+
 def test_sl004_null_for_a_type_not_declared_optional_is_a_warning(lint_text):
     found = only(lint_text("overrides:\n  algorithm.rollout_correction.rollout_is_threshold: null\n"), "SL004")
     assert len(found) == 1 and found[0].severity.value == "warning", found
@@ -68,9 +79,11 @@ def test_sl004_null_for_a_type_not_declared_optional_is_a_warning(lint_text):
     found = only(lint_text("overrides:\n  algorithm.rollout_correction.rollout_is_threshold: [2]\n"), "SL004")
     assert len(found) == 1 and found[0].severity.value == "error", found
 
+
 def test_sl004_interpolations_are_not_type_checked(lint_text):
     body = "overrides:\n  actor_rollout_ref.actor.megatron.tensor_model_parallel_size: ${trainer.nnodes}\n"
     assert not only(lint_text(body), "SL004")
+
 
 # SL005
 def test_sl005_loss_mode_registry_and_group_options(lint_text):
@@ -78,9 +91,11 @@ def test_sl005_loss_mode_registry_and_group_options(lint_text):
     assert [d.location.line for d in only(found, "SL005")] == [6, 7]
     assert "clip_cov" in only(found, "SL005")[0].message
 
+
 # SL006
 def test_sl006_delete_after_add_is_fine(lint_text):
     assert not only(lint_text("overrides:\n  +trainer.foo: 1\n  ~trainer.foo: null\n"), "SL006")
+
 
 # SL007
 def test_sl007_follows_megatron_core_version(lint_text):
@@ -89,15 +104,21 @@ def test_sl007_follows_megatron_core_version(lint_text):
     assert old and "megatron-core 0.12.1" in old[0].message
     assert not only(lint_text('stack: {megatron_core: "0.16.1"}\n' + body), "SL007")
 
+
 def test_sl007_unknown_optimizer_field_on_newest_release(lint_text):
-    body = 'stack: {megatron_core: "0.16.1"}\noverrides:\n  +actor_rollout_ref.actor.optim.override_optimizer_config.adam_beta3: 0.9\n'
+    body = (
+        'stack: {megatron_core: "0.16.1"}\noverrides:\n'
+        "  +actor_rollout_ref.actor.optim.override_optimizer_config.adam_beta3: 0.9\n"
+    )
     found = only(lint_text(body), "SL007")
     assert found and "megatron-core 0.16.1" in found[0].message
+
 
 def test_sl007_mbridge_release_vs_git_main(lint_text):
     body = "overrides:\n  +actor_rollout_ref.actor.checkpoint.mbridge_config.distributed_filesystem: true\n"
     assert only(lint_text('stack: {mbridge: "0.15.1"}\n' + body), "SL007")
     assert not only(lint_text("stack: {mbridge: git-main}\n" + body), "SL007")
+
 
 def test_sl007_transformer_config_field(lint_text):
     good = "overrides:\n  +actor_rollout_ref.actor.megatron.override_transformer_config.apply_rope_fusion: true\n"
@@ -105,9 +126,12 @@ def test_sl007_transformer_config_field(lint_text):
     assert not only(lint_text(good), "SL007")
     assert "apply_rope_fusion" in only(lint_text(bad), "SL007")[0].message
 
+
 _OTC = "+actor_rollout_ref.actor.megatron.override_transformer_config"
-_DEVICE_VARIANTS = ("variants:\n  device:\n    npu: {overrides: {trainer.device: npu}}\n"
-                    "    gpu: {overrides: {trainer.device: cuda}}\n")
+_DEVICE_VARIANTS = (
+    "variants:\n  device:\n    npu: {overrides: {trainer.device: npu}}\n    gpu: {overrides: {trainer.device: cuda}}\n"
+)
+
 
 def test_sl007_mindspeed_fields_pass_on_npu_and_fail_on_gpu(lint_text):
     body = f"overrides:\n  model_engine: megatron\n  {_OTC}.use_flash_attn: true\n  {_OTC}.use_naive_l2norm: true\n"
@@ -116,11 +140,13 @@ def test_sl007_mindspeed_fields_pass_on_npu_and_fail_on_gpu(lint_text):
     assert {d.message.split("`")[1] for d in found} == {"use_flash_attn", "use_naive_l2norm"}
     assert "MindSpeed (Ascend) field" in found[0].message and "megatron-core 0.16.1" in found[0].message
 
+
 def test_sl007_typo_on_npu_is_still_reported_with_the_mindspeed_name(lint_text):
     body = f"overrides:\n  model_engine: megatron\n  trainer.device: npu\n  {_OTC}.use_flash_atn: true\n"
     found = only(lint_text(body), "SL007")
     assert len(found) == 1 and "Did you mean `use_flash_attn`?" in found[0].message
     assert "runs on NPU" in found[0].message and "never takes effect" in found[0].message
+
 
 def test_sl007_npu_from_stack_accelerator_or_ascend_environment(lint_text):
     body = f"overrides:\n  model_engine: megatron\n  {_OTC}.use_fused_rmsnorm: true\n"
@@ -129,6 +155,7 @@ def test_sl007_npu_from_stack_accelerator_or_ascend_environment(lint_text):
     assert not only(lint_text("env: {HCCL_BUFFSIZE: 300}\n" + body), "SL007")
     assert not only(lint_text("env: {VERL_ENGINE_DEVICE: npu}\n" + body), "SL007")
     assert only(lint_text("env: {HCCL_BUFFSIZE: 300}\n" + body + "  trainer.device: cuda\n"), "SL007")
+
 
 def test_sl007_npu_script_variant(tmp_path):
     from pathlib import Path
@@ -144,6 +171,7 @@ def test_sl007_npu_script_variant(tmp_path):
     gpu = [d for d in found if d.variant == "DEVICE=gpu"]
     assert [d.message.split("`")[1] for d in gpu] == ["use_fused_rmsnorm"]
 
+
 def test_sl007_names_the_committed_release_that_has_the_field(lint_text):
     body = "overrides:\n  +actor_rollout_ref.actor.optim.override_optimizer_config.decoupled_weight_decay: true\n"
     found = only(lint_text('stack: {megatron_core: "0.12.1"}\n' + body), "SL007")
@@ -151,14 +179,19 @@ def test_sl007_names_the_committed_release_that_has_the_field(lint_text):
     typo = "overrides:\n  +actor_rollout_ref.actor.optim.override_optimizer_config.adam_beta3: 0.9\n"
     assert " have it" not in only(lint_text('stack: {megatron_core: "0.12.1"}\n' + typo), "SL007")[0].message
 
+
 def test_sl007_field_of_no_release_is_a_warning_when_the_script_installs_a_megatron_commit(tmp_path):
     from sapo_toolkit.linter.lint import lint_paths
     from sapo_toolkit.linter.settings import Settings
 
-    call = ("python3 -m verl.trainer.main_ppo model_engine=megatron "
-            "+actor_rollout_ref.actor.megatron.override_transformer_config.{field}=True\n")
-    pinned = ("[ -d Megatron-LM ] || git clone https://github.com/NVIDIA/Megatron-LM -b dev && "
-              "(cd Megatron-LM; git checkout 23e092f41ec8bc659020e401ddac9576c1cfed7e)\n")
+    call = (
+        "python3 -m verl.trainer.main_ppo model_engine=megatron "
+        "+actor_rollout_ref.actor.megatron.override_transformer_config.{field}=True\n"
+    )
+    pinned = (
+        "[ -d Megatron-LM ] || git clone https://github.com/NVIDIA/Megatron-LM -b dev && "
+        "(cd Megatron-LM; git checkout 23e092f41ec8bc659020e401ddac9576c1cfed7e)\n"
+    )
 
     def sl007(text):
         script = tmp_path / "run_x_megatron.sh"
@@ -177,7 +210,9 @@ def test_megatron_pin_read_from_the_scripts_install_lines_and_comments():
     from sapo_toolkit.linter.sources.bash.script import megatron_pin
 
     assert megatron_pin("#   git clone -b lite https://github.com/verl-project/Megatron-LM mlite\n") == "branch lite"
-    assert megatron_pin("pip install git+https://github.com/NVIDIA/Megatron-LM.git@core_r0.18.0\n") == "ref core_r0.18.0"
+    assert (
+        megatron_pin("pip install git+https://github.com/NVIDIA/Megatron-LM.git@core_r0.18.0\n") == "ref core_r0.18.0"
+    )
     assert megatron_pin("#   - Megatron-LM==0.16.0\n") is None  # a release: the stack names its snapshot
     assert megatron_pin("git checkout 23e092f41ec8\n") is None  # not Megatron-LM's
 
@@ -190,16 +225,19 @@ def test_sl008_variant_replacing_base_key_is_not_a_duplicate(lint_text):
     )
     assert not only(lint_text(body), "SL008")
 
+
 # SL010
 def test_sl010_plain_set_on_actor_is_fine(lint_text):
     body = "overrides:\n  +actor_rollout_ref.actor.megatron.override_transformer_config.apply_rope_fusion: true\n"
     assert not only(lint_text(body), "SL010")
+
 
 def test_sl004_undeclared_path_keys_take_a_list_of_paths(lint_text):
     # data.train_files has a string default on a plain node: verl reads one path or a list of them
     assert not only(lint_text("overrides:\n  data.train_files: [/a.parquet, /b.parquet]\n"), "SL004")
     # a declared `str` field (HFModelConfig.path) does not take a list
     assert only(lint_text("overrides:\n  actor_rollout_ref.model.path: [/a, /b]\n"), "SL004")
+
 
 def test_sl004_undeclared_list_of_names_takes_one_name(lint_text):
     # trainer.logger is a list of strings on a plain node: verl's Tracking wraps a single string in a list
@@ -212,6 +250,7 @@ def test_sl004_undeclared_list_of_names_takes_one_name(lint_text):
 # Version-aware SL001/SL003 (other committed snapshots), verl main's configs, builder fixes (H2)
 _MAIN = '"0.10.0.dev"'
 
+
 def test_sl001_names_the_newer_snapshot_that_has_the_key(lint_text):
     body = "overrides:\n  model_engine: megatron\n  actor_rollout_ref.actor.megatron.grad_offload: true\n"
     found = only(lint_text('verl: "0.9.1"\n' + body), "SL001")
@@ -222,24 +261,31 @@ def test_sl001_names_the_newer_snapshot_that_has_the_key(lint_text):
     assert found[0].fix is None  # not a typo: no `Did you mean` rewrite
     assert not only(lint_text(f"verl: {_MAIN}\n" + body), "SL001")
 
+
 def test_sl001_names_the_older_snapshot_of_a_removed_key(lint_text):
     found = only(lint_text(f"verl: {_MAIN}\noverrides:\n  trainer.checkpoint_callback_class: x.Y\n"), "SL001")
     assert "Removed or renamed since verl 0.9.1" in found[0].message and "Added after" not in found[0].message
     typo = only(lint_text(f"verl: {_MAIN}\noverrides:\n  trainer.checkpoint_callbak_class: x.Y\n"), "SL001")
     assert "Removed" not in typo[0].message and "Added" not in typo[0].message
 
+
 def test_sl003_declared_dict_field_takes_keys(lint_text):
     # FSDPEngineConfig.mixed_precision: Optional[dict[str, Any]] (verl/workers/config/engine.py), not in the YAML
-    ok = "config_name: ppo_trainer\noverrides:\n  +actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype: bf16\n"
-    bad = "config_name: ppo_trainer\noverrides:\n  +actor_rollout_ref.actor.fsdp_config.mixed_precison.param_dtype: bf16\n"
+    head = "config_name: ppo_trainer\noverrides:\n"
+    ok = head + "  +actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype: bf16\n"
+    bad = head + "  +actor_rollout_ref.actor.fsdp_config.mixed_precison.param_dtype: bf16\n"
     assert not only(lint_text(ok), "SL003")
     assert only(lint_text(bad), "SL003")
+
 
 def test_sl003_keys_under_turbo_config_go_to_fsdp_turbo(lint_text):
     base = "+actor_rollout_ref.actor.fsdp_config.turbo_config.distributed"
     head = f"verl: {_MAIN}\nconfig_name: ppo_trainer\noverrides:\n"
-    assert not only(lint_text(head + f"  {base}.fsdp_plan.apply_modules: [a]\n  {base}.ep_plan.dispatcher: x\n"), "SL003")
+    assert not only(
+        lint_text(head + f"  {base}.fsdp_plan.apply_modules: [a]\n  {base}.ep_plan.dispatcher: x\n"), "SL003"
+    )
     assert only(lint_text(head + "  +actor_rollout_ref.actor.fsdp_config.turbo_cfg.x: 1\n"), "SL003")
+
 
 def test_sl007_ray_init_keys_are_ray_init_parameters(lint_text):
     ok = "overrides:\n  +ray_kwargs.ray_init._temp_dir: /tmp/ray\n  +ray_kwargs.ray_init.namespace: n\n"
@@ -249,12 +295,15 @@ def test_sl007_ray_init_keys_are_ray_init_parameters(lint_text):
     assert len(bad) == 1 and "ray 2.60.0 `init`" in bad[0].message and "Unknown keyword" in bad[0].message
     assert "num_cpus" in bad[0].message
 
+
 def test_sl004_union_type_takes_either(lint_text):
     key = "algorithm.rollout_correction.rollout_is_threshold"  # `str | float` (verl/trainer/config/algorithm.py)
-    assert not only(lint_text(f"overrides:\n  {key}: 0.5_4.0\n  algorithm.rollout_correction.rollout_is: token\n"),
-                    "SL004")
+    assert not only(
+        lint_text(f"overrides:\n  {key}: 0.5_4.0\n  algorithm.rollout_correction.rollout_is: token\n"), "SL004"
+    )
     found = only(lint_text(f"overrides:\n  {key}: [1, 2]\n"), "SL004")
     assert found and "expects float or str" in found[0].message and found[0].severity.value == "error"
+
 
 def test_sl004_inferred_type_is_a_warning(lint_text):
     found = only(lint_text("overrides:\n  data.max_prompt_length: long\n"), "SL004")  # `data`: no dataclass
@@ -262,37 +311,59 @@ def test_sl004_inferred_type_is_a_warning(lint_text):
     declared = only(lint_text("overrides:\n  actor_rollout_ref.actor.ppo_mini_batch_size: long\n"), "SL004")
     assert declared and declared[0].severity.value == "error"
 
+
 def _script(tmp_path, module: str, *args: str, version: str = "0.10.0.dev"):
     from sapo_toolkit.linter.lint import lint_paths
     from sapo_toolkit.linter.settings import Settings
 
     path = tmp_path / "run_sft_megatron.sh"
-    path.write_text("#!/usr/bin/env bash\ntorchrun --nproc_per_node=8 -m " + module + " \\\n"
-                    + " \\\n".join(f"    {a}" for a in args) + "\n", encoding="utf-8")
+    path.write_text(
+        "#!/usr/bin/env bash\ntorchrun --nproc_per_node=8 -m "
+        + module
+        + " \\\n"
+        + " \\\n".join(f"    {a}" for a in args)
+        + "\n",
+        encoding="utf-8",
+    )
     return lint_paths([path], Settings(verl_version=version), []).diagnostics
 
 
 def test_sft_trainer_engine_is_checked(tmp_path):
     sft = "verl.trainer.sft_trainer"
-    good = _script(tmp_path, sft, "model=hf_model", "engine=megatron", "optim=megatron",
-                   "engine.tensor_model_parallel_size=2", "optim.lr_decay_style=cosine")
+    good = _script(
+        tmp_path,
+        sft,
+        "model=hf_model",
+        "engine=megatron",
+        "optim=megatron",
+        "engine.tensor_model_parallel_size=2",
+        "optim.lr_decay_style=cosine",
+    )
     assert not [d for d in good if d.code.startswith(("SL", "RF004"))]
     found = only(_script(tmp_path, sft, "engine=megatron", "optim=megatron", "engine.tensor_parallel_size=2"), "SL001")
     assert "`sft_trainer_engine` (engine=megatron, optim=megatron)" in found[0].message
     assert "engine.tensor_model_parallel_size" in found[0].message
     assert only(_script(tmp_path, sft, "engine.tensor_model_parallel_size=2"), "SL001")  # default engine=fsdp
-    assert not only(_script(tmp_path, sft, "engine=megatron", "engine.tensor_model_parallel_size=2",
-                            version="0.9.1"), "SL001")  # verl 0.9.1 ships sft_trainer_engine too
+    assert not only(
+        _script(tmp_path, sft, "engine=megatron", "engine.tensor_model_parallel_size=2", version="0.9.1"), "SL001"
+    )  # verl 0.9.1 ships sft_trainer_engine too
 
 
 def test_config_without_snapshot_is_one_info(tmp_path):
-    found = only(_script(tmp_path, "verl.trainer.main_ppo", "--config-name=my_own_trainer", "trainer.nnodes=2",
-                         "trainer.nnodes=3"), "RF004")
+    found = only(
+        _script(
+            tmp_path, "verl.trainer.main_ppo", "--config-name=my_own_trainer", "trainer.nnodes=2", "trainer.nnodes=3"
+        ),
+        "RF004",
+    )
     assert len(found) == 1 and found[0].severity.value == "info"
     assert "no config 'my_own_trainer'" in found[0].message and "not checked" in found[0].message
     assert not only(_script(tmp_path, "verl.trainer.main_ppo", "trainer.nnodes=2"), "RF004")
-    assert only(_script(tmp_path, "verl.trainer.main_ppo", "trainer.nnodes=2", version="0.3.0"),
-                "RF004")[0].severity.value == "error"
+    assert (
+        only(_script(tmp_path, "verl.trainer.main_ppo", "trainer.nnodes=2", version="0.3.0"), "RF004")[0].severity.value
+        == "error"
+    )
+
 
 def test_other_snapshots_are_read_only_for_unknown_keys(lint_text):
     from sapo_toolkit.linter import schema

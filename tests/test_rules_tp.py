@@ -28,9 +28,13 @@ def test_tp001_ref_with_its_own_sizes(lint_text):
 
 
 def test_tp001_two_nodes(lint_text):
-    body = f"overrides:\n  trainer.nnodes: 2\n  {A}.tensor_model_parallel_size: 8\n  {A}.pipeline_model_parallel_size: 2\n"
+    body = (
+        f"overrides:\n  trainer.nnodes: 2\n  {A}.tensor_model_parallel_size: 8\n  {A}.pipeline_model_parallel_size: 2\n"
+    )
     assert not only(lint_text(body), "TP001")
-    body = f"overrides:\n  trainer.nnodes: 2\n  {A}.tensor_model_parallel_size: 8\n  {A}.pipeline_model_parallel_size: 3\n"
+    body = (
+        f"overrides:\n  trainer.nnodes: 2\n  {A}.tensor_model_parallel_size: 8\n  {A}.pipeline_model_parallel_size: 3\n"
+    )
     assert only(lint_text(body), "TP001")
 
 
@@ -52,16 +56,21 @@ def test_tp004_depends_on_megatron_core_version(lint_text):
 
 def test_tp005_and_tp006(lint_text):
     assert not only(lint_text(MOE + f"overrides:\n  {A}.expert_model_parallel_size: 8\n"), "TP005")
-    assert only(lint_text("model: {path: Qwen/Qwen3-235B-A22B}\n" + f"overrides:\n  {A}.expert_model_parallel_size: 6\n"), "TP005")
+    assert only(
+        lint_text("model: {path: Qwen/Qwen3-235B-A22B}\n" + f"overrides:\n  {A}.expert_model_parallel_size: 6\n"),
+        "TP005",
+    )
     assert not only(lint_text(MOE + f"overrides:\n  {A}.expert_model_parallel_size: 2\n"), "TP006")
 
 
 def test_tp007_uneven_layout_for_awkward_layer_counts(lint_text):
     big = "model: {path: Qwen/Qwen3-235B-A22B}\n"  # 94 layers
     assert only(lint_text(big + f"overrides:\n  {A}.pipeline_model_parallel_size: 4\n"), "TP007")
-    uneven = (f"overrides:\n  {A}.pipeline_model_parallel_size: 4\n"
-              f"  +{A}.override_transformer_config.num_layers_in_first_pipeline_stage: 23\n"
-              f"  +{A}.override_transformer_config.num_layers_in_last_pipeline_stage: 23\n")
+    uneven = (
+        f"overrides:\n  {A}.pipeline_model_parallel_size: 4\n"
+        f"  +{A}.override_transformer_config.num_layers_in_first_pipeline_stage: 23\n"
+        f"  +{A}.override_transformer_config.num_layers_in_last_pipeline_stage: 23\n"
+    )
     assert not only(lint_text(big + uneven), "TP007")  # 48 middle layers over 2 stages
     bad = uneven.replace(": 23\n", ": 22\n", 1)
     assert "left over layers" in only(lint_text(big + bad), "TP007")[0].message  # 49 over 2
@@ -73,15 +82,19 @@ def test_tp008_layers_per_stage_and_vpp(lint_text):
 
 
 def test_tp009_dense_ffn_and_vocab(lint_text):
-    body = ('model: {path: Qwen/Qwen2.5-7B}\noverrides:\n  trainer.n_gpus_per_node: 28\n'
-            f"  {A}.tensor_model_parallel_size: 28\n")
+    body = (
+        "model: {path: Qwen/Qwen2.5-7B}\noverrides:\n  trainer.n_gpus_per_node: 28\n"
+        f"  {A}.tensor_model_parallel_size: 28\n"
+    )
     messages = [d.message for d in only(lint_text(body), "TP009")]
     assert any("FFN hidden size 18944" in m for m in messages) and any("vocabulary 152064" in m for m in messages)
 
 
 def test_tp010_is_a_warning_from_megatron_core_0_15(lint_text):
-    body = (f"overrides:\n  {A}.tensor_model_parallel_size: 2\n  {A}.expert_model_parallel_size: 2\n"
-            f"  {A}.sequence_parallel: false\n")
+    body = (
+        f"overrides:\n  {A}.tensor_model_parallel_size: 2\n  {A}.expert_model_parallel_size: 2\n"
+        f"  {A}.sequence_parallel: false\n"
+    )
     (new,) = only(lint_text(MOE + 'stack: {megatron_core: "0.16.1"}\n' + body), "TP010")
     assert new.severity == Severity.WARNING
     (old,) = only(lint_text(MOE + 'stack: {megatron_core: "0.12.1"}\n' + body), "TP010")
@@ -104,10 +117,18 @@ def test_tp012_multi_node_replica_is_allowed(lint_text):
 def test_model_shape_from_a_local_config_json(lint_text, tmp_path):
     model_dir = tmp_path / "my-model"
     model_dir.mkdir()
-    (model_dir / "config.json").write_text(json.dumps({
-        "num_hidden_layers": 12, "hidden_size": 768, "num_attention_heads": 12, "num_key_value_heads": 12,
-        "intermediate_size": 3072, "vocab_size": 50304,
-    }))
+    (model_dir / "config.json").write_text(
+        json.dumps(
+            {
+                "num_hidden_layers": 12,
+                "hidden_size": 768,
+                "num_attention_heads": 12,
+                "num_key_value_heads": 12,
+                "intermediate_size": 3072,
+                "vocab_size": 50304,
+            }
+        )
+    )
     body = f"model: {{path: ./my-model}}\noverrides:\n  {A}.tensor_model_parallel_size: 8\n"
     (found,) = only(lint_text(body), "TP003")
     assert "12 attention heads" in found.message and "my-model" in found.message
@@ -124,14 +145,18 @@ def test_unknown_model_is_one_info_and_skips_model_rules(lint_text):
 
 # --- TP014: sizes below 1 (issue 14) -------------------------------------------------------------------------------
 
-STATIC_MICRO = ("  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 2\n"
-                "  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 2\n")
+STATIC_MICRO = (
+    "  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 2\n"
+    "  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 2\n"
+)
 
 
 def test_tp014_a_world_of_no_devices(lint_text):
-    for setting, said in [("trainer.nnodes: 0", "`trainer.nnodes` is 0"),
-                          ("trainer.n_gpus_per_node: -8", "`trainer.n_gpus_per_node` is -8"),
-                          ("~trainer.nnodes: null", "`~trainer.nnodes` deletes `trainer.nnodes`")]:
+    for setting, said in [
+        ("trainer.nnodes: 0", "`trainer.nnodes` is 0"),
+        ("trainer.n_gpus_per_node: -8", "`trainer.n_gpus_per_node` is -8"),
+        ("~trainer.nnodes: null", "`~trainer.nnodes` deletes `trainer.nnodes`"),
+    ]:
         found = lint_text(f"overrides:\n{STATIC_MICRO}  {setting}\n")
         tp014 = only(found, "TP014")
         assert len(tp014) == 1 and said in tp014[0].message, (setting, [(d.code, d.message) for d in found])
@@ -140,29 +165,48 @@ def test_tp014_a_world_of_no_devices(lint_text):
         assert {d.code for d in found} <= {"TP014", "MEM001", "MEM002"}, [(d.code, d.message) for d in found]
     # on the FSDP engine too: verl's resource pool is `[n_gpus_per_node] * nnodes` whatever the engine
     assert only(lint_text(f"config_name: ppo_trainer\noverrides:\n{STATIC_MICRO}  trainer.nnodes: 0\n"), "TP014")
-    assert not only(lint_text(f"overrides:\n{STATIC_MICRO}  trainer.nnodes: 2\n  trainer.n_gpus_per_node: 4\n"), "TP014")
+    assert not only(
+        lint_text(f"overrides:\n{STATIC_MICRO}  trainer.nnodes: 2\n  trainer.n_gpus_per_node: 4\n"), "TP014"
+    )
 
 
 def test_tp014_megatron_expert_and_virtual_pipeline_sizes(lint_text):
-    for name, value in [("expert_model_parallel_size", 0), ("expert_tensor_parallel_size", 0),
-                        ("expert_tensor_parallel_size", -2), ("virtual_pipeline_model_parallel_size", 0)]:
-        found = only(lint_text(MOE + f"overrides:\n{STATIC_MICRO}  {A}.pipeline_model_parallel_size: 2\n"
-                                     f"  {A}.{name}: {value}\n"), "TP014")
+    for name, value in [
+        ("expert_model_parallel_size", 0),
+        ("expert_tensor_parallel_size", 0),
+        ("expert_tensor_parallel_size", -2),
+        ("virtual_pipeline_model_parallel_size", 0),
+    ]:
+        found = only(
+            lint_text(
+                MOE + f"overrides:\n{STATIC_MICRO}  {A}.pipeline_model_parallel_size: 2\n  {A}.{name}: {value}\n"
+            ),
+            "TP014",
+        )
         assert len(found) == 1 and f"`{A}.{name}` is {value}" in found[0].message, (name, found)
-    assert not only(lint_text(MOE + f"overrides:\n{STATIC_MICRO}  {A}.pipeline_model_parallel_size: 2\n"
-                                    f"  {A}.expert_model_parallel_size: 2\n  {A}.expert_tensor_parallel_size: 1\n"
-                                    f"  {A}.virtual_pipeline_model_parallel_size: 2\n"), "TP014")
+    assert not only(
+        lint_text(
+            MOE + f"overrides:\n{STATIC_MICRO}  {A}.pipeline_model_parallel_size: 2\n"
+            f"  {A}.expert_model_parallel_size: 2\n  {A}.expert_tensor_parallel_size: 1\n"
+            f"  {A}.virtual_pipeline_model_parallel_size: 2\n"
+        ),
+        "TP014",
+    )
 
 
 # --- a separate rollout (verl main's fully-async and one-step-off trainers): TP012 on its devices, TP015 ---------
+
 
 def _separated(tmp_path, *extra, entry="verl.experimental.one_step_off_policy.main_ppo"):
     from sapo_toolkit.linter.lint import lint_paths
     from sapo_toolkit.linter.settings import Settings
 
     path = tmp_path / "run_qwen3_8b_fsdp.sh"
-    path.write_text(f"python3 -m {entry} actor_rollout_ref.model.path=Qwen/Qwen3-8B trainer.nnodes=1 "
-                    "trainer.n_gpus_per_node=4 " + " ".join(extra) + "\n", encoding="utf-8")
+    path.write_text(
+        f"python3 -m {entry} actor_rollout_ref.model.path=Qwen/Qwen3-8B trainer.nnodes=1 "
+        "trainer.n_gpus_per_node=4 " + " ".join(extra) + "\n",
+        encoding="utf-8",
+    )
     return lint_paths([path], Settings(verl_version="0.10.0.dev", shellcheck=False), []).diagnostics
 
 
@@ -173,20 +217,27 @@ def test_tp012_tiles_a_separate_rollout_on_its_own_devices(tmp_path):
     assert not only(_separated(tmp_path, hybrid_off, rollout), "TP012")
     assert only(_separated(tmp_path, hybrid_off, rollout, entry="verl.trainer.main_ppo"), "TP012")  # colocated
     # 3 nodes x 8 with TP 16: one replica, 8 devices idle (verl floor-divides): a warning
-    idle = only(_separated(tmp_path, hybrid_off, rollout.replace("rollout.nnodes=1", "rollout.nnodes=3")
-                           .replace("size=8", "size=16")), "TP012")
+    idle = only(
+        _separated(
+            tmp_path, hybrid_off, rollout.replace("rollout.nnodes=1", "rollout.nnodes=3").replace("size=8", "size=16")
+        ),
+        "TP012",
+    )
     assert len(idle) == 1 and idle[0].severity is Severity.WARNING and "leaves 8 of the rollout's 24" in idle[0].message
     # a replica that straddles nodes is an error there too
     split = only(_separated(tmp_path, hybrid_off, rollout.replace("size=8", "size=3")), "TP012")
-    assert len(split) == 1 and split[0].severity is Severity.ERROR and "rollout's 8 devices per node" in split[0].message
+    assert (
+        len(split) == 1 and split[0].severity is Severity.ERROR and "rollout's 8 devices per node" in split[0].message
+    )
 
 
 def test_tp015_separate_rollout_trainers_need_hybrid_engine_off(tmp_path):
     rollout = "rollout.nnodes=1 rollout.n_gpus_per_node=4"
-    for entry in ("verl.experimental.one_step_off_policy.main_ppo",
-                  "verl.experimental.fully_async_policy.fully_async_main"):
+    for entry in (
+        "verl.experimental.one_step_off_policy.main_ppo",
+        "verl.experimental.fully_async_policy.fully_async_main",
+    ):
         found = only(_separated(tmp_path, rollout, entry=entry), "TP015")
         assert len(found) == 1 and "asserts `not hybrid_engine`" in found[0].message, entry
         assert not only(_separated(tmp_path, rollout, "actor_rollout_ref.hybrid_engine=False", entry=entry), "TP015")
     assert not only(_separated(tmp_path, rollout, entry="verl.trainer.main_ppo"), "TP015")
-

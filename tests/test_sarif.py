@@ -79,7 +79,8 @@ def code_scanning_problems(doc: dict) -> list[str]:
                 continue
             region = physical.get("region", {})
             if not physical["artifactLocation"].get("uri") or not all(
-                    k in region for k in ("startLine", "startColumn", "endLine", "endColumn")):
+                k in region for k in ("startLine", "startColumn", "endLine", "endColumn")
+            ):
                 problems.append(f"{where}: artifactLocation.uri or a region bound missing")
     return problems
 
@@ -122,7 +123,11 @@ def test_a_shellcheck_finding_links_to_shellcheck_and_its_region_is_the_word(tmp
     rule = doc["runs"][0]["tool"]["driver"]["rules"][result["ruleIndex"]]
     assert rule["helpUri"] == "https://www.shellcheck.net/wiki/SC2068"
     assert result["locations"][0]["physicalLocation"]["region"] == {
-        "startLine": 2, "startColumn": 51, "endLine": 2, "endColumn": 53}  # `$@`
+        "startLine": 2,
+        "startColumn": 51,
+        "endLine": 2,
+        "endColumn": 53,
+    }  # `$@`
 
 
 def test_help_uri_is_the_rules_own_section_of_docs_rules_md_at_the_installed_version():
@@ -163,9 +168,11 @@ def test_regions_end_where_the_override_ends(tmp_path):
     regions = {r["ruleId"]: r["locations"][0]["physicalLocation"]["region"] for r in doc["runs"][0]["results"]}
     assert regions["SL001"] == {"startLine": 6, "startColumn": 3, "endLine": 6, "endColumn": 20}
     script = tmp_path / "run_qwen3_8b_fsdp.sh"
-    script.write_text('python3 -m verl.trainer.main_ppo \\\n    trainer.nnodez=2 \\\n'
-                      '    "+actor_rollout_ref.actor.policy_loss.tau_pos=$(echo 1.2)" \\\n'
-                      '    actor_rollout_ref.actor.policy_loss.loss_mode=sapo\n')
+    script.write_text(
+        "python3 -m verl.trainer.main_ppo \\\n    trainer.nnodez=2 \\\n"
+        '    "+actor_rollout_ref.actor.policy_loss.tau_pos=$(echo 1.2)" \\\n'
+        "    actor_rollout_ref.actor.policy_loss.loss_mode=sapo\n"
+    )
     doc = json.loads(sapo_lint(str(script), "--format", "sarif", "--no-shellcheck", "--select", "SL001,SP001").stdout)
     regions = {r["ruleId"]: r["locations"][0]["physicalLocation"]["region"] for r in doc["runs"][0]["results"]}
     assert regions["SL001"] == {"startLine": 2, "startColumn": 5, "endLine": 2, "endColumn": 21}
@@ -201,7 +208,8 @@ def test_override_findings_get_a_logical_location_not_a_path(tmp_path):
     (location,) = result["locations"]
     assert "physicalLocation" not in location
     assert location["logicalLocations"] == [
-        {"name": "--override:1", "fullyQualifiedName": "sapo-lint --override:1", "kind": "parameter"}]
+        {"name": "--override:1", "fullyQualifiedName": "sapo-lint --override:1", "kind": "parameter"}
+    ]
     assert result["partialFingerprints"]["sapoLintFinding/v1"]
 
 
@@ -215,8 +223,9 @@ def test_artifact_uris_are_percent_encoded_and_relative_to_srcroot(tmp_path):
     validate(doc)
     run = doc["runs"][0]
     assert run["originalUriBaseIds"] == {"%SRCROOT%": {"uri": (tmp_path / "repo").as_uri() + "/"}}
-    artifacts = sorted((r["locations"][0]["physicalLocation"]["artifactLocation"] for r in run["results"]),
-                       key=lambda a: a["uri"])
+    artifacts = sorted(
+        (r["locations"][0]["physicalLocation"]["artifactLocation"] for r in run["results"]), key=lambda a: a["uri"]
+    )
     assert artifacts == [{"uri": outside.as_uri()}, {"uri": "my%20dir%231/r%C3%A9.yaml", "uriBaseId": "%SRCROOT%"}]
 
 
@@ -228,7 +237,9 @@ def test_fingerprints_survive_moved_lines_and_change_with_the_key(tmp_path):
 
     before = fingerprints(TAU_BUG + TAU_NEG + "  trainer.nnodez: 2\n")
     assert len(before) == 2
-    moved = fingerprints("# a comment\n\n" + TAU_BUG + "  trainer.total_epochs: 3\n" + TAU_NEG + "  trainer.nnodez: 2\n")
+    moved = fingerprints(
+        "# a comment\n\n" + TAU_BUG + "  trainer.total_epochs: 3\n" + TAU_NEG + "  trainer.nnodez: 2\n"
+    )
     assert moved == before
     renamed = fingerprints(TAU_BUG + TAU_NEG + "  trainer.nnodex: 2\n")
     assert len(set(renamed) & set(before)) == 1

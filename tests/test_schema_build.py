@@ -22,13 +22,33 @@ ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "schemas"
 
 # The committed megatron-core snapshots were built from the cp311 manylinux x86_64 wheels.
-MCORE_PLATFORM = ["--only-binary=:all:", "--implementation", "cp", "--python-version", "3.11", "--abi", "cp311",
-                  "--platform", "manylinux_2_28_x86_64"]
+MCORE_PLATFORM = [
+    "--only-binary=:all:",
+    "--implementation",
+    "cp",
+    "--python-version",
+    "3.11",
+    "--abi",
+    "cp311",
+    "--platform",
+    "manylinux_2_28_x86_64",
+]
 
 _NETWORK_MARKERS = (
-    "NewConnectionError", "ConnectionError", "ConnectTimeout", "ReadTimeout", "Connection refused",
-    "Temporary failure in name resolution", "Name or service not known", "Max retries exceeded", "ProxyError",
-    "Network is unreachable", "No route to host", "SSLError", "timed out", "Could not fetch URL",
+    "NewConnectionError",
+    "ConnectionError",
+    "ConnectTimeout",
+    "ReadTimeout",
+    "Connection refused",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "Max retries exceeded",
+    "ProxyError",
+    "Network is unreachable",
+    "No route to host",
+    "SSLError",
+    "timed out",
+    "Could not fetch URL",
 )
 
 
@@ -43,8 +63,23 @@ def _wheel(requirement: str, pattern: str, extra: list[str] | None = None) -> Pa
     if found:
         return found[0]
     cache.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "--no-input",
-           "--timeout", "30", "--retries", "1", requirement, "-d", str(cache), *(extra or [])]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--timeout",
+        "30",
+        "--retries",
+        "1",
+        requirement,
+        "-d",
+        str(cache),
+        *(extra or []),
+    ]
     try:
         proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=900)
     except subprocess.TimeoutExpired:
@@ -55,11 +90,15 @@ def _wheel(requirement: str, pattern: str, extra: list[str] | None = None) -> Pa
     output = proc.stdout + proc.stderr
     hits = [ln.strip() for ln in output.splitlines() if any(m in ln for m in _NETWORK_MARKERS)]
     if hits:
-        pytest.skip(f"package registry unreachable, cannot download {requirement} into {cache} "
-                    f"(or put the wheel there): {hits[-1][:200]}")
+        pytest.skip(
+            f"package registry unreachable, cannot download {requirement} into {cache} "
+            f"(or put the wheel there): {hits[-1][:200]}"
+        )
     if "No matching distribution found" in output:
-        pytest.skip(f"the package registry serves no wheel of {requirement} for {' '.join(extra or ['this platform'])}"
-                    f" (put one in {cache})")
+        pytest.skip(
+            f"the package registry serves no wheel of {requirement} for {' '.join(extra or ['this platform'])}"
+            f" (put one in {cache})"
+        )
     pytest.fail(f"`{' '.join(cmd)}` failed (rc={proc.returncode}):\n{output[-3000:]}")
 
 
@@ -96,8 +135,11 @@ def mcore_0121(mcore_0121_wheel) -> dict:
 
 
 def _trees(snapshot: dict) -> dict[tuple[str, str], dict]:
-    return {(name, key): tree_entries(snapshot, name, key)
-            for name, stored in snapshot.get("tree_sets", {}).items() for key in stored["trees"]}
+    return {
+        (name, key): tree_entries(snapshot, name, key)
+        for name, stored in snapshot.get("tree_sets", {}).items()
+        for key in stored["trees"]
+    }
 
 
 def _first_differences(built: dict, committed: dict, limit: int = 10) -> list[str]:
@@ -123,8 +165,10 @@ def test_verl_091_snapshot_is_byte_identical_to_committed(verl_091, verl_091_whe
     committed_text = path.read_text(encoding="utf-8")
     if text != committed_text:
         diffs = _first_differences(json.loads(text), json.loads(committed_text))
-        pytest.fail(f"{path.relative_to(ROOT)} is stale; regenerate with "
-                    f"`sapo-lint schema build --wheel {verl_091_wheel}`:\n" + "\n".join(diffs))
+        pytest.fail(
+            f"{path.relative_to(ROOT)} is stale; regenerate with "
+            f"`sapo-lint schema build --wheel {verl_091_wheel}`:\n" + "\n".join(diffs)
+        )
 
 
 @pytest.mark.network
@@ -135,8 +179,10 @@ def test_verl_080_snapshot_is_byte_identical_to_committed():
     committed_text = build.verl_snapshot_path(SCHEMAS, "0.8.0").read_text(encoding="utf-8")
     if text != committed_text:
         diffs = _first_differences(json.loads(text), json.loads(committed_text))
-        pytest.fail(f"schemas/verl/0.8.0.json is stale; regenerate with `sapo-lint schema build --wheel {wheel}`:\n"
-                    + "\n".join(diffs))
+        pytest.fail(
+            f"schemas/verl/0.8.0.json is stale; regenerate with `sapo-lint schema build --wheel {wheel}`:\n"
+            + "\n".join(diffs)
+        )
 
 
 @pytest.mark.network
@@ -145,7 +191,10 @@ def test_megatron_core_0121_snapshot_matches_committed(mcore_0121, mcore_0121_wh
     built = json.loads(build.snapshot_text(mcore_0121))
     assert built["source"] == mcore_0121_wheel.name
     assert committed["source"].startswith("megatron_core-0.12.1-")
-    strip = lambda d: {k: v for k, v in d.items() if k != "source"}  # the platform tag of the wheel only
+
+    def strip(d: dict) -> dict:  # the platform tag of the wheel only
+        return {k: v for k, v in d.items() if k != "source"}
+
     assert strip(built) == strip(committed)
 
 
@@ -162,16 +211,26 @@ def meg(verl_091) -> dict[str, dict]:
 @pytest.mark.network
 def test_groups(verl_091):
     configs = verl_091["configs"]
-    assert sorted(configs) == ["evaluation", "fully_async_ppo_megatron_trainer", "fully_async_ppo_trainer",
-                               "one_step_off_ppo_megatron_trainer", "one_step_off_ppo_trainer",
-                               "ppo_megatron_trainer", "ppo_trainer", "sft_trainer_engine"]
+    assert sorted(configs) == [
+        "evaluation",
+        "fully_async_ppo_megatron_trainer",
+        "fully_async_ppo_trainer",
+        "one_step_off_ppo_megatron_trainer",
+        "one_step_off_ppo_trainer",
+        "ppo_megatron_trainer",
+        "ppo_trainer",
+        "sft_trainer_engine",
+    ]
     assert configs["ppo_trainer"]["groups"]["model_engine"] == {
-        "default": "dp", "options": ["dp", "megatron", "torchtitan", "veomni"]}
+        "default": "dp",
+        "options": ["dp", "megatron", "torchtitan", "veomni"],
+    }
     assert configs["ppo_megatron_trainer"]["groups"]["model_engine"]["default"] == "megatron"
     # ppo_megatron_trainer.yaml is ppo_trainer with another model_engine default: one tree set for both
     assert configs["ppo_megatron_trainer"]["trees"] == configs["ppo_trainer"]["trees"] == "ppo_trainer"
     assert sorted(verl_091["tree_sets"]["ppo_trainer"]["trees"]) == [
-        f"model_engine={o}" for o in configs["ppo_trainer"]["groups"]["model_engine"]["options"]]
+        f"model_engine={o}" for o in configs["ppo_trainer"]["groups"]["model_engine"]["options"]
+    ]
 
 
 @pytest.mark.network
@@ -215,8 +274,7 @@ def test_ref_inherits_actor_transformer_overrides(meg):
 
 @pytest.mark.network
 def test_consumers(meg, verl_091):
-    assert meg["actor_rollout_ref.actor.optim.override_optimizer_config"]["consumer"] == \
-        "megatron-core:OptimizerConfig"
+    assert meg["actor_rollout_ref.actor.optim.override_optimizer_config"]["consumer"] == "megatron-core:OptimizerConfig"
     assert meg["critic.megatron.override_ddp_config"]["consumer"] == "megatron-core:DistributedDataParallelConfig"
     for role in ("actor_rollout_ref.actor", "critic"):
         assert meg[f"{role}.checkpoint.mbridge_config"]["consumer"] == "mbridge:save_weights"
@@ -240,8 +298,13 @@ def test_instantiation(meg):
 def test_declared_only_fields(meg):
     # dataclass fields of verl 0.9.1 (verl/workers/config/*.py, verl/trainer/config/*.py) missing from its YAML
     expected = {
-        "actor_rollout_ref.rollout": ["repetition_penalty", "standalone_gpu_memory_utilization", "server",
-                                      "enable_sleep_mode", "limit_images"],
+        "actor_rollout_ref.rollout": [
+            "repetition_penalty",
+            "standalone_gpu_memory_utilization",
+            "server",
+            "enable_sleep_mode",
+            "limit_images",
+        ],
         "actor_rollout_ref.actor": ["ppo_infer_micro_batch_size_per_gpu", "use_rollout_log_probs", "profile"],
         "actor_rollout_ref.actor.optim": ["grad_clip", "use_layer_wise_param_layout"],
         "actor_rollout_ref.actor.megatron": ["strategy", "use_dynamic_bsz", "full_determinism"],
@@ -254,8 +317,11 @@ def test_declared_only_fields(meg):
     for node, names in expected.items():
         for n in names:
             assert meg[f"{node}.{n}"].get("declared_only") is True, f"{node}.{n}"
-    assert meg["actor_rollout_ref.rollout.repetition_penalty"] == {"declared_only": True, "kind": "value",
-                                                                   "type": "float"}
+    assert meg["actor_rollout_ref.rollout.repetition_penalty"] == {
+        "declared_only": True,
+        "kind": "value",
+        "type": "float",
+    }
     assert "declared_only" not in meg["actor_rollout_ref.actor.tau_pos"]
 
 
@@ -300,8 +366,16 @@ def test_mbridge_snapshots():
 
 
 def test_write_snapshot_is_atomic_and_deterministic(tmp_path):
-    snap = {"format": 3, "tree_sets": {"t": {"base": {"b": {"kind": "value", "default": 1}, "a": {"kind": "node"}},
-                                             "trees": {"dp": {"set": {}, "unset": ["b"]}}}}, "read_set": ["y", "x"]}
+    snap = {
+        "format": 3,
+        "tree_sets": {
+            "t": {
+                "base": {"b": {"kind": "value", "default": 1}, "a": {"kind": "node"}},
+                "trees": {"dp": {"set": {}, "unset": ["b"]}},
+            }
+        },
+        "read_set": ["y", "x"],
+    }
     p = tmp_path / "sub" / "s.json"
     build.write_snapshot(snap, p)
     first = p.read_bytes()
@@ -335,9 +409,11 @@ def test_split_trees_round_trips():
     }
     base, engines = split_trees(trees)
     assert base == {"a": node, "b": other, "c": node, "e": node}  # majority; the tie on "e" goes to x, the first
-    assert engines == {"x": {"set": {}, "unset": []},
-                       "y": {"set": {"b": dict_, "e": dict_}, "unset": []},
-                       "z": {"set": {"d": node}, "unset": ["c", "e"]}}
+    assert engines == {
+        "x": {"set": {}, "unset": []},
+        "y": {"set": {"b": dict_, "e": dict_}, "unset": []},
+        "z": {"set": {"d": node}, "unset": ["c", "e"]},
+    }
     snapshot = {"tree_sets": {"t": {"base": base, "trees": engines}}}
     for option, tree in trees.items():
         rebuilt = tree_entries(snapshot, "t", option)
@@ -362,11 +438,13 @@ def test_loader_rejects_versions_that_are_not_plain(version):
 
 
 def test_generator_is_lazy_and_never_imports_the_linter():
-    code = ("import sys; import sapo_toolkit.schemas.build as b; heavy = {'hydra', 'omegaconf', 'libcst'}; "
-            "assert not heavy & set(sys.modules), heavy & set(sys.modules); "
-            "import pkgutil, importlib; "
-            "[importlib.import_module(m.name) for m in pkgutil.iter_modules(b.__path__, b.__name__ + '.')]; "
-            "print(sorted(m for m in sys.modules if m.startswith('sapo_toolkit.linter')))")
+    code = (
+        "import sys; import sapo_toolkit.schemas.build as b; heavy = {'hydra', 'omegaconf', 'libcst'}; "
+        "assert not heavy & set(sys.modules), heavy & set(sys.modules); "
+        "import pkgutil, importlib; "
+        "[importlib.import_module(m.name) for m in pkgutil.iter_modules(b.__path__, b.__name__ + '.')]; "
+        "print(sorted(m for m in sys.modules if m.startswith('sapo_toolkit.linter')))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[]"
 
@@ -415,8 +493,10 @@ def test_verl_main_snapshot_is_byte_identical_to_committed(verl_main):
     committed_text = path.read_text(encoding="utf-8")
     if text != committed_text:
         diffs = _first_differences(json.loads(text), json.loads(committed_text))
-        pytest.fail(f"{path.relative_to(ROOT)} is stale; regenerate with "
-                    f"`sapo-lint schema build --verl-root {VERL_MAIN_ARCHIVE}`:\n" + "\n".join(diffs))
+        pytest.fail(
+            f"{path.relative_to(ROOT)} is stale; regenerate with "
+            f"`sapo-lint schema build --verl-root {VERL_MAIN_ARCHIVE}`:\n" + "\n".join(diffs)
+        )
     assert verl_main["commit"] == "1dda039b9c6311889a9c9a26040677e1254814f9"
     assert verl_main["source"] == "git archive verl-main-1dda039.tar.gz of commit " + verl_main["commit"]
 
@@ -431,14 +511,20 @@ def test_verl_main_has_the_keys_the_corpus_uses(verl_main):
     assert "inferred" not in meg["algorithm.rollout_correction.rollout_is_threshold"]
     # FSDPEngineConfig.turbo_config: dict[str, Any], handed whole to fsdp_turbo (fsdp_turbo_impl.py)
     dp = tree_entries(verl_main, "ppo_trainer", "model_engine=dp")
-    for path in ("actor_rollout_ref.actor.fsdp_config.turbo_config",
-                 "actor_rollout_ref.actor.fsdp_config.turbo_config.distributed",
-                 "actor_rollout_ref.actor.fsdp_config.turbo_config.distributed.fsdp_plan"):
+    for path in (
+        "actor_rollout_ref.actor.fsdp_config.turbo_config",
+        "actor_rollout_ref.actor.fsdp_config.turbo_config.distributed",
+        "actor_rollout_ref.actor.fsdp_config.turbo_config.distributed.fsdp_plan",
+    ):
         assert dp[path]["kind"] == "dict", path
     assert dp["actor_rollout_ref.actor.fsdp_config.turbo_config.distributed.fsdp_plan.param_dtype"]["kind"] == "value"
     # FSDPEngineConfig.mixed_precision: Optional[dict[str, Any]], not in the YAML
     assert dp["actor_rollout_ref.actor.fsdp_config.mixed_precision"] == {
-        "declared_only": True, "kind": "dict", "nullable": True, "type": "dict"}
+        "declared_only": True,
+        "kind": "dict",
+        "nullable": True,
+        "type": "dict",
+    }
     assert dp["ray_kwargs.ray_init"] == {"consumer": "ray:init", "kind": "dict", "type": "dict"}
     assert dp["ray_kwargs.ray_init.runtime_env"]["kind"] == "dict"
 
@@ -447,8 +533,10 @@ def test_verl_main_has_the_keys_the_corpus_uses(verl_main):
 def test_verl_main_other_trainer_configs(verl_main):
     configs = verl_main["configs"]
     sft = configs["sft_trainer_engine"]
-    assert sft["groups"]["engine"] == {"default": "fsdp",
-                                       "options": ["automodel", "fsdp", "megatron", "torchtitan", "veomni"]}
+    assert sft["groups"]["engine"] == {
+        "default": "fsdp",
+        "options": ["automodel", "fsdp", "megatron", "torchtitan", "veomni"],
+    }
     assert sft["groups"]["model"] == {"default": "hf_model", "options": ["hf_model"]}
     assert sft["trees"] == "sft_trainer_engine"
     trees = verl_main["tree_sets"]["sft_trainer_engine"]["trees"]
@@ -459,7 +547,9 @@ def test_verl_main_other_trainer_configs(verl_main):
     assert "engine.fsdp_size" in tree_entries(verl_main, "sft_trainer_engine", "engine=fsdp,optim=fsdp")
     # verl/experimental/fully_async_policy/fully_async_main.py: @hydra.main(config_name="fully_async_ppo_trainer"),
     # whose YAML finds ppo_trainer through `hydra.searchpath: [pkg://verl.trainer.config]`
-    assert verl_main["entrypoints"]["verl.experimental.fully_async_policy.fully_async_main"] == "fully_async_ppo_trainer"
+    assert (
+        verl_main["entrypoints"]["verl.experimental.fully_async_policy.fully_async_main"] == "fully_async_ppo_trainer"
+    )
     assert configs["fully_async_ppo_megatron_trainer"]["trees"] == configs["fully_async_ppo_trainer"]["trees"]
     assert configs["fully_async_ppo_megatron_trainer"]["groups"]["model_engine"]["default"] == "megatron"
     fa = verl_main["tree_sets"]["fully_async_ppo_trainer"]
@@ -512,7 +602,10 @@ def test_union_annotations():
     from sapo_toolkit.schemas.build.source_index import Index
 
     index = Index(Path("/nonexistent"), packages=())
-    t = lambda code: analyze_annotation(index, "m", code)
+
+    def t(code: str):
+        return analyze_annotation(index, "m", code)
+
     assert t("str | float").type == "float|str"
     assert t("Optional[Union[int, str]]").type == "int|str" and t("Optional[Union[int, str]]").nullable
     assert t("int | float").type == "float"  # an int is a float

@@ -15,13 +15,18 @@ def test_variant_only_finding_names_its_variant(lint_text):
     found = only(lint_text(body), "SL001")
     assert [d.variant for d in found] == ["DEVICE=npu"]
 
+
 def test_select_and_ignore(lint_text):
     body = "overrides:\n  actor_rollout_ref.actor.tau_poss: 1\n  actor_rollout_ref.actor.tau_pos: 1.2\n"
     assert set(codes(lint_text(body, Settings(select=["SP"])))) <= {"SP003", "SP004"}
     assert "SL001" not in codes(lint_text(body, Settings(ignore=["SL001"])))
 
+
 def test_noqa_comment(lint_text):
-    body = "overrides:\n  actor_rollout_ref.actor.tau_poss: 1  # sapo-lint: noqa: SL001\n  trainer.foo: 1  # sapo-lint: noqa\n"
+    body = (
+        "overrides:\n  actor_rollout_ref.actor.tau_poss: 1  # sapo-lint: noqa: SL001\n"
+        "  trainer.foo: 1  # sapo-lint: noqa\n"
+    )
     assert not only(lint_text(body), "SL001")
     body = "overrides:\n  actor_rollout_ref.actor.tau_poss: 1  # sapo-lint: noqa: SL002\n"
     assert only(lint_text(body), "SL001")
@@ -42,8 +47,11 @@ def script_codes(tmp_path, text):
 
     path = Path(tmp_path) / "run_continued_fsdp.sh"
     path.write_text(text, encoding="utf-8")
-    return [(d.code, d.location.line) for d in lint_paths([path], Settings(shellcheck=False)).diagnostics
-            if d.code == "SL001"]
+    return [
+        (d.code, d.location.line)
+        for d in lint_paths([path], Settings(shellcheck=False)).diagnostics
+        if d.code == "SL001"
+    ]
 
 
 def test_noqa_at_the_end_of_a_continued_command_covers_its_lines(tmp_path):

@@ -74,8 +74,7 @@ def test_cache_is_per_content_not_per_path(tmp_path, monkeypatch):
     shellcheck_findings([first], cache_dir=tmp_path / "cache")
     second = write(tmp_path, "b.sh", SCRIPT)
     no_subprocess(monkeypatch)
-    [d] = [d for d in shellcheck_findings([second], cache_dir=tmp_path / "cache")[str(second)]
-           if d.code == "SH2086"]
+    [d] = [d for d in shellcheck_findings([second], cache_dir=tmp_path / "cache")[str(second)] if d.code == "SH2086"]
     assert d.location.path == str(second)
 
 
@@ -146,7 +145,9 @@ def test_batch_failure_falls_back_to_one_file_per_process(tmp_path, monkeypatch)
 
 def test_a_failure_is_cached_like_findings(tmp_path, monkeypatch):
     path = write(tmp_path, "run_qwen3_8b_fsdp.sh", SCRIPT)
-    monkeypatch.setattr(sc, "_invoke", lambda binary, keys: f"shellcheck took more than {sc.TIMEOUT_S} s and was stopped")
+    monkeypatch.setattr(
+        sc, "_invoke", lambda binary, keys: f"shellcheck took more than {sc.TIMEOUT_S} s and was stopped"
+    )
     (first,) = shellcheck_findings([path], cache_dir=tmp_path / "cache")[str(path)]
     monkeypatch.undo()
     no_subprocess(monkeypatch)  # the same bytes are not given to shellcheck again
@@ -210,8 +211,13 @@ def shellcheck_codes(tmp_path, *args, cwd=None):
 
     proc = sapo_lint("--format", "json", *args, cwd=cwd, env={"SAPO_LINT_CACHE_DIR": str(tmp_path / "cache")})
     assert proc.returncode in (0, 1), proc.stderr
-    return sorted({d["code"] for d in json.loads(proc.stdout)["diagnostics"]
-                   if d["code"].startswith("SH") and len(d["code"]) == 6})
+    return sorted(
+        {
+            d["code"]
+            for d in json.loads(proc.stdout)["diagnostics"]
+            if d["code"].startswith("SH") and len(d["code"]) == 6
+        }
+    )
 
 
 def test_default_set_reports_breakage_and_leaves_style_opt_in(tmp_path):
@@ -225,7 +231,10 @@ def test_default_set_reports_breakage_and_leaves_style_opt_in(tmp_path):
     # `S` names no family: the opt-in codes stay out, the default ones are in
     assert shellcheck_codes(tmp_path, str(path), "--select", "S") == ["SH2068"]
     assert shellcheck_codes(tmp_path, str(path), "--select", "SH", "--ignore", "SH2054") == [
-        "SH2034", "SH2068", "SH2206"]
+        "SH2034",
+        "SH2068",
+        "SH2206",
+    ]
 
 
 def test_default_set_opt_in_from_pyproject(tmp_path):
@@ -240,8 +249,9 @@ def test_sc2206_is_reported_where_the_value_splits_the_override(tmp_path):
     whole = write(tmp_path, "run_whole_fsdp.sh", DEFAULT_SET_SCRIPT.replace("name=qwen3", 'name="qwen-3"'))
     assert "SH2206" not in shellcheck_codes(tmp_path, str(whole))
     # an intended split (a variable holding several overrides) is not reported
-    several = write(tmp_path, "run_several_fsdp.sh", DEFAULT_SET_SCRIPT.replace(
-        "name=qwen3", 'name="qwen3 trainer.nnodes=1"'))
+    several = write(
+        tmp_path, "run_several_fsdp.sh", DEFAULT_SET_SCRIPT.replace("name=qwen3", 'name="qwen3 trainer.nnodes=1"')
+    )
     assert "SH2206" not in shellcheck_codes(tmp_path, str(several))
 
 

@@ -46,18 +46,27 @@ def test_an_axis_the_variant_did_not_read_is_not_claimed():
 
 
 def _terms(label):
-    return [{axis: set(values.split("|")) for axis, values in (t.split("=") for t in term.split(","))}
-            for term in label.split(" or ")]
+    return [
+        {axis: set(values.split("|")) for axis, values in (t.split("=") for t in term.split(","))}
+        for term in label.split(" or ")
+    ]
 
 
 @given(st.lists(st.integers(2, 3), min_size=1, max_size=4), st.data())
 def test_a_label_names_exactly_the_variants_of_a_product_that_have_the_finding(sizes, data):
     axes = [f"A{i}" for i in range(len(sizes))]
-    variants = [",".join(f"{a}=v{j}" for a, j in zip(axes, combo)) for combo in itertools.product(*map(range, sizes))]
+    variants = [
+        ",".join(f"{a}=v{j}" for a, j in zip(axes, combo, strict=True))
+        for combo in itertools.product(*map(range, sizes))
+    ]
     have = data.draw(st.sets(st.sampled_from(variants), min_size=1, max_size=len(variants) - 1))
     terms = _terms(describe(have, variants))
-    named = {v for v in variants for term in terms
-             if all(dict(t.split("=") for t in v.split(","))[a] in values for a, values in term.items())}
+    named = {
+        v
+        for v in variants
+        for term in terms
+        if all(dict(t.split("=") for t in v.split(","))[a] in values for a, values in term.items())
+    }
     assert named == have
 
 

@@ -31,9 +31,16 @@ class DefaultToRun(DefaultCommandGroup):
 
     default = "run"
     lazy: ClassVar[dict[str, tuple[str, str]]] = {
-        name: (f"{__name__}.{name}", attribute) for name, attribute in (
-            ("run", "run"), ("rerun", "rerun"), ("logs", "logs_command"), ("stop", "stop_command"),
-            ("status", "status_command"), ("doctor", "doctor"), ("report", "report"))
+        name: (f"{__name__}.{name}", attribute)
+        for name, attribute in (
+            ("run", "run"),
+            ("rerun", "rerun"),
+            ("logs", "logs_command"),
+            ("stop", "stop_command"),
+            ("status", "status_command"),
+            ("doctor", "doctor"),
+            ("report", "report"),
+        )
     }
 
 

@@ -45,9 +45,14 @@ def doctor(recipe, fmt, device):
             click.echo(f"sapo-launch doctor: {exc}", err=True)
             sys.exit(EXIT_USAGE)
     versions = installed_versions()
-    report = doctor_report(facts, os.environ, DEFAULT_PROBE, versions,
-                           requested=None if device == "auto" else device,
-                           mbridge_params=mbridge_save_weights_params())
+    report = doctor_report(
+        facts,
+        os.environ,
+        DEFAULT_PROBE,
+        versions,
+        requested=None if device == "auto" else device,
+        mbridge_params=mbridge_save_weights_params(),
+    )
     if fmt == "json":
         click.echo(json.dumps(report.to_json(), indent=2))
     elif sys.stdout.isatty():

@@ -6,13 +6,18 @@ from pathlib import Path
 
 import click
 
-DEVICE = click.option("--device", type=click.Choice(["auto", "npu", "gpu"]), default="auto", show_default=True,
-                      help="Device kind; auto: the DEVICE environment variable, else what this machine has (Ascend first).")
+DEVICE = click.option(
+    "--device",
+    type=click.Choice(["auto", "npu", "gpu"]),
+    default="auto",
+    show_default=True,
+    help="Device kind; auto: the DEVICE environment variable, else what this machine has (Ascend first).",
+)
 FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-FAIL_ON_GATES = click.option("--fail-on-gates", is_flag=True,
-                             help="Exit 3 when the trainer succeeded but a recipe gate failed.")
+FAIL_ON_GATES = click.option(
+    "--fail-on-gates", is_flag=True, help="Exit 3 when the trainer succeeded but a recipe gate failed."
+)
 RUN_DIR = click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-ADDRESS = click.option("--address", default=None, metavar="URL",
-                       help="The Ray dashboard address (default: the one job.json records).")
-
-
+ADDRESS = click.option(
+    "--address", default=None, metavar="URL", help="The Ray dashboard address (default: the one job.json records)."
+)

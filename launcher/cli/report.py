@@ -13,16 +13,32 @@ from ..report import REPORT_FILE, ReportError, ReportWriteError, load_log, load_
 
 @click.command("report")
 @click.argument("run_dir", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--log", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A verl console log or file-logger JSONL of a run not launched with sapo-launch.")
-@click.option("--recipe", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Judge this recipe's gates (default: the run directory's plan.json; none for --log).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="The report's path (default: report.md in RUN_DIR, or beside the log); plots go beside it as "
-                   "<name>-<plot>.png.")
+@click.option(
+    "--log",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A verl console log or file-logger JSONL of a run not launched with sapo-launch.",
+)
+@click.option(
+    "--recipe",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Judge this recipe's gates (default: the run directory's plan.json; none for --log).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The report's path (default: report.md in RUN_DIR, or beside the log); plots go beside it as "
+    "<name>-<plot>.png.",
+)
 @click.option("--title", help="The report's title (default: the run's name, or the log's file name).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help='json: {"steps": last step, "gates": {name: {"passed": ..., numbers}}} on stdout.')
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help='json: {"steps": last step, "gates": {name: {"passed": ..., numbers}}} on stdout.',
+)
 @click.option("--fail-on-gates", is_flag=True, help=f"Exit {EXIT_GATES_FAILED} when a gate did not pass.")
 def report(run_dir, log, recipe, output, title, fmt, fail_on_gates):
     """Write report.md and plots for RUN_DIR (finished, failed or still running) or for --log FILE."""

@@ -16,8 +16,12 @@ from .options import FAIL_ON_GATES, RUN_DIR
 
 @click.command("rerun")
 @RUN_DIR
-@click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where the new run directory goes (default: beside RUN_DIR).")
+@click.option(
+    "--runs-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the new run directory goes (default: beside RUN_DIR).",
+)
 @FAIL_ON_GATES
 def rerun(run_dir, runs_dir, fail_on_gates):
     """Run again exactly what RUN_DIR ran (same argv, environment and working directory) in a new run directory.

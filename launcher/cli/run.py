@@ -24,22 +24,54 @@ from .options import DEVICE, FAIL_ON_GATES, FORMAT
 @DEVICE
 @click.option("--infer-backend", help="The recipe's INFER_BACKEND variant (vllm, sglang, ...).")
 @click.option("--variant", "variants", multiple=True, metavar="AXIS=VALUE", help="Choose a value of another axis.")
-@click.option("--dry-run", is_flag=True, help="Print the plan (argv, env, lint summary) and exit: 0, or 1 when the "
-                                              "lint gate would refuse.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the plan (argv, env, lint summary) and exit: 0, or 1 when the lint gate would refuse.",
+)
 @FORMAT
-@click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True,
-              help="Where run directories are created.")
-@click.option("--secret-env", multiple=True, metavar="NAME",
-              help="Redact this variable too (names containing KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL always are).")
+@click.option(
+    "--runs-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("runs"),
+    show_default=True,
+    help="Where run directories are created.",
+)
+@click.option(
+    "--secret-env",
+    multiple=True,
+    metavar="NAME",
+    help="Redact this variable too (names containing KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL always are).",
+)
 @FAIL_ON_GATES
-@click.option("--address", envvar="RAY_ADDRESS", metavar="URL",
-              help="Submit to this Ray cluster's Jobs API (http://head:8265; default $RAY_ADDRESS) instead of running "
-                   "here. Needs `pip install 'sapo-toolkit[ray]'`.")
+@click.option(
+    "--address",
+    envvar="RAY_ADDRESS",
+    metavar="URL",
+    help="Submit to this Ray cluster's Jobs API (http://head:8265; default $RAY_ADDRESS) instead of running "
+    "here. Needs `pip install 'sapo-toolkit[ray]'`.",
+)
 @click.option("--detach", is_flag=True, help="With --address: return once the job is submitted.")
-@click.option("--working-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="With --address: upload this directory as the job's working directory.")
-def run(recipe, overrides, device, infer_backend, variants, dry_run, fmt, runs_dir, secret_env, fail_on_gates,
-        address, detach, working_dir):
+@click.option(
+    "--working-dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="With --address: upload this directory as the job's working directory.",
+)
+def run(
+    recipe,
+    overrides,
+    device,
+    infer_backend,
+    variants,
+    dry_run,
+    fmt,
+    runs_dir,
+    secret_env,
+    fail_on_gates,
+    address,
+    detach,
+    working_dir,
+):
     """Lint RECIPE for the chosen variant with OVERRIDES (Hydra `key=value`), then run verl's trainer here, or on
     a Ray cluster with --address."""
     from sapo_toolkit.linter.api import UnreadableFile
@@ -49,15 +81,25 @@ def run(recipe, overrides, device, infer_backend, variants, dry_run, fmt, runs_d
     from ..plan import Facts, PlanError, plan
 
     if recipe.suffix == ".sh":
-        raise click.UsageError(f"{recipe} is a run script: launch it by converting it first "
-                               f"(`sapo-lint convert {recipe} -o recipe.yaml`, then `sapo-launch recipe.yaml`)")
+        raise click.UsageError(
+            f"{recipe} is a run script: launch it by converting it first "
+            f"(`sapo-lint convert {recipe} -o recipe.yaml`, then `sapo-launch recipe.yaml`)"
+        )
     detected = devices.detect_device(None if device == "auto" else device, os.environ, devices.DEFAULT_PROBE)
-    facts = Facts(detected.kind, sys.executable, os.getcwd(), os.cpu_count() or 1, datetime.now(timezone.utc),
-                  str(runs_dir))
+    facts = Facts(
+        detected.kind, sys.executable, os.getcwd(), os.cpu_count() or 1, datetime.now(timezone.utc), str(runs_dir)
+    )
     try:
         settings, _ = load_settings(recipe.resolve().parent)
-        launch = plan(recipe, settings=settings, facts=facts, device=detected.kind, infer_backend=infer_backend,
-                      variants=variants, overrides=overrides)
+        launch = plan(
+            recipe,
+            settings=settings,
+            facts=facts,
+            device=detected.kind,
+            infer_backend=infer_backend,
+            variants=variants,
+            overrides=overrides,
+        )
     except (PlanError, SettingsError, UnreadableFile) as exc:
         hint = "" if detected.kind else f" (no device detected: {detected.how}; pass --device npu|gpu)"
         raise click.UsageError(f"{exc}{hint}") from None
@@ -71,8 +113,10 @@ def run(recipe, overrides, device, infer_backend, variants, dry_run, fmt, runs_d
     run_dir = rundir.create(launch, environment, secret_env)
     _print_lint(launch)
     if launch.lint.refuses:
-        rundir.write_json(run_dir / rundir.SUMMARY_FILE, {"status": "refused", "exit_code": EXIT_REFUSED,
-                                                          "errors": launch.lint.count(Severity.ERROR)})
+        rundir.write_json(
+            run_dir / rundir.SUMMARY_FILE,
+            {"status": "refused", "exit_code": EXIT_REFUSED, "errors": launch.lint.count(Severity.ERROR)},
+        )
         click.echo(printable(f"sapo-launch: refused: the recipe has lint errors (run directory {run_dir})"), err=True)
         sys.exit(EXIT_REFUSED)
     click.echo(printable(f"sapo-launch: run directory {run_dir}"), err=True)
@@ -81,14 +125,20 @@ def run(recipe, overrides, device, infer_backend, variants, dry_run, fmt, runs_d
     if address:
         from ..executors.ray_jobs import RayExecutor
 
-        sys.exit(run_plan(RayExecutor(address, working_dir=working_dir), launch, run_dir, fail_on_gates=fail_on_gates,
-                          detach=detach))
+        sys.exit(
+            run_plan(
+                RayExecutor(address, working_dir=working_dir),
+                launch,
+                run_dir,
+                fail_on_gates=fail_on_gates,
+                detach=detach,
+            )
+        )
     if detach or working_dir:
         raise click.UsageError("--detach and --working-dir need --address (a Ray cluster)")
     from ..executors.local import LocalExecutor
 
     sys.exit(run_plan(LocalExecutor(), launch, run_dir, fail_on_gates=fail_on_gates))
-
 
 
 def _print_lint(launch) -> None:
@@ -101,12 +151,29 @@ def _print_plan(launch, fmt: str, secret_env) -> None:
 
     env = redact(launch.env_dict(), secret_env)
     if fmt == "json":
-        click.echo(json.dumps({"argv": list(launch.argv), "env": env, "cwd": launch.cwd, "run_dir": launch.run_dir,
-                               "variant": launch.variant, "device": launch.device, "notes": list(launch.notes),
-                               "recipe_hash": launch.recipe_hash, "lint": launch.lint.to_json()}, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "argv": list(launch.argv),
+                    "env": env,
+                    "cwd": launch.cwd,
+                    "run_dir": launch.run_dir,
+                    "variant": launch.variant,
+                    "device": launch.device,
+                    "notes": list(launch.notes),
+                    "recipe_hash": launch.recipe_hash,
+                    "lint": launch.lint.to_json(),
+                },
+                indent=2,
+            )
+        )
         return
-    lines = [f"recipe   {launch.recipe_path}" + (f"  [{launch.variant}]" if launch.variant else ""),
-             f"cwd      {launch.cwd}", f"run dir  {launch.run_dir}", "argv"]
+    lines = [
+        f"recipe   {launch.recipe_path}" + (f"  [{launch.variant}]" if launch.variant else ""),
+        f"cwd      {launch.cwd}",
+        f"run dir  {launch.run_dir}",
+        "argv",
+    ]
     head, overrides = launch.argv[:5], launch.argv[5:]
     lines.append("  " + " ".join(head))
     lines.extend(f"    {o}" for o in overrides)
@@ -115,6 +182,7 @@ def _print_plan(launch, fmt: str, secret_env) -> None:
     lines.extend(f"note     {n}" for n in launch.notes)
     lines.extend(d.text_line() for d in launch.lint.diagnostics)
     errors, warnings = launch.lint.count(Severity.ERROR), launch.lint.count(Severity.WARNING)
-    lines.append(f"lint     {errors} error(s), {warnings} warning(s): "
-                 + ("refused" if launch.lint.refuses else "would launch"))
+    lines.append(
+        f"lint     {errors} error(s), {warnings} warning(s): " + ("refused" if launch.lint.refuses else "would launch")
+    )
     click.echo("\n".join(map(printable, lines)))  # paths, values and messages from the recipe: escaped

@@ -66,6 +66,17 @@ from .facts import (
 from .render import render_rich, render_text
 
 __all__ = [
-    "ADVISORY", "BLOCKING", "OK", "DoctorError", "Finding", "RecipeFacts", "Report", "VariantFacts", "doctor_report",
-    "read_cann", "read_recipe_facts", "render_rich", "render_text",
+    "ADVISORY",
+    "BLOCKING",
+    "OK",
+    "DoctorError",
+    "Finding",
+    "RecipeFacts",
+    "Report",
+    "VariantFacts",
+    "doctor_report",
+    "read_cann",
+    "read_recipe_facts",
+    "render_rich",
+    "render_text",
 ]

@@ -34,12 +34,22 @@ from .facts import (
 
 # The module each distribution is imported as: a package installed without metadata (PYTHONPATH, a copied tree --
 # common for Megatron-LM and MindSpeed on Ascend) is still found, version unknown.
-IMPORT_NAMES = {"torch": "torch", "torch_npu": "torch_npu", "vllm": "vllm", "vllm-ascend": "vllm_ascend",
-                "megatron-core": "megatron", "mindspeed": "mindspeed", "mbridge": "mbridge", "verl": "verl",
-                "ray": "ray"}
-RESOURCE_CHECK_SOURCE = ("verl 0.9.1 verl/single_controller/ray/base.py _check_resource_available (ValueError: "
-                         "'Total available GPUs ... is less than total desired GPUs ...'); the resource pool is "
-                         "[n_gpus_per_node] * nnodes")
+IMPORT_NAMES = {
+    "torch": "torch",
+    "torch_npu": "torch_npu",
+    "vllm": "vllm",
+    "vllm-ascend": "vllm_ascend",
+    "megatron-core": "megatron",
+    "mindspeed": "mindspeed",
+    "mbridge": "mbridge",
+    "verl": "verl",
+    "ray": "ray",
+}
+RESOURCE_CHECK_SOURCE = (
+    "verl 0.9.1 verl/single_controller/ray/base.py _check_resource_available (ValueError: "
+    "'Total available GPUs ... is less than total desired GPUs ...'); the resource pool is "
+    "[n_gpus_per_node] * nnodes"
+)
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -98,14 +108,20 @@ def _find_vllm_ascend_row(rows: list[dict], installed: str) -> dict | None:
     return None
 
 
-
 # ------------------------------------------------------------------------------------------------ the report
 
 
-def doctor_report(recipe: RecipeFacts | None, env: Mapping[str, str], probe: DeviceProbe,
-                  versions: Mapping[str, str | None], *, requested: str | None = None,
-                  mbridge_params: frozenset[str] | None = None,
-                  read_text: Callable[[str], str | None] | None = None, machine: str | None = None) -> Report:
+def doctor_report(
+    recipe: RecipeFacts | None,
+    env: Mapping[str, str],
+    probe: DeviceProbe,
+    versions: Mapping[str, str | None],
+    *,
+    requested: str | None = None,
+    mbridge_params: frozenset[str] | None = None,
+    read_text: Callable[[str], str | None] | None = None,
+    machine: str | None = None,
+) -> Report:
     """Every check of the doctor over injected facts: `versions` (name -> installed version or None, as
     `versions.installed_versions()` gives), `env` (the environment a run would get), `probe` (devices and module
     look-ups), `mbridge_params` (`versions.mbridge_save_weights_params()`; None: not known), `read_text` (reads
@@ -127,14 +143,26 @@ def doctor_report(recipe: RecipeFacts | None, env: Mapping[str, str], probe: Dev
         here = version is not None or probe.module_findable(IMPORT_NAMES.get(name, name.replace("-", "_")))
         present[name] = here
         packages.append((name, version, here))
-    for name, version, here in packages:
+    for name, version, _ in packages:
         if version is not None and not _release_ok(version):
-            add(Finding("versions", ADVISORY, f"{name} reports version {version!r}, which is not a PEP 440 "
-                                              "version: its compatibility is not checked"))
+            add(
+                Finding(
+                    "versions",
+                    ADVISORY,
+                    f"{name} reports version {version!r}, which is not a PEP 440 "
+                    "version: its compatibility is not checked",
+                )
+            )
     bare = [n for n, v, here in packages if here and v is None]
     if bare:
-        add(Finding("versions", ADVISORY, f"installed without distribution metadata (importable, version unknown): "
-                                          f"{_join(bare)}; their compatibility is not checked"))
+        add(
+            Finding(
+                "versions",
+                ADVISORY,
+                f"installed without distribution metadata (importable, version unknown): "
+                f"{_join(bare)}; their compatibility is not checked",
+            )
+        )
 
     # -- the recipe's variants for this device
     relevant: tuple[VariantFacts, ...] = ()
@@ -143,12 +171,18 @@ def doctor_report(recipe: RecipeFacts | None, env: Mapping[str, str], probe: Dev
         relevant = tuple(v for v in recipe.variants if facts.kind is None or v.device in (None, facts.kind))
         if facts.kind is not None and labelled and not relevant:
             kinds = sorted({v.device for v in labelled})
-            add(Finding("devices", BLOCKING, f"the recipe has no variant for {facts.kind} (its variants are for "
-                                             f"{_join(kinds)}); the device here: {facts.how}"))
+            add(
+                Finding(
+                    "devices",
+                    BLOCKING,
+                    f"the recipe has no variant for {facts.kind} (its variants are for "
+                    f"{_join(kinds)}); the device here: {facts.how}",
+                )
+            )
         if not relevant:
             relevant = recipe.variants
     npu = facts.kind == "npu" or present["torch_npu"]
-    uses_vllm = (any(v.rollout == "vllm" for v in relevant) if recipe is not None else present["vllm"])
+    uses_vllm = any(v.rollout == "vllm" for v in relevant) if recipe is not None else present["vllm"]
     uses_megatron = any(v.model_engine == "megatron" for v in relevant)
 
     # -- devices
@@ -201,27 +235,44 @@ def _check_devices(recipe, relevant, facts: DeviceFacts, add) -> None:
     what = f"{facts.count} {facts.kind or 'accelerator'} device(s) visible ({facts.how})"
     if recipe is None:
         if facts.kind is None or facts.count == 0:
-            add(Finding("devices", ADVISORY, f"no accelerator device visible: training cannot run on this machine "
-                                             f"(linting, planning and --dry-run can) -- {facts.how}"))
+            add(
+                Finding(
+                    "devices",
+                    ADVISORY,
+                    f"no accelerator device visible: training cannot run on this machine "
+                    f"(linting, planning and --dry-run can) -- {facts.how}",
+                )
+            )
         else:
             add(Finding("devices", OK, what))
         return
     wanted = sorted({v.n_gpus_per_node for v in relevant if v.n_gpus_per_node is not None})
     if not wanted:
-        add(Finding("devices", ADVISORY, "trainer.n_gpus_per_node is not a number in the recipe: devices not "
-                                         f"compared; {what}"))
+        add(
+            Finding(
+                "devices",
+                ADVISORY,
+                f"trainer.n_gpus_per_node is not a number in the recipe: devices not compared; {what}",
+            )
+        )
         return
     need = wanted[-1]
     nodes = sorted({v.nnodes for v in relevant if v.nnodes is not None})
-    per = f"trainer.n_gpus_per_node={need}" + (f" (variants ask {', '.join(map(str, wanted))})" if len(wanted) > 1
-                                                else "")
+    per = f"trainer.n_gpus_per_node={need}" + (
+        f" (variants ask {', '.join(map(str, wanted))})" if len(wanted) > 1 else ""
+    )
     other = f"; the other {nodes[-1] - 1} node(s) are not checked from here" if nodes and nodes[-1] > 1 else ""
     if facts.count < need:
-        add(Finding("devices", BLOCKING, f"the recipe needs {need} devices on every node ({per}); {what}{other}",
-                    RESOURCE_CHECK_SOURCE))
+        add(
+            Finding(
+                "devices",
+                BLOCKING,
+                f"the recipe needs {need} devices on every node ({per}); {what}{other}",
+                RESOURCE_CHECK_SOURCE,
+            )
+        )
     elif facts.count > need:
-        add(Finding("devices", ADVISORY, f"{what}; the recipe uses {need} per node ({per}): the rest stay idle"
-                                         f"{other}"))
+        add(Finding("devices", ADVISORY, f"{what}; the recipe uses {need} per node ({per}): the rest stay idle{other}"))
     else:
         add(Finding("devices", OK, f"{what}, as the recipe needs ({per}){other}"))
 
@@ -234,9 +285,16 @@ def _check_torch_npu(versions, table, add) -> None:
     if same_release(torch, torch_npu):
         add(Finding("torch_npu", OK, f"torch_npu {torch_npu} is built for torch {torch}", src))
     else:
-        add(Finding("torch_npu", BLOCKING, f"torch_npu {torch_npu} is built for torch "
-                                           f"{'.'.join(map(str, version_tuple(torch_npu)[:3]))}, but torch {torch} "
-                                           "is installed", src))
+        add(
+            Finding(
+                "torch_npu",
+                BLOCKING,
+                f"torch_npu {torch_npu} is built for torch "
+                f"{'.'.join(map(str, version_tuple(torch_npu)[:3]))}, but torch {torch} "
+                "is installed",
+                src,
+            )
+        )
 
 
 def _check_vllm_ascend(versions, table, add) -> None:
@@ -247,8 +305,15 @@ def _check_vllm_ascend(versions, table, add) -> None:
     row = _find_vllm_ascend_row(section["rows"], installed)
     src = section["source"]
     if row is None:
-        add(Finding("vllm-ascend", ADVISORY, f"vllm-ascend {installed} is not in the compatibility table: its vLLM, "
-                                             "torch, torch_npu and CANN pairing is not checked", src))
+        add(
+            Finding(
+                "vllm-ascend",
+                ADVISORY,
+                f"vllm-ascend {installed} is not in the compatibility table: its vLLM, "
+                "torch, torch_npu and CANN pairing is not checked",
+                src,
+            )
+        )
         return
     label = f"vllm-ascend {installed} (table row {row['vllm_ascend']})"
     if row.get("uncertain"):
@@ -280,14 +345,27 @@ def _check_cann(cann: CannFacts, facts: DeviceFacts, versions, table, add) -> No
     if not cann.env:
         where = f" (a toolkit is installed: {cann.info_file})" if cann.info_file else ""
         severity = BLOCKING if facts.kind == "npu" and facts.count > 0 else ADVISORY
-        add(Finding("cann", severity, f"the CANN toolkit environment is not set up: none of {_join(CANN_VARIABLES)} "
-                                      f"is set{where}; source the toolkit's set_env.sh (e.g. "
-                                      "/usr/local/Ascend/ascend-toolkit/set_env.sh) before launching",
-                    section["environment_source"]))
+        add(
+            Finding(
+                "cann",
+                severity,
+                f"the CANN toolkit environment is not set up: none of {_join(CANN_VARIABLES)} "
+                f"is set{where}; source the toolkit's set_env.sh (e.g. "
+                "/usr/local/Ascend/ascend-toolkit/set_env.sh) before launching",
+                section["environment_source"],
+            )
+        )
     if cann.info_file is None:
-        add(Finding("cann", ADVISORY, "no CANN toolkit version file (<toolkit>/<arch>-linux/"
-                                      "ascend_toolkit_install.info) under ASCEND_HOME_PATH, ASCEND_TOOLKIT_HOME or "
-                                      f"{CANN_DEFAULT_HOME}: the CANN version is unknown", src))
+        add(
+            Finding(
+                "cann",
+                ADVISORY,
+                "no CANN toolkit version file (<toolkit>/<arch>-linux/"
+                "ascend_toolkit_install.info) under ASCEND_HOME_PATH, ASCEND_TOOLKIT_HOME or "
+                f"{CANN_DEFAULT_HOME}: the CANN version is unknown",
+                src,
+            )
+        )
         return
     if cann.version is None:
         add(Finding("cann", ADVISORY, f"{cann.info_file} has no `version=` line: the CANN version is unknown", src))
@@ -295,11 +373,23 @@ def _check_cann(cann: CannFacts, facts: DeviceFacts, versions, table, add) -> No
     installed = versions.get("vllm-ascend")
     row = _find_vllm_ascend_row(table["vllm_ascend"]["rows"], installed) if _release_ok(installed) else None
     if row is not None and cann.version != row["cann"].lower():
-        add(Finding("cann", ADVISORY, f"CANN {cann.version} ({cann.info_file}); vllm-ascend {installed}'s stable "
-                                      f"CANN is {row['cann']}", table["vllm_ascend"]["source"]))
+        add(
+            Finding(
+                "cann",
+                ADVISORY,
+                f"CANN {cann.version} ({cann.info_file}); vllm-ascend {installed}'s stable CANN is {row['cann']}",
+                table["vllm_ascend"]["source"],
+            )
+        )
     elif cann.env:
-        add(Finding("cann", OK, f"CANN {cann.version} ({cann.info_file}), environment set "
-                                f"({_join(k for k, _ in cann.env)})", src))
+        add(
+            Finding(
+                "cann",
+                OK,
+                f"CANN {cann.version} ({cann.info_file}), environment set ({_join(k for k, _ in cann.env)})",
+                src,
+            )
+        )
 
 
 def _check_mindspeed(versions, table, add) -> None:
@@ -309,12 +399,26 @@ def _check_mindspeed(versions, table, add) -> None:
     section = table["mindspeed"]
     targets = sorted({r["megatron_core"] for r in section["rows"]}, key=version_tuple)
     if any(same_release(mcore, t) for t in targets):
-        add(Finding("mindspeed", OK, f"megatron-core {mcore} is a release MindSpeed branches target "
-                                     "(the installed mindspeed's own branch is not known)", section["source"]))
+        add(
+            Finding(
+                "mindspeed",
+                OK,
+                f"megatron-core {mcore} is a release MindSpeed branches target "
+                "(the installed mindspeed's own branch is not known)",
+                section["source"],
+            )
+        )
     else:
-        add(Finding("mindspeed", ADVISORY, f"megatron-core {mcore} is not a release any MindSpeed branch targets "
-                                           f"({_join(targets)}); MindSpeed does not check it at import, mismatches "
-                                           "surface as patch or attribute errors", section["source"]))
+        add(
+            Finding(
+                "mindspeed",
+                ADVISORY,
+                f"megatron-core {mcore} is not a release any MindSpeed branch targets "
+                f"({_join(targets)}); MindSpeed does not check it at import, mismatches "
+                "surface as patch or attribute errors",
+                section["source"],
+            )
+        )
 
 
 def _check_verl_vllm(versions, table, facts, uses_vllm, add) -> None:
@@ -328,8 +432,14 @@ def _check_verl_vllm(versions, table, facts, uses_vllm, add) -> None:
     if _parse(vllm) >= parse_version(floor):  # verl's own comparison: full PEP 440 (0.18.0rc1 < 0.18.0)
         add(Finding("verl-vllm", OK, f"vllm {vllm} meets verl {verl}'s floor {floor}", row["source"]))
     else:
-        add(Finding("verl-vllm", BLOCKING, f"verl {verl} refuses vllm {vllm} off NPU: it needs vllm >= {floor} "
-                                           "(unless SGLang is installed)", row["source"]))
+        add(
+            Finding(
+                "verl-vllm",
+                BLOCKING,
+                f"verl {verl} refuses vllm {vllm} off NPU: it needs vllm >= {floor} (unless SGLang is installed)",
+                row["source"],
+            )
+        )
 
 
 def _patch_facts(versions, table, npu: bool) -> PatchFacts:
@@ -344,13 +454,20 @@ def _patch_facts(versions, table, npu: bool) -> PatchFacts:
     if gate is None:
         return PatchFacts(vllm, variant, npu, verl, None, f"verl {verl}: its NPU vLLM patch gate is not in the table")
     if gate.get("compare") is None:
-        return PatchFacts(vllm, variant, npu, verl, ("every NPU patch (no version gate)",),
-                          f"verl {verl}: no vLLM version gate ({gate['note']})")
+        return PatchFacts(
+            vllm,
+            variant,
+            npu,
+            verl,
+            ("every NPU patch (no version gate)",),
+            f"verl {verl}: no vLLM version gate ({gate['note']})",
+        )
     applies = _gate_applies(gate, vllm) if vllm else ()
     bounds = "; ".join(
-        f"{p['variant']} {p['name']}: " + ", ".join(
-            f"[{iv['min']}, {iv['max']}{']' if iv['max_inclusive'] else ')'}" for iv in p["intervals"])
-        for p in gate["patches"])
+        f"{p['variant']} {p['name']}: "
+        + ", ".join(f"[{iv['min']}, {iv['max']}{']' if iv['max_inclusive'] else ')'}" for iv in p["intervals"])
+        for p in gate["patches"]
+    )
     return PatchFacts(vllm, variant, npu, verl, applies, f"verl {verl} gate ({gate['compare']}): {bounds}")
 
 
@@ -364,12 +481,24 @@ def _check_patch(patch: PatchFacts, table, uses_vllm: bool, add) -> None:
         add(Finding("vllm-patch", ADVISORY, f"vllm {patch.vllm!r} is not a version: the NPU patch variant is unknown"))
         return
     if patch.variant is None:
-        add(Finding("vllm-patch", ADVISORY, f"vllm {patch.vllm} is older than every NPU patch variant (0.11.0): "
-                                            "verl has no NPU patches for it", src))
+        add(
+            Finding(
+                "vllm-patch",
+                ADVISORY,
+                f"vllm {patch.vllm} is older than every NPU patch variant (0.11.0): verl has no NPU patches for it",
+                src,
+            )
+        )
         return
     if patch.verl_applies is None:
-        add(Finding("vllm-patch", ADVISORY, f"vllm {patch.vllm} needs the {patch.variant} NPU patches; "
-                                            f"{patch.verl_gate}: not checked", src))
+        add(
+            Finding(
+                "vllm-patch",
+                ADVISORY,
+                f"vllm {patch.vllm} needs the {patch.variant} NPU patches; {patch.verl_gate}: not checked",
+                src,
+            )
+        )
         return
     if gate is not None and gate.get("compare") is None:
         add(Finding("vllm-patch", OK, f"vllm {patch.vllm} -> {patch.variant}; {patch.verl_gate}", src))
@@ -377,23 +506,50 @@ def _check_patch(patch: PatchFacts, table, uses_vllm: bool, add) -> None:
     severity = BLOCKING if uses_vllm else ADVISORY
     own = [a for a in patch.verl_applies if a.endswith(f"[{patch.variant}]")]
     if not patch.verl_applies:
-        add(Finding("vllm-patch", severity,
-                    f"vllm {patch.vllm} needs the {patch.variant} NPU patches, but verl {patch.verl}'s gate applies "
-                    f"none to it ({patch.verl_gate}): the rotary, MoE weight-loader and MoE-comm patches never "
-                    "apply (field incident 9)", src))
+        add(
+            Finding(
+                "vllm-patch",
+                severity,
+                f"vllm {patch.vllm} needs the {patch.variant} NPU patches, but verl {patch.verl}'s gate applies "
+                f"none to it ({patch.verl_gate}): the rotary, MoE weight-loader and MoE-comm patches never "
+                "apply (field incident 9)",
+                src,
+            )
+        )
     elif not own:
-        add(Finding("vllm-patch", ADVISORY,
-                    f"vllm {patch.vllm} runs {patch.variant} code, but verl {patch.verl}'s gate applies "
-                    f"{_join(patch.verl_applies)} ({patch.verl_gate})", src))
+        add(
+            Finding(
+                "vllm-patch",
+                ADVISORY,
+                f"vllm {patch.vllm} runs {patch.variant} code, but verl {patch.verl}'s gate applies "
+                f"{_join(patch.verl_applies)} ({patch.verl_gate})",
+                src,
+            )
+        )
     else:
-        add(Finding("vllm-patch", OK, f"vllm {patch.vllm} -> {patch.variant}; verl {patch.verl} applies "
-                                      f"{_join(patch.verl_applies)}", src))
+        add(
+            Finding(
+                "vllm-patch",
+                OK,
+                f"vllm {patch.vllm} -> {patch.variant}; verl {patch.verl} applies {_join(patch.verl_applies)}",
+                src,
+            )
+        )
     exact = gate.get("exact") if gate else None
-    if exact and patch.vllm not in exact["versions"] and any(
-            version_tuple(patch.vllm) == version_tuple(v) for v in exact["versions"]):
-        add(Finding("vllm-patch", ADVISORY,
-                    f"verl {patch.verl}'s {exact['name']} compares vllm.__version__ as a string with "
-                    f"{_join(exact['versions'])}: {patch.vllm!r} matches neither, so the check is skipped", src))
+    if (
+        exact
+        and patch.vllm not in exact["versions"]
+        and any(version_tuple(patch.vllm) == version_tuple(v) for v in exact["versions"])
+    ):
+        add(
+            Finding(
+                "vllm-patch",
+                ADVISORY,
+                f"verl {patch.verl}'s {exact['name']} compares vllm.__version__ as a string with "
+                f"{_join(exact['versions'])}: {patch.vllm!r} matches neither, so the check is skipped",
+                src,
+            )
+        )
 
 
 def _check_mbridge(params, versions, relevant, table, add) -> None:
@@ -403,28 +559,44 @@ def _check_mbridge(params, versions, relevant, table, add) -> None:
     accepts_all = any(p.startswith("**") for p in params)
     options = sorted(p for p in params if p not in ("models", "weights_path") and not p.startswith("**"))
     features = ", ".join(options) or "no options"
-    missing_fs = "" if "distributed_filesystem" in params or accepts_all else (
-        " (no distributed_filesystem: the PyPI 0.15.1 signature)")
+    missing_fs = (
+        ""
+        if "distributed_filesystem" in params or accepts_all
+        else (" (no distributed_filesystem: the PyPI 0.15.1 signature)")
+    )
     asked = sorted({k for v in relevant for k in v.mbridge_config})
     dropped = [k for k in asked if k not in params and not accepts_all]
     src = section["verl_use"] + "; " + section["source"]
     if dropped:
-        add(Finding("mbridge", BLOCKING, f"the installed mbridge {versions.get('mbridge') or ''} save_weights accepts "
-                                         f"{features}; the recipe's mbridge_config sets {_join(dropped)}, which verl "
-                                         "drops without a word (field incident 5)", src))
+        add(
+            Finding(
+                "mbridge",
+                BLOCKING,
+                f"the installed mbridge {versions.get('mbridge') or ''} save_weights accepts "
+                f"{features}; the recipe's mbridge_config sets {_join(dropped)}, which verl "
+                "drops without a word (field incident 5)",
+                src,
+            )
+        )
     else:
         add(Finding("mbridge", OK, f"mbridge save_weights accepts {features}{missing_fs}", section["source"]))
 
 
 def _check_recipe_stack(recipe: RecipeFacts, versions, add) -> None:
-    pairs = (("verl", recipe.verl, "the recipe is checked against the verl {want} schema"),
-             ("megatron-core", recipe.megatron_core, "the recipe's stack names megatron-core {want}"),
-             ("mbridge", recipe.mbridge, "the recipe's stack names mbridge {want}"))
+    pairs = (
+        ("verl", recipe.verl, "the recipe is checked against the verl {want} schema"),
+        ("megatron-core", recipe.megatron_core, "the recipe's stack names megatron-core {want}"),
+        ("mbridge", recipe.mbridge, "the recipe's stack names mbridge {want}"),
+    )
     for name, want, text in pairs:
         have = versions.get(name)
         if not (want and have) or _parse(want) is None or _parse(have) is None:
             continue
         if _parse(want).public != _parse(have).public:
-            add(Finding("recipe-stack", ADVISORY, f"{text.format(want=want)}, but {name} {have} is installed: "
-                                                  "lint and run may disagree"))
-
+            add(
+                Finding(
+                    "recipe-stack",
+                    ADVISORY,
+                    f"{text.format(want=want)}, but {name} {have} is installed: lint and run may disagree",
+                )
+            )

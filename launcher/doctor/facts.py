@@ -51,9 +51,12 @@ class RecipeFacts(NamedTuple):
     variants: tuple[VariantFacts, ...]
 
     def to_json(self) -> dict:
-        return {"path": self.path, "verl": self.verl,
-                "stack": {"megatron_core": self.megatron_core, "mbridge": self.mbridge},
-                "variants": [{**v._asdict(), "mbridge_config": list(v.mbridge_config)} for v in self.variants]}
+        return {
+            "path": self.path,
+            "verl": self.verl,
+            "stack": {"megatron_core": self.megatron_core, "mbridge": self.mbridge},
+            "variants": [{**v._asdict(), "mbridge_config": list(v.mbridge_config)} for v in self.variants],
+        }
 
 
 class CannFacts(NamedTuple):
@@ -74,9 +77,14 @@ class PatchFacts(NamedTuple):
     verl_gate: str  # one line on the installed verl's gate
 
     def to_json(self) -> dict:
-        return {"vllm": self.vllm, "variant": self.variant, "npu": self.npu, "verl": self.verl,
-                "verl_applies": None if self.verl_applies is None else list(self.verl_applies),
-                "verl_gate": self.verl_gate}
+        return {
+            "vllm": self.vllm,
+            "variant": self.variant,
+            "npu": self.npu,
+            "verl": self.verl,
+            "verl_applies": None if self.verl_applies is None else list(self.verl_applies),
+            "verl_gate": self.verl_gate,
+        }
 
 
 class Report(NamedTuple):
@@ -103,8 +111,12 @@ class Report(NamedTuple):
     def to_json(self) -> dict:
         return {
             "version": 1,
-            "device": {"requested": self.requested, "kind": self.device.kind, "count": self.device.count,
-                       "how": self.device.how},
+            "device": {
+                "requested": self.requested,
+                "kind": self.device.kind,
+                "count": self.device.count,
+                "how": self.device.how,
+            },
             "packages": {name: {"version": version, "present": present} for name, version, present in self.packages},
             "cann": None if self.cann is None else self.cann.to_json(),
             "vllm_patch": self.patch.to_json(),
@@ -155,7 +167,7 @@ def _mbridge_config_keys(command) -> tuple[str, ...]:
                 elif isinstance(p.value, dict):
                     keys.update(dict.fromkeys(str(k) for k in p.value))
             elif p.key.startswith(prefix + "."):
-                sub = p.key[len(prefix) + 1:].split(".")[0]
+                sub = p.key[len(prefix) + 1 :].split(".")[0]
                 if p.op == "delete":
                     keys.pop(sub, None)
                 else:
@@ -187,21 +199,30 @@ def read_recipe_facts(path: Path, settings=None) -> RecipeFacts:
         try:
             ctx = api.resolve(command, loaded.verl_version)
         except LookupError:  # no snapshot of that verl version: the overrides as written
-            n_gpus, nnodes = _last_override(command, "trainer.n_gpus_per_node"), _last_override(command,
-                                                                                                 "trainer.nnodes")
-            rollout, engine = _last_override(command, "actor_rollout_ref.rollout.name"), _last_override(
-                command, "model_engine")
+            n_gpus, nnodes = (
+                _last_override(command, "trainer.n_gpus_per_node"),
+                _last_override(command, "trainer.nnodes"),
+            )
+            rollout, engine = (
+                _last_override(command, "actor_rollout_ref.rollout.name"),
+                _last_override(command, "model_engine"),
+            )
         else:
             n_gpus, nnodes = ctx.config.value("trainer.n_gpus_per_node"), ctx.config.value("trainer.nnodes")
             rollout, engine = ctx.config.value("actor_rollout_ref.rollout.name"), ctx.model_engine
-        variants.append(VariantFacts(command.variant, _device_of(command.variant, command.accelerator),
-                                     _int_or_none(n_gpus), _int_or_none(nnodes),
-                                     rollout if isinstance(rollout, str) else None,
-                                     engine if isinstance(engine, str) else None, _mbridge_config_keys(command)))
+        variants.append(
+            VariantFacts(
+                command.variant,
+                _device_of(command.variant, command.accelerator),
+                _int_or_none(n_gpus),
+                _int_or_none(nnodes),
+                rollout if isinstance(rollout, str) else None,
+                engine if isinstance(engine, str) else None,
+                _mbridge_config_keys(command),
+            )
+        )
     stack = loaded.commands[0].stack
     return RecipeFacts(str(path), loaded.verl_version, stack.megatron_core, stack.mbridge, tuple(variants))
-
-
 
 
 # ------------------------------------------------------------------------------------------------ the CANN toolkit
@@ -233,7 +254,5 @@ def read_cann(env: Mapping[str, str], read_text: Callable[[str], str | None], ma
     return CannFacts(set_vars, None, None)
 
 
-
 def _join(items) -> str:
     return ", ".join(items)
-

@@ -17,21 +17,34 @@ def _summary_lines(report: Report) -> list[tuple[str, str]]:
     lines = [("device", f"{d.kind or 'none'} x {d.count} visible (--device {report.requested}; {d.how})")]
     if report.cann is not None:
         c = report.cann
-        lines.append(("CANN", f"{c.version or 'unknown'}" + (f" ({c.info_file})" if c.info_file else "")
-                      + f"; env {_join(k for k, _ in c.env) or 'not set'}"))
+        lines.append(
+            (
+                "CANN",
+                f"{c.version or 'unknown'}"
+                + (f" ({c.info_file})" if c.info_file else "")
+                + f"; env {_join(k for k, _ in c.env) or 'not set'}",
+            )
+        )
     p = report.patch
     applies = "unknown" if p.verl_applies is None else (_join(p.verl_applies) or "nothing")
-    lines.append(("vLLM NPU patch", f"vllm {p.vllm or '-'} -> {p.variant or 'none'}"
-                  + (f"; verl {p.verl} applies: {applies}" if p.verl else "")
-                  + ("" if p.npu else " (not NPU: verl applies no NPU patches here)")))
+    lines.append(
+        (
+            "vLLM NPU patch",
+            f"vllm {p.vllm or '-'} -> {p.variant or 'none'}"
+            + (f"; verl {p.verl} applies: {applies}" if p.verl else "")
+            + ("" if p.npu else " (not NPU: verl applies no NPU patches here)"),
+        )
+    )
     if report.mbridge_params is not None:
         lines.append(("mbridge save_weights", _join(sorted(report.mbridge_params))))
     if report.recipe is not None:
         r = report.recipe
         lines.append(("recipe", f"{r.path} (verl {r.verl})"))
         for v in r.variants:
-            shape = (f"{v.variant or '(single variant)'}: {v.n_gpus_per_node} device(s)/node x {v.nnodes} node(s), "
-                     f"rollout {v.rollout}, engine {v.model_engine}")
+            shape = (
+                f"{v.variant or '(single variant)'}: {v.n_gpus_per_node} device(s)/node x {v.nnodes} node(s), "
+                f"rollout {v.rollout}, engine {v.model_engine}"
+            )
             lines.append(("", shape))
     return lines
 
@@ -83,4 +96,3 @@ def render_rich(report: Report, console) -> None:
         findings.add_row(f"[{style[f.severity]}]{f.severity}[/]", f.check, text)
     console.print(findings)
     console.print(f"[{'bold red' if report.blocking else 'green'}]{_verdict(report)}[/]")
-

@@ -111,10 +111,14 @@ class LocalExecutor:
         code = None if handle.proc is not None else 127
         try:
             if stopper is not None:
-                previous = {s: signal.signal(s, stopper.on_signal) for s in STOP_SIGNALS
-                            if not (s == signal.SIGHUP and signal.getsignal(s) == signal.SIG_IGN)}
+                previous = {
+                    s: signal.signal(s, stopper.on_signal)
+                    for s in STOP_SIGNALS
+                    if not (s == signal.SIGHUP and signal.getsignal(s) == signal.SIG_IGN)
+                }
                 try:
                     with open(run_dir / LOG_FILE, "ab") as log:
+
                         def tee(data: bytes) -> None:
                             log.write(data)
                             log.flush()
@@ -136,9 +140,14 @@ class LocalExecutor:
             else:
                 status = "succeeded" if exit_code == 0 else "failed"
             summary = read_summary(run_dir)
-            summary.update(status=status, exit_code=exit_code, duration_s=round(time.monotonic() - handle.clock, 3),
-                           ended=datetime.now(timezone.utc).isoformat(), last_lines=tail.lines(),
-                           signals=[signal.Signals(s).name for s in forwarded])
+            summary.update(
+                status=status,
+                exit_code=exit_code,
+                duration_s=round(time.monotonic() - handle.clock, 3),
+                ended=datetime.now(timezone.utc).isoformat(),
+                last_lines=tail.lines(),
+                signals=[signal.Signals(s).name for s in forwarded],
+            )
             write_json(run_dir / SUMMARY_FILE, summary)
         return exit_code
 
@@ -165,9 +174,16 @@ def _start_trainer(plan: Plan) -> subprocess.Popen:
             if os.getppid() != launcher:  # the launcher died before the death signal was set
                 os.kill(os.getpid(), signal.SIGKILL)
 
-    return subprocess.Popen(list(plan.argv), cwd=plan.cwd, env={**os.environ, **plan.env_dict()},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True, preexec_fn=in_child)
+    return subprocess.Popen(
+        list(plan.argv),
+        cwd=plan.cwd,
+        env={**os.environ, **plan.env_dict()},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=in_child,
+    )
 
 
 class _Stopper:
@@ -187,8 +203,12 @@ class _Stopper:
         read_end, self._watchdog_pipe = os.pipe()
         try:
             self._watchdog = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", WATCHDOG, str(proc.pid), str(KILL_GRACE_S)], stdin=read_end,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                [sys.executable, "-I", "-S", "-c", WATCHDOG, str(proc.pid), str(KILL_GRACE_S)],
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         except OSError:  # the trainer still dies with the launcher (Linux); its children may not
             self._watchdog = None
         finally:
@@ -214,12 +234,14 @@ class _Stopper:
                 if self._signal(signal.SIGTERM) and self._kill_at is None:
                     self._kill_at = now + KILL_GRACE_S
             if self._kill_at is not None and now >= self._kill_at and self._killed_at is None:
-                self.tail.note(f"sapo-launch: the trainer's process group was still running {KILL_GRACE_S:.0f} s "
-                               "after SIGTERM: killed it")
+                self.tail.note(
+                    f"sapo-launch: the trainer's process group was still running {KILL_GRACE_S:.0f} s "
+                    "after SIGTERM: killed it"
+                )
                 self._kill()
             if self.proc.returncode is not None and (
-                    (output_ended and not self._signal(0))
-                    or (self._killed_at is not None and now > self._killed_at + 1)):  # output held outside the group
+                (output_ended and not self._signal(0)) or (self._killed_at is not None and now > self._killed_at + 1)
+            ):  # output held outside the group
                 self._done = True
                 return self.proc.returncode
             if output_ended:
@@ -266,8 +288,11 @@ def status(run_dir: Path) -> int:
     state = summary.get("status", "unknown")
     step = summary.get("last_step") if state == "lost" else _last_step(run_dir)
     code = summary.get("exit_code")
-    print(" ".join([state, *([f"step {step}"] if step is not None else []),
-                         *([f"exit {code}"] if code is not None else [])]))
+    print(
+        " ".join(
+            [state, *([f"step {step}"] if step is not None else []), *([f"exit {code}"] if code is not None else [])]
+        )
+    )
     if state == "lost":
         return EXIT_LOST
     return 0 if state == "running" or code is None else code

@@ -124,8 +124,13 @@ def entrypoint(plan: Plan, python: str = DEFAULT_PYTHON) -> str:
 def metadata(plan: Plan) -> dict[str, str]:
     """What `ray job list` shows beside the job; Ray takes only string values."""
     lint = plan.lint.to_json()["summary"]
-    return {"recipe": plan.name, "recipe_hash": plan.recipe_hash, "variant": plan.variant or "",
-            "lint": ", ".join(f"{n} {severity}(s)" for severity, n in lint.items()), "run_dir": plan.run_dir}
+    return {
+        "recipe": plan.name,
+        "recipe_hash": plan.recipe_hash,
+        "variant": plan.variant or "",
+        "lint": ", ".join(f"{n} {severity}(s)" for severity, n in lint.items()),
+        "run_dir": plan.run_dir,
+    }
 
 
 def resource_shortfall(plan: Plan, nodes: Iterable[dict[str, float]]) -> str | None:
@@ -143,8 +148,10 @@ def resource_shortfall(plan: Plan, nodes: Iterable[dict[str, float]]) -> str | N
         hint = f" (it has {others} {other}: pass --device {other.lower()})" if others else ""
         return f"the cluster has {sum(counts)} {kind}, the recipe needs {needed * per_node} ({shape}){hint}"
     if sum(c // per_node for c in counts) < needed:
-        return (f"the cluster has {sum(counts)} {kind} but not {per_node} on each of {needed} node(s) (per node: "
-                f"{', '.join(map(str, counts))}); the recipe needs {shape}, each node's share on one node")
+        return (
+            f"the cluster has {sum(counts)} {kind} but not {per_node} on each of {needed} node(s) (per node: "
+            f"{', '.join(map(str, counts))}); the recipe needs {shape}, each node's share on one node"
+        )
     return None
 
 
@@ -191,11 +198,19 @@ def stage_working_dir(root: Path, excludes: Iterable[str], stage: Path) -> None:
         raise RayJobError(
             f"working directory {root} zips to {_mib(size)}, over the {_mib(UPLOAD_LIMIT)} Ray's Jobs API accepts; "
             f"largest entries (unzipped): {', '.join(f'{name} {_mib(n)}' for name, n in largest)}; "
-            "exclude them (.gitignore, or an exclude pattern)")
+            "exclude them (.gitignore, or an exclude pattern)"
+        )
 
 
-def submit(plan: Plan, run_dir: Path, address: str, *, working_dir: Path | None = None,
-           excludes: Iterable[str] = (), python: str = DEFAULT_PYTHON) -> str:
+def submit(
+    plan: Plan,
+    run_dir: Path,
+    address: str,
+    *,
+    working_dir: Path | None = None,
+    excludes: Iterable[str] = (),
+    python: str = DEFAULT_PYTHON,
+) -> str:
     """Check, submit and record (`job.json`) the plan's job; returns its submission id. Raises `ClusterTooSmall`
     when the cluster cannot hold the plan, `RayJobError` when the job cannot be submitted. The run directory's
     parent (the runs directory) is never shipped with `working_dir`."""
@@ -203,8 +218,9 @@ def submit(plan: Plan, run_dir: Path, address: str, *, working_dir: Path | None 
     return _submit(connect(address), plan, Path(run_dir), address, working_dir, excludes, python)
 
 
-def _submit(client, plan: Plan, run_dir: Path, address: str, working_dir: Path | None, excludes: Iterable[str],
-            python: str) -> str:
+def _submit(
+    client, plan: Plan, run_dir: Path, address: str, working_dir: Path | None, excludes: Iterable[str], python: str
+) -> str:
     excludes = tuple(excludes)
     shortfall = resource_shortfall(plan, cluster_nodes(address))
     if shortfall:
@@ -220,9 +236,16 @@ def _submit(client, plan: Plan, run_dir: Path, address: str, working_dir: Path |
             submission_id = client.submit_job(entrypoint=command, runtime_env=runtime_env, metadata=metadata(plan))
         except Exception as exc:  # noqa: BLE001 - upload and HTTP errors from Ray, one line for the user
             raise RayJobError(f"the Ray cluster at {address} refused the job: {_first_line(exc)}") from None
-    write_json(run_dir / JOB_FILE, {"address": redact_urls(address), "submission_id": submission_id,
-                                    "entrypoint": command, "excludes": list(excludes),
-                                    "working_dir": str(working_dir) if working_dir is not None else None})
+    write_json(
+        run_dir / JOB_FILE,
+        {
+            "address": redact_urls(address),
+            "submission_id": submission_id,
+            "entrypoint": command,
+            "excludes": list(excludes),
+            "working_dir": str(working_dir) if working_dir is not None else None,
+        },
+    )
     return submission_id
 
 
@@ -252,8 +275,14 @@ class RayExecutor:
 
     __slots__ = ("address", "excludes", "python", "working_dir")
 
-    def __init__(self, address: str | None, *, working_dir: Path | None = None, excludes: Iterable[str] = (),
-                 python: str = DEFAULT_PYTHON):
+    def __init__(
+        self,
+        address: str | None,
+        *,
+        working_dir: Path | None = None,
+        excludes: Iterable[str] = (),
+        python: str = DEFAULT_PYTHON,
+    ):
         self.address, self.working_dir = with_scheme(address), working_dir
         self.excludes, self.python = tuple(excludes), python
 
@@ -283,6 +312,7 @@ def _attach(job: RayJob, run_dir: Path, sink) -> int:
     client, record = job.client, job.record
     tail = LineTail()
     with open(run_dir / LOG_FILE, "wb") as log:
+
         def tee(text: str) -> None:
             data = text.encode("utf-8", "replace")
             log.write(data)
@@ -297,8 +327,11 @@ def _attach(job: RayJob, run_dir: Path, sink) -> int:
             _record_lost(run_dir, record, exc)
             raise
     if not details.status.is_terminal():
-        print(f"sapo-launch: stopped following {record.submission_id} ({details.status}); "
-              f"`sapo-launch status {run_dir}` tells how it ends", file=sys.stderr)
+        print(
+            f"sapo-launch: stopped following {record.submission_id} ({details.status}); "
+            f"`sapo-launch status {run_dir}` tells how it ends",
+            file=sys.stderr,
+        )
         if not job.stop_on_signal:
             return 128 + signals[0]
     return _finish(run_dir, record, details, tail.lines(), signals)
@@ -358,15 +391,19 @@ def _details(client, record: JobRecord):
     try:
         return client.get_job_info(record.submission_id)
     except Exception as exc:  # noqa: BLE001
-        raise RayJobError(f"cannot read job {record.submission_id} at {record.address}: {_first_line(exc)}") \
-            from None
+        raise RayJobError(f"cannot read job {record.submission_id} at {record.address}: {_first_line(exc)}") from None
 
 
 def _record_lost(run_dir: Path, record: JobRecord, exc: RayJobError) -> None:
     """The job was submitted but cannot be followed: it may still run, so the summary says `submitted`."""
     summary = read_summary(run_dir)
-    summary.update(status="submitted", exit_code=2, submission_id=record.submission_id,
-                   address=redact_urls(record.address), last_lines=[f"sapo-launch: {exc.message}"])
+    summary.update(
+        status="submitted",
+        exit_code=2,
+        submission_id=record.submission_id,
+        address=redact_urls(record.address),
+        last_lines=[f"sapo-launch: {exc.message}"],
+    )
     write_json(run_dir / SUMMARY_FILE, summary)
 
 
@@ -393,12 +430,18 @@ def _finish(run_dir: Path, record: JobRecord, details, last_lines: list[str], si
     summary = read_summary(run_dir)
     summary.update(
         status={"SUCCEEDED": "succeeded", "FAILED": "failed"}.get(status, "interrupted"),
-        exit_code=128 + signals[0] if code is None else code, job_status=status, message=_first_line(details.message),
-        submission_id=record.submission_id, address=redact_urls(record.address), pid=None,
+        exit_code=128 + signals[0] if code is None else code,
+        job_status=status,
+        message=_first_line(details.message),
+        submission_id=record.submission_id,
+        address=redact_urls(record.address),
+        pid=None,
         started=_when(details.start_time) or summary.get("started"),
         ended=_when(details.end_time) or datetime.now(timezone.utc).isoformat(),
-        duration_s=_duration(details.start_time, details.end_time), last_lines=last_lines,
-        signals=[signal.Signals(s).name for s in signals])
+        duration_s=_duration(details.start_time, details.end_time),
+        last_lines=last_lines,
+        signals=[signal.Signals(s).name for s in signals],
+    )
     write_json(run_dir / SUMMARY_FILE, summary)
     return summary["exit_code"]
 
@@ -441,13 +484,14 @@ def stop(run_dir: Path, *, address: str | None = None, timeout_s: float = 60) ->
     try:
         client.stop_job(record.submission_id)
     except Exception as exc:  # noqa: BLE001
-        raise RayJobError(f"cannot stop job {record.submission_id} at {record.address}: {_first_line(exc)}") \
-            from None
+        raise RayJobError(f"cannot stop job {record.submission_id} at {record.address}: {_first_line(exc)}") from None
     deadline = time.monotonic() + timeout_s
     while not _status(client, record.submission_id).is_terminal():
         if time.monotonic() > deadline:
-            print(f"sapo-launch: {record.submission_id} is still running {timeout_s:.0f} s after the stop "
-                  "request", file=sys.stderr)
+            print(
+                f"sapo-launch: {record.submission_id} is still running {timeout_s:.0f} s after the stop request",
+                file=sys.stderr,
+            )
             return 1
         time.sleep(0.5)
     details = _details(client, record)
@@ -480,8 +524,9 @@ def _logs(client, record: JobRecord) -> str:
     try:
         return client.get_job_logs(record.submission_id)
     except Exception as exc:  # noqa: BLE001
-        raise RayJobError(f"cannot read the log of {record.submission_id} at {record.address}: "
-                          f"{_first_line(exc)}") from None
+        raise RayJobError(
+            f"cannot read the log of {record.submission_id} at {record.address}: {_first_line(exc)}"
+        ) from None
 
 
 def _complete(client, record: JobRecord, run_dir: Path, details, text: str | None = None) -> int:
@@ -509,7 +554,7 @@ def _first_line(what: BaseException | str | None) -> str:
         return type(what).__name__ if isinstance(what, BaseException) else ""
     traceback_start = "Traceback (most recent call last):"
     if len(lines) > 1 and lines[0].endswith(traceback_start):
-        return f"{lines[0][:-len(traceback_start)]}{lines[-1]}"
+        return f"{lines[0][: -len(traceback_start)]}{lines[-1]}"
     return lines[0]
 
 

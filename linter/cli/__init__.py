@@ -29,9 +29,15 @@ class DefaultToCheck(DefaultCommandGroup):
 
     default, default_without_arguments = "check", True
     lazy: ClassVar[dict[str, tuple[str, str]]] = {
-        name: (f"{__name__}.{module}", attribute) for name, module, attribute in (
-            ("check", "check", "check"), ("rules", "rules", "list_rules"), ("rule", "rule", "show_rule"),
-            ("schema", "schema", "schema"), ("explain", "explain", "explain"), ("convert", "convert", "convert"))
+        name: (f"{__name__}.{module}", attribute)
+        for name, module, attribute in (
+            ("check", "check", "check"),
+            ("rules", "rules", "list_rules"),
+            ("rule", "rule", "show_rule"),
+            ("schema", "schema", "schema"),
+            ("explain", "explain", "explain"),
+            ("convert", "convert", "convert"),
+        )
     }
 
     def invoke(self, ctx):
@@ -58,7 +64,6 @@ class OneLineError(click.ClickException):
 
     def show(self, file=None) -> None:
         click.echo(f"sapo-lint: {self.format_message()}", err=True)
-
 
 
 def main() -> None:

@@ -16,40 +16,95 @@ from .options import ACCELERATOR, OVERRIDES, VERL_VERSION
 @click.command("check")
 # a dangling name is a usage error; `-` is standard input
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]), default="text", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]), default="text", show_default=True
+)
 @click.option("--select", multiple=True, help="Only these rule codes or prefixes (repeatable, or comma-separated).")
 @click.option("--ignore", multiple=True, help="Skip these rule codes or prefixes (repeatable, or comma-separated).")
-@click.option("--exclude", multiple=True, metavar="GLOB",
-              help="Paths not to lint, instead of [tool.sapo-lint] exclude (repeatable, or comma-separated).")
-@click.option("--extend-exclude", multiple=True, metavar="GLOB",
-              help="Paths not to lint, besides [tool.sapo-lint] exclude (repeatable, or comma-separated).")
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="GLOB",
+    help="Paths not to lint, instead of [tool.sapo-lint] exclude (repeatable, or comma-separated).",
+)
+@click.option(
+    "--extend-exclude",
+    multiple=True,
+    metavar="GLOB",
+    help="Paths not to lint, besides [tool.sapo-lint] exclude (repeatable, or comma-separated).",
+)
 @OVERRIDES
 @VERL_VERSION
 @ACCELERATOR
 @click.option("--no-shellcheck", is_flag=True, help="Do not run shellcheck on run scripts.")
 @click.option("--fix", is_flag=True, help="Apply the safe fixes (tau path, `+` prefix) in place.")
-@click.option("--unsafe-fixes", is_flag=True,
-              help="With --fix or --diff: the unsafe fixes too (a guessed key for an unknown one).")
-@click.option("--diff", "show_diff", is_flag=True,
-              help="Print what --fix would change as a unified diff, change nothing; exit 1 if there is any.")
-@click.option("--add-noqa", is_flag=True,
-              help="Suppress every current finding with a `# sapo-lint: noqa: CODE` comment on its line (on a script's "
-                   "continued line: where the command ends).")
+@click.option(
+    "--unsafe-fixes",
+    is_flag=True,
+    help="With --fix or --diff: the unsafe fixes too (a guessed key for an unknown one).",
+)
+@click.option(
+    "--diff",
+    "show_diff",
+    is_flag=True,
+    help="Print what --fix would change as a unified diff, change nothing; exit 1 if there is any.",
+)
+@click.option(
+    "--add-noqa",
+    is_flag=True,
+    help="Suppress every current finding with a `# sapo-lint: noqa: CODE` comment on its line (on a script's "
+    "continued line: where the command ends).",
+)
 @click.option("--statistics", is_flag=True, help="Counts per rule code instead of the findings (text or json).")
 @click.option("--warnings-as-errors", is_flag=True, help="Exit 1 on warnings too.")
-@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (2 still means a usage error or "
-              "an unreadable file).")
+@click.option(
+    "--exit-zero",
+    is_flag=True,
+    help="Exit 0 even when there are findings (2 still means a usage error or an unreadable file).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Only the findings: no summary line, no notes on stderr.")
-@click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the report to this file (atomically) instead of standard output.")
-@click.option("--stdin-filename", metavar="PATH",
-              help="Lint standard input (the path `-`) as this file: its suffix says recipe or script, and findings "
-                   "are reported under it.")
-@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
-              help="Colour the text report; auto: when standard output is a terminal and NO_COLOR is not set.")
-def check(paths, fmt, select, ignore, exclude, extend_exclude, overrides, verl_version, accelerator, no_shellcheck,
-          fix, unsafe_fixes, show_diff, add_noqa, statistics, warnings_as_errors, exit_zero, quiet, output_file,
-          stdin_filename, color):
+@click.option(
+    "-o",
+    "--output-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the report to this file (atomically) instead of standard output.",
+)
+@click.option(
+    "--stdin-filename",
+    metavar="PATH",
+    help="Lint standard input (the path `-`) as this file: its suffix says recipe or script, and findings "
+    "are reported under it.",
+)
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour the text report; auto: when standard output is a terminal and NO_COLOR is not set.",
+)
+def check(
+    paths,
+    fmt,
+    select,
+    ignore,
+    exclude,
+    extend_exclude,
+    overrides,
+    verl_version,
+    accelerator,
+    no_shellcheck,
+    fix,
+    unsafe_fixes,
+    show_diff,
+    add_noqa,
+    statistics,
+    warnings_as_errors,
+    exit_zero,
+    quiet,
+    output_file,
+    stdin_filename,
+    color,
+):
     """Lint recipes under PATHS (`-`: standard input, with --stdin-filename)."""
     from ..lint import lint_paths, lint_text
     from ..reporters import RENDER, STATISTICS
@@ -57,16 +112,19 @@ def check(paths, fmt, select, ignore, exclude, extend_exclude, overrides, verl_v
 
     given = [flag for flag, on in (("--fix", fix), ("--diff", show_diff), ("--add-noqa", add_noqa)) if on]
     if len(given) > 1:
-        raise click.UsageError(f"{', '.join(given[:-1])} and {given[-1]} do not go together"
-                               + (": fix first, then suppress what is left" if fix and add_noqa else ""))
+        raise click.UsageError(
+            f"{', '.join(given[:-1])} and {given[-1]} do not go together"
+            + (": fix first, then suppress what is left" if fix and add_noqa else "")
+        )
     if unsafe_fixes and not (fix or show_diff):
         raise click.UsageError("--unsafe-fixes goes with --fix or --diff")
     if statistics and fmt not in STATISTICS:
         raise click.UsageError(f"--statistics is written as {' or '.join(STATISTICS)}, not {fmt}")
     stdin = Path("-") in paths or (stdin_filename is not None and not paths)
     if stdin and (len(paths) > 1 or stdin_filename is None):
-        raise click.UsageError("standard input (`-`) is linted alone, named with --stdin-filename PATH (its suffix "
-                               "says recipe or script)")
+        raise click.UsageError(
+            "standard input (`-`) is linted alone, named with --stdin-filename PATH (its suffix says recipe or script)"
+        )
     if stdin_filename is not None and not stdin:
         raise click.UsageError("--stdin-filename names standard input: pass `-` as the only path")
     if stdin and (fix or show_diff or add_noqa):
@@ -79,8 +137,10 @@ def check(paths, fmt, select, ignore, exclude, extend_exclude, overrides, verl_v
     def adjust(settings):  # the command line over each project's [tool.sapo-lint]
         settings.select = cli_select or settings.select
         settings.ignore = [*settings.ignore, *cli_ignore]
-        settings.exclude = [*(_comma_separated(exclude) if exclude else settings.exclude),
-                            *_comma_separated(extend_exclude)]
+        settings.exclude = [
+            *(_comma_separated(exclude) if exclude else settings.exclude),
+            *_comma_separated(extend_exclude),
+        ]
         settings.warnings_as_errors = warnings_as_errors or settings.warnings_as_errors
         settings.shellcheck = settings.shellcheck and not no_shellcheck
 
@@ -89,9 +149,11 @@ def check(paths, fmt, select, ignore, exclude, extend_exclude, overrides, verl_v
     try:
         if stdin:
             source = _read_stdin(stdin_filename)
-            result = lint_text(source, finder.for_path(Path(stdin_filename)), list(overrides), verl_version,
-                               accelerator)
+            result = lint_text(
+                source, finder.for_path(Path(stdin_filename)), list(overrides), verl_version, accelerator
+            )
         else:
+
             def lint_all(progress=None):
                 return lint_paths(targets, finder, list(overrides), verl_version, accelerator, progress)
 
@@ -101,14 +163,22 @@ def check(paths, fmt, select, ignore, exclude, extend_exclude, overrides, verl_v
                 result = _fix(result, unsafe_fixes, quiet, lint_all)
             if add_noqa:
                 result = _add_noqa(result, quiet, lint_all)
-        failing = any(d.severity.value == "error" or (d.severity.value == "warning" and
-                      finder.for_path(Path(d.location.path)).warnings_as_errors) for d in result.diagnostics)
+        failing = any(
+            d.severity.value == "error"
+            or (d.severity.value == "warning" and finder.for_path(Path(d.location.path)).warnings_as_errors)
+            for d in result.diagnostics
+        )
     except SettingsError as exc:  # a configuration error: one line naming the file and key, no usage boilerplate
         raise OneLineError(str(exc)) from None
 
     if result.files == 0 and not result.named_but_skipped and not result.unreadable:
-        click.echo(printable(f"sapo-lint: no recipes or run scripts found under {', '.join(map(str, targets))} "
-                             "(recipes are *.yaml/*.yml with a top-level `recipe:` key, run scripts *.sh)"), err=True)
+        click.echo(
+            printable(
+                f"sapo-lint: no recipes or run scripts found under {', '.join(map(str, targets))} "
+                "(recipes are *.yaml/*.yml with a top-level `recipe:` key, run scripts *.sh)"
+            ),
+            err=True,
+        )
         sys.exit(EXIT_USAGE)
     if show_diff:
         from ..fix import planned_fixes, unified_diff
@@ -198,8 +268,11 @@ def _add_noqa(result, quiet, lint_again):
     except OSError as exc:
         raise click.ClickException(f"cannot add noqa comments: {exc.strerror or exc}: {exc.filename}") from None
     if not quiet:
-        click.echo(f"Added {outcome.comments} noqa comment(s) covering {outcome.covered} finding(s) in "
-                   f"{outcome.files} file(s).", err=True)
+        click.echo(
+            f"Added {outcome.comments} noqa comment(s) covering {outcome.covered} finding(s) in "
+            f"{outcome.files} file(s).",
+            err=True,
+        )
     for d, why in outcome.left:
         where = f"{d.location.path}:{d.location.line}:{d.location.column}"
         click.echo(printable(f"{where}: {d.code} not suppressed: {why}"), err=True)

@@ -12,8 +12,12 @@ from ..convert import ConversionError, recipe_yaml, script_to_recipe
 
 @click.command("convert")
 @click.argument("script", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the recipe here (atomically) instead of to stdout.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the recipe here (atomically) instead of to stdout.",
+)
 @click.option("--verl-version", help="verl version the recipe names (default: as for `sapo-lint check`).")
 def convert(script: Path, output: Path | None, verl_version: str | None) -> None:
     """Turn a verl-style bash run script into a sapo-recipe/v1 recipe (overrides, env exports, variants)."""

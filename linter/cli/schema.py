@@ -13,14 +13,31 @@ def schema():
 
 
 @schema.command("build")
-@click.option("--wheel", "wheels", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A verl wheel, as `pip download --no-deps verl==X` gives (repeatable).")
-@click.option("--verl-root", type=click.Path(exists=True, path_type=Path),
-              help="A verl source checkout, or a `git archive` tarball of one (its commit goes into the snapshot).")
-@click.option("--consumer-wheel", "consumer_wheels", multiple=True, type=click.Path(exists=True, path_type=Path),
-              help="A megatron-core or mbridge wheel to snapshot too (repeatable).")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Schema directory to write into (default: the installed sapo-lint's schemas/).")
+@click.option(
+    "--wheel",
+    "wheels",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A verl wheel, as `pip download --no-deps verl==X` gives (repeatable).",
+)
+@click.option(
+    "--verl-root",
+    type=click.Path(exists=True, path_type=Path),
+    help="A verl source checkout, or a `git archive` tarball of one (its commit goes into the snapshot).",
+)
+@click.option(
+    "--consumer-wheel",
+    "consumer_wheels",
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="A megatron-core or mbridge wheel to snapshot too (repeatable).",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Schema directory to write into (default: the installed sapo-lint's schemas/).",
+)
 def schema_build(wheels, verl_root, consumer_wheels, out):
     """Build schema snapshots, without importing verl, torch or megatron.
 

@@ -101,6 +101,7 @@ def site_limits(mapping: dict) -> tuple[tuple[str, float], ...]:
 
 def merge_overrides(base, extra) -> tuple[LocatedOverride, ...]:
     """A variant's (or the command line's) override of a base key replaces it; new keys are appended."""
+
     def ident(lo: LocatedOverride):
         return (lo.parsed.key, lo.parsed.package) if lo.parsed else lo.key_text
 

@@ -79,9 +79,15 @@ class Diagnostic(NamedTuple):
     def as_dict(self) -> dict:
         """The JSON record of a finding (README, "Usage": the `json` format's `diagnostics` items)."""
         return {
-            "path": self.location.path, "line": self.location.line, "column": self.location.column,
-            "code": self.code, "name": self.name, "severity": self.severity.value, "message": self.message,
-            "variant": self.variant, "fix": self.fix and self.fix.text,
+            "path": self.location.path,
+            "line": self.location.line,
+            "column": self.location.column,
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity.value,
+            "message": self.message,
+            "variant": self.variant,
+            "fix": self.fix and self.fix.text,
             "fix_applicability": self.fix and self.fix.applicability.value,
         }
 

@@ -34,8 +34,11 @@ def _hydra_conf() -> tuple[dict[str, dict[str, ast.expr]], frozenset[str]] | Non
     for node in ast.walk(tree):
         if not isinstance(node, ast.ClassDef):
             continue
-        fields = {s.target.id: s.annotation for s in node.body
-                  if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+        fields = {
+            s.target.id: s.annotation
+            for s in node.body
+            if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+        }
         classes[node.name] = fields
         if node.name == "HydraConf":
             groups.update(_default_groups(node))
@@ -46,8 +49,13 @@ def _default_groups(cls: ast.ClassDef) -> set[str]:
     """The group names in `defaults: List[Any] = field(default_factory=lambda: [{"output": "default"}, ...])`."""
     for s in cls.body:
         if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and s.target.id == "defaults":
-            return {k.value for d in ast.walk(s) if isinstance(d, ast.Dict)
-                    for k in d.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+            return {
+                k.value
+                for d in ast.walk(s)
+                if isinstance(d, ast.Dict)
+                for k in d.keys
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            }
     return set()
 
 
@@ -73,7 +81,7 @@ def is_hydra_key(key: str) -> bool:
         return False
     classes, groups = conf
     if key.startswith(ROOT + "/"):
-        return key[len(ROOT) + 1:] in groups
+        return key[len(ROOT) + 1 :] in groups
     parts = key.split(".")
     if parts[0] != ROOT or len(parts) < 2:
         return False

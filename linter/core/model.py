@@ -98,7 +98,9 @@ def shape_from_hf_config(config: dict, name: str, source: str) -> ModelShape:
     heads = _required(config, "num_attention_heads")
     ffn = _required(config, "intermediate_size")
     vocab = _required(config, "vocab_size")
-    experts = _count(config, "num_experts") or _count(config, "n_routed_experts") or _count(config, "num_local_experts") or 0
+    experts = (
+        _count(config, "num_experts") or _count(config, "n_routed_experts") or _count(config, "num_local_experts") or 0
+    )
     # Mixtral has no moe_intermediate_size: its experts are intermediate_size wide.
     moe_ffn = (_count(config, "moe_intermediate_size") or ffn) if experts else 0
     if not experts:

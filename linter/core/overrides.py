@@ -97,7 +97,7 @@ def _same(a: Any, b: Any) -> bool:
             return math.isnan(b)
         return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
     if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict):
         if len(a) != len(b):
             return False
@@ -117,9 +117,7 @@ def _same(a: Any, b: Any) -> bool:
 def _freeze(v: Any) -> Any:
     """Hashable image of a value, consistent with :func:`_same`."""
     if isinstance(v, float):
-        return (
-            ("float", "nan") if math.isnan(v) else ("float", v, math.copysign(1.0, v))
-        )
+        return ("float", "nan") if math.isnan(v) else ("float", v, math.copysign(1.0, v))
     if isinstance(v, list):
         return ("list", tuple(_freeze(x) for x in v))
     if isinstance(v, dict):
@@ -164,9 +162,7 @@ class ParsedOverride(NamedTuple):
         return equal if equal is NotImplemented else not equal
 
     def __hash__(self) -> int:
-        return hash(
-            (self.op, self.key, self.package, self.is_sweep, _freeze(self.value))
-        )
+        return hash((self.op, self.key, self.package, self.is_sweep, _freeze(self.value)))
 
 
 class OverrideSyntaxError(ValueError):
@@ -197,15 +193,11 @@ _ID = r"[A-Za-z_][A-Za-z0-9_\-]*"  # ID
 _KEY_SPECIAL = r"[A-Za-z_$][A-Za-z0-9_\-$]*"  # KEY_SPECIAL (a superset of ID)
 _INT_UNSIGNED = r"(?:0|[1-9](?:_?[0-9])*)"
 _SEGMENT = rf"(?:{_KEY_SPECIAL}|{_INT_UNSIGNED})"
-_PACKAGE = (
-    rf"(?:{_SEGMENT}(?:\.{_SEGMENT})+|{_KEY_SPECIAL})"  # DOT_PATH | KEY_SPECIAL | ID
-)
+_PACKAGE = rf"(?:{_SEGMENT}(?:\.{_SEGMENT})+|{_KEY_SPECIAL})"  # DOT_PATH | KEY_SPECIAL | ID
 _GROUP = rf"{_ID}(?:/{_ID})+"  # ID (SLASH ID)+
 _KEY = rf"(?:{_GROUP}|{_PACKAGE})"
 
-_OVERRIDE_RE = re.compile(
-    rf"(\+\+?|~)?({_KEY})(?:@({_PACKAGE}))?(?:(=)[ \t]*(.*))?", re.DOTALL
-)
+_OVERRIDE_RE = re.compile(rf"(\+\+?|~)?({_KEY})(?:@({_PACKAGE}))?(?:(=)[ \t]*(.*))?", re.DOTALL)
 
 # Tokens that make up an unquoted primitive when there is no whitespace and no
 # backslash: ID, INT, FLOAT, BOOL, NULL, UNQUOTED_CHAR ([/\-+.$%*@?|]), COLON.
@@ -218,9 +210,7 @@ _DIGITS = r"[0-9](?:_?[0-9])*"
 _POINT_FLOAT = rf"(?:{_INT_UNSIGNED}\.|(?:{_INT_UNSIGNED})?\.{_DIGITS})"
 _EXPONENT_FLOAT = rf"(?:{_INT_UNSIGNED}|{_POINT_FLOAT})[eE][+-]?{_DIGITS}"
 _INT_RE = re.compile(rf"[+-]?{_INT_UNSIGNED}")
-_FLOAT_RE = re.compile(
-    rf"[+-]?(?:{_EXPONENT_FLOAT}|{_POINT_FLOAT}|[Ii][Nn][Ff]|[Nn][Aa][Nn])"
-)
+_FLOAT_RE = re.compile(rf"[+-]?(?:{_EXPONENT_FLOAT}|{_POINT_FLOAT}|[Ii][Nn][Ff]|[Nn][Aa][Nn])")
 
 # hydra._internal.grammar.utils._ESC_QUOTED_STR: backslashes before a quote.
 _ESC_QUOTED = {"'": re.compile(r"\\+'"), '"': re.compile(r'\\+"')}
@@ -579,14 +569,10 @@ def _format(v: Any, allow_interpolation: bool) -> str:
     if isinstance(v, list):
         return "[" + ",".join(_format(x, allow_interpolation) for x in v) + "]"
     if isinstance(v, dict):
-        items = (
-            f"{_format_key(k)}:{_format(x, allow_interpolation)}" for k, x in v.items()
-        )
+        items = (f"{_format_key(k)}:{_format(x, allow_interpolation)}" for k, x in v.items())
         return "{" + ",".join(items) + "}"
     if v is MISSING:
-        raise ValueError(
-            "MISSING has no value syntax; use format_override('delete', key, MISSING)"
-        )
+        raise ValueError("MISSING has no value syntax; use format_override('delete', key, MISSING)")
     return _format_scalar(v)
 
 

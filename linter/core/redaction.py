@@ -13,8 +13,10 @@ REDACTED = "<redacted>"
 # `NAME=value` in text quoted from a file (a script word or line, a Hydra override): the value runs to the first
 # unquoted blank, quoted parts included (`HF_TOKEN="a b"`, `+trainer.api_key='x'`). A name starts only where a run
 # of name characters does: linear in the text, however long a run without `=` (a 100,000-digit value).
-_ASSIGNMENT = re.compile(r"(?<![\w.@/+~-])(?P<name>[\w.@/+~-]+)="
-                         r"""(?P<value>(?:"(?:\\.|[^"\\])*"?|'[^']*'?|[^\s"'`])*)""")
+_ASSIGNMENT = re.compile(
+    r"(?<![\w.@/+~-])(?P<name>[\w.@/+~-]+)="
+    r"""(?P<value>(?:"(?:\\.|[^"\\])*"?|'[^']*'?|[^\s"'`])*)"""
+)
 
 
 def is_secret_name(name: str) -> bool:

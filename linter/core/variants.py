@@ -17,8 +17,9 @@ T = TypeVar("T")
 MAX_VARIANTS = 64  # combinations linted per file; a larger product is sampled (see `expand`)
 
 
-def expand(axes: Sequence[Sequence[tuple[str, T]]], defaults: Sequence[int] | None = None,
-           cap: int = MAX_VARIANTS) -> tuple[list[tuple[str | None, tuple[T, ...]]], int]:
+def expand(
+    axes: Sequence[Sequence[tuple[str, T]]], defaults: Sequence[int] | None = None, cap: int = MAX_VARIANTS
+) -> tuple[list[tuple[str | None, tuple[T, ...]]], int]:
     """The combinations of one (label token, payload) per axis to lint, and how many there are in all.
 
     Each is (the variant's label, tokens joined by commas, None without axes; the chosen payloads in axis order).
@@ -34,7 +35,7 @@ def expand(axes: Sequence[Sequence[tuple[str, T]]], defaults: Sequence[int] | No
     else:
         base = tuple(defaults) if defaults is not None else (0,) * len(axes)
         chosen = {base: None}
-        singles = (base[:i] + (j,) + base[i + 1:] for i, n in enumerate(sizes) for j in range(n) if j != base[i])
+        singles = (base[:i] + (j,) + base[i + 1 :] for i, n in enumerate(sizes) for j in range(n) if j != base[i])
         for index in itertools.chain(singles, everything):
             if len(chosen) >= cap:
                 break
@@ -87,8 +88,9 @@ class _Universe:
     def __init__(self, variants: list[str | None]):
         self.labels = set(variants)
         self.order = list(dict.fromkeys(variants))
-        self.parsed = {v: dict(t.split("=", 1) if "=" in t else (t, "") for t in (v or "").split(",") if t)
-                       for v in self.order}
+        self.parsed = {
+            v: dict(t.split("=", 1) if "=" in t else (t, "") for t in (v or "").split(",") if t) for v in self.order
+        }
         self.values: dict[str, list[str]] = {}
         for axes in self.parsed.values():
             for axis, value in axes.items():
@@ -127,8 +129,9 @@ class _Universe:
             others = set().union(*(within for t, within in terms if t is not term[0]))
             if term[1] <= others:
                 terms.remove(term)
-        return " or ".join(",".join(f"{axis}={'|'.join(allowed)}" for axis, allowed in cube.items())
-                           for cube, _ in terms)
+        return " or ".join(
+            ",".join(f"{axis}={'|'.join(allowed)}" for axis, allowed in cube.items()) for cube, _ in terms
+        )
 
     def _within(self, cube: dict[str, list[str]], variants) -> set[str | None]:
         return {v for v in variants if all(self.parsed[v].get(a) in allowed for a, allowed in cube.items())}

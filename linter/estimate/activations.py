@@ -71,8 +71,9 @@ class Recompute(NamedTuple):
 
 
 @functools.lru_cache(maxsize=4096)  # pure; called once per layer of every stage of every variant
-def layer_activation_bytes(m: ModelShape, layer: int, tokens: float, tp: int, sp: bool, etp: int,
-                           modules: frozenset[str] = frozenset()) -> float:
+def layer_activation_bytes(
+    m: ModelShape, layer: int, tokens: float, tp: int, sp: bool, etp: int, modules: frozenset[str] = frozenset()
+) -> float:
     """Bytes one transformer layer keeps for its backward pass on one rank, for `tokens` tokens of a micro-batch on
     this rank (after the CP split). bf16 activations (2 B), flash attention (no s x s score matrix; the fp32
     log-sum-exp per head and token is kept), no dropout (RL fine-tuning sets it to 0), SwiGLU MLPs.
@@ -155,8 +156,9 @@ def layer_backward_bytes(m: ModelShape, layer: int, tokens: float, tp: int, sp: 
     return 2.0 * tokens * 2 * m.hidden_size / (tp if sp else 1) + _mlp_kept_bytes(m, layer, tokens, tp, sp, etp)
 
 
-def moe_dispatch_bytes(m: ModelShape, tokens: float, tp: int, sp: bool, etp: int,
-                       imbalance: float = MOE_ROUTING_IMBALANCE) -> float:
+def moe_dispatch_bytes(
+    m: ModelShape, tokens: float, tp: int, sp: bool, etp: int, imbalance: float = MOE_ROUTING_IMBALANCE
+) -> float:
     """Transient buffers of megatron-core's alltoall token dispatcher (`transformer/moe/token_dispatcher.py`
     MoEAlltoAllTokenDispatcher) in one MoE layer, not saved for backward and so not in `layer_activation_bytes`
     (modelled). Per routed token copy, bf16, h wide, with local = T / TP (SP) tokens routed by this rank and k = top-k:
@@ -187,8 +189,15 @@ class Activations(NamedTuple):
         return self.layers + self.working + self.dispatch + self.logits
 
 
-def train_activations(m: ModelShape, layout: Layout, sp: bool, tokens: float, recompute: Recompute,
-                      value_head: bool = False, entropy: bool = False) -> Activations:
+def train_activations(
+    m: ModelShape,
+    layout: Layout,
+    sp: bool,
+    tokens: float,
+    recompute: Recompute,
+    value_head: bool = False,
+    entropy: bool = False,
+) -> Activations:
     """Activation memory of the training step on the most-loaded pipeline stage.
 
     Per stage: the layers' kept bytes (`layer_activation_bytes`) for one micro-batch, times the micro-batches in
@@ -217,7 +226,7 @@ def train_activations(m: ModelShape, layout: Layout, sp: bool, tokens: float, re
                 stored = k * inp + sum(full[k:])
                 recomputed = max(full[:k]) if k else 0.0
             else:
-                groups = [full[j:j + n] for j in range(0, len(full), n)]
+                groups = [full[j : j + n] for j in range(0, len(full), n)]
                 stored = len(groups) * inp
                 recomputed = max(sum(g) for g in groups)
         else:
@@ -239,8 +248,9 @@ def train_activations(m: ModelShape, layout: Layout, sp: bool, tokens: float, re
     return best  # type: ignore[return-value]
 
 
-def forward_activations(m: ModelShape, layout: Layout, sp: bool, tokens: float, value_head: bool = False,
-                        entropy: bool = False) -> Activations:
+def forward_activations(
+    m: ModelShape, layout: Layout, sp: bool, tokens: float, value_head: bool = False, entropy: bool = False
+) -> Activations:
     """A forward-only pass (old/ref log-probs): no activations kept, one layer's intermediates at a time, one MoE
     layer's dispatcher buffers, and the logits (`logit_bytes_per_element(training=False, entropy)` per element) on
     the last stage."""

@@ -64,7 +64,9 @@ def plan_inputs(ctx: LintContext) -> PlanInputs | None:
     if not all(_fits(p, command.model.num_layers) for p in (parallelism(ctx, r) for r in roles) if p is not None):
         return None
     env = {var.name: var.value for var in command.env}
-    seq = _int(ctx.config.value("data.max_prompt_length"), 512) + _int(ctx.config.value("data.max_response_length"), 512)
+    seq = _int(ctx.config.value("data.max_prompt_length"), 512) + _int(
+        ctx.config.value("data.max_response_length"), 512
+    )
     actor = _role(ctx, "actor", actor_par, world, seq)
     ref = critic = None
     if "ref" in roles and (p := parallelism(ctx, "ref")) is not None:
@@ -101,17 +103,26 @@ def plan_inputs(ctx: LintContext) -> PlanInputs | None:
         hf_distributed=hf_distributed,
         vanilla_mbridge=bool(ctx.config.value("actor_rollout_ref.actor.megatron.vanilla_mbridge")),
         async_save=bool(ctx.config.value("actor_rollout_ref.actor.checkpoint.async_save")),
-        timeout_s=timeout, timeout_source=source,
+        timeout_s=timeout,
+        timeout_source=source,
     )
     per_node = _int(ctx.config.value("trainer.n_gpus_per_node"), accelerator.devices_per_node if accelerator else 8)
     return PlanInputs(
-        model=command.model, world=world, devices_per_node=per_node,
+        model=command.model,
+        world=world,
+        devices_per_node=per_node,
         hbm_gib=float(accelerator.usable_hbm_gib) if accelerator else 0.0,
-        device=device, actor=actor, ref=ref, critic=critic, rollout=rollout, checkpoint=checkpoint,
+        device=device,
+        actor=actor,
+        ref=ref,
+        critic=critic,
+        rollout=rollout,
+        checkpoint=checkpoint,
         limits=Limits.from_mapping(dict(command.resources)),
         hccl_buffsize_mb=_num(_float_or_none(env.get("HCCL_BUFFSIZE")), DEFAULT_HCCL_BUFFSIZE_MB),
         mla_down_replicated=version_key(ctx.stack.megatron_core) >= (0, 15),
-        accelerator=accelerator.name if accelerator else "", nominal_hbm_gib=float(accelerator.hbm_gib) if accelerator else 0.0,
+        accelerator=accelerator.name if accelerator else "",
+        nominal_hbm_gib=float(accelerator.hbm_gib) if accelerator else 0.0,
         accelerator_assumed=accelerator.assumed if accelerator else "",
     )
 
@@ -126,26 +137,67 @@ def _role(ctx: LintContext, role: str, par: Parallelism, world: int, seq: int) -
     layout = Layout(world, par.tp, par.pp, par.vpp, par.cp, par.ep, par.etp)
     prefix, megatron = ROLE_NODE[role], par.prefix
     param_bytes = float(dtype_bytes(ctx.config.value(f"{megatron}.dtype"), 2))
-    common = {"role": role, "layout": layout, "sp": par.sp and par.tp > 1, "param_bytes": param_bytes,
-              "param_offload": bool(ctx.config.value(f"{megatron}.param_offload"))}
+    common = {
+        "role": role,
+        "layout": layout,
+        "sp": par.sp and par.tp > 1,
+        "param_bytes": param_bytes,
+        "param_offload": bool(ctx.config.value(f"{megatron}.param_offload")),
+    }
     if role == "ref":
-        tokens, _ = _tokens(ctx, f"{prefix}.log_prob_use_dynamic_bsz", f"{prefix}.log_prob_max_token_len_per_gpu",
-                            f"{prefix}.log_prob_micro_batch_size_per_gpu", seq, par.cp, 16384)
+        tokens, _ = _tokens(
+            ctx,
+            f"{prefix}.log_prob_use_dynamic_bsz",
+            f"{prefix}.log_prob_max_token_len_per_gpu",
+            f"{prefix}.log_prob_micro_batch_size_per_gpu",
+            seq,
+            par.cp,
+            16384,
+        )
         return RoleSetup(**common, logprob_tokens=tokens)
     opt, grad = _optimizer(ctx, prefix, megatron, param_bytes)
     budget_default = 32768 if role == "critic" else 16384
-    train, source = _tokens(ctx, f"{prefix}.use_dynamic_bsz", f"{prefix}.ppo_max_token_len_per_gpu",
-                            f"{prefix}.ppo_micro_batch_size_per_gpu", seq, par.cp, budget_default)
+    train, source = _tokens(
+        ctx,
+        f"{prefix}.use_dynamic_bsz",
+        f"{prefix}.ppo_max_token_len_per_gpu",
+        f"{prefix}.ppo_micro_batch_size_per_gpu",
+        seq,
+        par.cp,
+        budget_default,
+    )
     if role == "actor":
-        logprob, _ = _tokens(ctx, f"{ROLLOUT}.log_prob_use_dynamic_bsz", f"{ROLLOUT}.log_prob_max_token_len_per_gpu",
-                             f"{ROLLOUT}.log_prob_micro_batch_size_per_gpu", seq, par.cp, 16384)
+        logprob, _ = _tokens(
+            ctx,
+            f"{ROLLOUT}.log_prob_use_dynamic_bsz",
+            f"{ROLLOUT}.log_prob_max_token_len_per_gpu",
+            f"{ROLLOUT}.log_prob_micro_batch_size_per_gpu",
+            seq,
+            par.cp,
+            16384,
+        )
     else:
-        logprob, _ = _tokens(ctx, f"{prefix}.use_dynamic_bsz", f"{prefix}.forward_max_token_len_per_gpu",
-                             f"{prefix}.forward_micro_batch_size_per_gpu", seq, par.cp, budget_default)
-    return RoleSetup(**common, grad_bytes=grad, optimizer=opt,
-                     optimizer_offload=bool(ctx.config.value(f"{megatron}.optimizer_offload")),
-                     recompute=_recompute(ctx, megatron), train_tokens=train, logprob_tokens=logprob,
-                     value_head=role == "critic", token_source=source, entropy=_entropy(ctx, prefix))
+        logprob, _ = _tokens(
+            ctx,
+            f"{prefix}.use_dynamic_bsz",
+            f"{prefix}.forward_max_token_len_per_gpu",
+            f"{prefix}.forward_micro_batch_size_per_gpu",
+            seq,
+            par.cp,
+            budget_default,
+        )
+    return RoleSetup(
+        **common,
+        grad_bytes=grad,
+        optimizer=opt,
+        optimizer_offload=bool(ctx.config.value(f"{megatron}.optimizer_offload")),
+        recompute=_recompute(ctx, megatron),
+        train_tokens=train,
+        logprob_tokens=logprob,
+        value_head=role == "critic",
+        token_source=source,
+        entropy=_entropy(ctx, prefix),
+    )
 
 
 def _entropy(ctx: LintContext, prefix: str) -> bool:
@@ -153,11 +205,15 @@ def _entropy(ctx: LintContext, prefix: str) -> bool:
     `actor.calculate_entropy or actor.entropy_coeff != 0` (the critic never does)."""
     if prefix != ACTOR:
         return False
-    return bool(ctx.config.value(f"{prefix}.calculate_entropy")) or _num(ctx.config.value(f"{prefix}.entropy_coeff"), 0.0) != 0
+    return (
+        bool(ctx.config.value(f"{prefix}.calculate_entropy"))
+        or _num(ctx.config.value(f"{prefix}.entropy_coeff"), 0.0) != 0
+    )
 
 
-def _tokens(ctx: LintContext, dynamic_path: str, budget_path: str, micro_path: str, seq: int, cp: int,
-            budget_default: int) -> tuple[float, str]:
+def _tokens(
+    ctx: LintContext, dynamic_path: str, budget_path: str, micro_path: str, seq: int, cp: int, budget_default: int
+) -> tuple[float, str]:
     """Tokens of one micro-batch on one rank: the dynamic-bsz budget (a sequence longer than it is still one
     micro-batch), or micro-batch size x (prompt + response); divided over CP (verl multiplies the budget by CP)."""
     if ctx.config.value(dynamic_path):
@@ -206,10 +262,14 @@ def _optimizer(ctx: LintContext, prefix: str, megatron: str, param_bytes: float)
         master = 4.0
     kind = "sgd" if str(ctx.config.value(f"{optim}.optimizer") or "adam").lower() == "sgd" else "adam"
     opt = Optimizer(
-        distributed=distributed, precision_aware=pa, master_bytes=master,
-        exp_avg_bytes=dtype("exp_avg_dtype") if pa else 4, exp_avg_sq_bytes=dtype("exp_avg_sq_dtype") if pa else 4,
+        distributed=distributed,
+        precision_aware=pa,
+        master_bytes=master,
+        exp_avg_bytes=dtype("exp_avg_dtype") if pa else 4,
+        exp_avg_sq_bytes=dtype("exp_avg_sq_dtype") if pa else 4,
         cpu_offload=bool(ov("optimizer_cpu_offload", False)),
-        offload_fraction=_num(ov("optimizer_offload_fraction", 0.0), 0.0), kind=kind,
+        offload_fraction=_num(ov("optimizer_offload_fraction", 0.0), 0.0),
+        kind=kind,
     )
     ddp = f"{megatron}.override_ddp_config.grad_reduce_in_fp32"
     if ctx.config.exists(ddp):

@@ -38,7 +38,7 @@ def _attention_params(m: ModelShape, tp: int = 1, mla_down_replicated: bool = Fa
     if m.is_mla:
         q_out = heads * (m.qk_head_dim + m.qk_pos_emb_head_dim)
         down = (h * m.q_lora_rank if m.q_lora_rank else 0) + h * (m.kv_lora_rank + m.qk_pos_emb_head_dim)
-        sharded = (m.q_lora_rank * q_out if m.q_lora_rank else h * q_out)
+        sharded = m.q_lora_rank * q_out if m.q_lora_rank else h * q_out
         sharded += m.kv_lora_rank * heads * (m.qk_head_dim + m.v_head_dim) + heads * m.v_head_dim * h
         replicated = h + (m.q_lora_rank or 0) + m.kv_lora_rank  # input norm, q/kv latent norms
         if mla_down_replicated:
@@ -133,8 +133,9 @@ class RankParams(NamedTuple):
         return self.dense + self.expert
 
 
-def stage_params(m: ModelShape, layout: Layout, stage: int, value_head: bool = False,
-                 mla_down_replicated: bool = False) -> RankParams:
+def stage_params(
+    m: ModelShape, layout: Layout, stage: int, value_head: bool = False, mla_down_replicated: bool = False
+) -> RankParams:
     """What one rank of pipeline stage `stage` holds: TP-split attention/MLP/embedding, TP-replicated norms and
     routers, experts split over EP x ETP. The first stage holds the input embedding, the last the output layer
     (with tied embeddings and PP > 1 Megatron keeps a copy of the word embeddings there) and the final norm."""
@@ -158,8 +159,9 @@ def stage_params(m: ModelShape, layout: Layout, stage: int, value_head: bool = F
 
 
 @functools.lru_cache(maxsize=256)  # pure, as above
-def params_per_rank(m: ModelShape, layout: Layout, value_head: bool = False,
-                    mla_down_replicated: bool = False) -> RankParams:
+def params_per_rank(
+    m: ModelShape, layout: Layout, value_head: bool = False, mla_down_replicated: bool = False
+) -> RankParams:
     """The most-loaded rank's parameters (the pipeline stage holding the most)."""
     stages = [stage_params(m, layout, s, value_head, mla_down_replicated) for s in range(layout.pp)]
     return max(stages, key=lambda r: (r.total, -r.stage))

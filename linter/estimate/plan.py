@@ -42,8 +42,20 @@ from .params import Layout, ParamCounts, RankParams, count_params, params_per_ra
 
 PHASES = ("rollout", "logprob", "train")  # plus "critic" when a critic trains; steady state (from step 2 on)
 DEVICE_TERMS = (
-    "weights", "grads", "optimizer", "activations", "backward_working", "moe_dispatch", "logits", "ref_weights",
-    "critic_weights", "critic_grads", "critic_optimizer", "rollout", "comm_buffers", "runtime",
+    "weights",
+    "grads",
+    "optimizer",
+    "activations",
+    "backward_working",
+    "moe_dispatch",
+    "logits",
+    "ref_weights",
+    "critic_weights",
+    "critic_grads",
+    "critic_optimizer",
+    "rollout",
+    "comm_buffers",
+    "runtime",
 )
 HOST_TERMS = ("optimizer_cpu_offload", "verl_offload", "rollout_sleep")
 #: Terms that exist only while a micro-batch runs forward/backward; freed before the optimizer step.
@@ -179,9 +191,15 @@ def role_state(m: ModelShape, setup: RoleSetup, mla_down_replicated: bool = Fals
     d_dense, d_expert = (layout.dp * layout.cp, layout.edp) if opt.distributed else (1, 1)
     elements = rank.dense / d_dense + rank.expert / d_expert
     return RoleState(
-        setup.role, rank, weights, rank.total * setup.grad_bytes,
-        elements * opt.device_bytes_per_element(), elements * opt.host_bytes_per_element(),
-        elements * opt.device_master_bytes_per_element(), d_dense, d_expert,
+        setup.role,
+        rank,
+        weights,
+        rank.total * setup.grad_bytes,
+        elements * opt.device_bytes_per_element(),
+        elements * opt.host_bytes_per_element(),
+        elements * opt.device_master_bytes_per_element(),
+        d_dense,
+        d_expert,
     )
 
 
@@ -192,10 +210,16 @@ def communicators(layout: Layout, moe: bool) -> tuple[str, ...]:
     engine's own groups are inside its `gpu_memory_utilization` budget."""
     out = ["world"] if layout.world > 1 else []
     checks = [
-        ("tp", layout.tp > 1), ("pp", layout.pp > 1), ("cp", layout.cp > 1),
-        ("dp_cp", layout.dp * layout.cp > 1), ("dp", layout.cp > 1 and layout.dp > 1),
-        ("mp", layout.tp * layout.pp > 1), ("embedding", layout.pp > 1),
-        ("ep", moe and layout.ep > 1), ("etp", moe and layout.expert_tp > 1), ("edp", moe and layout.edp > 1),
+        ("tp", layout.tp > 1),
+        ("pp", layout.pp > 1),
+        ("cp", layout.cp > 1),
+        ("dp_cp", layout.dp * layout.cp > 1),
+        ("dp", layout.cp > 1 and layout.dp > 1),
+        ("mp", layout.tp * layout.pp > 1),
+        ("embedding", layout.pp > 1),
+        ("ep", moe and layout.ep > 1),
+        ("etp", moe and layout.expert_tp > 1),
+        ("edp", moe and layout.edp > 1),
     ]
     return tuple(out + [name for name, used in checks if used])
 
@@ -243,18 +267,35 @@ def checkpoint_estimate(inputs: PlanInputs, state: RoleState, counts: ParamCount
     elif ck.vanilla_mbridge:
         writer = "rank 0 alone writes the HF weights (vanilla mbridge `save_weights`)"
     else:
-        writer = ("rank 0 alone writes the HF weights (Megatron-Bridge `save_hf_weights`: "
-                  "the other ranks only feed the gather)")
+        writer = (
+            "rank 0 alone writes the HF weights (Megatron-Bridge `save_hf_weights`: "
+            "the other ranks only feed the gather)"
+        )
     bw = inputs.limits.write_gib_per_s * GIB
     disk_peak = 2 * saved
     if inputs.critic is not None and inputs.critic.optimizer is not None:
         critic_counts = count_params(inputs.model, value_head=True)
         critic = inputs.critic
         critic_saved = (critic_counts.total * critic.param_bytes if saves_model else 0.0) + (
-            critic_counts.total * critic.optimizer.checkpoint_bytes_per_element() if "optimizer" in contents else 0.0)
+            critic_counts.total * critic.optimizer.checkpoint_bytes_per_element() if "optimizer" in contents else 0.0
+        )
         disk_peak += 2 * critic_saved
-    return CheckpointEstimate(weights, full, saved, dist, hf, writer, dist / bw, hf / bw, ck.timeout_s, ck.timeout_source,
-                              inputs.limits.write_gib_per_s, disk_peak, ck.saves, ck.async_save)
+    return CheckpointEstimate(
+        weights,
+        full,
+        saved,
+        dist,
+        hf,
+        writer,
+        dist / bw,
+        hf / bw,
+        ck.timeout_s,
+        ck.timeout_source,
+        inputs.limits.write_gib_per_s,
+        disk_peak,
+        ck.saves,
+        ck.async_save,
+    )
 
 
 def estimate(inputs: PlanInputs) -> Estimate:
@@ -293,8 +334,10 @@ def estimate(inputs: PlanInputs) -> Estimate:
     rollout_bytes = 0.0 if inputs.rollout.separate else inputs.rollout.gpu_memory_utilization * hbm
     notes: list[str] = []
     if inputs.rollout.separate:
-        notes.append("the rollout runs on devices of its own (rollout.nnodes x rollout.n_gpus_per_node): these are the "
-                     "trainer's devices, which hold no rollout engine")
+        notes.append(
+            "the rollout runs on devices of its own (rollout.nnodes x rollout.n_gpus_per_node): these are the "
+            "trainer's devices, which hold no rollout engine"
+        )
 
     def phase(name: str) -> dict[str, float]:
         terms = dict.fromkeys(DEVICE_TERMS, 0.0)
@@ -313,16 +356,16 @@ def estimate(inputs: PlanInputs) -> Estimate:
             terms["critic_optimizer"] = critic.optimizer_device if (training or not c.optimizer_offload) else 0.0
         t = None
         if name == "train":
-            t = train_activations(m, actor.layout, actor.sp, actor.train_tokens, actor.recompute,
-                                  entropy=actor.entropy)
+            t = train_activations(m, actor.layout, actor.sp, actor.train_tokens, actor.recompute, entropy=actor.entropy)
         elif name == "critic":
             c = inputs.critic
             t = train_activations(m, c.layout, c.sp, c.train_tokens, c.recompute, value_head=True)
         elif name == "logprob":
             # the old log-prob computes entropy (12 B per logit), the ref's does not (6 B): the larger of the two
             old = forward_activations(m, actor.layout, actor.sp, actor.logprob_tokens, entropy=True)
-            passes = [old] + ([forward_activations(m, actor.layout, actor.sp, inputs.ref.logprob_tokens)]
-                              if inputs.ref else [])
+            passes = [old] + (
+                [forward_activations(m, actor.layout, actor.sp, inputs.ref.logprob_tokens)] if inputs.ref else []
+            )
             t = max(passes, key=lambda a: a.total)
         if t is not None:
             terms["activations"], terms["backward_working"] = t.layers, t.working
@@ -365,11 +408,15 @@ def estimate(inputs: PlanInputs) -> Estimate:
 
 def _divides(layout, moe: bool) -> bool:
     """Whether the world size divides the layout (TP x PP x CP; EP x ETP x PP for a MoE), as Megatron requires."""
-    return not (layout.world % (layout.tp * layout.pp * layout.cp)
-                or (moe and layout.world % (layout.ep * layout.expert_tp * layout.pp)))
+    return not (
+        layout.world % (layout.tp * layout.pp * layout.cp)
+        or (moe and layout.world % (layout.ep * layout.expert_tp * layout.pp))
+    )
 
 
-def _timeline(phases: Mapping[str, Mapping[str, float]], act: RoleState, critic: RoleState | None) -> tuple[Moment, ...]:
+def _timeline(
+    phases: Mapping[str, Mapping[str, float]], act: RoleState, critic: RoleState | None
+) -> tuple[Moment, ...]:
     """The moments of a run in order: step 1 before the first optimizer step (only the optimizer's master part on
     the device), the first optimizer step (the whole state, forward/backward transients freed -- the caching
     allocator keeps their blocks reserved, which the 90% warning line leaves room for), then the steady state."""
@@ -384,8 +431,11 @@ def _timeline(phases: Mapping[str, Mapping[str, float]], act: RoleState, critic:
 
     first_step = dict(phases["train"], **dict.fromkeys(STEP_TRANSIENT_TERMS, 0.0))
     moments = [
-        Moment("rollout", "rollout phase of step 1 (before the first optimizer step: no Adam moments yet)",
-               step1(phases["rollout"])),
+        Moment(
+            "rollout",
+            "rollout phase of step 1 (before the first optimizer step: no Adam moments yet)",
+            step1(phases["rollout"]),
+        ),
         Moment("logprob", "log-prob phase of step 1", step1(phases["logprob"])),
         Moment("train", "train phase of step 1, forward/backward (no Adam moments yet)", step1(phases["train"])),
         Moment("train", "train phase, at the first optimizer step (Adam's moments are created)", first_step),

@@ -23,8 +23,13 @@ class OptimizerView:
     `megatron` blocks, then every `optim.override_optimizer_config` key on top, megatron-core's defaults for
     the rest."""
 
-    MCORE_DEFAULTS = {"optimizer_cpu_offload": False, "optimizer_offload_fraction": 0.0,
-                      "use_precision_aware_optimizer": False, "use_distributed_optimizer": False, "optimizer": "adam"}
+    MCORE_DEFAULTS = {
+        "optimizer_cpu_offload": False,
+        "optimizer_offload_fraction": 0.0,
+        "use_precision_aware_optimizer": False,
+        "use_distributed_optimizer": False,
+        "optimizer": "adam",
+    }
 
     def __init__(self, ctx: LintContext, role: str) -> None:
         self.ctx, self.role = ctx, role
@@ -40,9 +45,11 @@ class OptimizerView:
         """The config key that decides the field."""
         if self.overridden(name):
             return self.override_key(name)
-        return {"optimizer": f"{self.optim}.optimizer",
-                "use_distributed_optimizer": f"{self.megatron}.use_distributed_optimizer",
-                "use_precision_aware_optimizer": f"{self.optim}.use_precision_aware_optimizer"}.get(name, self.override_key(name))
+        return {
+            "optimizer": f"{self.optim}.optimizer",
+            "use_distributed_optimizer": f"{self.megatron}.use_distributed_optimizer",
+            "use_precision_aware_optimizer": f"{self.optim}.use_precision_aware_optimizer",
+        }.get(name, self.override_key(name))
 
     def value(self, name: str) -> Any:
         config = self.ctx.config
@@ -66,5 +73,8 @@ def optimizer_views(ctx: LintContext) -> list[OptimizerView]:
     """One view per role that builds a Megatron optimizer."""
     if ctx.model_engine != "megatron":
         return []
-    return [OptimizerView(ctx, role) for role in active_roles(ctx)
-            if role in OPTIM_ROLES and ctx.tree.get(OPTIM_ROLES[role][1]) is not None]
+    return [
+        OptimizerView(ctx, role)
+        for role in active_roles(ctx)
+        if role in OPTIM_ROLES and ctx.tree.get(OPTIM_ROLES[role][1]) is not None
+    ]

@@ -4,7 +4,11 @@ from ..schema import version_key
 from ..topology import megatron_roles, sets_itself
 
 GRANULARITY, METHOD, NUM_LAYERS, MODULES = (
-    "recompute_granularity", "recompute_method", "recompute_num_layers", "recompute_modules")
+    "recompute_granularity",
+    "recompute_method",
+    "recompute_num_layers",
+    "recompute_modules",
+)
 
 
 def recompute_roles(ctx, *names):
@@ -31,4 +35,4 @@ def at_or_after(ctx, version: str) -> bool:
 
 def rejects(ctx, message: str) -> str:
     """How every RC message quotes Megatron."""
-    return f"{mcore(ctx)} rejects this at model init (`TransformerConfig.__post_init__`): \"{message}\""
+    return f'{mcore(ctx)} rejects this at model init (`TransformerConfig.__post_init__`): "{message}"'

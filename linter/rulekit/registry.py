@@ -37,12 +37,14 @@ class Rule(NamedTuple):
     part: Part = Part.WORKERS  # the part of verl whose code the rule quotes: runs that never reach it skip the rule
     needs_model: bool = False  # some of its checks need the model's shape (RF005 where a run lacks it)
 
-    def diagnostic(self, location: Location, message: str, fix: Fix | None = None,
-                   severity: Severity | None = None) -> Diagnostic:
+    def diagnostic(
+        self, location: Location, message: str, fix: Fix | None = None, severity: Severity | None = None
+    ) -> Diagnostic:
         """Every finding of every rule and source is made here: a `NAME=value` its message quotes from a file (a
         script word, an override) has the value redacted when NAME is a secret name (`core.redaction`)."""
-        return Diagnostic(location, self.code, self.name, severity or self.severity, redact_assignments(message),
-                          fix=fix)
+        return Diagnostic(
+            location, self.code, self.name, severity or self.severity, redact_assignments(message), fix=fix
+        )
 
     def run(self, ctx) -> list[Diagnostic]:
         if self.check is None:
@@ -68,16 +70,38 @@ def _fix(f: Finding, at, location: Location) -> Fix:
 RULES: dict[str, Rule] = {}
 
 
-def rule(code: str, name: str, severity: Severity, *, summary: str, bad: str, good: str, part: Part = Part.WORKERS,
-         needs_model: bool = False):
+def rule(
+    code: str,
+    name: str,
+    severity: Severity,
+    *,
+    summary: str,
+    bad: str,
+    good: str,
+    part: Part = Part.WORKERS,
+    needs_model: bool = False,
+):
     """Register a check function; its docstring is the rule's explanation (`sapo-lint rule CODE`). Its reach is
     declared here, not in the engine: `part`, the part of verl whose code the rule quotes (`engine.Part`; PPO's
     workers unless said), so that runs which never reach it skip it; `needs_model`, whether some of its checks need
     the model's shape, so that a run without the model gets RF005 saying they were skipped."""
 
     def register(check: Callable[..., Iterable[Finding]]) -> Callable[..., Iterable[Finding]]:
-        _add(Rule(code, name, severity, summary, inspect.cleandoc(check.__doc__ or ""),
-                  inspect.cleandoc(bad), inspect.cleandoc(good), check, check.__module__, part, needs_model))
+        _add(
+            Rule(
+                code,
+                name,
+                severity,
+                summary,
+                inspect.cleandoc(check.__doc__ or ""),
+                inspect.cleandoc(bad),
+                inspect.cleandoc(good),
+                check,
+                check.__module__,
+                part,
+                needs_model,
+            )
+        )
         return check
 
     return register
@@ -102,10 +126,21 @@ def finding_of(problem: ReadProblem) -> Diagnostic:
     return _READERS[type(problem)](problem).with_variant(problem.variant)
 
 
-def source_rule(code: str, name: str, severity: Severity, *, summary: str, explanation: str, bad: str, good: str, module: str) -> Rule:
+def source_rule(
+    code: str, name: str, severity: Severity, *, summary: str, explanation: str, bad: str, good: str, module: str
+) -> Rule:
     """Register a rule whose findings a source reports (file-level problems, not overrides)."""
-    registered = Rule(code, name, severity, summary, inspect.cleandoc(explanation),
-                      inspect.cleandoc(bad), inspect.cleandoc(good), None, module)
+    registered = Rule(
+        code,
+        name,
+        severity,
+        summary,
+        inspect.cleandoc(explanation),
+        inspect.cleandoc(bad),
+        inspect.cleandoc(good),
+        None,
+        module,
+    )
     _add(registered)
     return registered
 

@@ -1,5 +1,6 @@
 """Where the SAPO settings live: `tau_pos`/`tau_neg` are `ActorConfig` fields and `loss_mode` is under
-`policy_loss` (verl 0.9.1 `verl/workers/config/actor.py`, `verl/trainer/ppo/core_algos.py` `compute_policy_loss_sapo`)."""
+`policy_loss` (verl 0.9.1 `verl/workers/config/actor.py`, `verl/trainer/ppo/core_algos.py`
+`compute_policy_loss_sapo`)."""
 
 from ..core.paths import ACTOR
 

@@ -14,8 +14,10 @@ def _advice(ctx: LintContext, found: list[OtherVersion], what: str) -> str:
     if newer:
         first = newer[0]
         runs = "verl main" if "@" in first.label else f"verl {first.version}"
-        parts.append(f" Added after {current}: {what} in verl {', '.join(v.label for v in newer)}; lint with "
-                     f"`--verl-version {first.version}` if you run {runs}.")
+        parts.append(
+            f" Added after {current}: {what} in verl {', '.join(v.label for v in newer)}; lint with "
+            f"`--verl-version {first.version}` if you run {runs}."
+        )
     if older:
         parts.append(f" Removed or renamed since verl {older[-1].label}: {what} there, not in {current}.")
     return "".join(parts)

@@ -169,5 +169,13 @@ def reaches_model_rules(entry_module: str | None) -> bool:
     return not MODEL_PARTS.isdisjoint(parts_run(entry_module))
 
 
-__all__ = ["MODEL_PARTS", "MODULES", "SHELLCHECK_CODE", "Rule", "all_rules", "documenting_rule", "load_rules",
-           "reaches_model_rules"]
+__all__ = [
+    "MODEL_PARTS",
+    "MODULES",
+    "SHELLCHECK_CODE",
+    "Rule",
+    "all_rules",
+    "documenting_rule",
+    "load_rules",
+    "reaches_model_rules",
+]

@@ -8,7 +8,9 @@ from ..topology import parallelism, world_size
 
 
 @rule(
-    "BS001", "batch-divisibility", Severity.ERROR,
+    "BS001",
+    "batch-divisibility",
+    Severity.ERROR,
     part=Part.TRAIN_BATCH,
     summary="train_batch_size x rollout.n is not a multiple of dp x ppo_micro_batch_size_per_gpu",
     bad="""
@@ -48,10 +50,20 @@ def check(ctx: LintContext):
             return  # topology rules report it
         dp = n_gpus // mp
         minimal = dp * micro
-        how = f"megatron_dp {dp} (= {n_gpus} devices / TP {par.tp} x PP {par.pp} x CP {par.cp}) x ppo_micro_batch_size_per_gpu {micro}"
-        paths = ("data.train_batch_size", "actor_rollout_ref.rollout.n", f"{ACTOR}.ppo_micro_batch_size_per_gpu",
-                 f"{par.prefix}.tensor_model_parallel_size", f"{par.prefix}.pipeline_model_parallel_size",
-                 f"{par.prefix}.context_parallel_size", "trainer.nnodes", "trainer.n_gpus_per_node")
+        how = (
+            f"megatron_dp {dp} (= {n_gpus} devices / TP {par.tp} x PP {par.pp} x CP {par.cp}) "
+            f"x ppo_micro_batch_size_per_gpu {micro}"
+        )
+        paths = (
+            "data.train_batch_size",
+            "actor_rollout_ref.rollout.n",
+            f"{ACTOR}.ppo_micro_batch_size_per_gpu",
+            f"{par.prefix}.tensor_model_parallel_size",
+            f"{par.prefix}.pipeline_model_parallel_size",
+            f"{par.prefix}.context_parallel_size",
+            "trainer.nnodes",
+            "trainer.n_gpus_per_node",
+        )
     else:
         minimal, how = n_gpus, f"n_gpus {n_gpus}"
         paths = ("data.train_batch_size", "actor_rollout_ref.rollout.n", "trainer.nnodes", "trainer.n_gpus_per_node")
@@ -62,7 +74,9 @@ def check(ctx: LintContext):
     step = minimal // math.gcd(minimal, n)
     lower, upper = (train // step) * step, (train // step + 1) * step
     options = " or ".join(str(v) for v in (lower, upper) if v > 0)
-    yield Finding(ctx.blame(*paths),
-                  f"verl's validate_config fails: real_train_batch_size ({real}) must be divisible by minimal possible "
-                  f"batch size ({minimal}); real_train_batch_size = data.train_batch_size {train} x rollout.n {n}, "
-                  f"minimal = {how}. Nearest data.train_batch_size that fits: {options}")
+    yield Finding(
+        ctx.blame(*paths),
+        f"verl's validate_config fails: real_train_batch_size ({real}) must be divisible by minimal possible "
+        f"batch size ({minimal}); real_train_batch_size = data.train_batch_size {train} x rollout.n {n}, "
+        f"minimal = {how}. Nearest data.train_batch_size that fits: {options}",
+    )

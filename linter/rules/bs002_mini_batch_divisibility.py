@@ -8,7 +8,9 @@ N = f"{ROLLOUT}.n"
 
 
 @rule(
-    "BS002", "mini-batch-divisibility", Severity.ERROR,
+    "BS002",
+    "mini-batch-divisibility",
+    Severity.ERROR,
     summary="ppo_mini_batch_size x rollout.n does not split evenly over dp and micro-batches",
     bad="""
     overrides:
@@ -45,16 +47,23 @@ def check(ctx: LintContext):
             continue  # topology rules report it
         dp = n_gpus // mp
         global_mini = mini * n
-        sizes = (f"{par.prefix}.tensor_model_parallel_size", f"{par.prefix}.pipeline_model_parallel_size",
-                 f"{par.prefix}.context_parallel_size", "trainer.nnodes", "trainer.n_gpus_per_node")
+        sizes = (
+            f"{par.prefix}.tensor_model_parallel_size",
+            f"{par.prefix}.pipeline_model_parallel_size",
+            f"{par.prefix}.context_parallel_size",
+            "trainer.nnodes",
+            "trainer.n_gpus_per_node",
+        )
         dp_text = f"dp {dp} (= {n_gpus} devices / TP {par.tp} x PP {par.pp} x CP {par.cp})"
         if global_mini % dp:
             fit = dp // _gcd(dp, n)
-            yield Finding(ctx.blame(f"{base}.ppo_mini_batch_size", N, *sizes),
-                          f"{role} mini-batch {base}.ppo_mini_batch_size {mini} x rollout.n {n} = {global_mini} is not a "
-                          f"multiple of {dp_text}: the worker's `assert mini_batch_size % "
-                          f"self.engine.get_data_parallel_size() == 0` fails in the first update, after a rollout. "
-                          f"Use a ppo_mini_batch_size that is a multiple of {fit}")
+            yield Finding(
+                ctx.blame(f"{base}.ppo_mini_batch_size", N, *sizes),
+                f"{role} mini-batch {base}.ppo_mini_batch_size {mini} x rollout.n {n} = {global_mini} is not a "
+                f"multiple of {dp_text}: the worker's `assert mini_batch_size % "
+                f"self.engine.get_data_parallel_size() == 0` fails in the first update, after a rollout. "
+                f"Use a ppo_mini_batch_size that is a multiple of {fit}",
+            )
             continue
         dynamic = ctx.config.value(f"{base}.use_dynamic_bsz")
         micro = ctx.number(f"{base}.ppo_micro_batch_size_per_gpu")
@@ -64,11 +73,13 @@ def check(ctx: LintContext):
             continue  # the dynamic-CP scheduler forms its own micro-batches
         per_rank = global_mini // dp
         if per_rank % micro:
-            yield Finding(ctx.blame(f"{base}.ppo_micro_batch_size_per_gpu", f"{base}.ppo_mini_batch_size", N, *sizes),
-                          f"{role} mini-batch per rank {per_rank} (= {global_mini} / {dp_text}) is not a multiple of "
-                          f"ppo_micro_batch_size_per_gpu {micro}: \"data size must be divisible by force_group_size * "
-                          f"micro_batch_size_per_gpu\" in the first update, after a rollout. Use a micro-batch that "
-                          f"divides {per_rank}")
+            yield Finding(
+                ctx.blame(f"{base}.ppo_micro_batch_size_per_gpu", f"{base}.ppo_mini_batch_size", N, *sizes),
+                f"{role} mini-batch per rank {per_rank} (= {global_mini} / {dp_text}) is not a multiple of "
+                f'ppo_micro_batch_size_per_gpu {micro}: "data size must be divisible by force_group_size * '
+                f'micro_batch_size_per_gpu" in the first update, after a rollout. Use a micro-batch that '
+                f"divides {per_rank}",
+            )
 
 
 def _gcd(a: int, b: int) -> int:

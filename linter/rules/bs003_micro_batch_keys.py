@@ -6,7 +6,9 @@ from ..topology import active_roles
 
 
 @rule(
-    "BS003", "micro-batch-keys", Severity.ERROR,
+    "BS003",
+    "micro-batch-keys",
+    Severity.ERROR,
     summary="static batch size needs exactly the *_micro_batch_size_per_gpu key, not the deprecated global one",
     bad="""
     overrides:
@@ -35,29 +37,50 @@ def check(ctx: LintContext):
     checks = []  # (role, global key, per-gpu key, validate_config applies, worker needs per-gpu)
     if actor_static:
         checks.append(("actor", f"{ACTOR}.ppo_micro_batch_size", f"{ACTOR}.ppo_micro_batch_size_per_gpu", True, True))
-        checks.append(("rollout", f"{ROLLOUT}.log_prob_micro_batch_size", f"{ROLLOUT}.log_prob_micro_batch_size_per_gpu",
-                       True, True))
+        checks.append(
+            (
+                "rollout",
+                f"{ROLLOUT}.log_prob_micro_batch_size",
+                f"{ROLLOUT}.log_prob_micro_batch_size_per_gpu",
+                True,
+                True,
+            )
+        )
     if "ref" in active_roles(ctx):
         ref_static = ctx.config.value(f"{REF}.log_prob_use_dynamic_bsz") is False
         if actor_static or ref_static:
-            checks.append(("ref", f"{REF}.log_prob_micro_batch_size", f"{REF}.log_prob_micro_batch_size_per_gpu",
-                           True, ref_static))
+            checks.append(
+                (
+                    "ref",
+                    f"{REF}.log_prob_micro_batch_size",
+                    f"{REF}.log_prob_micro_batch_size_per_gpu",
+                    True,
+                    ref_static,
+                )
+            )
     for role, global_key, per_gpu_key, _, needs_per_gpu in checks:
         mbs, per_gpu = ctx.config.value(global_key), ctx.config.value(per_gpu_key)
         name = global_key.rsplit(".", 1)[1]
         if mbs is not None and per_gpu is not None:
-            yield Finding(ctx.blame(global_key, per_gpu_key),
-                          f"both `{global_key}` ({mbs}) and `{per_gpu_key}` ({per_gpu}) are set: verl raises \"You have "
-                          f"set both ... Please remove '{name}' because only '*_{name}_per_gpu' is supported (the former "
-                          f"is deprecated)\". Remove `{global_key}`", fix=None)
+            yield Finding(
+                ctx.blame(global_key, per_gpu_key),
+                f'both `{global_key}` ({mbs}) and `{per_gpu_key}` ({per_gpu}) are set: verl raises "You have '
+                f"set both ... Please remove '{name}' because only '*_{name}_per_gpu' is supported (the former "
+                f'is deprecated)". Remove `{global_key}`',
+                fix=None,
+            )
         elif mbs is None and per_gpu is None:
-            yield Finding(ctx.blame(global_key, per_gpu_key),
-                          f"{role} batch size is static but neither `{per_gpu_key}` nor `{global_key}` is set: verl "
-                          f"fails with \"Please set at least one of '{global_key}' or '{per_gpu_key}'\". Set "
-                          f"`{per_gpu_key}` (or enable dynamic batch size)")
+            yield Finding(
+                ctx.blame(global_key, per_gpu_key),
+                f"{role} batch size is static but neither `{per_gpu_key}` nor `{global_key}` is set: verl "
+                f"fails with \"Please set at least one of '{global_key}' or '{per_gpu_key}'\". Set "
+                f"`{per_gpu_key}` (or enable dynamic batch size)",
+            )
         elif per_gpu is None and needs_per_gpu:
-            yield Finding(ctx.blame(global_key),
-                          f"only the deprecated global `{global_key}`={mbs} is set: it passes the config check, but the "
-                          f"worker reads only `{per_gpu_key}` (`assert ... {per_gpu_key.rsplit('.', 1)[1]} is not None`"
-                          f"{' / TypeError in validate_config' if role == 'actor' and ctx.model_engine == 'megatron' else ''}). "
-                          f"Set `{per_gpu_key}` (= {global_key} / data-parallel size) instead")
+            yield Finding(
+                ctx.blame(global_key),
+                f"only the deprecated global `{global_key}`={mbs} is set: it passes the config check, but the "
+                f"worker reads only `{per_gpu_key}` (`assert ... {per_gpu_key.rsplit('.', 1)[1]} is not None`"
+                f"{' / TypeError in validate_config' if role == 'actor' and ctx.model_engine == 'megatron' else ''}). "
+                f"Set `{per_gpu_key}` (= {global_key} / data-parallel size) instead",
+            )

@@ -6,7 +6,9 @@ from ..topology import active_roles
 
 
 @rule(
-    "BS004", "mini-batch-exceeds-train-batch", Severity.ERROR,
+    "BS004",
+    "mini-batch-exceeds-train-batch",
+    Severity.ERROR,
     part=Part.TRAIN_BATCH,
     summary="ppo_mini_batch_size larger than data.train_batch_size (static batch size)",
     bad="""
@@ -36,7 +38,9 @@ def check(ctx: LintContext):
             continue
         mini = ctx.number(f"{base}.ppo_mini_batch_size")
         if isinstance(mini, int) and train < mini:
-            yield Finding(ctx.blame("data.train_batch_size", f"{base}.ppo_mini_batch_size"),
-                          f"verl's validate_config raises: train_batch_size ({train}) must be >= "
-                          f"{name}.ppo_mini_batch_size ({mini}). Lower {base}.ppo_mini_batch_size to at most {train} "
-                          f"(or raise data.train_batch_size)")
+            yield Finding(
+                ctx.blame("data.train_batch_size", f"{base}.ppo_mini_batch_size"),
+                f"verl's validate_config raises: train_batch_size ({train}) must be >= "
+                f"{name}.ppo_mini_batch_size ({mini}). Lower {base}.ppo_mini_batch_size to at most {train} "
+                f"(or raise data.train_batch_size)",
+            )

@@ -6,7 +6,9 @@ from ..topology import active_roles
 
 
 @rule(
-    "BS005", "use-mbridge-required", Severity.ERROR,
+    "BS005",
+    "use-mbridge-required",
+    Severity.ERROR,
     summary="megatron.use_mbridge=False is not supported by verl's Megatron engine",
     bad="""
     overrides:
@@ -30,6 +32,8 @@ def check(ctx: LintContext):
         if ctx.tree.get(key) is None:
             continue
         if ctx.config.value(key) is False:
-            yield Finding(ctx.blame(key, f"{ROLE_PREFIX['actor']}.use_mbridge"),
-                          f"`{key}` is false: verl's Megatron engine asserts \"use_mbridge must be True\" at {role} "
-                          f"worker init. Remove the override (use_mbridge=False is no longer supported)")
+            yield Finding(
+                ctx.blame(key, f"{ROLE_PREFIX['actor']}.use_mbridge"),
+                f'`{key}` is false: verl\'s Megatron engine asserts "use_mbridge must be True" at {role} '
+                f"worker init. Remove the override (use_mbridge=False is no longer supported)",
+            )

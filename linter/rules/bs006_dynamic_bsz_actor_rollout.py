@@ -5,7 +5,9 @@ from ..rulekit.registry import Finding, rule
 
 
 @rule(
-    "BS006", "dynamic-bsz-actor-rollout-mismatch", Severity.ERROR,
+    "BS006",
+    "dynamic-bsz-actor-rollout-mismatch",
+    Severity.ERROR,
     summary="actor.use_dynamic_bsz differs from rollout.log_prob_use_dynamic_bsz",
     bad="""
     overrides:
@@ -27,7 +29,9 @@ def check(ctx: LintContext):
     actor, rollout = ctx.config.value(ACTOR_DYNAMIC_BSZ), ctx.config.value(ROLLOUT_DYNAMIC_BSZ)
     if not isinstance(actor, bool) or not isinstance(rollout, bool) or actor == rollout:
         return
-    yield Finding(ctx.blame(ACTOR_DYNAMIC_BSZ, ROLLOUT_DYNAMIC_BSZ),
-                  f"actor.use_dynamic_bsz={actor} but rollout.log_prob_use_dynamic_bsz={rollout}: the actor worker's "
-                  f"`assert self.config.actor.use_dynamic_bsz == self.config.rollout.log_prob_use_dynamic_bsz` fails at "
-                  f"init. Set both to the same value (or drop the rollout override: it follows the actor's)")
+    yield Finding(
+        ctx.blame(ACTOR_DYNAMIC_BSZ, ROLLOUT_DYNAMIC_BSZ),
+        f"actor.use_dynamic_bsz={actor} but rollout.log_prob_use_dynamic_bsz={rollout}: the actor worker's "
+        f"`assert self.config.actor.use_dynamic_bsz == self.config.rollout.log_prob_use_dynamic_bsz` fails at "
+        f"init. Set both to the same value (or drop the rollout override: it follows the actor's)",
+    )

@@ -5,7 +5,9 @@ from ..rulekit.registry import Finding, rule
 
 
 @rule(
-    "BS008", "rollout-pipeline-parallel", Severity.ERROR,
+    "BS008",
+    "rollout-pipeline-parallel",
+    Severity.ERROR,
     part=Part.ROLLOUT,
     summary="rollout pipeline_model_parallel_size > 1 is not implemented for vllm, sglang or trtllm",
     bad="""
@@ -28,7 +30,9 @@ def check(ctx: LintContext):
     pp = ctx.number(f"{ROLLOUT}.pipeline_model_parallel_size")
     if name not in ("vllm", "sglang", "trtllm") or not isinstance(pp, int) or pp <= 1:
         return
-    yield Finding(ctx.blame(f"{ROLLOUT}.pipeline_model_parallel_size", f"{ROLLOUT}.name"),
-                  f"rollout pipeline_model_parallel_size {pp} with rollout.name={name}: verl raises \"Current rollout "
-                  f"self.name='{name}' not implemented pipeline_model_parallel_size > 1 yet.\" Set it to 1 and use "
-                  f"rollout tensor_model_parallel_size instead")
+    yield Finding(
+        ctx.blame(f"{ROLLOUT}.pipeline_model_parallel_size", f"{ROLLOUT}.name"),
+        f'rollout pipeline_model_parallel_size {pp} with rollout.name={name}: verl raises "Current rollout '
+        f"self.name='{name}' not implemented pipeline_model_parallel_size > 1 yet.\" Set it to 1 and use "
+        f"rollout tensor_model_parallel_size instead",
+    )

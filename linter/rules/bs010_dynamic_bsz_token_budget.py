@@ -9,8 +9,11 @@ ACTOR_BUDGET = "actor_rollout_ref.actor.ppo_max_token_len_per_gpu"
 # The engine config node under each role, per model_engine option (the critic's FSDP node is `fsdp`).
 _ENGINE_NODE = {"dp": "fsdp_config", "veomni": "veomni", "torchtitan": "torchtitan"}
 # The engine size each engine passes as `sp_size` (see `check`).
-_SP_NAME = {"dp": "ulysses_sequence_parallel_size", "veomni": "ulysses_parallel_size",
-            "torchtitan": "tensor_parallel_size"}
+_SP_NAME = {
+    "dp": "ulysses_sequence_parallel_size",
+    "veomni": "ulysses_parallel_size",
+    "torchtitan": "tensor_parallel_size",
+}
 
 
 def _sequence_parallel(ctx: LintContext, role: str) -> tuple[int, str] | None:
@@ -40,7 +43,9 @@ def _sequence_parallel(ctx: LintContext, role: str) -> tuple[int, str] | None:
 
 
 @rule(
-    "BS010", "dynamic-bsz-token-budget", Severity.ERROR,
+    "BS010",
+    "dynamic-bsz-token-budget",
+    Severity.ERROR,
     summary="dynamic batch size with a per-device token budget below max_prompt_length + max_response_length",
     bad="""
     overrides:
@@ -83,20 +88,28 @@ def check(ctx: LintContext):
     actor_dyn = ctx.config.value(ACTOR_DYNAMIC_BSZ) is True
     budgets = []  # (role whose sequence split applies, budget key, the pass it limits)
     if actor_dyn:
-        budgets += [("actor", ACTOR_BUDGET, "actor update"),
-                    ("actor", "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu", "old-log-prob recompute")]
+        budgets += [
+            ("actor", ACTOR_BUDGET, "actor update"),
+            ("actor", "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu", "old-log-prob recompute"),
+        ]
     if "ref" in roles and ctx.config.value(REF_DYNAMIC_BSZ) is True:
         budgets.append(("ref", "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu", "ref log-prob"))
     if "critic" in roles and ctx.config.value("critic.use_dynamic_bsz") is True:
-        budgets += [("critic", "critic.ppo_max_token_len_per_gpu", "critic update"),
-                    ("critic", "critic.ppo_infer_max_token_len_per_gpu", "critic values")]
+        budgets += [
+            ("critic", "critic.ppo_max_token_len_per_gpu", "critic update"),
+            ("critic", "critic.ppo_infer_max_token_len_per_gpu", "critic values"),
+        ]
     flagged = set()
     for role, key, phase in budgets:
         budget = ctx.number(key)
         if not isinstance(budget, int):
             continue
-        if key != ACTOR_BUDGET and ctx.explicit(key) is None and ctx.number(ACTOR_BUDGET) == budget \
-                and ACTOR_BUDGET in flagged:
+        if (
+            key != ACTOR_BUDGET
+            and ctx.explicit(key) is None
+            and ctx.number(ACTOR_BUDGET) == budget
+            and ACTOR_BUDGET in flagged
+        ):
             continue  # follows the actor's budget by interpolation: already reported there
         split = _sequence_parallel(ctx, role)
         if split is None:
@@ -107,8 +120,10 @@ def check(ctx: LintContext):
         sp_text = f" x `{sp_key.rpartition('.')[2]}` {sp} = {budget * sp} tokens" if sp > 1 else ""
         flagged.add(key)
         followers = " (the rollout and ref budgets follow it unless set)" if key == ACTOR_BUDGET else ""
-        yield Finding(ctx.blame(key, PROMPT, RESPONSE, *([sp_key] if sp_key else [])),
-                      f"`{key}`={budget}{sp_text} is below max_prompt_length {prompt} + max_response_length "
-                      f"{response} = {need}: the {role}'s effective budget (max_token_len_per_gpu x sp_size) cannot "
-                      f"hold a full-length sample, which fails \"max_token_len must be greater than the sequence "
-                      f"length\" in the {phase}{followers}. Set it to at least {-(-need // sp)}")
+        yield Finding(
+            ctx.blame(key, PROMPT, RESPONSE, *([sp_key] if sp_key else [])),
+            f"`{key}`={budget}{sp_text} is below max_prompt_length {prompt} + max_response_length "
+            f"{response} = {need}: the {role}'s effective budget (max_token_len_per_gpu x sp_size) cannot "
+            f'hold a full-length sample, which fails "max_token_len must be greater than the sequence '
+            f'length" in the {phase}{followers}. Set it to at least {-(-need // sp)}',
+        )

@@ -7,7 +7,9 @@ MOE_TP = f"{ROLLOUT}.moe_tensor_parallel_size"
 
 
 @rule(
-    "BS011", "rollout-moe-tensor-parallel", Severity.ERROR,
+    "BS011",
+    "rollout-moe-tensor-parallel",
+    Severity.ERROR,
     part=Part.ROLLOUT,
     summary="rollout moe_tensor_parallel_size > 1 outside trtllm, or with trtllm not times expert_parallel_size = TP",
     bad="""
@@ -43,14 +45,18 @@ def check(ctx: LintContext):
     if name == "trtllm":
         ep, tp = ctx.number(f"{ROLLOUT}.expert_parallel_size"), ctx.number(f"{ROLLOUT}.tensor_model_parallel_size")
         if isinstance(ep, int) and isinstance(tp, int) and ep > 1 and size * ep != tp:
-            yield Finding(ctx.blame(MOE_TP, f"{ROLLOUT}.expert_parallel_size", f"{ROLLOUT}.tensor_model_parallel_size"),
-                          f"rollout moe_tensor_parallel_size {size} x expert_parallel_size {ep} = {size * ep} != "
-                          f"tensor_model_parallel_size {tp}: verl asserts \"moe_tensor_parallel_size * "
-                          "expert_parallel_size must equal tensor_model_parallel_size\" when it builds the trtllm "
-                          f"rollout config. Set expert_parallel_size to {tp // size if tp % size == 0 else 1} or "
-                          "leave one of them at 1 (TensorRT-LLM derives it)")
+            yield Finding(
+                ctx.blame(MOE_TP, f"{ROLLOUT}.expert_parallel_size", f"{ROLLOUT}.tensor_model_parallel_size"),
+                f"rollout moe_tensor_parallel_size {size} x expert_parallel_size {ep} = {size * ep} != "
+                f'tensor_model_parallel_size {tp}: verl asserts "moe_tensor_parallel_size * '
+                'expert_parallel_size must equal tensor_model_parallel_size" when it builds the trtllm '
+                f"rollout config. Set expert_parallel_size to {tp // size if tp % size == 0 else 1} or "
+                "leave one of them at 1 (TensorRT-LLM derives it)",
+            )
         return
-    yield Finding(ctx.blame(MOE_TP, f"{ROLLOUT}.name"),
-                  f"rollout moe_tensor_parallel_size {size} with rollout.name={name}: verl asserts "
-                  f"\"moe_tensor_parallel_size is only supported for trtllm\" when it builds the rollout config. "
-                  f"Remove it (or set it to 1) for {name}")
+    yield Finding(
+        ctx.blame(MOE_TP, f"{ROLLOUT}.name"),
+        f"rollout moe_tensor_parallel_size {size} with rollout.name={name}: verl asserts "
+        f'"moe_tensor_parallel_size is only supported for trtllm" when it builds the rollout config. '
+        f"Remove it (or set it to 1) for {name}",
+    )

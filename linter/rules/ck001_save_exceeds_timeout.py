@@ -8,7 +8,9 @@ CHECKPOINT = "actor_rollout_ref.actor.checkpoint"
 
 
 @rule(
-    "CK001", "checkpoint-save-exceeds-timeout", Severity.ERROR,
+    "CK001",
+    "checkpoint-save-exceeds-timeout",
+    Severity.ERROR,
     needs_model=True,
     summary="estimated per-rank checkpoint save time exceeds the collective timeout that bounds the save barrier",
     bad="""
@@ -66,11 +68,18 @@ def check(ctx: LintContext):
     limits = est.inputs.limits
     bw = f"{ck.write_gib_per_s:g} GiB/s per writing rank" + (" (assumed)" if limits.assumed("write_gib_per_s") else "")
     hf_slower = ck.hf_seconds >= (0.0 if ck.async_save else ck.dist_seconds)
-    what = (f"{_size(ck.rank0_hf_bytes)} of HF weights per writing rank: {ck.hf_writer}" if hf_slower else
-            f"each rank writing its {_size(ck.rank_dist_bytes)} dist-checkpoint shard")
+    what = (
+        f"{_size(ck.rank0_hf_bytes)} of HF weights per writing rank: {ck.hf_writer}"
+        if hf_slower
+        else f"each rank writing its {_size(ck.rank_dist_bytes)} dist-checkpoint shard"
+    )
     contents = est.inputs.checkpoint.contents
-    fix = (f"save weights only (`{CHECKPOINT}.save_contents: [model]`), raise `actor_rollout_ref.nccl_timeout` above "
-           f"{wait:.0f}" if "optimizer" in contents else f"raise `actor_rollout_ref.nccl_timeout` above {wait:.0f}")
+    fix = (
+        f"save weights only (`{CHECKPOINT}.save_contents: [model]`), raise `actor_rollout_ref.nccl_timeout` above "
+        f"{wait:.0f}"
+        if "optimizer" in contents
+        else f"raise `actor_rollout_ref.nccl_timeout` above {wait:.0f}"
+    )
     if ck.timeout_source == "HCCL_EXEC_TIMEOUT":
         fix += " and HCCL_EXEC_TIMEOUT"
     yield Finding(

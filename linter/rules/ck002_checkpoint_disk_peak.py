@@ -6,7 +6,9 @@ from ..rulekit.registry import Finding, rule
 
 
 @rule(
-    "CK002", "checkpoint-disk-peak", Severity.ERROR,
+    "CK002",
+    "checkpoint-disk-peak",
+    Severity.ERROR,
     needs_model=True,
     summary="peak checkpoint disk use (two checkpoints while the new one completes) exceeds the disk budget",
     bad="""
@@ -53,11 +55,15 @@ def check(ctx: LintContext):
     assumed = limits.assumed("disk_budget_gib")
     budget = f"{limits.disk_budget_gib:g} GiB" + (" (assumed: the default; state your budget)" if assumed else "")
     contents = list(est.inputs.checkpoint.contents)
-    fix = ("save weights only (`actor_rollout_ref.actor.checkpoint.save_contents: [model]`) or a larger volume"
-           if "optimizer" in contents else "a larger checkpoint volume")
+    fix = (
+        "save weights only (`actor_rollout_ref.actor.checkpoint.save_contents: [model]`) or a larger volume"
+        if "optimizer" in contents
+        else "a larger checkpoint volume"
+    )
     yield Finding(
-        ctx.blame("actor_rollout_ref.actor.checkpoint.save_contents", "trainer.max_actor_ckpt_to_keep",
-                  "trainer.save_freq"),
+        ctx.blame(
+            "actor_rollout_ref.actor.checkpoint.save_contents", "trainer.max_actor_ckpt_to_keep", "trainer.save_freq"
+        ),
         f"peak checkpoint disk use ~{ck.disk_peak_bytes / GIB:.0f} GiB ({ck.disk_peak_bytes / 1e9:.0f} GB; two "
         f"checkpoints of {ck.saved_bytes / GIB:.0f} GiB ({ck.saved_bytes / 1e9:.0f} GB), "
         f"contents {contents}, while the new one completes; `max_actor_ckpt_to_keep` cannot lower this) exceeds the "

@@ -26,7 +26,9 @@ class Broken(NamedTuple):
 
 KNOWN_BROKEN = (
     Broken(
-        "async_save", "0.8.0", "0.8.1",
+        "async_save",
+        "0.8.0",
+        "0.8.1",
         "verl 0.8.0 hands the async save request to a throw-away `AsyncCallsQueue(persistent=False)` "
         "(`megatron_checkpoint_manager.py:916-926`) that nothing ever finalizes: Megatron's metadata finalize, "
         "`latest_checkpointed_iteration.txt` and the rotation of old checkpoints never run, so the checkpoint cannot "
@@ -34,7 +36,9 @@ KNOWN_BROKEN = (
         "set `{prefix}.checkpoint.async_save: false` or use verl 0.9.1",
     ),
     Broken(
-        "mbridge_save_weights", "0.7.0", "0.8.0",
+        "mbridge_save_weights",
+        "0.7.0",
+        "0.8.0",
         "verl 0.7.x calls `bridge.save_weights(model, path, distributed_filesystem=True, memory_efficient=True)` "
         "when `megatron.vanilla_mbridge` is on, but released mbridge (PyPI <= 0.15.1, what verl's Ascend images "
         "install) has only `save_weights(models, weights_path, memory_efficient=False)`: the first save that "
@@ -56,21 +60,32 @@ def _released_at_most(version: str, highest: str) -> bool:
     return version[:1].isdigit() and version_key(version) <= version_key(highest)
 
 
-def broken_modes(verl_version: str, mbridge_version: str, *, async_save: bool, saves_model: bool,
-                 vanilla_mbridge: bool) -> list[Broken]:
+def broken_modes(
+    verl_version: str, mbridge_version: str, *, async_save: bool, saves_model: bool, vanilla_mbridge: bool
+) -> list[Broken]:
     """The KNOWN_BROKEN entries that apply to one role's checkpoint settings."""
     out = []
     for b in KNOWN_BROKEN:
         if not _in(verl_version, b.verl_min, b.verl_max):
             continue
-        if b.mode == "async_save" and async_save or (b.mode == "mbridge_save_weights" and saves_model and vanilla_mbridge
-              and _released_at_most(mbridge_version, b.mbridge_max or "0")):
+        if (
+            b.mode == "async_save"
+            and async_save
+            or (
+                b.mode == "mbridge_save_weights"
+                and saves_model
+                and vanilla_mbridge
+                and _released_at_most(mbridge_version, b.mbridge_max or "0")
+            )
+        ):
             out.append(b)
     return out
 
 
 @rule(
-    "CK003", "broken-save-mode", Severity.ERROR,
+    "CK003",
+    "broken-save-mode",
+    Severity.ERROR,
     summary="checkpoint save mode known to be broken with the declared verl / mbridge version",
     bad="""
     verl: "0.8.0"
@@ -109,13 +124,19 @@ def check(ctx: LintContext):
         contents = ctx.config.value(f"{prefix}.checkpoint.save_contents")
         contents = contents if isinstance(contents, list) else ["model", "optimizer", "extra"]
         found = broken_modes(
-            verl, ctx.stack.mbridge,
+            verl,
+            ctx.stack.mbridge,
             async_save=ctx.config.value(f"{prefix}.checkpoint.async_save") is True,
             saves_model="model" in contents or "hf_model" in contents,
             vanilla_mbridge=ctx.config.value(f"{prefix}.megatron.vanilla_mbridge") is True,
         )
         for b in found:
-            keys = (f"{prefix}.checkpoint.async_save",) if b.mode == "async_save" else (
-                f"{prefix}.megatron.vanilla_mbridge", f"{prefix}.checkpoint.save_contents")
-            yield Finding(ctx.blame(*keys, "trainer.save_freq"),
-                          f"{role}: {b.why} (verl {verl}, mbridge {ctx.stack.mbridge}). Fix: {b.fix.format(prefix=prefix)}")
+            keys = (
+                (f"{prefix}.checkpoint.async_save",)
+                if b.mode == "async_save"
+                else (f"{prefix}.megatron.vanilla_mbridge", f"{prefix}.checkpoint.save_contents")
+            )
+            yield Finding(
+                ctx.blame(*keys, "trainer.save_freq"),
+                f"{role}: {b.why} (verl {verl}, mbridge {ctx.stack.mbridge}). Fix: {b.fix.format(prefix=prefix)}",
+            )

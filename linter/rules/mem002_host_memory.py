@@ -7,7 +7,9 @@ from ..rulekit.registry import Finding, rule
 
 
 @rule(
-    "MEM002", "host-memory-exceeds-ram", Severity.ERROR,
+    "MEM002",
+    "host-memory-exceeds-ram",
+    Severity.ERROR,
     needs_model=True,
     summary="host RAM for offloaded state exceeds the node's RAM (error when stated, warning against the default)",
     bad="""
@@ -56,16 +58,21 @@ def check(ctx: LintContext):
     assumed = limits.assumed("host_ram_gib")
     ram_text = f"{limits.host_ram_gib:g} GiB" + (" (assumed: the default; state the node's RAM)" if assumed else "")
     fix = {
-        "optimizer_cpu_offload": (f"use the distributed optimizer, a lower `{OVERRIDE_OPTIM}.optimizer_offload_fraction`"
-                                  ", or more nodes"),
+        "optimizer_cpu_offload": (
+            f"use the distributed optimizer, a lower `{OVERRIDE_OPTIM}.optimizer_offload_fraction`, or more nodes"
+        ),
         "verl_offload": "offload less (`megatron.param_offload` / `optimizer_offload`) or use more nodes",
         "rollout_sleep": "more rollout TP, or more nodes",
     }[term]
     yield Finding(
-        ctx.blame(f"{OVERRIDE_OPTIM}.optimizer_offload_fraction", f"{OVERRIDE_OPTIM}.optimizer_cpu_offload",
-                  "actor_rollout_ref.actor.megatron.use_distributed_optimizer",
-                  "actor_rollout_ref.actor.megatron.param_offload", "actor_rollout_ref.actor.megatron.optimizer_offload",
-                  "trainer.n_gpus_per_node"),
+        ctx.blame(
+            f"{OVERRIDE_OPTIM}.optimizer_offload_fraction",
+            f"{OVERRIDE_OPTIM}.optimizer_cpu_offload",
+            "actor_rollout_ref.actor.megatron.use_distributed_optimizer",
+            "actor_rollout_ref.actor.megatron.param_offload",
+            "actor_rollout_ref.actor.megatron.optimizer_offload",
+            "trainer.n_gpus_per_node",
+        ),
         f"{phase} phase: estimated {need / GIB:.0f} GiB of host RAM per node ({est.inputs.devices_per_node} ranks x "
         f"{est.host_total(phase) / GIB:.1f} GiB) exceeds the node's {ram_text}; biggest term: {term} "
         f"{size / GIB:.1f} GiB per rank. Fix: {fix}",

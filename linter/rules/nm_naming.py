@@ -22,19 +22,31 @@ from ..rulekit.registry import source_rule
 
 # verl tests/special_sanity/check_example_naming.py l.51-66
 FORBIDDEN_TOKENS = (
-    "vllm", "sglang", "trtllm",  # inference backends
-    "npu", "amd",  # platform / accelerator vendors
-    "gb200", "b200", "blackwell",  # specific GPU machine types
+    "vllm",
+    "sglang",
+    "trtllm",  # inference backends
+    "npu",
+    "amd",  # platform / accelerator vendors
+    "gb200",
+    "b200",
+    "blackwell",  # specific GPU machine types
     "fp8",  # quantisation variants
 )
 # l.73-82
 ALLOWED_BACKENDS = ("fsdp", "fsdp2", "fsdp_turbo", "megatron", "megatron_lite", "mindspeed", "automodel", "veomni")
 # l.86-94 and l.97-109: verl's defaults, relative to the repository root
-DEFAULT_IGNORE_DIRS = ("examples/data_preprocess", "examples/profile", "examples/tutorial",
-                       "examples/vllm_omni", "examples/mtp_trainer")
-DEFAULT_IGNORE_FILES = ("examples/generation/run_deepseek_llm_7b.sh",
-                        "examples/flowgrpo_trainer/run_qwen_image_omni_lora.sh",
-                        "examples/rollout_correction/run_qwen2_5_7b_fsdp_multi_rs.sh")
+DEFAULT_IGNORE_DIRS = (
+    "examples/data_preprocess",
+    "examples/profile",
+    "examples/tutorial",
+    "examples/vllm_omni",
+    "examples/mtp_trainer",
+)
+DEFAULT_IGNORE_FILES = (
+    "examples/generation/run_deepseek_llm_7b.sh",
+    "examples/flowgrpo_trainer/run_qwen_image_omni_lora.sh",
+    "examples/rollout_correction/run_qwen2_5_7b_fsdp_multi_rs.sh",
+)
 
 _IGNORES = """Scripts under the directories in `naming-ignore-dirs` and the files in `naming-ignore-files`
     (`[tool.sapo-lint]`, paths relative to the project root, shell-style wildcards allowed per path component)
@@ -42,7 +54,9 @@ _IGNORES = """Scripts under the directories in `naming-ignore-dirs` and the file
     `examples/tutorial`, `examples/vllm_omni`, `examples/mtp_trainer` and three single files)."""
 
 FORBIDDEN_TOKEN = source_rule(
-    "NM001", "naming-forbidden-token", Severity.ERROR,
+    "NM001",
+    "naming-forbidden-token",
+    Severity.ERROR,
     summary="run-script name carries an inference-backend, platform, machine-type or quantisation token",
     explanation=f"""verl names example scripts `run_<model>_<train-backend>.sh`, one script per model and
     training backend; the inference backend (`vllm`, `sglang`, `trtllm`), the platform (`npu`, `amd`), the
@@ -61,7 +75,9 @@ FORBIDDEN_TOKEN = source_rule(
 )
 
 MISSING_BACKEND = source_rule(
-    "NM002", "naming-train-backend", Severity.ERROR,
+    "NM002",
+    "naming-train-backend",
+    Severity.ERROR,
     summary="run-script name does not end with `_<train-backend>.sh`",
     explanation=f"""The last part of the name must be the training backend, one of `fsdp`, `fsdp2`,
     `fsdp_turbo`, `megatron`, `megatron_lite`, `mindspeed`, `automodel`, `veomni` (a suffix match on the
@@ -79,7 +95,9 @@ MISSING_BACKEND = source_rule(
 )
 
 NOT_RUN_SCRIPT = source_rule(
-    "NM003", "naming-run-prefix", Severity.ERROR,
+    "NM003",
+    "naming-run-prefix",
+    Severity.ERROR,
     summary="run-script name does not start with `run_` (or does not end with `.sh`)",
     explanation=f"""verl's `check-example-naming` hook requires every example script to be named
     `run_<model>_<train-backend>.sh`; a name without the `run_` prefix (or, when such a file is linted,
@@ -118,13 +136,23 @@ def check_name(name: str) -> list[tuple[str, str]]:
     out = []
     forbidden = [t for t in tokens if t in FORBIDDEN_TOKENS]
     if forbidden:
-        out.append((FORBIDDEN_TOKEN.code,
-                    (f"file name contains forbidden token(s) {forbidden}: inference backend, platform, "
-                     "machine type and quantisation are chosen inside the script, not in its name "
-                     "('run_<model>_<train-backend>.sh')")))
+        out.append(
+            (
+                FORBIDDEN_TOKEN.code,
+                (
+                    f"file name contains forbidden token(s) {forbidden}: inference backend, platform, "
+                    "machine type and quantisation are chosen inside the script, not in its name "
+                    "('run_<model>_<train-backend>.sh')"
+                ),
+            )
+        )
     if not tokens or not _has_allowed_backend(stem):
-        out.append((MISSING_BACKEND.code,
-                    f"file name must end with '_<train-backend>.sh' where train-backend ∈ {list(ALLOWED_BACKENDS)}"))
+        out.append(
+            (
+                MISSING_BACKEND.code,
+                f"file name must end with '_<train-backend>.sh' where train-backend ∈ {list(ALLOWED_BACKENDS)}",
+            )
+        )
     return out
 
 
@@ -136,7 +164,7 @@ def _contains(haystack: tuple[str, ...], needle: tuple[str, ...]) -> int:
     """Where `needle` (wildcards per component) occurs as consecutive components of `haystack`; -1 if not."""
     n = len(needle)
     for i in range(len(haystack) - n + 1):
-        if all(fnmatch.fnmatchcase(h, p) for h, p in zip(haystack[i:i + n], needle)):
+        if all(fnmatch.fnmatchcase(h, p) for h, p in zip(haystack[i : i + n], needle, strict=True)):
             return i
     return -1
 
@@ -154,8 +182,11 @@ def is_ignored(path: Path, ignore_dirs: list[str], ignore_files: list[str]) -> b
             return True
     for entry in ignore_files:
         needle = _parts(PurePath(os.path.normpath(entry)))
-        if needle and len(needle) <= len(whole) and all(
-                fnmatch.fnmatchcase(h, n) for h, n in zip(whole[-len(needle):], needle)):
+        if (
+            needle
+            and len(needle) <= len(whole)
+            and all(fnmatch.fnmatchcase(h, n) for h, n in zip(whole[-len(needle) :], needle, strict=True))
+        ):
             return True
     return False
 

@@ -7,7 +7,9 @@ from ..rulekit.registry import Finding, rule
 
 
 @rule(
-    "OP001", "cpu-offload-fraction-zero", Severity.WARNING,
+    "OP001",
+    "cpu-offload-fraction-zero",
+    Severity.WARNING,
     summary="optimizer_cpu_offload with optimizer_offload_fraction 0 offloads nothing",
     bad="""
     overrides:
@@ -34,9 +36,10 @@ def check(ctx: LintContext):
         fraction = view.value("optimizer_offload_fraction")
         if isinstance(fraction, (int, float)) and not isinstance(fraction, bool) and fraction <= 0:
             where = "its default 0.0" if not view.overridden("optimizer_offload_fraction") else f"{fraction}"
-            yield Finding(ctx.blame(view.override_key("optimizer_cpu_offload"), view.override_key("optimizer_offload_fraction")),
-                          f"{view.role}: optimizer_cpu_offload=True with optimizer_offload_fraction {where}: "
-                          f"megatron-core's HybridDeviceOptimizer offloads parameters while their size is below "
-                          f"`gpu_params_total_numel * offload_fraction` = 0, i.e. none; the optimizer state stays on the "
-                          f"device. Set `+{view.override_key('optimizer_offload_fraction')}` in (0, 1], e.g. 1.0",
-                          )
+            yield Finding(
+                ctx.blame(view.override_key("optimizer_cpu_offload"), view.override_key("optimizer_offload_fraction")),
+                f"{view.role}: optimizer_cpu_offload=True with optimizer_offload_fraction {where}: "
+                f"megatron-core's HybridDeviceOptimizer offloads parameters while their size is below "
+                f"`gpu_params_total_numel * offload_fraction` = 0, i.e. none; the optimizer state stays on the "
+                f"device. Set `+{view.override_key('optimizer_offload_fraction')}` in (0, 1], e.g. 1.0",
+            )

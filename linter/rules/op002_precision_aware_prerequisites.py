@@ -5,7 +5,9 @@ from ..rulekit.registry import Finding, rule
 
 
 @rule(
-    "OP002", "precision-aware-optimizer-prerequisites", Severity.ERROR,
+    "OP002",
+    "precision-aware-optimizer-prerequisites",
+    Severity.ERROR,
     summary="use_precision_aware_optimizer needs optimizer adam and the distributed optimizer",
     bad="""
     overrides:
@@ -37,13 +39,17 @@ def check(ctx: LintContext):
             continue
         optimizer = view.value("optimizer")
         if isinstance(optimizer, str) and optimizer != "adam":
-            yield Finding(ctx.blame(view.source("optimizer"), view.source("use_precision_aware_optimizer")),
-                          f"{view.role}: use_precision_aware_optimizer with optimizer={optimizer!r}: megatron-core asserts "
-                          f"'--use-precision-aware-optimizer only supported with adam' when verl builds the optimizer. "
-                          f"Use optimizer adam or turn the precision-aware optimizer off")
+            yield Finding(
+                ctx.blame(view.source("optimizer"), view.source("use_precision_aware_optimizer")),
+                f"{view.role}: use_precision_aware_optimizer with optimizer={optimizer!r}: megatron-core asserts "
+                f"'--use-precision-aware-optimizer only supported with adam' when verl builds the optimizer. "
+                f"Use optimizer adam or turn the precision-aware optimizer off",
+            )
         if view.value("use_distributed_optimizer") is False:
-            yield Finding(ctx.blame(view.source("use_distributed_optimizer"), view.source("use_precision_aware_optimizer")),
-                          f"{view.role}: use_precision_aware_optimizer with use_distributed_optimizer=False "
-                          f"(`{view.source('use_distributed_optimizer')}`): megatron-core asserts "
-                          f"'--use-precision-aware-optimizer only supported with distributed optimizer'. Set "
-                          f"`{view.megatron}.use_distributed_optimizer: true`")
+            yield Finding(
+                ctx.blame(view.source("use_distributed_optimizer"), view.source("use_precision_aware_optimizer")),
+                f"{view.role}: use_precision_aware_optimizer with use_distributed_optimizer=False "
+                f"(`{view.source('use_distributed_optimizer')}`): megatron-core asserts "
+                f"'--use-precision-aware-optimizer only supported with distributed optimizer'. Set "
+                f"`{view.megatron}.use_distributed_optimizer: true`",
+            )

@@ -5,8 +5,13 @@ from ..rulekit.registry import Finding, rule
 
 
 @rule(
-    "OP003", "optimizer-offload-not-cpu-offload", Severity.INFO,
-    summary="megatron.optimizer_offload without Megatron's optimizer CPU offload keeps Adam state on the device for the step",
+    "OP003",
+    "optimizer-offload-not-cpu-offload",
+    Severity.INFO,
+    summary=(
+        "megatron.optimizer_offload without Megatron's optimizer CPU offload "
+        "keeps Adam state on the device for the step"
+    ),
     bad="""
     overrides:
       actor_rollout_ref.actor.megatron.optimizer_offload: true
@@ -20,8 +25,8 @@ from ..rulekit.registry import Finding, rule
 )
 def check(ctx: LintContext):
     """`<role>.megatron.optimizer_offload` is verl's own swap: between phases it moves the optimizer state to
-    the CPU (`offload_megatron_optimizer`, `verl/utils/megatron_utils.py:931`), and on entering train mode the engine context
-    loads it back (`BaseEngineCtx._context_switch`, `verl/workers/engine/base.py:314-327` ->
+    the CPU (`offload_megatron_optimizer`, `verl/utils/megatron_utils.py:931`), and on entering train mode the
+    engine context loads it back (`BaseEngineCtx._context_switch`, `verl/workers/engine/base.py:314-327` ->
     `load_megatron_optimizer`, `verl/workers/engine/megatron/transformer_impl.py:740-741`), so
     during `optimizer.step()` the full (distributed-optimizer-sharded) Adam state is on the device again. It
     frees memory for the rollout, not for the step: a model whose fp32 moments do not fit still runs out of
@@ -35,8 +40,10 @@ def check(ctx: LintContext):
         key = f"{view.megatron}.optimizer_offload"
         if ctx.config.value(key) is not True or view.value("optimizer_cpu_offload") is True:
             continue
-        yield Finding(ctx.blame(key),
-                      f"{view.role}: `{key}` only swaps the optimizer state to the CPU between steps; verl loads it back "
-                      f"before `optimizer.step()`, so peak device memory at the step is unchanged. To keep Adam's state on "
-                      f"the CPU add `+{view.override_key('optimizer_cpu_offload')}: true` and "
-                      f"`+{view.override_key('optimizer_offload_fraction')}: 1.0`")
+        yield Finding(
+            ctx.blame(key),
+            f"{view.role}: `{key}` only swaps the optimizer state to the CPU between steps; verl loads it back "
+            f"before `optimizer.step()`, so peak device memory at the step is unchanged. To keep Adam's state on "
+            f"the CPU add `+{view.override_key('optimizer_cpu_offload')}: true` and "
+            f"`+{view.override_key('optimizer_offload_fraction')}: 1.0`",
+        )

@@ -6,7 +6,9 @@ FILTER, WORKERS = "data.filter_overlong_prompts", "data.filter_overlong_prompts_
 
 
 @rule(
-    "PF001", "single-worker-prompt-filter", Severity.WARNING,
+    "PF001",
+    "single-worker-prompt-filter",
+    Severity.WARNING,
     summary="overlong-prompt filtering in a single process",
     bad="""
     overrides:
@@ -31,7 +33,9 @@ def check(ctx: LintContext):
         return
     if workers is not None and workers > 1:
         return
-    yield Finding(ctx.blame(WORKERS, FILTER),
-                  f"data.filter_overlong_prompts is on with filter_overlong_prompts_workers={workers}: prompts are "
-                  f"tokenized and filtered in one process on every launch (~28 min on a 17k-prompt set, devices idle). "
-                  f"Set `{WORKERS}` to e.g. 32")
+    yield Finding(
+        ctx.blame(WORKERS, FILTER),
+        f"data.filter_overlong_prompts is on with filter_overlong_prompts_workers={workers}: prompts are "
+        f"tokenized and filtered in one process on every launch (~28 min on a 17k-prompt set, devices idle). "
+        f"Set `{WORKERS}` to e.g. 32",
+    )

@@ -6,7 +6,9 @@ from ..topology import active_roles
 
 
 @rule(
-    "PF002", "partial-dynamic-bsz", Severity.WARNING,
+    "PF002",
+    "partial-dynamic-bsz",
+    Severity.WARNING,
     summary="dynamic batch size on the actor but not the ref log-prob, or the other way round",
     bad="""
     overrides:
@@ -33,8 +35,14 @@ def check(ctx: LintContext):
     actor, rollout, ref = (ctx.config.value(k) for k in (ACTOR_DYNAMIC_BSZ, ROLLOUT_DYNAMIC_BSZ, REF_DYNAMIC_BSZ))
     if not all(isinstance(v, bool) for v in (actor, rollout, ref)) or actor != rollout or ref == actor:
         return
-    on, off = ("actor update and rollout log-prob", "ref log-prob") if actor else ("ref log-prob", "actor update and rollout log-prob")
-    yield Finding(ctx.blame(REF_DYNAMIC_BSZ, ACTOR_DYNAMIC_BSZ),
-                  f"dynamic batch size is on for the {on} but off for the {off} (actor.use_dynamic_bsz={actor}, "
-                  f"ref.log_prob_use_dynamic_bsz={ref}); use it for all three (drop the ref override: it follows the "
-                  f"actor's)")
+    on, off = (
+        ("actor update and rollout log-prob", "ref log-prob")
+        if actor
+        else ("ref log-prob", "actor update and rollout log-prob")
+    )
+    yield Finding(
+        ctx.blame(REF_DYNAMIC_BSZ, ACTOR_DYNAMIC_BSZ),
+        f"dynamic batch size is on for the {on} but off for the {off} (actor.use_dynamic_bsz={actor}, "
+        f"ref.log_prob_use_dynamic_bsz={ref}); use it for all three (drop the ref override: it follows the "
+        f"actor's)",
+    )

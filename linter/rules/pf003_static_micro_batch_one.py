@@ -6,7 +6,9 @@ from ..topology import active_roles
 
 
 @rule(
-    "PF003", "static-micro-batch-one", Severity.INFO,
+    "PF003",
+    "static-micro-batch-one",
+    Severity.INFO,
     summary="static batch size with a micro-batch of 1",
     bad="""
     overrides:
@@ -27,8 +29,10 @@ def check(ctx: LintContext):
     actor_static = ctx.config.value(ACTOR_DYNAMIC_BSZ) is False
     checks = []
     if actor_static:
-        checks += ["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
-                   "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"]
+        checks += [
+            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+            "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
+        ]
     roles = active_roles(ctx)
     if "ref" in roles and ctx.config.value(REF_DYNAMIC_BSZ) is False:
         checks.append("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu")
@@ -36,7 +40,9 @@ def check(ctx: LintContext):
         checks.append("critic.ppo_micro_batch_size_per_gpu")
     for key in checks:
         if ctx.number(key) == 1:
-            yield Finding(ctx.blame(key),
-                          f"`{key}`=1 with a static batch size: one sequence per forward leaves the device "
-                          f"under-used. Consider dynamic batch size (use_dynamic_bsz=True with a max_token_len_per_gpu "
-                          f"budget; +40% in the 30B bring-up) or a larger micro-batch")
+            yield Finding(
+                ctx.blame(key),
+                f"`{key}`=1 with a static batch size: one sequence per forward leaves the device "
+                f"under-used. Consider dynamic batch size (use_dynamic_bsz=True with a max_token_len_per_gpu "
+                f"budget; +40% in the 30B bring-up) or a larger micro-batch",
+            )

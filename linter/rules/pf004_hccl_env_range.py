@@ -13,7 +13,9 @@ AIV_EXEC_TIMEOUT_MAX = 1091
 
 
 @rule(
-    "PF004", "hccl-env-out-of-range", Severity.WARNING,
+    "PF004",
+    "hccl-env-out-of-range",
+    Severity.WARNING,
     part=Part.ROLLOUT,
     summary="HCCL environment value outside its valid range",
     bad="""
@@ -47,5 +49,7 @@ def check(ctx: LintContext):
     mode, timeout = env.get("HCCL_OP_EXPANSION_MODE"), env.get("HCCL_EXEC_TIMEOUT")
     if mode is not None and mode.value == "AIV" and timeout is not None and timeout.value.isdigit():
         if int(timeout.value) == 0 or int(timeout.value) > AIV_EXEC_TIMEOUT_MAX:
-            yield Finding(timeout.location, f"HCCL_EXEC_TIMEOUT={timeout.value} becomes {AIV_EXEC_TIMEOUT_MAX} s with "
-                                            "HCCL_OP_EXPANSION_MODE=AIV")
+            yield Finding(
+                timeout.location,
+                f"HCCL_EXEC_TIMEOUT={timeout.value} becomes {AIV_EXEC_TIMEOUT_MAX} s with HCCL_OP_EXPANSION_MODE=AIV",
+            )

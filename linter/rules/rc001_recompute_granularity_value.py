@@ -5,7 +5,9 @@ from ..rulekit.registry import Finding, rule
 
 
 @rule(
-    "RC001", "recompute-granularity-value", Severity.ERROR,
+    "RC001",
+    "recompute-granularity-value",
+    Severity.ERROR,
     summary='recompute_granularity is not "full", "selective" or null',
     bad="""
     overrides:
@@ -31,5 +33,7 @@ def check(ctx: LintContext):
         if g is None or g in ("full", "selective") or (isinstance(g, str) and "${" in g):
             continue
         quoted = f'When using recompute_granuarlity: {g} must be "full"or "selective".'
-        yield Finding(blame(ctx, par, GRANULARITY),
-                      f"{par.role}: recompute_granularity={g!r}: {rejects(ctx, quoted)} Use full, selective or null.")
+        yield Finding(
+            blame(ctx, par, GRANULARITY),
+            f"{par.role}: recompute_granularity={g!r}: {rejects(ctx, quoted)} Use full, selective or null.",
+        )

@@ -5,7 +5,9 @@ from ..rulekit.registry import Finding, rule
 
 
 @rule(
-    "RC002", "recompute-method-value", Severity.ERROR,
+    "RC002",
+    "recompute-method-value",
+    Severity.ERROR,
     summary='recompute is on and recompute_method is not "block", "uniform" or null',
     bad="""
     overrides:
@@ -30,5 +32,7 @@ def check(ctx: LintContext):
         if g is None or m is None or m in ("block", "uniform") or (isinstance(m, str) and "${" in m):
             continue
         quoted = f'recompute_method: {m} must be "block" or "uniform".'
-        yield Finding(blame(ctx, par, METHOD),
-                      f"{par.role}: recompute_method={m!r} with recompute_granularity={g!r}: {rejects(ctx, quoted)}")
+        yield Finding(
+            blame(ctx, par, METHOD),
+            f"{par.role}: recompute_method={m!r} with recompute_granularity={g!r}: {rejects(ctx, quoted)}",
+        )

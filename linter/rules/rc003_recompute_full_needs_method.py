@@ -5,7 +5,9 @@ from ..rulekit.registry import Finding, rule
 
 
 @rule(
-    "RC003", "recompute-full-needs-method", Severity.ERROR,
+    "RC003",
+    "recompute-full-needs-method",
+    Severity.ERROR,
     summary="recompute_granularity=full without a recompute_method",
     bad="""
     overrides:
@@ -29,6 +31,8 @@ def check(ctx: LintContext):
         if v[GRANULARITY] != "full" or v[METHOD] is not None:
             continue
         quoted = 'Using recompute_granularity: full so recompute_method must be "block" or "uniform"'
-        yield Finding(blame(ctx, par, GRANULARITY, METHOD),
-                      f"{par.role}: recompute_granularity=full with recompute_method=null: {rejects(ctx, quoted)} "
-                      f"Set {par.transformer(METHOD)}=uniform (or block).")
+        yield Finding(
+            blame(ctx, par, GRANULARITY, METHOD),
+            f"{par.role}: recompute_granularity=full with recompute_method=null: {rejects(ctx, quoted)} "
+            f"Set {par.transformer(METHOD)}=uniform (or block).",
+        )

@@ -5,7 +5,9 @@ from ..rulekit.registry import Finding, rule
 
 
 @rule(
-    "RC004", "recompute-full-needs-num-layers", Severity.ERROR,
+    "RC004",
+    "recompute-full-needs-num-layers",
+    Severity.ERROR,
     summary="recompute_granularity=full without recompute_num_layers",
     bad="""
     overrides:
@@ -29,8 +31,12 @@ def check(ctx: LintContext):
         if v[GRANULARITY] != "full" or v[NUM_LAYERS] is not None:
             continue
         per_rank = str(ctx.model.num_layers // par.pp) if ctx.model is not None else f"<num_layers // {par.pp}>"
-        quoted = ("When using recompute_granularity: full recompute_num_layers must be between "
-                  f"1 and num_layers_per_pipeline_rank: {per_rank}")
-        yield Finding(blame(ctx, par, GRANULARITY, NUM_LAYERS),
-                      f"{par.role}: recompute_granularity=full with recompute_num_layers=null: {rejects(ctx, quoted)} "
-                      f"Set {par.transformer(NUM_LAYERS)} (1 with the uniform method).")
+        quoted = (
+            "When using recompute_granularity: full recompute_num_layers must be between "
+            f"1 and num_layers_per_pipeline_rank: {per_rank}"
+        )
+        yield Finding(
+            blame(ctx, par, GRANULARITY, NUM_LAYERS),
+            f"{par.role}: recompute_granularity=full with recompute_num_layers=null: {rejects(ctx, quoted)} "
+            f"Set {par.transformer(NUM_LAYERS)} (1 with the uniform method).",
+        )

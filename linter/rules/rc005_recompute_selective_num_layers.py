@@ -5,7 +5,9 @@ from ..rulekit.registry import Finding, rule
 
 
 @rule(
-    "RC005", "recompute-selective-num-layers", Severity.ERROR,
+    "RC005",
+    "recompute-selective-num-layers",
+    Severity.ERROR,
     summary="recompute_granularity=selective with recompute_num_layers still set",
     bad="""
     overrides:
@@ -29,6 +31,8 @@ def check(ctx: LintContext):
         if v[GRANULARITY] != "selective" or v[NUM_LAYERS] is None:
             continue
         quoted = "When using recompute_granularity: selective recompute_num_layers must be None."
-        yield Finding(blame(ctx, par, GRANULARITY, NUM_LAYERS),
-                      f"{par.role}: recompute_granularity=selective with recompute_num_layers={v[NUM_LAYERS]!r}: "
-                      f"{rejects(ctx, quoted)} Drop the override or set {par.transformer(NUM_LAYERS)}=null.")
+        yield Finding(
+            blame(ctx, par, GRANULARITY, NUM_LAYERS),
+            f"{par.role}: recompute_granularity=selective with recompute_num_layers={v[NUM_LAYERS]!r}: "
+            f"{rejects(ctx, quoted)} Drop the override or set {par.transformer(NUM_LAYERS)}=null.",
+        )

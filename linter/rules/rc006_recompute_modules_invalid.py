@@ -32,7 +32,9 @@ def _set(names) -> str:
 
 
 @rule(
-    "RC006", "recompute-modules-invalid", Severity.ERROR,
+    "RC006",
+    "recompute-modules-invalid",
+    Severity.ERROR,
     summary="selective recompute names a module this megatron-core version does not know",
     bad="""
     stack: {megatron_core: "0.12.1"}
@@ -67,7 +69,9 @@ def check(ctx: LintContext):
         if not invalid:
             continue
         quoted = f"Invalid choices for recompute_modules: {_set(invalid)}. Allowed modules are: {_set(allowed)}"
-        yield Finding(blame(ctx, par, GRANULARITY, MODULES),
-                      f"{par.role}: recompute_modules={modules!r} with recompute_granularity=selective: "
-                      f"{mcore(ctx)} fails an assertion at model init (`TransformerConfig.__post_init__`): "
-                      f"\"{quoted}\"")
+        yield Finding(
+            blame(ctx, par, GRANULARITY, MODULES),
+            f"{par.role}: recompute_modules={modules!r} with recompute_granularity=selective: "
+            f"{mcore(ctx)} fails an assertion at model init (`TransformerConfig.__post_init__`): "
+            f'"{quoted}"',
+        )

@@ -7,7 +7,9 @@ CPU_OFFLOADING = "cpu_offloading"
 
 
 @rule(
-    "RC007", "recompute-cpu-offloading", Severity.ERROR,
+    "RC007",
+    "recompute-cpu-offloading",
+    Severity.ERROR,
     summary="activation recompute together with Megatron's cpu_offloading",
     bad="""
     overrides:
@@ -28,6 +30,8 @@ def check(ctx: LintContext):
         if v[GRANULARITY] is None or v[CPU_OFFLOADING] is not True:
             continue
         quoted = "CPU offloading does not work when activation recomputation is enabled"
-        yield Finding(blame(ctx, par, GRANULARITY, CPU_OFFLOADING),
-                      f"{par.role}: cpu_offloading=true with recompute_granularity={v[GRANULARITY]!r}: "
-                      f"{rejects(ctx, quoted)} Use one or the other.")
+        yield Finding(
+            blame(ctx, par, GRANULARITY, CPU_OFFLOADING),
+            f"{par.role}: cpu_offloading=true with recompute_granularity={v[GRANULARITY]!r}: "
+            f"{rejects(ctx, quoted)} Use one or the other.",
+        )

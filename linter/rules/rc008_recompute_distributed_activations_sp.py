@@ -19,7 +19,9 @@ def effective_sequence_parallel(ctx, par) -> bool:
 
 
 @rule(
-    "RC008", "recompute-distributed-activations-sp", Severity.ERROR,
+    "RC008",
+    "recompute-distributed-activations-sp",
+    Severity.ERROR,
     summary="distribute_saved_activations with sequence parallel while recompute is on",
     bad="""
     overrides:
@@ -46,8 +48,10 @@ def check(ctx: LintContext):
     for par, v in recompute_roles(ctx, GRANULARITY, DSA, SP):
         if v[GRANULARITY] is None or v[DSA] is not True or not effective_sequence_parallel(ctx, par):
             continue
-        quoted = ("distribute_saved_activations: True must be false when sequence parallel is enabled: True")
-        yield Finding(blame(ctx, par, GRANULARITY, DSA),
-                      f"{par.role}: distribute_saved_activations=true with sequence parallel (TP={par.tp}) and "
-                      f"recompute_granularity={v[GRANULARITY]!r}: {rejects(ctx, quoted)} "
-                      f"Drop distribute_saved_activations (or set {par.path(SP)}=false).")
+        quoted = "distribute_saved_activations: True must be false when sequence parallel is enabled: True"
+        yield Finding(
+            blame(ctx, par, GRANULARITY, DSA),
+            f"{par.role}: distribute_saved_activations=true with sequence parallel (TP={par.tp}) and "
+            f"recompute_granularity={v[GRANULARITY]!r}: {rejects(ctx, quoted)} "
+            f"Drop distribute_saved_activations (or set {par.path(SP)}=false).",
+        )

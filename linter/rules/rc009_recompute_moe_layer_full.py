@@ -7,7 +7,9 @@ MOE_LAYER_RECOMPUTE = "moe_layer_recompute"
 
 
 @rule(
-    "RC009", "recompute-moe-layer-full", Severity.ERROR,
+    "RC009",
+    "recompute-moe-layer-full",
+    Severity.ERROR,
     summary="deprecated moe_layer_recompute with full recompute granularity",
     bad="""
     overrides:
@@ -31,6 +33,8 @@ def check(ctx: LintContext):
         if v[GRANULARITY] != "full" or v[MOE_LAYER_RECOMPUTE] is not True:
             continue
         quoted = "Do not set --moe-layer-recompute with full recompute granularity. "
-        yield Finding(blame(ctx, par, GRANULARITY, MOE_LAYER_RECOMPUTE),
-                      f"{par.role}: moe_layer_recompute=true with recompute_granularity=full: {rejects(ctx, quoted)} "
-                      "Use recompute_granularity=selective with recompute_modules containing moe.")
+        yield Finding(
+            blame(ctx, par, GRANULARITY, MOE_LAYER_RECOMPUTE),
+            f"{par.role}: moe_layer_recompute=true with recompute_granularity=full: {rejects(ctx, quoted)} "
+            "Use recompute_granularity=selective with recompute_modules containing moe.",
+        )

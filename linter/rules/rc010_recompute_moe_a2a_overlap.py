@@ -7,7 +7,9 @@ OVERLAP = "overlap_moe_expert_parallel_comm"
 
 
 @rule(
-    "RC010", "recompute-moe-a2a-overlap", Severity.ERROR,
+    "RC010",
+    "recompute-moe-a2a-overlap",
+    Severity.ERROR,
     summary="full recompute (or a recompute method/num_layers) with overlap_moe_expert_parallel_comm",
     bad="""
     overrides:
@@ -45,7 +47,9 @@ def check(ctx: LintContext):
         if not failed:
             continue
         settings = ", ".join(f"{n}={v[n]!r}" for n in (GRANULARITY, METHOD, NUM_LAYERS) if v[n] is not None)
-        quoted = "; then ".join(f"\"{m}\"" for m in failed)
-        yield Finding(blame(ctx, par, GRANULARITY, METHOD, NUM_LAYERS, OVERLAP),
-                      f"{par.role}: overlap_moe_expert_parallel_comm=true with {settings}: {mcore(ctx)} fails an "
-                      f"assertion at model init (`TransformerConfig.__post_init__`): {quoted}")
+        quoted = "; then ".join(f'"{m}"' for m in failed)
+        yield Finding(
+            blame(ctx, par, GRANULARITY, METHOD, NUM_LAYERS, OVERLAP),
+            f"{par.role}: overlap_moe_expert_parallel_comm=true with {settings}: {mcore(ctx)} fails an "
+            f"assertion at model init (`TransformerConfig.__post_init__`): {quoted}",
+        )

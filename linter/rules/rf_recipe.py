@@ -20,11 +20,15 @@ from ..core.problems import (
 )
 from ..rulekit.registry import reads, source_rule
 
-MODEL_RULES = ("rules that need the model's shape: the topology rules from TP003, and the memory and checkpoint estimate "
-               "(MEM001, MEM002, CK001, CK002)")
+MODEL_RULES = (
+    "rules that need the model's shape: the topology rules from TP003, and the memory and checkpoint estimate "
+    "(MEM001, MEM002, CK001, CK002)"
+)
 
 RECIPE_SCHEMA = source_rule(
-    "RF001", "recipe-schema", Severity.ERROR,
+    "RF001",
+    "recipe-schema",
+    Severity.ERROR,
     summary="recipe file violates schemas/recipe.schema.json",
     explanation="""A recipe is checked against `schemas/recipe.schema.json` (JSON Schema 2020-12, validated with
     jsonschema) before its overrides are: a misspelt top-level key (`overides:`), a variant without
@@ -47,7 +51,9 @@ RECIPE_SCHEMA = source_rule(
 )
 
 INVALID_YAML = source_rule(
-    "RF002", "invalid-yaml", Severity.ERROR,
+    "RF002",
+    "invalid-yaml",
+    Severity.ERROR,
     summary="recipe is not valid YAML, or YAML a recipe cannot hold",
     explanation="""The file could be read but not parsed as YAML (the message carries the parser's line and
     column); or it holds what a recipe cannot: anchors and aliases that expand to more than 50,000 nodes (an
@@ -65,7 +71,9 @@ INVALID_YAML = source_rule(
 )
 
 UNREADABLE_FILE = source_rule(
-    "RF003", "unreadable-file", Severity.ERROR,
+    "RF003",
+    "unreadable-file",
+    Severity.ERROR,
     summary="file could not be read: I/O error, binary, not UTF-8, or too large",
     explanation="""sapo-lint reads recipes and scripts as UTF-8 text of a bounded size. A file it cannot read
     is reported here and makes the run exit with status 2; the other files are still linted.""",
@@ -79,7 +87,9 @@ UNREADABLE_FILE = source_rule(
 )
 
 UNKNOWN_VERSION = source_rule(
-    "RF004", "unknown-schema-version", Severity.ERROR,
+    "RF004",
+    "unknown-schema-version",
+    Severity.ERROR,
     summary="no schema snapshot for the verl version or config the recipe names",
     explanation="""Overrides are checked against a schema snapshot of the named verl version and trainer
     config. When no snapshot of the version is committed (or built with `sapo-lint schema build`), nothing can
@@ -105,7 +115,9 @@ UNKNOWN_VERSION = source_rule(
 )
 
 UNKNOWN_MODEL = source_rule(
-    "RF005", "unknown-model", Severity.INFO,
+    "RF005",
+    "unknown-model",
+    Severity.INFO,
     summary="the model's architecture is unknown, so model-aware rules are skipped",
     explanation="""Topology rules need the model's shape (layers, heads, query groups, experts, FFN sizes). It
     comes from `model.card` (a shipped card in `schemas/models/`), else from `config.json` when the model path
@@ -127,7 +139,9 @@ UNKNOWN_MODEL = source_rule(
 )
 
 UNKNOWN_ACCELERATOR = source_rule(
-    "RF006", "unknown-accelerator", Severity.ERROR,
+    "RF006",
+    "unknown-accelerator",
+    Severity.ERROR,
     summary="an accelerator name (`hardware.accelerator`, --accelerator, [tool.sapo-lint]) not in schemas/devices.json",
     explanation="""The accelerator decides the memory per device that MEM001 checks against. Names are matched
     case-insensitively with the usual spellings (`910B3`, `Ascend910B3`, `H100`, `h100-80gb`, `A100-80G`); a name
@@ -146,7 +160,9 @@ UNKNOWN_ACCELERATOR = source_rule(
 )
 
 DUPLICATE_KEY = source_rule(
-    "RF007", "duplicate-key", Severity.ERROR,
+    "RF007",
+    "duplicate-key",
+    Severity.ERROR,
     summary="the same key twice in one YAML mapping: the last silently wins",
     explanation="""YAML loaders keep the last of two equal keys in a mapping and drop the first without a word, so
     a second `overrides:` block hides everything in the first (typos included), and a second `hardware:` replaces
@@ -167,7 +183,9 @@ DUPLICATE_KEY = source_rule(
 )
 
 NOT_LINTABLE = source_rule(
-    "RF008", "not-a-recipe-or-script", Severity.WARNING,
+    "RF008",
+    "not-a-recipe-or-script",
+    Severity.WARNING,
     summary="a file named on the command line is neither YAML nor a run script",
     explanation="""`sapo-lint FILE` lints recipes (`*.yaml`/`*.yml` with a top-level `recipe:` key) and run scripts
     (`*.sh`). Any other file named explicitly is reported instead of passing silently, so a typo in a path does not
@@ -186,7 +204,9 @@ NOT_LINTABLE = source_rule(
 )
 
 TOO_MANY_VARIANTS = source_rule(
-    "RF009", "too-many-variants", Severity.WARNING,
+    "RF009",
+    "too-many-variants",
+    Severity.WARNING,
     summary="more variant combinations than are linted (64): the rest are sampled",
     explanation="""Every combination of a recipe's variant axes is linted, up to 64 per file; a recipe whose axes
     multiply to more is linted on a deterministic sample: the combination of every axis's first value, each
@@ -202,7 +222,9 @@ TOO_MANY_VARIANTS = source_rule(
 )
 
 ACCELERATOR_MISMATCH = source_rule(
-    "RF010", "accelerator-device-mismatch", Severity.WARNING,
+    "RF010",
+    "accelerator-device-mismatch",
+    Severity.WARNING,
     summary="a device variant runs on one kind of device (NPU/GPU) but the accelerator named for it is the other kind",
     explanation="""A recipe or script whose variants run on NPU and on GPU (`device: {npu: ..., gpu: ...}`, a `case`
     on `DEVICE`, `trainer.device`, VERL_ENGINE_DEVICE) needs an accelerator per device kind: one name for the whole
@@ -232,9 +254,11 @@ ACCELERATOR_MISMATCH = source_rule(
 )
 
 TIME_BUDGET = source_rule(
-    "RF011", "time-budget-exceeded", Severity.ERROR,
+    "RF011",
+    "time-budget-exceeded",
+    Severity.ERROR,
     summary=f"linting the file took longer than its time budget ({FILE_TIME_BUDGET_S:g} s): it was stopped, its "
-            "findings are not reported",
+    "findings are not reported",
     explanation=f"""Each recipe or run script may take {FILE_TIME_BUDGET_S:g} seconds to lint; real ones take well
     under one. A file that takes longer (hundreds of thousands of overrides, a script generated to be slow) is
     stopped there, cooperatively, between two rules or two steps of the bash evaluation, and gets this one
@@ -250,7 +274,9 @@ TIME_BUDGET = source_rule(
 )
 
 INTERNAL_ERROR = source_rule(
-    "RF012", "internal-error", Severity.ERROR,
+    "RF012",
+    "internal-error",
+    Severity.ERROR,
     summary="sapo-lint failed on this file (a bug): the file is not checked, the other files are",
     explanation="""An unexpected error while reading or checking one file is reported on that file, with the
     exception's type and where in sapo-lint it was raised (not its message, which may quote a value from the
@@ -278,8 +304,11 @@ def _invalid_yaml(p: InvalidYaml):
 
 @reads(DuplicateKey)
 def _duplicate_key(p: DuplicateKey):
-    return DUPLICATE_KEY.diagnostic(p.location, f"duplicate key `{p.key}` (first at line {p.first_line}): YAML keeps "
-                                    "only the last one, so the first is ignored")
+    return DUPLICATE_KEY.diagnostic(
+        p.location,
+        f"duplicate key `{p.key}` (first at line {p.first_line}): YAML keeps "
+        "only the last one, so the first is ignored",
+    )
 
 
 @reads(UnknownModel)
@@ -289,29 +318,38 @@ def _unknown_model(p: UnknownModel):
 
 @reads(TooManyVariants)
 def _too_many_variants(p: TooManyVariants):
-    return TOO_MANY_VARIANTS.diagnostic(p.location, f"{p.total:,} variant combinations; linted {p.linted}: the first "
-                                        "value of every axis, each single-axis change from it, then the rest in order")
+    return TOO_MANY_VARIANTS.diagnostic(
+        p.location,
+        f"{p.total:,} variant combinations; linted {p.linted}: the first "
+        "value of every axis, each single-axis change from it, then the rest in order",
+    )
 
 
 @reads(UnknownAcceleratorName)
 def _unknown_accelerator(p: UnknownAcceleratorName):
-    return UNKNOWN_ACCELERATOR.diagnostic(p.location, f"{p.source}: {p.reason} MEM001 is skipped where it applies; "
-                                          "CK001, CK002 and MEM002 still run")
+    return UNKNOWN_ACCELERATOR.diagnostic(
+        p.location, f"{p.source}: {p.reason} MEM001 is skipped where it applies; CK001, CK002 and MEM002 still run"
+    )
 
 
 @reads(AcceleratorKindMismatch)
 def _accelerator_kind_mismatch(p: AcceleratorKindMismatch):
-    return ACCELERATOR_MISMATCH.diagnostic(p.location, f"{p.source} names {p.accelerator}, "
-                                           f"{KIND_NAMES[p.accelerator_kind]}, for {p.kind}: the {p.kind} variants are "
-                                           f"checked on {p.assumed} (assumed) instead")
+    return ACCELERATOR_MISMATCH.diagnostic(
+        p.location,
+        f"{p.source} names {p.accelerator}, "
+        f"{KIND_NAMES[p.accelerator_kind]}, for {p.kind}: the {p.kind} variants are "
+        f"checked on {p.assumed} (assumed) instead",
+    )
 
 
 @reads(VariantDeviceMismatch)
 def _variant_device_mismatch(p: VariantDeviceMismatch):
     return ACCELERATOR_MISMATCH.diagnostic(
-        p.location, f"this variant runs on {KIND_NAMES[p.kind]} ({p.evidence}) but {p.source} names {p.accelerator}, "
+        p.location,
+        f"this variant runs on {KIND_NAMES[p.kind]} ({p.evidence}) but {p.source} names {p.accelerator}, "
         f"{KIND_NAMES[p.accelerator_kind]}: its memory is checked on {p.assumed} (assumed for {p.kind}) instead. "
-        f"Name one accelerator per device kind: {p.fix_form}")
+        f"Name one accelerator per device kind: {p.fix_form}",
+    )
 
 
 @reads(FileUnreadable)
@@ -322,24 +360,32 @@ def _file_unreadable(p: FileUnreadable):
 @reads(NoSnapshot)
 def _no_snapshot(p: NoSnapshot):
     if p.config_only:
-        return UNKNOWN_VERSION.diagnostic(p.location, f"{p.reason}: the overrides of its commands are not checked",
-                                          severity=Severity.INFO)
+        return UNKNOWN_VERSION.diagnostic(
+            p.location, f"{p.reason}: the overrides of its commands are not checked", severity=Severity.INFO
+        )
     return UNKNOWN_VERSION.diagnostic(p.location, p.reason)
 
 
 @reads(NotLintable)
 def _not_lintable(p: NotLintable):
-    return NOT_LINTABLE.diagnostic(p.location, f"no recipe or script: {p.location.path} (recipes are *.yaml/*.yml "
-                                   "with a top-level `recipe:` key, run scripts *.sh)")
+    return NOT_LINTABLE.diagnostic(
+        p.location,
+        f"no recipe or script: {p.location.path} (recipes are *.yaml/*.yml "
+        "with a top-level `recipe:` key, run scripts *.sh)",
+    )
 
 
 @reads(OutOfTimeBudget)
 def _out_of_time(p: OutOfTimeBudget):
-    return TIME_BUDGET.diagnostic(p.location, f"linting stopped after {p.limit_s:g} s, the time budget of one file, "
-                                  f"while {p.stage}; none of the file's findings is reported")
+    return TIME_BUDGET.diagnostic(
+        p.location,
+        f"linting stopped after {p.limit_s:g} s, the time budget of one file, "
+        f"while {p.stage}; none of the file's findings is reported",
+    )
 
 
 @reads(InternalError)
 def _internal_error(p: InternalError):
-    return INTERNAL_ERROR.diagnostic(p.location, f"internal error ({p.raised_where}); the file is not checked: please "
-                                     "report it")
+    return INTERNAL_ERROR.diagnostic(
+        p.location, f"internal error ({p.raised_where}); the file is not checked: please report it"
+    )

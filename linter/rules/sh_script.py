@@ -19,7 +19,9 @@ from ..rulekit.registry import RULES, Finding, reads, rule, source_rule
 
 
 @rule(
-    "SH001", "unresolved-construct", Severity.WARNING,
+    "SH001",
+    "unresolved-construct",
+    Severity.WARNING,
     summary="a shell construct that cannot be evaluated without running the script reaches what a rule checks",
     bad="""
     python3 -m verl.trainer.main_ppo trainer.n_gpus_per_node=$(nvidia-smi -L | wc -l)
@@ -41,10 +43,10 @@ def check_unresolved(ctx: LintContext):
     checked at all. In an override's value: only where a rule would check that value, decided from the key's
     schema entry: a typed key (int, float, bool, list, dict) or a key with a closed set of choices. Its value counts
     as an interpolation, so the key is still checked. An unresolved model path is RF005's (the rules that need
-    the model's shape are skipped, and it says how to give the path), not reported twice. A free-form value (a file path, an experiment name) is not a warning: the
-    script's environment inputs are listed once per file instead (SH004). Also reported: a loop around the
-    trainer call, a `case` on a computed word that guards an assignment, `source`, and a number of variants past
-    the limit."""
+    the model's shape are skipped, and it says how to give the path), not reported twice. A free-form value (a file
+    path, an experiment name) is not a warning: the script's environment inputs are listed once per file instead
+    (SH004). Also reported: a loop around the trainer call, a `case` on a computed word that guards an assignment,
+    `source`, and a number of variants past the limit."""
     for ro in ctx.overrides:
         if not ro.override.unresolved:
             continue
@@ -52,8 +54,11 @@ def check_unresolved(ctx: LintContext):
         if checked is None:
             continue
         constructs = ", ".join(f"`{u.split(' (', 1)[0]}`" for u in ro.override.unresolved)
-        yield Finding(ro, f"`{ro.path}` is set from {constructs}, which cannot be evaluated statically; its value "
-                          f"({checked}) is not checked")
+        yield Finding(
+            ro,
+            f"`{ro.path}` is set from {constructs}, which cannot be evaluated statically; its value "
+            f"({checked}) is not checked",
+        )
 
 
 def _checked_as(path: str, entry: dict | None) -> str | None:
@@ -70,7 +75,9 @@ def _checked_as(path: str, entry: dict | None) -> str | None:
 UNRESOLVED = RULES["SH001"]
 
 SYNTAX = source_rule(
-    "SH002", "bash-syntax-error", Severity.ERROR,
+    "SH002",
+    "bash-syntax-error",
+    Severity.ERROR,
     summary="the run script is not valid bash",
     explanation="""The script does not parse as bash (tree-sitter-bash reports an ERROR or MISSING node at the
     given line and column), so none of its overrides are read.""",
@@ -86,7 +93,9 @@ SYNTAX = source_rule(
 )
 
 BROKEN_CONTINUATION = source_rule(
-    "SH005", "broken-continuation", Severity.ERROR,
+    "SH005",
+    "broken-continuation",
+    Severity.ERROR,
     summary="a Hydra override on a line of its own: a line break ended the trainer command before it",
     explanation="""A blank line, or a comment line, after a trailing `\\` ends the command there: bash runs the
     trainer with the overrides written so far, and the lines after the break become a command of their own whose
@@ -109,8 +118,10 @@ BROKEN_CONTINUATION = source_rule(
 )
 
 PASSTHROUGH = source_rule(
-    "SH003", "argument-passthrough", Severity.INFO,
-    summary="the trainer command ends in \"$@\": overrides given at run time are not checked",
+    "SH003",
+    "argument-passthrough",
+    Severity.INFO,
+    summary='the trainer command ends in "$@": overrides given at run time are not checked',
     explanation="""A trailing `"$@"` (or `$*`) passes the script's own arguments to the trainer. They are
     unknown when the script is linted; pass them to `sapo-lint --override` to check them as well.""",
     bad="""
@@ -123,7 +134,9 @@ PASSTHROUGH = source_rule(
 )
 
 ENVIRONMENT_INPUTS = source_rule(
-    "SH004", "environment-inputs", Severity.INFO,
+    "SH004",
+    "environment-inputs",
+    Severity.INFO,
     summary="the trainer's arguments take values from the environment the script runs in",
     explanation="""A value built from a variable the script never sets (`$HOME`, `$DATA_DIR`, a caller's
     variable) or from what it computes when it runs (`$(date +%s)`) is unknown when the script is linted. Where
@@ -153,53 +166,71 @@ def _not_an_override(p: NotAnOverride):
 
 @reads(UnresolvedKey)
 def _unresolved_key(p: UnresolvedKey):
-    return UNRESOLVED.diagnostic(p.location, f"override key `{p.key}` uses {', '.join(f'`{u}`' for u in p.constructs)}, "
-                                 "which cannot be evaluated statically; the override is not checked")
+    return UNRESOLVED.diagnostic(
+        p.location,
+        f"override key `{p.key}` uses {', '.join(f'`{u}`' for u in p.constructs)}, "
+        "which cannot be evaluated statically; the override is not checked",
+    )
 
 
 @reads(VariantsSampled)
 def _variants_sampled(p: VariantsSampled):
-    return UNRESOLVED.diagnostic(p.location, f"{p.total:,} variant combinations of {', '.join(p.axes)}; linted "
-                                 f"{p.linted}: the script's defaults, each single change from them, then the rest in "
-                                 "order")
+    return UNRESOLVED.diagnostic(
+        p.location,
+        f"{p.total:,} variant combinations of {', '.join(p.axes)}; linted "
+        f"{p.linted}: the script's defaults, each single change from them, then the rest in "
+        "order",
+    )
 
 
 @reads(UndecidedConditions)
 def _undecided_conditions(p: UndecidedConditions):
-    return UNRESOLVED.diagnostic(p.location, f"conditions that cannot be decided statically give more than {p.limit} "
-                                 f"variants; {p.cut:,} ways through them are not linted")
+    return UNRESOLVED.diagnostic(
+        p.location,
+        f"conditions that cannot be decided statically give more than {p.limit} "
+        f"variants; {p.cut:,} ways through them are not linted",
+    )
 
 
 @reads(UnknownEntryModule)
 def _unknown_entry_module(p: UnknownEntryModule):
-    return UNRESOLVED.diagnostic(p.location, f"entry module `{p.module}` has no `@hydra.main` in verl {p.verl_version}; "
-                                 f"assumed `{p.assumed}`")
+    return UNRESOLVED.diagnostic(
+        p.location, f"entry module `{p.module}` has no `@hydra.main` in verl {p.verl_version}; assumed `{p.assumed}`"
+    )
 
 
 @reads(BashSyntaxError)
 def _syntax_error(p: BashSyntaxError):
     what = f"missing `{p.missing}`" if p.missing is not None else "unexpected text"
-    return SYNTAX.diagnostic(p.location, f"bash syntax error: {what} at line {p.location.line}, column "
-                             f"{p.location.column}")
+    return SYNTAX.diagnostic(
+        p.location, f"bash syntax error: {what} at line {p.location.line}, column {p.location.column}"
+    )
 
 
 @reads(BrokenContinuation)
 def _broken_continuation(p: BrokenContinuation):
     if p.trainer_end is not None:
-        message = (f"`{p.command}` starts a command of its own: the trainer command ended at line {p.trainer_end}, "
-                   f"where {p.cause} after its trailing `\\` cut it, so the {p.overrides} override(s) from line "
-                   f"{p.location.line} on never reach verl, which trains without them; bash then fails with `command "
-                   "not found`. Remove the line break")
+        message = (
+            f"`{p.command}` starts a command of its own: the trainer command ended at line {p.trainer_end}, "
+            f"where {p.cause} after its trailing `\\` cut it, so the {p.overrides} override(s) from line "
+            f"{p.location.line} on never reach verl, which trains without them; bash then fails with `command "
+            "not found`. Remove the line break"
+        )
     else:
-        message = (f"`{p.command}` is run as a command, not passed to a trainer: a line break ended the command it "
-                   "belongs to, so it never reaches verl; bash fails with `command not found`")
+        message = (
+            f"`{p.command}` is run as a command, not passed to a trainer: a line break ended the command it "
+            "belongs to, so it never reaches verl; bash fails with `command not found`"
+        )
     return BROKEN_CONTINUATION.diagnostic(p.location, message)
 
 
 @reads(Passthrough)
 def _passthrough(p: Passthrough):
-    return PASSTHROUGH.diagnostic(p.location, "the trainer command passes the script's arguments through (`\"$@\"`); "
-                                  "overrides given at run time are not checked (pass them with --override)")
+    return PASSTHROUGH.diagnostic(
+        p.location,
+        'the trainer command passes the script\'s arguments through (`"$@"`); '
+        "overrides given at run time are not checked (pass them with --override)",
+    )
 
 
 @reads(EnvironmentInputs)
@@ -211,6 +242,9 @@ def _environment_inputs(p: EnvironmentInputs):
         parts.append(f"its own arguments ({', '.join(f'`{a}`' for a in p.arguments)})")
     if p.computed:
         parts.append(f"what it computes when it runs ({', '.join(f'`{c}`' for c in p.computed)})")
-    return ENVIRONMENT_INPUTS.diagnostic(p.location, f"the trainer's arguments take values from {', '.join(parts)}; "
-                                         "they are checked by key only (pass real values with --override to check "
-                                         "them)")
+    return ENVIRONMENT_INPUTS.diagnostic(
+        p.location,
+        f"the trainer's arguments take values from {', '.join(parts)}; "
+        "they are checked by key only (pass real values with --override to check "
+        "them)",
+    )

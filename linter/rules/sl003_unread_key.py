@@ -7,7 +7,9 @@ from ..rulekit.versions import path_elsewhere, read_elsewhere
 
 
 @rule(
-    "SL003", "unread-key", Severity.ERROR,
+    "SL003",
+    "unread-key",
+    Severity.ERROR,
     part=Part.CONFIG,
     summary="`+key` adds a key that nothing reads",
     bad="""
@@ -50,15 +52,26 @@ def check(ctx: LintContext):
         hint, fix = did_you_mean(ctx, ro.path)
         if anchor.get("target") and anchor.get("instantiated"):
             elsewhere = path_elsewhere(ctx, f"{ro.anchor}.{name}" if ro.anchor else name)
-            yield Finding(ro, f"`{ro.path}`: verl builds {short_class(anchor['target'])} from `{ro.anchor}`, which has "
-                              f"no field `{name}`; the `+` gets past Hydra, then instantiation fails at start-up with "
-                              f"TypeError (unexpected keyword argument '{name}').{elsewhere or hint}",
-                          fix=None if elsewhere else fix, fix_applicability=Applicability.UNSAFE)
+            yield Finding(
+                ro,
+                f"`{ro.path}`: verl builds {short_class(anchor['target'])} from `{ro.anchor}`, which has "
+                f"no field `{name}`; the `+` gets past Hydra, then instantiation fails at start-up with "
+                f"TypeError (unexpected keyword argument '{name}').{elsewhere or hint}",
+                fix=None if elsewhere else fix,
+                fix_applicability=Applicability.UNSAFE,
+            )
         elif name not in ctx.snapshot.read_set:
-            kind = (f"{short_class(anchor['target'])}, which main_ppo never instantiates (read as a plain dict)"
-                    if anchor.get("target") else "a plain config node without a dataclass")
+            kind = (
+                f"{short_class(anchor['target'])}, which main_ppo never instantiates (read as a plain dict)"
+                if anchor.get("target")
+                else "a plain config node without a dataclass"
+            )
             elsewhere = read_elsewhere(ctx, name)
-            yield Finding(ro, f"`{ro.path}`: `{ro.anchor}` is {kind}, so verl accepts the key, but nothing in "
-                              f"verl {ctx.snapshot.label} reads a key named `{name}`: the setting is silently "
-                              f"ignored.{elsewhere or hint}", fix=None if elsewhere else fix,
-                          fix_applicability=Applicability.UNSAFE)
+            yield Finding(
+                ro,
+                f"`{ro.path}`: `{ro.anchor}` is {kind}, so verl accepts the key, but nothing in "
+                f"verl {ctx.snapshot.label} reads a key named `{name}`: the setting is silently "
+                f"ignored.{elsewhere or hint}",
+                fix=None if elsewhere else fix,
+                fix_applicability=Applicability.UNSAFE,
+            )

@@ -29,7 +29,12 @@ def type_error(path: str, value, entry: dict) -> str | None:
         return None if entry.get("nullable") else f"expects {expected}, not null"
     if any(_ACCEPTS[m](value) for m in members):
         return None
-    if entry.get("inferred") and expected == "str" and isinstance(value, list) and all(isinstance(v, str) for v in value):
+    if (
+        entry.get("inferred")
+        and expected == "str"
+        and isinstance(value, list)
+        and all(isinstance(v, str) for v in value)
+    ):
         return None  # undeclared path-like keys (data.train_files) are read as a string or a list of them
     if entry.get("inferred") and expected == "list" and isinstance(value, str) and _strings(entry.get("default")):
         return None  # and undeclared lists of names (trainer.logger) as a list or one name, which verl wraps
@@ -53,7 +58,9 @@ def _declared(ctx: LintContext, path: str) -> bool:
 
 
 @rule(
-    "SL004", "type-mismatch", Severity.ERROR,
+    "SL004",
+    "type-mismatch",
+    Severity.ERROR,
     part=Part.CONFIG,
     summary="value cannot be the field's type",
     bad="""
@@ -91,8 +98,11 @@ def check(ctx: LintContext):
         entry = ro.entry
         written = ro.override.parsed.value  # `ro.parsed` holds a placeholder for an integer beyond 64 bits
         if beyond_int64(written) and entry.get("type") != "str":
-            yield Finding(ro, f"{_out_of_range(ro.path, written)}: verl's sizes and counts end up in torch, NumPy and "
-                              f"Ray, which hold 64-bit integers (from {INT64.start} to {INT64.stop - 1})")
+            yield Finding(
+                ro,
+                f"{_out_of_range(ro.path, written)}: verl's sizes and counts end up in torch, NumPy and "
+                f"Ray, which hold 64-bit integers (from {INT64.start} to {INT64.stop - 1})",
+            )
             continue
         if entry["kind"] == "list" and not _declared(ctx, ro.path):
             entry = {**entry, "inferred": True}  # a list's type comes from its default unless a dataclass declares it
@@ -100,13 +110,21 @@ def check(ctx: LintContext):
         if problem and ro.parsed.value is None:
             # instantiate does not check types, and verl often reads null as "off" where the annotation forgot
             # Optional (its own rollout-correction scripts set `rollout_is_threshold=null` with `rollout_is=null`).
-            yield Finding(ro, f"`{ro.path}` {problem}: the declared type is not Optional, and verl does not check "
-                              "types when it builds the config, so null reaches the code that reads the key; check "
-                              "that it takes null", severity=Severity.WARNING)
+            yield Finding(
+                ro,
+                f"`{ro.path}` {problem}: the declared type is not Optional, and verl does not check "
+                "types when it builds the config, so null reaches the code that reads the key; check "
+                "that it takes null",
+                severity=Severity.WARNING,
+            )
         elif problem and entry.get("inferred"):
             # No dataclass declares the type, only verl's default shows it: verl may well take other values
             # (`rollout_is_threshold: 2.0` also takes "0.5_4.0"), so this is a warning, never an error.
-            yield Finding(ro, f"`{ro.path}` {problem}, the type of verl's default; no dataclass declares the key's "
-                              "type, so check that verl reads this value", severity=Severity.WARNING)
+            yield Finding(
+                ro,
+                f"`{ro.path}` {problem}, the type of verl's default; no dataclass declares the key's "
+                "type, so check that verl reads this value",
+                severity=Severity.WARNING,
+            )
         elif problem:
             yield Finding(ro, f"`{ro.path}` {problem}")

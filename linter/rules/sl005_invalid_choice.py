@@ -5,7 +5,9 @@ from ..rulekit.registry import Finding, rule
 
 
 @rule(
-    "SL005", "invalid-choice", Severity.ERROR,
+    "SL005",
+    "invalid-choice",
+    Severity.ERROR,
     part=Part.CONFIG,
     summary="value outside the allowed set",
     bad="""
@@ -31,11 +33,16 @@ def check(ctx: LintContext):
         if ro.group is not None:
             options = ro.group["options"]
             if value not in options:
-                yield Finding(ro, f"no config `{ro.path}/{value}` in verl {ctx.snapshot.verl_version}: the options are "
-                                  f"{', '.join(options)}.{nearest(ctx, value, options)}")
+                yield Finding(
+                    ro,
+                    f"no config `{ro.path}/{value}` in verl {ctx.snapshot.verl_version}: the options are "
+                    f"{', '.join(options)}.{nearest(ctx, value, options)}",
+                )
             continue
         choices = (ro.entry or {}).get("choices")
         if not choices or is_interpolation(value) or (value is None and ro.entry.get("nullable")):
             continue
         if value not in choices:
-            yield Finding(ro, f"`{ro.path}`={value!r} is not one of {', '.join(map(str, choices))}.{nearest(ctx, value, choices)}")
+            yield Finding(
+                ro, f"`{ro.path}`={value!r} is not one of {', '.join(map(str, choices))}.{nearest(ctx, value, choices)}"
+            )

@@ -5,7 +5,9 @@ from ..rulekit.registry import Finding, rule
 
 
 @rule(
-    "SL006", "delete-missing", Severity.ERROR,
+    "SL006",
+    "delete-missing",
+    Severity.ERROR,
     part=Part.CONFIG,
     summary="`~key` of a key that does not exist",
     bad="""

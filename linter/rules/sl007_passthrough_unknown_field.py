@@ -8,20 +8,22 @@ from ..schema import DEFAULT_MINDSPEED, consumer_versions, load_consumer
 # What happens to an unknown key, per consumer of a pass-through dict.
 _CONSEQUENCE = {
     "megatron-core:TransformerConfig": "verl hands `{dict}` to the model config as keyword arguments/attributes, "
-                                      "so model construction fails (or the key is ignored) inside the worker",
+    "so model construction fails (or the key is ignored) inside the worker",
     "megatron-core:OptimizerConfig": "verl builds `OptimizerConfig(**{dict})` in the worker: TypeError "
-                                     "(unexpected keyword argument) when the optimizer is built",
+    "(unexpected keyword argument) when the optimizer is built",
     "megatron-core:DistributedDataParallelConfig": "verl builds `DistributedDataParallelConfig` from `{dict}` in the "
-                                                   "worker: TypeError when the model is wrapped",
+    "worker: TypeError when the model is wrapped",
     "mbridge:save_weights": "verl filters `{dict}` against the installed `save_weights` signature, so the key is "
-                            "silently dropped and the setting never takes effect",
+    "silently dropped and the setting never takes effect",
     "ray:init": "verl's main_ppo calls `ray.init(**{dict})` (verl/trainer/main_ppo.py), and ray raises "
-                "`RuntimeError: Unknown keyword argument(s)` before training starts",
+    "`RuntimeError: Unknown keyword argument(s)` before training starts",
 }
 
 
 @rule(
-    "SL007", "passthrough-unknown-field", Severity.ERROR,
+    "SL007",
+    "passthrough-unknown-field",
+    Severity.ERROR,
     part=Part.CONFIG,
     summary="key under a pass-through dict that the consuming library does not accept",
     bad="""
@@ -79,25 +81,37 @@ def check(ctx: LintContext):
             if device == "npu" and name in added:
                 continue
         if name not in added and (pinned := _pinned_commit(ctx, consumer, elsewhere)):
-            yield Finding(ro, f"`{name}` is in no committed {consumer.package} release snapshot "
-                              f"({', '.join(consumer_versions(consumer.package))}); this script installs Megatron-LM "
-                              f"{pinned}, which may have it: check that it does, or the run fails ({consequence})."
-                              f"{nearest(ctx, name, accepted)}", severity=Severity.WARNING)
+            yield Finding(
+                ro,
+                f"`{name}` is in no committed {consumer.package} release snapshot "
+                f"({', '.join(consumer_versions(consumer.package))}); this script installs Megatron-LM "
+                f"{pinned}, which may have it: check that it does, or the run fails ({consequence})."
+                f"{nearest(ctx, name, accepted)}",
+                severity=Severity.WARNING,
+            )
         elif entry["consumer"] != "megatron-core:TransformerConfig":
-            yield Finding(ro, f"`{name}` is not accepted by {what}: {consequence}.{elsewhere}"
-                              f"{nearest(ctx, name, accepted)}")
+            yield Finding(
+                ro, f"`{name}` is not accepted by {what}: {consequence}.{elsewhere}{nearest(ctx, name, accepted)}"
+            )
         elif device == "npu":
-            yield Finding(ro, f"`{name}` is accepted neither by {what} nor by MindSpeed {mindspeed.version} (this "
-                              f"variant runs on NPU: {why}): MindSpeed turns unknown keywords into config "
-                              f"attributes that nothing reads, so the setting never takes effect.{elsewhere}"
-                              f"{nearest(ctx, name, accepted | set(added))}")
+            yield Finding(
+                ro,
+                f"`{name}` is accepted neither by {what} nor by MindSpeed {mindspeed.version} (this "
+                f"variant runs on NPU: {why}): MindSpeed turns unknown keywords into config "
+                f"attributes that nothing reads, so the setting never takes effect.{elsewhere}"
+                f"{nearest(ctx, name, accepted | set(added))}",
+            )
         elif name in added:
-            yield Finding(ro, f"`{name}` is a {added[name]['library']} (Ascend) field that {what} on GPU does not "
-                              f"accept: {consequence}. This variant is checked as GPU ({why}); only on NPU does "
-                              "MindSpeed patch `TransformerConfig` to take it.")
+            yield Finding(
+                ro,
+                f"`{name}` is a {added[name]['library']} (Ascend) field that {what} on GPU does not "
+                f"accept: {consequence}. This variant is checked as GPU ({why}); only on NPU does "
+                "MindSpeed patch `TransformerConfig` to take it.",
+            )
         else:
-            yield Finding(ro, f"`{name}` is not accepted by {what}: {consequence}.{elsewhere}"
-                              f"{nearest(ctx, name, accepted)}")
+            yield Finding(
+                ro, f"`{name}` is not accepted by {what}: {consequence}.{elsewhere}{nearest(ctx, name, accepted)}"
+            )
 
 
 def _pinned_commit(ctx: LintContext, consumer, elsewhere: str) -> str | None:
@@ -117,9 +131,14 @@ def _accepted(consumer, cls: str) -> frozenset[str]:
 
 def _other_releases(consumer, cls: str, name: str) -> str:
     """' megatron-core 0.15.3 has it ...' when another committed snapshot of the package accepts the name."""
-    others = [v for v in consumer_versions(consumer.package) if v != consumer.version
-              and name in _accepted(load_consumer(consumer.package, v), cls)]
+    others = [
+        v
+        for v in consumer_versions(consumer.package)
+        if v != consumer.version and name in _accepted(load_consumer(consumer.package, v), cls)
+    ]
     if not others:
         return ""
-    return (f" {consumer.package} {', '.join(others)} {'has' if len(others) == 1 else 'have'} it: if that is the "
-            f"version installed, name it in the recipe's `stack` (or `[tool.sapo-lint]` for scripts).")
+    return (
+        f" {consumer.package} {', '.join(others)} {'has' if len(others) == 1 else 'have'} it: if that is the "
+        f"version installed, name it in the recipe's `stack` (or `[tool.sapo-lint]` for scripts)."
+    )

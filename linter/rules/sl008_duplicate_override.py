@@ -5,7 +5,9 @@ from ..rulekit.registry import Finding, rule
 
 
 @rule(
-    "SL008", "duplicate-override", Severity.WARNING,
+    "SL008",
+    "duplicate-override",
+    Severity.WARNING,
     part=Part.CONFIG,
     summary="the same key set twice in one command",
     bad="""
@@ -33,5 +35,8 @@ def check(ctx: LintContext):
         first = next((e for e in earlier.get(key, ()) if regions <= set(e.override.branches)), None)
         earlier.setdefault(key, []).append(ro)
         if first is not None:
-            yield Finding(ro, f"`{ro.path}` is also set at line {first.location.line}; the last one wins "
-                              f"(here: {shown_value(ro.path, ro.parsed.value)})")
+            yield Finding(
+                ro,
+                f"`{ro.path}` is also set at line {first.location.line}; the last one wins "
+                f"(here: {shown_value(ro.path, ro.parsed.value)})",
+            )

@@ -4,7 +4,9 @@ from ..rulekit.registry import Finding, rule
 
 
 @rule(
-    "SL009", "override-syntax", Severity.ERROR,
+    "SL009",
+    "override-syntax",
+    Severity.ERROR,
     part=Part.CONFIG,
     summary="not valid Hydra override syntax",
     bad="""
@@ -22,5 +24,8 @@ def check(ctx: LintContext):
         yield Finding(lo, lo.syntax_error or "not a valid Hydra override")
     for ro in ctx.overrides:
         if ro.parsed.is_sweep:
-            yield Finding(ro, f"`{ro.override.key_text}` is a sweep; verl's trainer composes one config and rejects "
-                              "sweeps: give a single value")
+            yield Finding(
+                ro,
+                f"`{ro.override.key_text}` is a sweep; verl's trainer composes one config and rejects "
+                "sweeps: give a single value",
+            )

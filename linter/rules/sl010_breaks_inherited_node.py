@@ -5,7 +5,9 @@ from ..rulekit.registry import Finding, rule
 
 
 @rule(
-    "SL010", "breaks-inherited-node", Severity.WARNING,
+    "SL010",
+    "breaks-inherited-node",
+    Severity.WARNING,
     part=Part.CONFIG,
     summary="`+`/`++` on a child of a node that inherits another node by interpolation",
     bad="""
@@ -33,7 +35,10 @@ def check(ctx: LintContext):
                 continue
             if ctx.explicit(ancestor) is not None:  # already replaced explicitly
                 break
-            yield Finding(ro, f"`{ancestor}` defaults to `{entry['interpolation']}`; `+{ro.path[len(ancestor) + 1:]}` "
-                              "replaces that link with a dict holding only this key, dropping every inherited value. "
-                              "Set it on the source node instead")
+            yield Finding(
+                ro,
+                f"`{ancestor}` defaults to `{entry['interpolation']}`; `+{ro.path[len(ancestor) + 1 :]}` "
+                "replaces that link with a dict holding only this key, dropping every inherited value. "
+                "Set it on the source node instead",
+            )
             break

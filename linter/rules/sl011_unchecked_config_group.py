@@ -4,7 +4,9 @@ from ..rulekit.registry import Finding, rule
 
 
 @rule(
-    "SL011", "unchecked-config-group", Severity.INFO,
+    "SL011",
+    "unchecked-config-group",
+    Severity.INFO,
     part=Part.CONFIG,
     summary="a config-group option outside the snapshot: the keys of its subtree are not checked",
     bad="""
@@ -30,8 +32,9 @@ def check(ctx: LintContext):
     only appends directories after verl's (Hydra searches them in order, so verl's own configs keep precedence):
     on its own it changes nothing the snapshot knows, but an option verl does not have for a group that picks the
     tree (`model_engine`) may then come from an added directory, and as that group picks every role's config,
-    the whole config is then unchecked (without a search path such an option is SL005). Hydra's own keys (`hydra.run.dir`, `hydra.job.chdir`, `hydra/job_logging=disabled`) are checked
-    against Hydra's `HydraConf` (hydra-core `hydra/conf/__init__.py`), not reported here."""
+    the whole config is then unchecked (without a search path such an option is SL005). Hydra's own keys
+    (`hydra.run.dir`, `hydra.job.chdir`, `hydra/job_logging=disabled`) are checked against Hydra's `HydraConf`
+    (hydra-core `hydra/conf/__init__.py`), not reported here."""
     added = searchpath(ctx.command) if ctx.command else []
     where = f" (it may come from `hydra.searchpath` {', '.join(added)})" if added else ""
     for ro in ctx.overrides:
@@ -44,6 +47,9 @@ def check(ctx: LintContext):
             subtree = f"the whole config (`{group}` picks every role's config)"
         else:
             continue
-        yield Finding(ro, f"`{ro.override.key_text}={ro.parsed.value}` selects the config `{group}/{ro.parsed.value}`, "
-                          f"which the verl {ctx.snapshot.verl_version} snapshot does not hold{where}: the keys under "
-                          f"{subtree} are not checked for existence, type or value (SL001, SL003-SL006)")
+        yield Finding(
+            ro,
+            f"`{ro.override.key_text}={ro.parsed.value}` selects the config `{group}/{ro.parsed.value}`, "
+            f"which the verl {ctx.snapshot.verl_version} snapshot does not hold{where}: the keys under "
+            f"{subtree} are not checked for existence, type or value (SL001, SL003-SL006)",
+        )

@@ -5,7 +5,9 @@ from ..rulekit.sapo import is_nested_tau
 
 
 @rule(
-    "SP001", "sapo-tau-nested", Severity.ERROR,
+    "SP001",
+    "sapo-tau-nested",
+    Severity.ERROR,
     summary="tau_pos/tau_neg nested under policy_loss",
     bad="""
     overrides:
@@ -39,7 +41,13 @@ def check(ctx: LintContext):
             if ro.parsed.op == "set" and not ro.existed:
                 why = "Hydra refuses to override it at compose"
             else:
-                why = ("verl stops at start-up when it builds the actor config: Hydra's instantiate raises "
-                       f"\"PolicyLossConfig.__init__() got an unexpected keyword argument '{name}'\"")
-            yield Finding(ro, f"`{ro.path}`: PolicyLossConfig has no field `{name}` (the SAPO temperatures are actor "
-                              f"fields), so {why}. Set `{real}` instead", fix=fix)
+                why = (
+                    "verl stops at start-up when it builds the actor config: Hydra's instantiate raises "
+                    f"\"PolicyLossConfig.__init__() got an unexpected keyword argument '{name}'\""
+                )
+            yield Finding(
+                ro,
+                f"`{ro.path}`: PolicyLossConfig has no field `{name}` (the SAPO temperatures are actor "
+                f"fields), so {why}. Set `{real}` instead",
+                fix=fix,
+            )

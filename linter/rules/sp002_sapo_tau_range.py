@@ -6,7 +6,9 @@ from ..rulekit.sapo import TAU_NEG, TAU_POS
 
 
 @rule(
-    "SP002", "sapo-tau-range", Severity.ERROR,
+    "SP002",
+    "sapo-tau-range",
+    Severity.ERROR,
     summary="tau_pos or tau_neg <= 0",
     bad="""
     overrides:
@@ -27,4 +29,6 @@ def check(ctx: LintContext):
             continue
         value = ro.parsed.value
         if is_number(value) and value <= 0:
-            yield Finding(ro, f"`{path}`={value} must be > 0: SAPO's gate (4/tau)*sigmoid(tau*(r-1)) needs a positive tau")
+            yield Finding(
+                ro, f"`{path}`={value} must be > 0: SAPO's gate (4/tau)*sigmoid(tau*(r-1)) needs a positive tau"
+            )

@@ -6,7 +6,9 @@ from ..rulekit.sapo import TAU_NEG, TAU_POS
 
 
 @rule(
-    "SP003", "sapo-tau-order", Severity.WARNING,
+    "SP003",
+    "sapo-tau-order",
+    Severity.WARNING,
     summary="tau_neg < tau_pos",
     bad="""
     overrides:
@@ -30,4 +32,6 @@ def check(ctx: LintContext):
     if not (is_number(pos) and is_number(neg)) or neg >= pos:
         return
     at = max((r for r in (pos_ro, neg_ro) if r is not None), key=lambda r: (r.location.line, r.location.column))
-    yield Finding(at, f"tau_neg={neg} < tau_pos={pos}: SAPO recommends tau_neg > tau_pos (paper and verl defaults: 1.05 > 1.0)")
+    yield Finding(
+        at, f"tau_neg={neg} < tau_pos={pos}: SAPO recommends tau_neg > tau_pos (paper and verl defaults: 1.05 > 1.0)"
+    )

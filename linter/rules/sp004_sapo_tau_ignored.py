@@ -5,7 +5,9 @@ from ..rulekit.sapo import LOSS_MODE, TAU_NEG, TAU_POS
 
 
 @rule(
-    "SP004", "sapo-tau-ignored", Severity.WARNING,
+    "SP004",
+    "sapo-tau-ignored",
+    Severity.WARNING,
     summary="tau set while loss_mode is not sapo",
     bad="""
     overrides:

@@ -5,7 +5,9 @@ from ..rulekit.sapo import CLIP_KEYS, LOSS_MODE
 
 
 @rule(
-    "SP005", "sapo-clip-ignored", Severity.INFO,
+    "SP005",
+    "sapo-clip-ignored",
+    Severity.INFO,
     summary="clip ratios set while loss_mode is sapo",
     bad="""
     overrides:

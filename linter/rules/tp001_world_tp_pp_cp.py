@@ -8,7 +8,9 @@ SIZES = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_
 
 
 @rule(
-    "TP001", "world-not-divisible-by-tp-pp-cp", Severity.ERROR,
+    "TP001",
+    "world-not-divisible-by-tp-pp-cp",
+    Severity.ERROR,
     summary="world size not divisible by TP x PP x CP",
     bad="""
     overrides:
@@ -51,5 +53,8 @@ def _below_one(ctx: LintContext):
         for path in (f"{ROLE_PREFIX[role]}.{s}" for s in SIZES):
             value = ctx.number(path)
             if value is not None and value < 1 and ctx.explicit(path) is not None:  # the ref inherits the actor's
-                yield Finding(ctx.blame(path), f"{role}: `{path}` is {value}; Megatron needs a positive size "
-                                               "(it divides the world size by TP*PP*CP)")
+                yield Finding(
+                    ctx.blame(path),
+                    f"{role}: `{path}` is {value}; Megatron needs a positive size "
+                    "(it divides the world size by TP*PP*CP)",
+                )

@@ -3,12 +3,18 @@ from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import megatron_roles, own_setting, world_size
 
-SIZES = ("expert_model_parallel_size", "expert_tensor_parallel_size", "pipeline_model_parallel_size",
-         "tensor_model_parallel_size")
+SIZES = (
+    "expert_model_parallel_size",
+    "expert_tensor_parallel_size",
+    "pipeline_model_parallel_size",
+    "tensor_model_parallel_size",
+)
 
 
 @rule(
-    "TP002", "world-not-divisible-by-ep-etp-pp", Severity.ERROR,
+    "TP002",
+    "world-not-divisible-by-ep-etp-pp",
+    Severity.ERROR,
     summary="world size not divisible by EP x ETP x PP",
     bad="""
     model: {path: Qwen/Qwen3-30B-A3B}

@@ -5,7 +5,9 @@ from ..topology import megatron_roles, nearest_divisors, own_setting
 
 
 @rule(
-    "TP003", "heads-not-divisible-by-tp", Severity.ERROR,
+    "TP003",
+    "heads-not-divisible-by-tp",
+    Severity.ERROR,
     needs_model=True,
     summary="attention heads not divisible by TP",
     bad="""
@@ -30,6 +32,6 @@ def check(ctx: LintContext):
             yield Finding(
                 ctx.blame(par.path("tensor_model_parallel_size")),
                 f"{role}: {model.name} has {model.num_attention_heads} attention heads; Megatron: "
-                f"\"num_attention_heads ({model.num_attention_heads}) must be a multiple of tensor_model_parallel_size "
-                f"({par.tp}).\" Nearest valid TP: {nearest_divisors(par.tp, model.num_attention_heads)}",
+                f'"num_attention_heads ({model.num_attention_heads}) must be a multiple of tensor_model_parallel_size '
+                f'({par.tp})." Nearest valid TP: {nearest_divisors(par.tp, model.num_attention_heads)}',
             )

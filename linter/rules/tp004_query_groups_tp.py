@@ -6,7 +6,9 @@ from ..topology import megatron_roles, own_setting
 
 
 @rule(
-    "TP004", "query-groups-vs-tp", Severity.ERROR,
+    "TP004",
+    "query-groups-vs-tp",
+    Severity.ERROR,
     needs_model=True,
     summary="KV heads (query groups) incompatible with TP for the megatron-core version",
     bad="""
@@ -43,6 +45,6 @@ def check(ctx: LintContext):
         yield Finding(
             ctx.blame(par.path("tensor_model_parallel_size")),
             f"{role}: {model.name} has {groups} query groups (KV heads); megatron-core {ctx.stack.megatron_core}: "
-            f"\"num_query_groups ({groups}) must be {wording} tensor_model_parallel_size ({par.tp}).\""
+            f'"num_query_groups ({groups}) must be {wording} tensor_model_parallel_size ({par.tp})."'
             + ("" if replicates else " (megatron-core >= 0.16 also accepts TP a multiple of the groups)"),
         )

@@ -5,7 +5,9 @@ from ..topology import megatron_roles, nearest_divisors, own_setting
 
 
 @rule(
-    "TP005", "experts-not-divisible-by-ep", Severity.ERROR,
+    "TP005",
+    "experts-not-divisible-by-ep",
+    Severity.ERROR,
     needs_model=True,
     summary="routed experts not divisible by EP",
     bad="""

@@ -5,7 +5,9 @@ from ..topology import megatron_roles, own_setting
 
 
 @rule(
-    "TP006", "expert-parallel-on-dense-model", Severity.ERROR,
+    "TP006",
+    "expert-parallel-on-dense-model",
+    Severity.ERROR,
     needs_model=True,
     summary="EP > 1 on a model without experts",
     bad="""
@@ -27,6 +29,6 @@ def check(ctx: LintContext):
         if par.ep > 1 and own_setting(ctx, par, "expert_model_parallel_size"):
             yield Finding(
                 ctx.blame(par.path("expert_model_parallel_size")),
-                f"{role}: EP {par.ep} but {model.name} is a dense model; Megatron: \"num_moe_experts must be non None "
-                "to use expert-parallel.\" Set EP to 1",
+                f'{role}: EP {par.ep} but {model.name} is a dense model; Megatron: "num_moe_experts must be non None '
+                'to use expert-parallel." Set EP to 1',
             )

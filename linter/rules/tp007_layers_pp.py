@@ -7,7 +7,9 @@ UNEVEN = ("num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_sta
 
 
 @rule(
-    "TP007", "layers-not-divisible-by-pp", Severity.ERROR,
+    "TP007",
+    "layers-not-divisible-by-pp",
+    Severity.ERROR,
     needs_model=True,
     summary="layers not divisible by PP (without an uneven layout)",
     bad="""
@@ -41,13 +43,17 @@ def check(ctx: LintContext):
             layers -= int(first or 0) + int(last or 0)
             stages -= bool(first) + bool(last)
             if stages > 0 and layers % stages:
-                yield Finding(ctx.blame(*(par.transformer(n) for n in UNEVEN[:2]), par.path("pipeline_model_parallel_size")),
-                              f"{role}: Megatron: \"With uneven pipelineing the left over layers must be divisible by left "
-                              f"over stages\": {layers} middle layers over {stages} middle stages")
+                yield Finding(
+                    ctx.blame(*(par.transformer(n) for n in UNEVEN[:2]), par.path("pipeline_model_parallel_size")),
+                    f'{role}: Megatron: "With uneven pipelineing the left over layers must be divisible by left '
+                    f'over stages": {layers} middle layers over {stages} middle stages',
+                )
             continue
         if layers % stages:
             valid = [d for d in range(1, layers + 1) if layers % d == 0 and d <= 64]
-            yield Finding(ctx.blame(par.path("pipeline_model_parallel_size")),
-                          f"{role}: Megatron: \"num_layers={layers} should be divisible by "
-                          f"config.pipeline_model_parallel_size={stages}\" ({model.name}); even PP: "
-                          f"{', '.join(map(str, valid))}, or set num_layers_in_first/last_pipeline_stage")
+            yield Finding(
+                ctx.blame(par.path("pipeline_model_parallel_size")),
+                f'{role}: Megatron: "num_layers={layers} should be divisible by '
+                f'config.pipeline_model_parallel_size={stages}" ({model.name}); even PP: '
+                f"{', '.join(map(str, valid))}, or set num_layers_in_first/last_pipeline_stage",
+            )

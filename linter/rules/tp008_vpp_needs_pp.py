@@ -5,7 +5,9 @@ from ..topology import megatron_roles, own_setting
 
 
 @rule(
-    "TP008", "vpp-without-pp", Severity.ERROR,
+    "TP008",
+    "vpp-without-pp",
+    Severity.ERROR,
     needs_model=True,
     summary="virtual pipeline size set with PP = 1, or layers per stage not divisible by VPP",
     bad="""
@@ -23,13 +25,23 @@ def check(ctx: LintContext):
     Megatron asserts `num_layers_per_pipeline_rank N should be divisible by vp_size VPP` when it builds the
     layers. (Megatron-LM's own launcher also wants PP > 2 without p2p overlap; verl turns overlap on with VPP.)"""
     for role, par in megatron_roles(ctx):
-        if par.vpp is None or not own_setting(ctx, par, "virtual_pipeline_model_parallel_size", "pipeline_model_parallel_size"):
+        if par.vpp is None or not own_setting(
+            ctx, par, "virtual_pipeline_model_parallel_size", "pipeline_model_parallel_size"
+        ):
             continue
         blame = ctx.blame(par.path("virtual_pipeline_model_parallel_size"), par.path("pipeline_model_parallel_size"))
         if par.pp <= 1:
-            yield Finding(blame, f"{role}: virtual_pipeline_model_parallel_size {par.vpp} needs "
-                                 "pipeline_model_parallel_size > 1 (it is 1)")
-        elif ctx.model is not None and ctx.model.num_layers % par.pp == 0 and (ctx.model.num_layers // par.pp) % par.vpp:
+            yield Finding(
+                blame,
+                f"{role}: virtual_pipeline_model_parallel_size {par.vpp} needs "
+                "pipeline_model_parallel_size > 1 (it is 1)",
+            )
+        elif (
+            ctx.model is not None and ctx.model.num_layers % par.pp == 0 and (ctx.model.num_layers // par.pp) % par.vpp
+        ):
             per_rank = ctx.model.num_layers // par.pp
-            yield Finding(blame, f"{role}: Megatron: \"num_layers_per_pipeline_rank {per_rank} should be divisible by "
-                                 f"vp_size {par.vpp}\" ({ctx.model.name}, {ctx.model.num_layers} layers over PP {par.pp})")
+            yield Finding(
+                blame,
+                f'{role}: Megatron: "num_layers_per_pipeline_rank {per_rank} should be divisible by '
+                f'vp_size {par.vpp}" ({ctx.model.name}, {ctx.model.num_layers} layers over PP {par.pp})',
+            )

@@ -5,7 +5,9 @@ from ..topology import megatron_roles, own_setting
 
 
 @rule(
-    "TP009", "ffn-or-vocab-not-divisible", Severity.ERROR,
+    "TP009",
+    "ffn-or-vocab-not-divisible",
+    Severity.ERROR,
     needs_model=True,
     summary="FFN, MoE FFN or vocabulary size not divisible by TP / ETP",
     bad="""
@@ -39,6 +41,8 @@ def check(ctx: LintContext):
             checks.append(("expert FFN hidden size", model.moe_ffn_hidden_size, par.etp, "expert_tensor_parallel_size"))
         for what, size, parts, key in checks:
             if size % parts:
-                yield Finding(ctx.blame(par.path(key)),
-                              f"{role}: {model.name}'s {what} {size} is not divisible by {parts} "
-                              f"(Megatron's divide(): \"{size} is not divisible by {parts}\")")
+                yield Finding(
+                    ctx.blame(par.path(key)),
+                    f"{role}: {model.name}'s {what} {size} is not divisible by {parts} "
+                    f'(Megatron\'s divide(): "{size} is not divisible by {parts}")',
+                )

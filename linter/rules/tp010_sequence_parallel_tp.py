@@ -6,7 +6,9 @@ from ..topology import megatron_roles, own_setting
 
 
 @rule(
-    "TP010", "sequence-parallel-vs-tp-ep", Severity.ERROR,
+    "TP010",
+    "sequence-parallel-vs-tp-ep",
+    Severity.ERROR,
     summary="EP x TP without sequence parallel (error up to megatron-core 0.14, warning after); SP with TP 1 (info)",
     bad="""
     model: {path: Qwen/Qwen3-30B-A3B}
@@ -37,13 +39,20 @@ def check(ctx: LintContext):
             continue
         if par.ep > 1 and par.tp > 1 and not par.sp:
             yield Finding(
-                ctx.blame(par.path("sequence_parallel"), par.path("tensor_model_parallel_size"), par.path("expert_model_parallel_size")),
-                f"{role}: EP {par.ep} x TP {par.tp} without sequence parallel; megatron-core {ctx.stack.megatron_core}: "
-                "\"When using expert parallelism and tensor parallelism, sequence parallelism must be used\""
+                ctx.blame(
+                    par.path("sequence_parallel"),
+                    par.path("tensor_model_parallel_size"),
+                    par.path("expert_model_parallel_size"),
+                ),
+                f"{role}: EP {par.ep} x TP {par.tp} without sequence parallel; "
+                f"megatron-core {ctx.stack.megatron_core}: "
+                '"When using expert parallelism and tensor parallelism, sequence parallelism must be used"'
                 + (" (ValueError up to 0.14)" if strict else " (a warning from 0.15)"),
                 severity=None if strict else Severity.WARNING,
             )
         elif par.sp and par.tp == 1 and ctx.explicit(par.path("sequence_parallel")) is not None:
-            yield Finding(ctx.explicit(par.path("sequence_parallel")),
-                          f"{role}: sequence_parallel with TP 1 has no effect: verl turns it off when TP is 1",
-                          severity=Severity.INFO)
+            yield Finding(
+                ctx.explicit(par.path("sequence_parallel")),
+                f"{role}: sequence_parallel with TP 1 has no effect: verl turns it off when TP is 1",
+                severity=Severity.INFO,
+            )

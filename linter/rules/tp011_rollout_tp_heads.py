@@ -6,7 +6,9 @@ from ..topology import nearest_divisors
 
 
 @rule(
-    "TP011", "rollout-tp-not-dividing-heads", Severity.ERROR,
+    "TP011",
+    "rollout-tp-not-dividing-heads",
+    Severity.ERROR,
     part=Part.ROLLOUT,
     needs_model=True,
     summary="rollout TP does not divide the attention heads",
@@ -29,6 +31,8 @@ def check(ctx: LintContext):
     tp = ctx.number(f"{ROLLOUT}.tensor_model_parallel_size")
     if model is None or not tp or model.num_attention_heads % int(tp) == 0:
         return
-    yield Finding(ctx.blame(f"{ROLLOUT}.tensor_model_parallel_size"),
-                  f"rollout: {model.name} has {model.num_attention_heads} attention heads, not divisible by rollout TP "
-                  f"{tp}; nearest valid: {nearest_divisors(int(tp), model.num_attention_heads)}")
+    yield Finding(
+        ctx.blame(f"{ROLLOUT}.tensor_model_parallel_size"),
+        f"rollout: {model.name} has {model.num_attention_heads} attention heads, not divisible by rollout TP "
+        f"{tp}; nearest valid: {nearest_divisors(int(tp), model.num_attention_heads)}",
+    )

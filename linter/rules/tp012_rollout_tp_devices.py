@@ -6,7 +6,9 @@ from ..topology import nearest_divisors, rollout_devices, separated_rollout
 
 
 @rule(
-    "TP012", "rollout-tp-not-dividing-devices", Severity.ERROR,
+    "TP012",
+    "rollout-tp-not-dividing-devices",
+    Severity.ERROR,
     part=Part.ROLLOUT,
     summary="rollout TP does not divide the devices per node or the world",
     bad="""
@@ -42,12 +44,19 @@ def check(ctx: LintContext):
     where = ctx.blame(f"{ROLLOUT}.tensor_model_parallel_size", *keys)
     if separated and fits_node and tp <= world:
         if world % tp:
-            yield Finding(where, f"rollout TP {tp} leaves {world % tp} of the rollout's {world} devices idle: verl "
-                                 f"starts {world // tp} standalone replica(s) of {tp}; nearest TP that tiles them: "
-                                 f"{nearest_divisors(tp, per_node)}", severity=Severity.WARNING)
+            yield Finding(
+                where,
+                f"rollout TP {tp} leaves {world % tp} of the rollout's {world} devices idle: verl "
+                f"starts {world // tp} standalone replica(s) of {tp}; nearest TP that tiles them: "
+                f"{nearest_divisors(tp, per_node)}",
+                severity=Severity.WARNING,
+            )
         return
     if fits_node and world % tp == 0:
         return
-    devices = f"the rollout's {per_node} devices per node x {world // per_node} node(s) (`{keys[1]}`, `{keys[0]}`)" \
-        if separated else f"{per_node} devices per node x {world // per_node} node(s) (world {world})"
+    devices = (
+        f"the rollout's {per_node} devices per node x {world // per_node} node(s) (`{keys[1]}`, `{keys[0]}`)"
+        if separated
+        else f"{per_node} devices per node x {world // per_node} node(s) (world {world})"
+    )
     yield Finding(where, f"rollout TP {tp} does not tile {devices}; nearest valid: {nearest_divisors(tp, per_node)}")

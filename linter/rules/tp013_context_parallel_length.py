@@ -5,7 +5,9 @@ from ..topology import megatron_roles, own_setting
 
 
 @rule(
-    "TP013", "context-parallel-sequence-length", Severity.WARNING,
+    "TP013",
+    "context-parallel-sequence-length",
+    Severity.WARNING,
     summary="CP > 1 without packed sequences and a length not divisible by 2 x CP",
     bad="""
     overrides:
@@ -32,6 +34,8 @@ def check(ctx: LintContext):
         if par.cp <= 1 or ctx.config.value(par.path("use_remove_padding")) is not False:
             continue
         if total and total % (2 * par.cp) and own_setting(ctx, par, "context_parallel_size", "use_remove_padding"):
-            yield Finding(ctx.blame(par.path("context_parallel_size"), "data.max_prompt_length", "data.max_response_length"),
-                          f"{role}: sequence length {total} (prompt + response) is not divisible by 2 x CP = {2 * par.cp} "
-                          "and sequences are not packed (use_remove_padding is false)")
+            yield Finding(
+                ctx.blame(par.path("context_parallel_size"), "data.max_prompt_length", "data.max_response_length"),
+                f"{role}: sequence length {total} (prompt + response) is not divisible by 2 x CP = {2 * par.cp} "
+                "and sequences are not packed (use_remove_padding is false)",
+            )

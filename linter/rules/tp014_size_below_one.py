@@ -8,18 +8,20 @@ DEVICES = ("trainer.nnodes", "trainer.n_gpus_per_node")
 # TP, PP and CP below 1 are TP001's (they divide the world size); these are the other Megatron sizes.
 MEGATRON_SIZES = {
     "expert_model_parallel_size": "Megatron divides the world size by EP*ETP*PP (`initialize_model_parallel`, "
-                                  "megatron/core/parallel_state.py)",
+    "megatron/core/parallel_state.py)",
     "expert_tensor_parallel_size": "Megatron divides the world size by EP*ETP*PP (`initialize_model_parallel`, "
-                                   "megatron/core/parallel_state.py); leave it null for ETP = TP",
+    "megatron/core/parallel_state.py); leave it null for ETP = TP",
     "virtual_pipeline_model_parallel_size": "Megatron splits each pipeline stage's layers into VPP chunks "
-                                            "(`num_layers_per_pipeline_rank % vp_size`, "
-                                            "megatron/core/transformer/transformer_block.py); leave it null for no "
-                                            "interleaving",
+    "(`num_layers_per_pipeline_rank % vp_size`, "
+    "megatron/core/transformer/transformer_block.py); leave it null for no "
+    "interleaving",
 }
 
 
 @rule(
-    "TP014", "size-below-one", Severity.ERROR,
+    "TP014",
+    "size-below-one",
+    Severity.ERROR,
     summary="device count or Megatron EP/ETP/VPP below 1, or trainer.nnodes / n_gpus_per_node deleted",
     bad="""
     overrides:
@@ -46,13 +48,19 @@ def check(ctx: LintContext):
         if not ctx.config.exists(path):
             deleter = _deleter(ctx, path)
             if deleter is not None:
-                yield Finding(deleter, f"`{deleter.override.key_text}` deletes `{path}`; verl reads it to size the "
-                                       "trainer's resource pool and stops at start-up (OmegaConf: missing key). Set "
-                                       "it instead")
+                yield Finding(
+                    deleter,
+                    f"`{deleter.override.key_text}` deletes `{path}`; verl reads it to size the "
+                    "trainer's resource pool and stops at start-up (OmegaConf: missing key). Set "
+                    "it instead",
+                )
         elif value is not None and value < 1:
-            yield Finding(ctx.blame(path), f"`{path}` is {value}: verl's resource pool is `[n_gpus_per_node] * "
-                                           "nnodes` devices, so there would be none to place the trainer's workers "
-                                           "on (verl needs at least 1)")
+            yield Finding(
+                ctx.blame(path),
+                f"`{path}` is {value}: verl's resource pool is `[n_gpus_per_node] * "
+                "nnodes` devices, so there would be none to place the trainer's workers "
+                "on (verl needs at least 1)",
+            )
     if ctx.model_engine != "megatron":
         return
     for role in active_roles(ctx):

@@ -7,7 +7,9 @@ HYBRID = "actor_rollout_ref.hybrid_engine"
 
 
 @rule(
-    "TP015", "hybrid-engine-separated-rollout", Severity.ERROR,
+    "TP015",
+    "hybrid-engine-separated-rollout",
+    Severity.ERROR,
     summary="a trainer with a separate rollout (fully-async, one-step-off) run with hybrid_engine on",
     bad="""
     entrypoint: verl.experimental.one_step_off_policy.main_ppo
@@ -32,7 +34,10 @@ def check(ctx: LintContext):
     after Ray has started. Their configs inherit `actor_rollout_ref.hybrid_engine: true` from `ppo_trainer`, so every
     script of theirs sets it to false (all 31 in verl main's experimental/*/shell do)."""
     if separated_rollout(ctx) and ctx.config.value(HYBRID) is not False:
-        yield Finding(ctx.blame(HYBRID), f"`{ctx.command.entry_module}` runs the rollout on its own devices and "
-                                         f"asserts `not hybrid_engine` when it starts; `{HYBRID}` is "
-                                         f"{ctx.config.value(HYBRID)!r} (inherited from ppo_trainer unless set). Set "
-                                         f"`{HYBRID}: false`")
+        yield Finding(
+            ctx.blame(HYBRID),
+            f"`{ctx.command.entry_module}` runs the rollout on its own devices and "
+            f"asserts `not hybrid_engine` when it starts; `{HYBRID}` is "
+            f"{ctx.config.value(HYBRID)!r} (inherited from ppo_trainer unless set). Set "
+            f"`{HYBRID}: false`",
+        )

@@ -44,8 +44,9 @@ def read_text(path: Path) -> TextFile:
         if not stat.S_ISREG(info.st_mode):
             raise UnreadableFile("not a regular file (a FIFO, device or socket); only regular files are read")
         if info.st_size > MAX_BYTES:
-            raise UnreadableFile(f"file is {info.st_size / 2**20:.1f} MiB; sapo-lint reads files up to "
-                                 f"{MAX_BYTES // 2**20} MiB")
+            raise UnreadableFile(
+                f"file is {info.st_size / 2**20:.1f} MiB; sapo-lint reads files up to {MAX_BYTES // 2**20} MiB"
+            )
         data = _read_all(fd, MAX_BYTES + 1)
     except OSError as exc:
         raise UnreadableFile(f"cannot read: {exc.strerror or exc}") from None

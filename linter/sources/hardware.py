@@ -41,8 +41,9 @@ RECIPE_FORM = "`hardware: {{accelerator: {{npu: {npu}, gpu: {gpu}}}}}`"
 SETTINGS_FORM = '`accelerator = {{npu = "{npu}", gpu = "{gpu}"}}` in [tool.sapo-lint]'
 
 
-def level(spec, source: str, fix_form: str, locate: Callable[[str | None], Location | None]
-          ) -> tuple[AcceleratorLevel | None, list[ReadProblem]]:
+def level(
+    spec, source: str, fix_form: str, locate: Callable[[str | None], Location | None]
+) -> tuple[AcceleratorLevel | None, list[ReadProblem]]:
     """A level from its spec (a name, a {kind: name} mapping, or None for none); RF006 for each unknown name and
     RF010 for a mapping entry of the other kind (that entry is dropped). `locate(kind)`: where the name for `kind`
     (None: the single name) is written."""
@@ -54,8 +55,9 @@ def level(spec, source: str, fix_form: str, locate: Callable[[str | None], Locat
         try:
             return find_accelerator(name)
         except UnknownAccelerator as exc:
-            found.append(UnknownAcceleratorName(location=locate(kind) or Location("<config>"), source=source,
-                                                reason=str(exc)))
+            found.append(
+                UnknownAcceleratorName(location=locate(kind) or Location("<config>"), source=source, reason=str(exc))
+            )
             return None
 
     if isinstance(spec, str):
@@ -64,9 +66,16 @@ def level(spec, source: str, fix_form: str, locate: Callable[[str | None], Locat
     for kind, name in spec.items():
         acc = lookup(str(name), kind)
         if acc is not None and acc.device != kind:
-            found.append(AcceleratorKindMismatch(
-                location=locate(kind) or Location("<config>"), source=source, kind=kind, accelerator=acc.name,
-                accelerator_kind=acc.device, assumed=ASSUMED_ACCELERATORS[kind]))
+            found.append(
+                AcceleratorKindMismatch(
+                    location=locate(kind) or Location("<config>"),
+                    source=source,
+                    kind=kind,
+                    accelerator=acc.name,
+                    accelerator_kind=acc.device,
+                    assumed=ASSUMED_ACCELERATORS[kind],
+                )
+            )
             continue
         entries.append((kind, acc))
     return AcceleratorLevel(source, fix_form, locate(None), by_kind=tuple(entries)), found
@@ -81,13 +90,21 @@ def choose(command: Command, levels: list[AcceleratorLevel]) -> tuple[Accelerato
             acc = lv.single
             if acc is None or stated is None or acc.device == stated.kind:
                 return acc, None
-            instead = assumed_accelerator(stated.kind, f"assumed for {stated.kind} ({stated.evidence}; {lv.source} "
-                                                       f"names {KIND_NAMES[acc.device]})")
+            instead = assumed_accelerator(
+                stated.kind,
+                f"assumed for {stated.kind} ({stated.evidence}; {lv.source} names {KIND_NAMES[acc.device]})",
+            )
             names = {acc.device: acc.name, stated.kind: instead.name}
             return instead, VariantDeviceMismatch(
-                location=lv.location or command.origin or Location("<config>"), source=lv.source, kind=stated.kind,
-                evidence=stated.evidence, accelerator=acc.name, accelerator_kind=acc.device, assumed=instead.name,
-                fix_form=lv.fix_form.format(**names))
+                location=lv.location or command.origin or Location("<config>"),
+                source=lv.source,
+                kind=stated.kind,
+                evidence=stated.evidence,
+                accelerator=acc.name,
+                accelerator_kind=acc.device,
+                assumed=instead.name,
+                fix_form=lv.fix_form.format(**names),
+            )
         kind = (stated or device_of(command)).kind
         for entry_kind, acc in lv.by_kind:
             if entry_kind == kind:

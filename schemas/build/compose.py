@@ -88,13 +88,14 @@ def compose_config(source: ConfigSource) -> ComposedConfig:
             selecting = selecting_groups(groups)
             containers: dict[str, dict] = {}
             for options in itertools.product(*(groups[g]["options"] for g in selecting)):
-                selection = dict(zip(selecting, options))
+                selection = dict(zip(selecting, options, strict=True))
                 cfg = compose(config_name=source.name, overrides=base + [f"{g}={o}" for g, o in selection.items()])
                 containers[selection_key(selection)] = OmegaConf.to_container(cfg, resolve=False)
     except Exception as e:  # noqa: BLE001 - hydra and omegaconf errors alike become one CLI line
         msg = " ".join(str(e).split())
-        raise SchemaBuildError(f"hydra compose of {source.config_dir / source.name}.yaml failed: "
-                               f"{type(e).__name__}: {msg[:300]}") from None
+        raise SchemaBuildError(
+            f"hydra compose of {source.config_dir / source.name}.yaml failed: {type(e).__name__}: {msg[:300]}"
+        ) from None
     finally:
         GlobalHydra.instance().clear()
     return ComposedConfig(groups, containers)

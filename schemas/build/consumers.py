@@ -33,7 +33,7 @@ RAY_INIT = ("ray/_private/worker.py", "init")
 # as a real wheel.
 MBRIDGE_GIT_MAIN_VERSION = "git-main"
 MBRIDGE_GIT_MAIN_SOURCE = "github ISEEKYAN/mbridge main, mbridge/core/bridge.py:602-647 (transcribed; not on PyPI)"
-MBRIDGE_GIT_MAIN_SIGNATURE = '''
+MBRIDGE_GIT_MAIN_SIGNATURE = """
 class Bridge:
     def save_weights(
         self,
@@ -44,7 +44,7 @@ class Bridge:
         strict: bool = True,
     ) -> None:
         ...
-'''
+"""
 
 
 def _consumer_entry(index: Index, module: str, ann: str | None, default: str | None) -> dict:
@@ -91,8 +91,14 @@ class _HiddenKwargs(cst.CSTVisitor):
         self.found: dict[str, tuple[str | None, str | None]] = {}  # name -> (annotation, default) source
 
     def _record(self, call: cst.BaseExpression | None, ann: str | None) -> None:
-        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "pop"
-                and isinstance(call.func.value, cst.Name) and call.func.value.value == "kwargs" and call.args):
+        if not (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "pop"
+            and isinstance(call.func.value, cst.Name)
+            and call.func.value.value == "kwargs"
+            and call.args
+        ):
             return
         name = string_value(call.args[0].value)
         if name is not None:
@@ -114,13 +120,22 @@ def _ray_init_fields(root: Path) -> dict[str, dict]:
     if not path.is_file():
         raise SchemaBuildError(f"ray wheel: no {rel}")
     module = "ray._private.worker"
-    fn = next((s for s in cst.parse_module(path.read_bytes()).body
-               if isinstance(s, cst.FunctionDef) and s.name.value == fname), None)
+    fn = next(
+        (
+            s
+            for s in cst.parse_module(path.read_bytes()).body
+            if isinstance(s, cst.FunctionDef) and s.name.value == fname
+        ),
+        None,
+    )
     if fn is None:
         raise SchemaBuildError(f"ray wheel: {rel} defines no {fname}()")
     index = Index(root, packages=["ray"])
-    out = {p["name"]: _consumer_entry(index, module, p["ann"], p["default"])
-           for p in signature_params(fn) if not p.get("var")}
+    out = {
+        p["name"]: _consumer_entry(index, module, p["ann"], p["default"])
+        for p in signature_params(fn)
+        if not p.get("var")
+    }
     hidden = _HiddenKwargs()
     fn.body.visit(hidden)
     for name, (ann, default) in hidden.found.items():
@@ -152,8 +167,9 @@ def build_consumer_snapshot(wheel_or_dir: Path) -> dict:
             if cls is None:
                 raise SchemaBuildError(f"{source}: class {module}.{cname} not found")
             fields = index.fields_of(cls)
-            classes[cname] = {"fields": {n: _consumer_entry(index, f.module, f.ann, f.default)
-                                         for n, f in fields.items()}}
+            classes[cname] = {
+                "fields": {n: _consumer_entry(index, f.module, f.ann, f.default) for n, f in fields.items()}
+            }
     elif package == "ray":
         classes["init"] = {"fields": _ray_init_fields(root)}
     elif package == "mbridge":
@@ -173,5 +189,10 @@ def mbridge_git_main_snapshot() -> dict:
     index = Index(Path(os.devnull), packages=())
     index.modules[module] = scan_source(MBRIDGE_GIT_MAIN_SIGNATURE.encode(), module, False, False)
     cls = index.lookup(module, cname)
-    return {"format": CONSUMER_FORMAT, "package": "mbridge", "version": MBRIDGE_GIT_MAIN_VERSION,
-            "source": MBRIDGE_GIT_MAIN_SOURCE, "classes": {method: {"fields": _method_fields(index, cls, method)}}}
+    return {
+        "format": CONSUMER_FORMAT,
+        "package": "mbridge",
+        "version": MBRIDGE_GIT_MAIN_VERSION,
+        "source": MBRIDGE_GIT_MAIN_SOURCE,
+        "classes": {method: {"fields": _method_fields(index, cls, method)}},
+    }

@@ -11,8 +11,12 @@ VERL_FORMAT = 3
 CONSUMER_FORMAT = 1
 
 # Containers written one item per line (nested: a child's own layout; "*": any key); all else is one compact line.
-_VERL_LAYOUT: dict = {"configs": {}, "entrypoints": {}, "read_set": {},
-                      "tree_sets": {"*": {"base": {}, "trees": {"*": {"set": {}, "unset": {}}}}}}
+_VERL_LAYOUT: dict = {
+    "configs": {},
+    "entrypoints": {},
+    "read_set": {},
+    "tree_sets": {"*": {"base": {}, "trees": {"*": {"set": {}, "unset": {}}}}},
+}
 _CONSUMER_LAYOUT: dict = {"classes": {"*": {"fields": {}}}}
 
 
@@ -39,13 +43,21 @@ def split_trees(trees: dict[str, dict[str, dict]]) -> tuple[dict[str, dict], dic
 
 
 def _difference(base: dict[str, dict], tree: dict[str, dict]) -> dict:
-    return {"set": {p: e for p, e in tree.items() if _entry_key(base.get(p)) != _entry_key(e)},
-            "unset": [p for p in base if p not in tree]}
+    return {
+        "set": {p: e for p, e in tree.items() if _entry_key(base.get(p)) != _entry_key(e)},
+        "unset": [p for p in base if p not in tree],
+    }
 
 
-def verl_document(version: str, source: str, commit: str | None, configs: dict[str, dict],
-                  tree_sets: dict[str, dict[str, dict[str, dict]]], read_set: list[str],
-                  entrypoints: dict[str, str]) -> dict:
+def verl_document(
+    version: str,
+    source: str,
+    commit: str | None,
+    configs: dict[str, dict],
+    tree_sets: dict[str, dict[str, dict[str, dict]]],
+    read_set: list[str],
+    entrypoints: dict[str, str],
+) -> dict:
     """The format 3 snapshot of one verl version (FORMAT.md); ``tree_sets``: name -> selection key -> full tree."""
     stored: dict[str, dict] = {}
     for name, trees in tree_sets.items():
@@ -58,8 +70,15 @@ def verl_document(version: str, source: str, commit: str | None, configs: dict[s
                 if sum(len(d["set"]) + len(d["unset"]) for d in extended.values()) < size:
                     stored[name] = {"extends": other, "trees": extended}
                     break
-    doc = {"format": VERL_FORMAT, "verl_version": version, "source": source, "configs": configs, "tree_sets": stored,
-           "read_set": read_set, "entrypoints": entrypoints}
+    doc = {
+        "format": VERL_FORMAT,
+        "verl_version": version,
+        "source": source,
+        "configs": configs,
+        "tree_sets": stored,
+        "read_set": read_set,
+        "entrypoints": entrypoints,
+    }
     if commit:
         doc["commit"] = commit
     return doc

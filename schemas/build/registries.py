@@ -128,8 +128,12 @@ def registry_choices(package_dir: Path, index: Index) -> Choices:
     if core.is_file():
         cst.parse_module(core.read_bytes()).visit(core_algos)
     names, modes = _rollout_registry(rollout_base.read_bytes()) if rollout_base.is_file() else ([], [])
-    for label, vals in (("register_policy_loss", core_algos.loss_mode), ("register_adv_est", core_algos.adv_estimator),
-                        ("agg_loss", core_algos.loss_agg_mode), ("_ROLLOUT_REGISTRY", names)):
+    for label, vals in (
+        ("register_policy_loss", core_algos.loss_mode),
+        ("register_adv_est", core_algos.adv_estimator),
+        ("agg_loss", core_algos.loss_agg_mode),
+        ("_ROLLOUT_REGISTRY", names),
+    ):
         if not vals:
             log.warning("schema build: found no %s values in %s", label, package_dir)
     return Choices(core_algos.loss_mode, core_algos.adv_estimator, core_algos.loss_agg_mode, names, modes)

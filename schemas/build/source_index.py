@@ -168,11 +168,13 @@ def signature_params(fn: cst.FunctionDef) -> list[dict]:
     out = []
     p = fn.params
     for param in list(p.posonly_params) + list(p.params) + list(p.kwonly_params):
-        out.append({
-            "name": param.name.value,
-            "ann": code_of(param.annotation.annotation) if param.annotation else None,
-            "default": code_of(param.default) if param.default is not None else None,
-        })
+        out.append(
+            {
+                "name": param.name.value,
+                "ann": code_of(param.annotation.annotation) if param.annotation else None,
+                "default": code_of(param.default) if param.default is not None else None,
+            }
+        )
     if isinstance(p.star_arg, cst.Param):
         out.append({"name": "*" + p.star_arg.name.value, "ann": None, "default": None, "var": "positional"})
     if p.star_kwarg is not None:
@@ -182,8 +184,12 @@ def signature_params(fn: cst.FunctionDef) -> list[dict]:
 
 def _class_record(node: cst.ClassDef, module: str) -> ClassRecord:
     bases = [code_of(a.value) for a in node.bases if a.keyword is None]
-    rec = ClassRecord(name=node.name.value, module=module, bases=bases,
-                      is_dataclass=any(_is_dataclass_decorator(d) for d in node.decorators))
+    rec = ClassRecord(
+        name=node.name.value,
+        module=module,
+        bases=bases,
+        is_dataclass=any(_is_dataclass_decorator(d) for d in node.decorators),
+    )
     is_enum = any(b.split(".")[-1] in ENUM_BASES for b in bases)
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else []
     for stmt in body:

@@ -83,8 +83,9 @@ class TreeWalker:
                 e["choices"] = sorted_choices(e["choices"])
         return self.entries
 
-    def _children(self, mapping: dict, path: str, cls: ClassRecord | None, open_dict: bool,
-                  typed_by: ClassRecord | None = None) -> None:
+    def _children(
+        self, mapping: dict, path: str, cls: ClassRecord | None, open_dict: bool, typed_by: ClassRecord | None = None
+    ) -> None:
         """``cls``: the node's `_target_` dataclass; ``typed_by``: the dataclass its field annotation names when
         it has no `_target_` (keys take their annotations from it, no field is added); ``open_dict``: the node
         is inside an open dict."""
@@ -104,8 +105,11 @@ class TreeWalker:
                 ann = analyze_annotation(self.index, f.module, f.ann) or Annotation()
                 # a dataclass-typed field is a node (its keys are the dataclass's); a dict-typed one is open
                 kind = "node" if ann.dataclass is not None else _kind_for(ann, "value")
-                e: dict[str, Any] = {"declared_only": True, "kind": kind,
-                                     "type": ann.type if ann.type != "none" else "any"}
+                e: dict[str, Any] = {
+                    "declared_only": True,
+                    "kind": kind,
+                    "type": ann.type if ann.type != "none" else "any",
+                }
                 if ann.nullable:
                     e["nullable"] = True
                 if ann.choices:

@@ -82,10 +82,10 @@ def _search_path(package_dir: Path, yaml_path: Path) -> tuple[Path, ...]:
     dirs = []
     for entry in entries:
         if isinstance(entry, str) and entry.startswith("file://"):
-            p = Path(entry[len("file://"):])
+            p = Path(entry[len("file://") :])
             dirs.append(p if p.is_absolute() else package_dir.parent / p)
         elif isinstance(entry, str) and entry.startswith("pkg://"):
-            dirs.append(package_dir.parent.joinpath(*entry[len("pkg://"):].split(".")))
+            dirs.append(package_dir.parent.joinpath(*entry[len("pkg://") :].split(".")))
     return tuple(d.resolve() for d in dirs if d.is_dir())
 
 

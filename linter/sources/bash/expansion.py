@@ -23,7 +23,7 @@ class Expansion:
 
     # ------------------------------------------------------------------ helpers
     def text(self, n) -> str:
-        return self.src[n.start_byte:n.end_byte].decode("utf-8", "replace")
+        return self.src[n.start_byte : n.end_byte].decode("utf-8", "replace")
 
     def loc(self, n) -> Location:
         point = n.start_point
@@ -75,7 +75,7 @@ class Expansion:
             prev_end = n.start_byte + 1
             for c in n.children[1:-1]:
                 if c.start_byte > prev_end:  # whitespace/newlines not in a node
-                    b.literal(self.src[prev_end:c.start_byte].decode("utf-8", "replace"))
+                    b.literal(self.src[prev_end : c.start_byte].decode("utf-8", "replace"))
                 if c.type == "string_content":
                     b.literal(unescape_double_quoted(self.text(c)))
                 elif c.is_named:
@@ -154,7 +154,9 @@ class Expansion:
             return
         ops = kids[1:]
         if not ops:
-            name = self.text(target) if target.type == "variable_name" else self.text(target.child_by_field_name("name"))
+            name = (
+                self.text(target) if target.type == "variable_name" else self.text(target.child_by_field_name("name"))
+            )
             self._var(name, raw, b, quoted, split, index=target if target.type == "subscript" else None)
             return
         op = ops[0].type
@@ -166,7 +168,11 @@ class Expansion:
             is_set = v is not None
             s = None if v is None else (v if isinstance(v, str) else (v[0][0] if v else ""))
             colon = op.startswith(":")
-            use_word = (not is_set or (colon and s == "")) if op.lstrip(":") in ("-", "=", "?") else (is_set and not (colon and s == ""))
+            use_word = (
+                (not is_set or (colon and s == ""))
+                if op.lstrip(":") in ("-", "=", "?")
+                else (is_set and not (colon and s == ""))
+            )
             if op.lstrip(":") == "?" and use_word:  # the caller must set it: an input like any unset variable
                 name = self.text(target) if target.type == "variable_name" else None
                 b.expanded(self.mark(f"${name}", NEVER_SET) if name else self.mark(raw), quoted, split)
@@ -194,7 +200,9 @@ class Expansion:
             if op.lstrip(":") == "+":
                 b.expanded("", quoted, split)
                 return
-            name = self.text(target) if target.type == "variable_name" else self.text(target.child_by_field_name("name"))
+            name = (
+                self.text(target) if target.type == "variable_name" else self.text(target.child_by_field_name("name"))
+            )
             self._var(name, raw, b, quoted, split, index=target if target.type == "subscript" else None)
             return
         b.expanded(self.mark(raw), quoted, split)
@@ -349,9 +357,19 @@ def _binary(op: str, a: int, c: int) -> int | None:
         return _wrap(q if op == "/" else a - q * c)
     if op == "**":
         return _wrap(pow(a, c, 1 << 64)) if c >= 0 else None
-    fn = {"+": a + c, "-": a - c, "*": a * c,
-          "<": int(a < c), ">": int(a > c), "<=": int(a <= c), ">=": int(a >= c),
-          "==": int(a == c), "!=": int(a != c), "&&": int(bool(a and c)), "||": int(bool(a or c))}.get(op)
+    fn = {
+        "+": a + c,
+        "-": a - c,
+        "*": a * c,
+        "<": int(a < c),
+        ">": int(a > c),
+        "<=": int(a <= c),
+        ">=": int(a >= c),
+        "==": int(a == c),
+        "!=": int(a != c),
+        "&&": int(bool(a and c)),
+        "||": int(bool(a or c)),
+    }.get(op)
     return None if fn is None else _wrap(fn)
 
 
@@ -369,4 +387,3 @@ def _arithmetic(text: str):
     if root.has_error or value is None or value.type != "arithmetic_expansion" or not value.named_children:
         return None
     return src, value.named_children[0]
-

@@ -57,9 +57,18 @@ class Interpreter(Conditions):
     watched_text: bytes | None = None  # source text that marks a watched command
     watched_name = ""  # what a watched command is, for messages
 
-    def __init__(self, path: str, src: bytes, lines: list[bytes], env: dict[str, str], marks: Marks,
-                 switches: frozenset[str] = frozenset(), free: frozenset[str] = frozenset(),
-                 decisions: dict[int, bool] | None = None, locations: dict | None = None):
+    def __init__(
+        self,
+        path: str,
+        src: bytes,
+        lines: list[bytes],
+        env: dict[str, str],
+        marks: Marks,
+        switches: frozenset[str] = frozenset(),
+        free: frozenset[str] = frozenset(),
+        decisions: dict[int, bool] | None = None,
+        locations: dict | None = None,
+    ):
         self.path, self.src, self.lines = path, src, lines
         # (row, column) -> Location: the same in every variant of the script, so shared across them
         self.locations: dict[tuple[int, int], Location] = {} if locations is None else locations
@@ -85,8 +94,13 @@ class Interpreter(Conditions):
     def warn(self, n, message: str) -> None:
         self.unevaluated.append(Unevaluated(self.loc(n), message))
 
-    def on_command(self, n, fields: list[tuple[str, Location]], assignments: dict[str, tuple[str, Location]],
-                   passthrough: Location | None) -> None:
+    def on_command(
+        self,
+        n,
+        fields: list[tuple[str, Location]],
+        assignments: dict[str, tuple[str, Location]],
+        passthrough: Location | None,
+    ) -> None:
         """A simple command, expanded: its fields (`PASSTHROUGH_FIELD` where the script's arguments go), its
         prefix assignments (name -> (readable value, location)) and where `"$@"` is passed, if it is."""
 
@@ -99,8 +113,9 @@ class Interpreter(Conditions):
         except _Exit as exc:
             self.exited = exc.args[0]
         except (_TooManySteps, RecursionError):
-            self.unevaluated.append(Unevaluated(Location(self.path), "script too large or too deeply nested to "
-                                                "evaluate statically"))
+            self.unevaluated.append(
+                Unevaluated(Location(self.path), "script too large or too deeply nested to evaluate statically")
+            )
 
     def _step(self) -> None:
         self.steps += 1
@@ -152,14 +167,15 @@ class Interpreter(Conditions):
         elif t in ("for_statement", "c_style_for_statement", "while_statement"):
             body = n.child_by_field_name("body")
             if body is not None and self._has_watched_text(body):
-                self.warn(n, f"loop `{self.text(n).splitlines()[0]}` is not evaluated; its body runs "
-                          f"{self.watched_name}")
+                self.warn(
+                    n, f"loop `{self.text(n).splitlines()[0]}` is not evaluated; its body runs {self.watched_name}"
+                )
         elif t in ("test_command", "negated_command"):
             self.status(n)
         # other statements (arithmetic commands, heredocs, ...) set nothing a later command receives
 
     def _has_watched_text(self, n) -> bool:
-        return self.watched_text is not None and self.watched_text in self.src[n.start_byte:n.end_byte]
+        return self.watched_text is not None and self.watched_text in self.src[n.start_byte : n.end_byte]
 
     def status(self, n) -> bool | None:
         """Run one statement and say whether it succeeds: True/False when that is known statically, else None."""
@@ -241,7 +257,9 @@ class Interpreter(Conditions):
         stack = [n]
         while stack:
             x = stack.pop()
-            if x.type in ("variable_assignment", "declaration_command") or (x.type == "command" and self._has_watched_text(x)):
+            if x.type in ("variable_assignment", "declaration_command") or (
+                x.type == "command" and self._has_watched_text(x)
+            ):
                 return True
             stack.extend(x.named_children)
         return False
@@ -299,15 +317,19 @@ class Interpreter(Conditions):
         items = [c for c in n.named_children if c.type == "case_item"]
         if subject is None:
             if any(self._assigns(i) for i in items):
-                self.warn(n, f"`case {self.text(value_node) if value_node else ''}` is not evaluated statically; "
-                          "no branch taken")
+                self.warn(
+                    n,
+                    f"`case {self.text(value_node) if value_node else ''}` is not evaluated statically; "
+                    "no branch taken",
+                )
             return
         fall = False
         for item in items:
             # children told apart by their field (`v0|v1|...|v49999)` looked each child up among the patterns)
             children = item.children
-            hit = fall or any(self._case_match(subject, c) for i, c in enumerate(children)
-                              if item.field_name_for_child(i) == "value")
+            hit = fall or any(
+                self._case_match(subject, c) for i, c in enumerate(children) if item.field_name_for_child(i) == "value"
+            )
             if not hit:
                 continue
             for i, c in enumerate(children):
@@ -356,7 +378,11 @@ class Interpreter(Conditions):
         if op == "+=" or index is not None:
             self.get(name)  # appending reads the current value: an input when the script has not set it
         if index is not None:
-            arr = list(current) if isinstance(current, list) else ([(current, self.loc(n))] if current is not None else [])
+            arr = (
+                list(current)
+                if isinstance(current, list)
+                else ([(current, self.loc(n))] if current is not None else [])
+            )
             v = value if isinstance(value, str) else " ".join(f for f, _ in value)
             if op == "+=" and index < len(arr):
                 v = arr[index][0] + v
@@ -372,10 +398,16 @@ class Interpreter(Conditions):
             return
         if op == "+=":
             if isinstance(value, list):
-                base = current if isinstance(current, list) else ([(current, self.loc(n))] if current is not None else [])
+                base = (
+                    current if isinstance(current, list) else ([(current, self.loc(n))] if current is not None else [])
+                )
                 value = list(base) + value
             elif isinstance(current, list):
-                value = ([(current[0][0] + value, current[0][1])] + list(current[1:])) if current else [(value, self.loc(n))]
+                value = (
+                    ([(current[0][0] + value, current[0][1])] + list(current[1:]))
+                    if current
+                    else [(value, self.loc(n))]
+                )
             else:
                 value = (current or "") + value
         elif isinstance(current, list) and isinstance(value, str) and local_env is None:
@@ -424,9 +456,12 @@ class Interpreter(Conditions):
                 # a bare assignment list (`A=1 B=2`) keeps its values
                 saved.clear()
                 return
-            args_nodes = [c for c in n.named_children
-                          if c != name_node and c.type not in ("variable_assignment", "file_redirect",
-                                                                    "herestring_redirect", "comment")]
+            args_nodes = [
+                c
+                for c in n.named_children
+                if c != name_node
+                and c.type not in ("variable_assignment", "file_redirect", "herestring_redirect", "comment")
+            ]
             name_fields = self.word(name_node.named_children[0] if name_node.named_children else name_node, split=True)
             head = name_fields[0][0] if name_fields else ""
             if head in self.functions and len(name_fields) == 1 and self.depth < 8:
@@ -463,4 +498,3 @@ class Interpreter(Conditions):
 def _is_passthrough(ev: Interpreter, n) -> bool:
     t = ev.text(n)
     return t in ('"$@"', "$@", '"${@}"', "${@}", "$*", '"$*"')
-

@@ -25,7 +25,7 @@ def environment_name(description: str) -> str | None:
     return None
 
 
-_MARKER = re.compile("[\U000F0000-\U0010FFFF]")  # where markers can be (`_MARK_BASE` up)
+_MARKER = re.compile("[\U000f0000-\U0010ffff]")  # where markers can be (`_MARK_BASE` up)
 
 
 class Marks(dict):

@@ -32,8 +32,7 @@ _LETTERS, _SYMBOLS = "éé".encode(), "¤¤".encode()
 
 def parse(src: bytes):
     """The tree-sitter-bash tree of a script (tree_sitter is imported on the first call only)."""
-    copy = _FOUR_BYTE_CHAR.sub(lambda m: _LETTERS if m.group().decode("utf-8", "replace").isalnum() else _SYMBOLS,
-                               src)
+    copy = _FOUR_BYTE_CHAR.sub(lambda m: _LETTERS if m.group().decode("utf-8", "replace").isalnum() else _SYMBOLS, src)
     return _parser().parse(_mask_nested_arithmetic(copy))
 
 
@@ -62,7 +61,7 @@ def _mask_nested_arithmetic(src: bytes) -> bytes:
             # is a command substitution)
             end = closing.get(i + 2)
             if end is not None and end > i + 3 and closing.get(i + 1) == end + 1:
-                out[i + 3:end] = b"0" + bytes(b if b == ord("\n") else ord(" ") for b in src[i + 4:end])
+                out[i + 3 : end] = b"0" + bytes(b if b == ord("\n") else ord(" ") for b in src[i + 4 : end])
                 i = end + 2
                 continue
         i += 1

@@ -97,7 +97,11 @@ def _collect_switches(ev: Interpreter, root) -> tuple[dict[str, list[str]], dict
                 for item in (c for c in n.named_children if c.type == "case_item"):
                     for i, p in enumerate(item.children):
                         if item.field_name_for_child(i) == "value":
-                            text = "".join(f for f, _ in ev.word(p, split=False)) if p.type != "extglob_pattern" else ev.text(p)
+                            text = (
+                                "".join(f for f, _ in ev.word(p, split=False))
+                                if p.type != "extglob_pattern"
+                                else ev.text(p)
+                            )
                             if text and literal(text):
                                 add(out, var, text)
         elif n.type == "binary_expression" and in_test:
@@ -127,8 +131,12 @@ def _collect_switches(ev: Interpreter, root) -> tuple[dict[str, list[str]], dict
                 sources[var] = None if var in sources or m is None else (m["braced"] or m["plain"])
         elif n.type == "expansion":
             kids = [c for c in n.children if c.type not in ("${", "}")]
-            if len(kids) == 3 and kids[0].type == "variable_name" and kids[1].type in (":-", "-") \
-                    and kids[2].type in ("word", "raw_string", "string"):
+            if (
+                len(kids) == 3
+                and kids[0].type == "variable_name"
+                and kids[1].type in (":-", "-")
+                and kids[2].type in ("word", "raw_string", "string")
+            ):
                 text = "".join(f for f, _ in ev.word(kids[2], split=False))
                 if text and literal(text):
                     add(defaults, ev.text(kids[0]), text)
@@ -167,9 +175,8 @@ def megatron_pin(text: str) -> str | None:
 def _megatron_commit(line: str) -> str | None:
     """The last `git checkout <sha>` after the first `Megatron-LM` (`cd Megatron-LM; git checkout 23e092f`)."""
     named = _MEGATRON.search(line)
-    last = None
-    for last in _CHECKOUT.finditer(line, named.end()) if named else ():
-        pass
+    checkouts = list(_CHECKOUT.finditer(line, named.end())) if named else []
+    last = checkouts[-1] if checkouts else None
     return f"commit {last[1][:8]}" if last else None
 
 
@@ -187,7 +194,7 @@ def _megatron_branch(line: str) -> str | None:
         if last_named < cloned.start(1) + 1:  # the repository must follow the branch
             cloned = None
         elif last_named < cloned.end(1):  # `-b devMegatron-LM`: the branch ends where the name begins
-            return f"branch {line[cloned.start(1):last_named]}"
+            return f"branch {line[cloned.start(1) : last_named]}"
     after = _SPACED_BRANCH_FLAG.search(line, named + len("Megatron-LM"))
     if cloned and (after is None or clone.start() < named):
         return f"branch {cloned[1]}"
@@ -211,16 +218,23 @@ def _syntax_errors(path: str, root, lines: list[bytes]) -> list[BashSyntaxError]
     while stack and len(out) < 10:
         n = stack.pop()
         if n.is_missing or n.type == "ERROR":
-            out.append(BashSyntaxError(location=node_location(path, lines, n), missing=n.type if n.is_missing else None))
+            out.append(
+                BashSyntaxError(location=node_location(path, lines, n), missing=n.type if n.is_missing else None)
+            )
             continue
         if n.has_error:
             stack.extend(reversed(n.children))
     return out
 
 
-def _located_override(text: str, loc: Location, marks: dict[str, str], problems: list[ReadProblem],
-                      branches: tuple[int, ...], known: dict[tuple[str, Location], LocatedOverride]
-                      ) -> LocatedOverride | None:
+def _located_override(
+    text: str,
+    loc: Location,
+    marks: dict[str, str],
+    problems: list[ReadProblem],
+    branches: tuple[int, ...],
+    known: dict[tuple[str, Location], LocatedOverride],
+) -> LocatedOverride | None:
     """One argument of the trainer call. An unresolved key is SH001 here (nothing about it can be checked); an
     unresolved value is carried on the override (`unresolved`) for SH001's rule to judge against the schema.
     `known`: the overrides already parsed for this script, by argument and place."""
@@ -235,8 +249,9 @@ def _located_override(text: str, loc: Location, marks: dict[str, str], problems:
             head = parse_override(key_text if key_text.startswith("~") and "=" not in text else key_text + "=0")
         except OverrideSyntaxError as exc:
             return LocatedOverride(loc, key_text, None, f"`{shown}`: {exc.message}", used, branches)
-        return LocatedOverride(loc, key_text, ParsedOverride(head.op, head.key, head.package, UNRESOLVED_VALUE),
-                               None, used, branches)
+        return LocatedOverride(
+            loc, key_text, ParsedOverride(head.op, head.key, head.package, UNRESOLVED_VALUE), None, used, branches
+        )
     if (text, loc) not in known:  # the same argument in every variant: parsed once
         known[text, loc] = locate_override(text, loc, key_text)._replace(branches=branches)
     return known[text, loc]
@@ -269,7 +284,9 @@ def _parse(source: TextFile) -> _Parsed:
 
 
 # A command name bash cannot run, since it is a Hydra override: a dotted key set (`+a.b=1`) or deleted (`~a.b`).
-_OVERRIDE_AS_COMMAND = re.compile(r"^(?:(?:\+\+|\+)?[A-Za-z_][\w-]*(?:\.[\w-]+)+(?:@[\w.]+)?=|~[A-Za-z_][\w-]*(?:\.[\w-]+)+$)")
+_OVERRIDE_AS_COMMAND = re.compile(
+    r"^(?:(?:\+\+|\+)?[A-Za-z_][\w-]*(?:\.[\w-]+)+(?:@[\w.]+)?=|~[A-Za-z_][\w-]*(?:\.[\w-]+)+$)"
+)
 
 
 def _broken_continuations(parsed: _Parsed, path: str) -> list[BrokenContinuation]:
@@ -296,8 +313,9 @@ def _broken_continuations(parsed: _Parsed, path: str) -> list[BrokenContinuation
             end = before.end_point[0] + 1
             between = [parsed.lines[i].strip() for i in range(end, where.line - 1)]
             cause = "a comment line" if any(line.startswith(b"#") for line in between) else "a blank line"
-            out.append(BrokenContinuation(location=where, command=written, trainer_end=end, cause=cause,
-                                          overrides=words))
+            out.append(
+                BrokenContinuation(location=where, command=written, trainer_end=end, cause=cause, overrides=words)
+            )
         else:
             out.append(BrokenContinuation(location=where, command=written))
     return out
@@ -367,8 +385,9 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     free: set[str] = set()
 
     def run(env: dict[str, str], decisions: dict[int, bool]) -> TrainerCallFinder:
-        ev = TrainerCallFinder(source.path, parsed.src, parsed.lines, env, marks, frozenset(named), frozenset(free),
-                               decisions, locations)
+        ev = TrainerCallFinder(
+            source.path, parsed.src, parsed.lines, env, marks, frozenset(named), frozenset(free), decisions, locations
+        )
         ev.run(parsed.root)
         return ev
 
@@ -403,16 +422,20 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
             vals.append(d if d else None)
             defaults.append(len(vals) - 1)
         axes.append((var, vals))
-    default_env = {var: vals[i] for (var, vals), i in zip(axes, defaults) if var in free}
+    default_env = {var: vals[i] for (var, vals), i in zip(axes, defaults, strict=True) if var in free}
     if free:
         default = run(default_env, {})
     problems: list[ReadProblem] = _broken_continuations(parsed, source.path)
-    chosen, total = expand([[(f"{var}={v if v is not None else 'unset'}", (var, v)) for v in vals] for var, vals in axes],
-                           defaults)
+    chosen, total = expand(
+        [[(f"{var}={v if v is not None else 'unset'}", (var, v)) for v in vals] for var, vals in axes], defaults
+    )
     runs, cut = _variants(chosen, default, default_env, run, free)
     if total > len(chosen):
-        problems.append(VariantsSampled(location=Location(source.path), total=total,
-                                           axes=tuple(v for v, _ in axes), linted=len(chosen)))
+        problems.append(
+            VariantsSampled(
+                location=Location(source.path), total=total, axes=tuple(v for v, _ in axes), linted=len(chosen)
+            )
+        )
     if cut:
         problems.append(UndecidedConditions(location=Location(source.path), limit=MAX_VARIANTS, cut=cut))
     if not runs:
@@ -447,11 +470,25 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
             if config_name is None:
                 config_name = entry.get(tr.module)
                 if config_name is None:
-                    found.append(UnknownEntryModule(location=tr.node_loc, module=tr.module, verl_version=verl_version,
-                                                    assumed=DEFAULT_CONFIG_NAME))
+                    found.append(
+                        UnknownEntryModule(
+                            location=tr.node_loc,
+                            module=tr.module,
+                            verl_version=verl_version,
+                            assumed=DEFAULT_CONFIG_NAME,
+                        )
+                    )
                     config_name = DEFAULT_CONFIG_NAME
-            path_lo = next((lo for lo in overrides if lo.parsed and lo.parsed.key == "actor_rollout_ref.model.path"
-                            and isinstance(lo.parsed.value, str)), None)
+            path_lo = next(
+                (
+                    lo
+                    for lo in overrides
+                    if lo.parsed
+                    and lo.parsed.key == "actor_rollout_ref.model.path"
+                    and isinstance(lo.parsed.value, str)
+                ),
+                None,
+            )
             if not reaches_model_rules(tr.module):  # an SFT or eval entry: no rule needs the model (no RF005)
                 model = None
             elif path_lo is not None and path_lo.unresolved:
@@ -464,9 +501,18 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                 model, not_found = models[mpath]
                 if not_found is not None:
                     found.append(not_found)
-            command = Command(config_name, merge_overrides(overrides, options.cli_overrides), stack, label,
-                              tr.node_loc, model, None, tuple(tr.env.values()),
-                              site_limits({**dict(options.resources), **dict(options.cli_resources)}), tr.module)
+            command = Command(
+                config_name,
+                merge_overrides(overrides, options.cli_overrides),
+                stack,
+                label,
+                tr.node_loc,
+                model,
+                None,
+                tuple(tr.env.values()),
+                site_limits({**dict(options.resources), **dict(options.cli_resources)}),
+                tr.module,
+            )
             accelerator, mismatch = choose(command, levels)  # per variant: each device variant gets its own
             commands.append(command._replace(accelerator=accelerator))
             if mismatch is not None:
@@ -484,23 +530,33 @@ def _model(path_lo: LocatedOverride | None, call: Location, base_dir: Path):
     from ...catalog import ModelNotFound, find_model  # the model cards: only when a script names a model
 
     if path_lo is None:
-        return None, UnknownModel(location=call, reason="the trainer command sets no `actor_rollout_ref.model.path`",
-                                  remedy=f"Pass it with {MODEL_PATH_OVERRIDE}")
+        return None, UnknownModel(
+            location=call,
+            reason="the trainer command sets no `actor_rollout_ref.model.path`",
+            remedy=f"Pass it with {MODEL_PATH_OVERRIDE}",
+        )
     try:
         return find_model(path_lo.parsed.value, None, base_dir), None
     except ModelNotFound as exc:
-        return None, UnknownModel(location=path_lo.location, reason=str(exc),
-                                  remedy="Point actor_rollout_ref.model.path at a directory holding config.json")
+        return None, UnknownModel(
+            location=path_lo.location,
+            reason=str(exc),
+            remedy="Point actor_rollout_ref.model.path at a directory holding config.json",
+        )
 
 
 def _unknown_model_path(lo: LocatedOverride) -> UnknownModel:
     constructs = ", ".join(f"`{construct_text(u)}`" for u in lo.unresolved)
-    return UnknownModel(location=lo.location, reason=f"the model path is not known statically (it uses {constructs})",
-                        remedy=f"Pass the path with {MODEL_PATH_OVERRIDE}")
+    return UnknownModel(
+        location=lo.location,
+        reason=f"the model path is not known statically (it uses {constructs})",
+        remedy=f"Pass the path with {MODEL_PATH_OVERRIDE}",
+    )
 
 
-def _variants(chosen, default: TrainerCallFinder, default_env: dict[str, str], run, free: set[str]
-              ) -> tuple[list[tuple[str | None, TrainerCallFinder]], int]:
+def _variants(
+    chosen, default: TrainerCallFinder, default_env: dict[str, str], run, free: set[str]
+) -> tuple[list[tuple[str | None, TrainerCallFinder]], int]:
     """Evaluate each chosen combination of switch values, and within it each way through the conditions that
     cannot be decided statically (free booleans), within `MAX_VARIANTS` evaluations in all. A way that reaches
     `exit` before any trainer call is no variant (the script stops there: `*) echo unsupported; exit 1`).
@@ -557,8 +613,7 @@ def _label(ev: TrainerCallFinder, combo, free: set[str]) -> str | None:
             continue
         value = ev.observed.get(var, "" if v is None else v)
         tokens.append(f"{var}={value if value else 'unset'}")
-    tokens += [f"cond@{d.location.line}:{d.location.column}={'true' if d.value else 'false'}"
-               for d in ev.taken.values()]
+    tokens += [
+        f"cond@{d.location.line}:{d.location.column}={'true' if d.value else 'false'}" for d in ev.taken.values()
+    ]
     return ",".join(tokens) or None
-
-

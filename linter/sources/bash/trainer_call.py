@@ -41,13 +41,13 @@ class TrainerCallFinder(Interpreter):
         for i, (f, _) in enumerate(fields):
             base = f.rsplit("/", 1)[-1]
             if _PYTHON.match(base) and i + 2 < len(fields) + 1:
-                rest = fields[i + 1:]
+                rest = fields[i + 1 :]
                 j = 0
                 while j < len(rest) and rest[j][0].startswith("-") and rest[j][0] != "-m":
                     j += 1  # interpreter flags (-u, -X ...)
                 if j + 1 < len(rest) and rest[j][0] == "-m" and rest[j + 1][0].startswith("verl."):
                     module = rest[j + 1][0]
-                    self._trainer(n, module, rest[j + 2:], assignments, passthrough)
+                    self._trainer(n, module, rest[j + 2 :], assignments, passthrough)
                     return
 
     def _trainer(self, n, module, args, assignments, passthrough) -> None:

@@ -93,8 +93,20 @@ def unescape_double_quoted(s: str) -> str:
 
 def ansi_c(s: str) -> str:
     """The body of a `$'...'` string with its C escapes decoded."""
-    table = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "a": "\a", "b": "\b", "e": "\x1b",
-             "f": "\f", "v": "\v"}
+    table = {
+        "n": "\n",
+        "t": "\t",
+        "r": "\r",
+        "\\": "\\",
+        "'": "'",
+        '"': '"',
+        "a": "\a",
+        "b": "\b",
+        "e": "\x1b",
+        "f": "\f",
+        "v": "\v",
+    }
+
     def one(m: re.Match) -> str:
         c = m.group(1)
         if c[0] == "x":
