@@ -1,9 +1,10 @@
-"""The shipped model cards and accelerator table (`sapo_toolkit.schemas` data), and finding a model's shape from a
-card or a local config.json."""
+"""The shipped model cards and accelerator table (`sapo_toolkit.schemas` data), and finding a model's shape: from a
+card, a local config.json, the Hugging Face cache, or the card a model path's name matches."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from functools import cache
 from pathlib import Path
@@ -12,6 +13,12 @@ from .core.model import Accelerator, ModelShape, shape_from_hf_config
 from .schema import SCHEMA_DIR
 
 MODELS_DIR = SCHEMA_DIR / "models"
+# Words a release adds to a model's name without changing its architecture: the instruction-tuned, chat, base and
+# reasoning releases of one model share its config.json shape (Qwen2.5-7B-Instruct, gemma-2-9b-it,
+# Llama-2-7b-chat-hf, GLM-4.1V-9B-Thinking), and so do dated re-releases (Qwen3-4B-Instruct-2507, DeepSeek-V3-0324).
+_VARIANT_WORDS = frozenset({"instruct", "chat", "base", "it", "hf", "thinking"})
+_RELEASE_DATE = re.compile(r"[0-9]{4}")
+_HUB_REPO = re.compile(r"models--(?P<org>[^/]+?)--(?P<name>[^/]+)")  # a repository in the Hugging Face cache
 
 
 class ModelNotFound(LookupError):
@@ -27,9 +34,53 @@ def card_names() -> list[str]:
     return sorted(_cards())
 
 
+def name_key(name: str) -> str:
+    """A model name as it is compared: lower case, letters and digits only, without the release words at its end
+    (`Qwen2.5-7B-Instruct`, `qwen2_5_7b` and `QWEN2.5-7B` are all `qwen257b`)."""
+    words = [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w]
+    while len(words) > 1 and (words[-1] in _VARIANT_WORDS or _RELEASE_DATE.fullmatch(words[-1])):
+        words.pop()
+    return "".join(words)
+
+
+def _repo_keys(org: str, name: str) -> tuple[str, str]:
+    """The two keys a repository `org/name` is found by: with its organisation, and by its name alone."""
+    return f"{re.sub(r'[^a-z0-9]', '', org.lower())}/{name_key(name)}", name_key(name)
+
+
+@cache
+def card_index() -> dict[str, str]:
+    """Key (`_repo_keys` of every Hugging Face id a card lists) -> card name."""
+    index: dict[str, str] = {}
+    for card, data in _cards().items():
+        for hf_id in data["hf_ids"]:
+            org, _, name = hf_id.partition("/")
+            for key in _repo_keys(org, name):
+                index.setdefault(key, card)
+    return index
+
+
+def _path_names(path: str) -> list[tuple[str, str]]:
+    """What a model path's end can be looked up by, most specific first, each as (key, the text it came from): a
+    Hugging Face cache directory it lies in (`models--Qwen--Qwen3-8B/snapshots/<rev>`), else its last two
+    components (`Qwen/Qwen3-8B`) and its last one (`Qwen3-8B`)."""
+    parts = [p for p in re.split(r"[\\/]+", path.strip()) if p not in ("", ".", "~")]
+    for part in reversed(parts):
+        hub = _HUB_REPO.fullmatch(part)
+        if hub:
+            return list(zip(_repo_keys(hub["org"], hub["name"]), (part, part), strict=True))
+    found = []
+    if len(parts) >= 2:
+        found.append((_repo_keys(parts[-2], parts[-1])[0], f"{parts[-2]}/{parts[-1]}"))
+    if parts:
+        found.append((name_key(parts[-1]), parts[-1]))
+    return found
+
+
 def find_model(path: str | None, card: str | None, base_dir: Path) -> ModelShape:
-    """The model's shape: an explicit card, else a local directory's config.json, else a card matching the
-    Hugging Face id (case-insensitive). Raises ModelNotFound with what was tried."""
+    """The model's shape, from the first of: an explicit card; a local directory's config.json (`path`, relative
+    to `base_dir`); the config.json of a model in the Hugging Face cache that the path names (`hub_config`); the
+    card that the path's last component or two name (`card_named`). Raises ModelNotFound with what was tried."""
     cards = _cards()
     if card:
         if card not in cards:
@@ -43,22 +94,95 @@ def find_model(path: str | None, card: str | None, base_dir: Path) -> ModelShape
         local = Path(path)
     config_file = (local if local.is_absolute() else base_dir / local) / "config.json"
     if _is_file(config_file):
-        try:
-            config = json.loads(config_file.read_text(encoding="utf-8"))
-            return shape_from_hf_config(config, config_file.parent.name, str(config_file))
-        except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deep
-            raise ModelNotFound(f"cannot read the architecture from {config_file}: {exc}") from None
-    wanted = path.strip().rstrip("/").lower()
-    for name, data in cards.items():
-        if wanted in (i.lower() for i in data["hf_ids"]):
-            return shape_from_hf_config(data["config"], name, f"card {name}")
-    raise ModelNotFound(f"`{path}` is neither a local directory with config.json nor a shipped card's Hugging Face id")
+        return _read_config(config_file, config_file.parent.name, str(config_file))
+    return find_model_named(path, f"`{path}` is not a local directory with config.json")
+
+
+def find_model_named(path: str, missing: str) -> ModelShape:
+    """The model a path's end names (the rest may be unknown: `$HOME/models/Qwen3-8B`), from the Hugging Face cache
+    or a card. `missing`: what was tried before, for the message of the ModelNotFound raised when neither has it."""
+    names = _path_names(path)
+    hub = hub_cache()
+    for key, _ in names:
+        repo = _hub_repos(str(hub)).get(key)
+        config_file = _snapshot_config(repo) if repo is not None else None
+        if config_file is not None:
+            return _read_config(
+                config_file,
+                repo.name.removeprefix("models--").replace("--", "/"),
+                f"{config_file} (the Hugging Face cache)",
+            )
+    index = card_index()
+    for key, written in names:
+        if key in index:
+            card = index[key]
+            return shape_from_hf_config(
+                _cards()[card]["config"], card, f"card {card}, matched by `{written}` in the path"
+            )
+    if not names:
+        raise ModelNotFound(
+            f"{missing}, and it ends in no whole name to look up in the Hugging Face cache or the cards"
+        )
+    tried = " or ".join(f"`{written}`" for _, written in names)
+    raise ModelNotFound(
+        f"{missing}, and neither the Hugging Face cache ({hub}) nor a shipped card has a model named {tried}"
+    )
+
+
+def hub_cache() -> Path:
+    """Where the Hugging Face hub caches models, as huggingface_hub finds it: `$HF_HUB_CACHE`, else `$HF_HOME/hub`,
+    else `$XDG_CACHE_HOME/huggingface/hub` (`~/.cache/huggingface/hub`)."""
+    explicit = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
+    if explicit:
+        return Path(explicit).expanduser()
+    home = os.environ.get("HF_HOME") or Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache") / "huggingface"
+    return Path(home).expanduser() / "hub"
+
+
+@cache
+def _hub_repos(hub: str) -> dict[str, Path]:
+    """Key (`_repo_keys`) -> the cache's directory of each model repository (`models--Org--Name`); empty without a
+    readable cache."""
+    try:
+        entries = sorted(e.name for e in os.scandir(hub) if e.is_dir())
+    except OSError:
+        return {}
+    repos: dict[str, Path] = {}
+    for entry in entries:
+        found = _HUB_REPO.fullmatch(entry)
+        if found:
+            for key in _repo_keys(found["org"], found["name"]):
+                repos.setdefault(key, Path(hub) / entry)
+    return repos
+
+
+def _snapshot_config(repo: Path) -> Path | None:
+    """The config.json of the revision `refs/main` points at, else of the newest snapshot that has one."""
+    try:
+        main = (repo / "refs" / "main").read_text(encoding="utf-8").strip()
+    except (OSError, ValueError):
+        main = ""
+    if main and _is_file(repo / "snapshots" / main / "config.json"):
+        return repo / "snapshots" / main / "config.json"
+    try:
+        snapshots = [s for s in (repo / "snapshots").iterdir() if _is_file(s / "config.json")]
+    except OSError:
+        return None
+    return max(snapshots, key=lambda s: (s.stat().st_mtime, s.name)) / "config.json" if snapshots else None
+
+
+def _read_config(config_file: Path, name: str, source: str) -> ModelShape:
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+        return shape_from_hf_config(config, name, source)
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deep
+        raise ModelNotFound(f"cannot read the architecture from {config_file}: {exc}") from None
 
 
 def _is_file(path: Path) -> bool:
     try:
         return path.is_file()
-    except OSError:  # a name too long for the file system: not a local model
+    except (OSError, ValueError):  # a name too long for the file system, or with a NUL byte: not a local model
         return False
 
 

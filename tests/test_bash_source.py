@@ -748,7 +748,7 @@ def test_one_environment_note_per_file_across_variants(tmp_path):
 
 def test_unresolved_model_path_is_named_not_the_placeholder(tmp_path):
     text = (
-        "MODEL_PATH=$HOME/models/Qwen3-8B\npython3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=$MODEL_PATH\n"
+        "MODEL_PATH=$HOME/models/my-model\npython3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=$MODEL_PATH\n"
     )
     found = _lint_text(tmp_path, text)
     (rf005,) = [d for d in found if d.code == "RF005"]
@@ -786,7 +786,7 @@ def test_an_override_cut_off_by_a_comment_line_is_sh005_and_replaces_shellcheck_
 def test_a_tilde_default_is_home_as_bash_expands_it(tmp_path):
     # verl main's fully-async scripts: MODEL_PATH=${MODEL_PATH:-~/models/...}; bash passes $HOME/models/...
     text = (
-        "MODEL_PATH=${MODEL_PATH:-~/models/Qwen3-8B}\nTRAIN=${TRAIN:-~/data/train.parquet}\n"
+        "MODEL_PATH=${MODEL_PATH:-~/models/my-model}\nTRAIN=${TRAIN:-~/data/train.parquet}\n"
         "python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=$MODEL_PATH data.train_files=$TRAIN\n"
     )
     found = _lint_text(tmp_path, text)

@@ -439,7 +439,7 @@ def test_model_config_json(tmp_path, config, says):
 def test_model_path(tmp_path, path):
     found = lint_file(tmp_path, "r.yaml", HEADER.replace("Qwen/Qwen3-8B", path) + "overrides: {}\n")
     (unknown,) = [d for d in found if d.code == "RF005"]
-    assert "is neither a local directory with config.json nor a shipped card's Hugging Face id" in unknown.message
+    assert "is not a local directory with config.json, and neither the Hugging Face cache" in unknown.message
 
 
 def test_jsonl_line_nested_100000_deep():
@@ -509,4 +509,4 @@ def test_model_path_of_a_user_name_with_a_nul_byte(tmp_path):
     """`~a\\0b`: looking the user up raised ValueError (embedded null byte)."""
     found = lint_file(tmp_path, "r.yaml", HEADER.replace("Qwen/Qwen3-8B", '"~a\\0b/model"') + "overrides: {}\n")
     (unknown,) = [d for d in found if d.code == "RF005"]
-    assert "is neither a local directory with config.json nor a shipped card's Hugging Face id" in unknown.message
+    assert "is not a local directory with config.json, and neither the Hugging Face cache" in unknown.message

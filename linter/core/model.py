@@ -85,12 +85,40 @@ def _required(config: dict, key: str, maximum: int = MAX_SIZE) -> int:
     return value
 
 
+# What transformers assumes for fields a config.json leaves out, by `model_type` (the text model's, for a VL model).
+# Gemma ties its output layer to the input embedding unless told otherwise (`tie_word_embeddings: bool = True` in
+# transformers' `models/gemma2/configuration_gemma2.py`, and in Gemma's and Gemma 3's); its config.json files omit it.
+_TIED_BY_DEFAULT = frozenset({"gemma", "gemma2", "gemma3_text"})
+# Qwen2's attention has q/k/v biases and no o_proj bias, with no `attention_bias` field (transformers'
+# `Qwen2Attention`); the Qwen2-VL and Qwen2.5-VL text models are Qwen2's decoder.
+_QWEN2_ATTENTION = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text"})
+# Per-head RMSNorm on queries and keys (QK-norm) in transformers' attention of these model types.
+_QK_NORM = frozenset(
+    {"qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}
+    | {"gemma3_text"}
+)
+
+
+def language_config(config: dict) -> dict:
+    """The text model's fields of a config.json: a vision-language model (Qwen3-VL, GLM-4.1V, Gemma 3, Mistral 3,
+    Qwen3.5) nests them under `text_config`, with fields such as `tie_word_embeddings` sometimes left at the top;
+    a text model (and Qwen2.5-VL, which keeps them at the top) is returned as it is."""
+    text = config.get("text_config")
+    if "num_hidden_layers" in config or not isinstance(text, dict):
+        return config
+    outer = {k: v for k, v in config.items() if k not in ("text_config", "vision_config", "model_type")}
+    return {**outer, **text}
+
+
 def shape_from_hf_config(config: dict, name: str, source: str) -> ModelShape:
-    """Read an HF config.json dict -- Qwen2/Qwen3 (dense and MoE), Llama-style models, Mixtral and DeepSeek-V3
-    (MLA) -- into Megatron's terms, as verl's mbridge config converters map them. Raises `BadModelConfig` for
-    anything that is not such a config (its message names the field)."""
+    """Read an HF config.json dict -- Qwen2/Qwen2.5/Qwen3 (dense and MoE), Llama-style models (Llama, Mistral,
+    Gemma, Phi-3, GLM, Seed-OSS), Mixtral and GPT-OSS, DeepSeek-V2/V3 and GLM-4.5 (MLA or not), and the language
+    model of a vision-language model (`language_config`) -- into Megatron's terms, as verl's mbridge config
+    converters map them. Raises `BadModelConfig` for anything that is not such a config (its message names the
+    field)."""
     if not isinstance(config, dict):
         raise BadModelConfig(f"a config is a JSON object ({{...}}), not {_shown(config)}")
+    config = language_config(config)
     model_type = config.get("model_type")
     model_type = model_type.lower() if isinstance(model_type, str) else ""
     layers = _required(config, "num_hidden_layers", MAX_LAYERS)
@@ -101,15 +129,15 @@ def shape_from_hf_config(config: dict, name: str, source: str) -> ModelShape:
     experts = (
         _count(config, "num_experts") or _count(config, "n_routed_experts") or _count(config, "num_local_experts") or 0
     )
-    # Mixtral has no moe_intermediate_size: its experts are intermediate_size wide.
+    # Mixtral and GPT-OSS have no moe_intermediate_size: their experts are intermediate_size wide.
     moe_ffn = (_count(config, "moe_intermediate_size") or ffn) if experts else 0
     if not experts:
         moe_layers: tuple[bool, ...] = ()
-    elif "first_k_dense_replace" in config or "n_routed_experts" in config:  # DeepSeek
+    elif "first_k_dense_replace" in config or "n_routed_experts" in config:  # DeepSeek, Moonlight, Kimi, GLM-4.5
         first = _count(config, "first_k_dense_replace") or 0
         freq = _count(config, "moe_layer_freq") or 1
         moe_layers = tuple(i >= first and i % freq == 0 for i in range(layers))
-    else:  # Qwen2-MoE / Qwen3-MoE / Mixtral
+    else:  # Qwen2-MoE / Qwen3-MoE / Mixtral / GPT-OSS
         step = _count(config, "decoder_sparse_step") or 1
         listed = config.get("mlp_only_layers") or []
         if not isinstance(listed, list) or not all(isinstance(i, int) for i in listed):
@@ -122,8 +150,10 @@ def shape_from_hf_config(config: dict, name: str, source: str) -> ModelShape:
     elif experts and config.get("shared_expert_intermediate_size"):
         shared, gate = _count(config, "shared_expert_intermediate_size"), True
     attention_bias = config.get("attention_bias")
-    qwen2 = model_type in ("qwen2", "qwen2_moe")
+    qwen2 = model_type in _QWEN2_ATTENTION
     qkv_bias = bool(attention_bias) if attention_bias is not None else qwen2
+    out_bias = config.get("attention_out_bias")  # Seed-OSS states its o_proj bias apart from q/k/v's
+    tied = config.get("tie_word_embeddings")
     return ModelShape(
         name=name,
         source=source,
@@ -134,10 +164,11 @@ def shape_from_hf_config(config: dict, name: str, source: str) -> ModelShape:
         kv_channels=_count(config, "head_dim") or hidden // heads,
         ffn_hidden_size=ffn,
         vocab_size=vocab,
-        tied_embeddings=bool(config.get("tie_word_embeddings", False)),
+        tied_embeddings=bool(tied) if tied is not None else model_type in _TIED_BY_DEFAULT,
         qkv_bias=qkv_bias,
-        o_proj_bias=qkv_bias and not qwen2,  # Llama's attention_bias covers o_proj too; Qwen2's only q/k/v
-        qk_layernorm=model_type in ("qwen3", "qwen3_moe"),
+        # Llama's attention_bias covers o_proj too; Qwen2's only q/k/v
+        o_proj_bias=bool(out_bias) if out_bias is not None else qkv_bias and not qwen2,
+        qk_layernorm=model_type in _QK_NORM or bool(config.get("use_qk_norm")),
         num_experts=experts,
         moe_ffn_hidden_size=moe_ffn,
         moe_router_topk=(_count(config, "num_experts_per_tok") or 0) if experts else 0,

@@ -491,13 +491,10 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
             )
             if not reaches_model_rules(tr.module):  # an SFT or eval entry: no rule needs the model (no RF005)
                 model = None
-            elif path_lo is not None and path_lo.unresolved:
-                found.append(_unknown_model_path(path_lo))
-                model = None
             else:
-                mpath = path_lo.parsed.value if path_lo else None
+                mpath = _model_path(path_lo, tr.args)
                 if mpath not in models:  # looked up once; reported in every variant that names it
-                    models[mpath] = _model(path_lo, tr.node_loc, Path(source.path).parent)
+                    models[mpath] = _model(path_lo, mpath, tr.node_loc, Path(source.path).parent, marks)
                 model, not_found = models[mpath]
                 if not_found is not None:
                     found.append(not_found)
@@ -525,9 +522,23 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     return ScriptRead(commands, problems, verl_version, {var: vals for var, vals in axes})
 
 
-def _model(path_lo: LocatedOverride | None, call: Location, base_dir: Path):
-    """(the model the trainer call's `actor_rollout_ref.model.path` names, None) or (None, RF005 saying why not)."""
-    from ...catalog import ModelNotFound, find_model  # the model cards: only when a script names a model
+def _model_path(path_lo: LocatedOverride | None, args) -> str | None:
+    """The model path as the trainer call writes it: its value, or, where part of it cannot be evaluated, the
+    argument's value with a marker for each such part (`<$HOME>/models/Qwen3-8B`)."""
+    if path_lo is None:
+        return None
+    if not path_lo.unresolved:
+        return path_lo.parsed.value
+    # one place can hold several arguments (an unquoted `$ARGS` split into words): the one that sets this key
+    written = next(text for text, loc in args if loc == path_lo.location and text.startswith(path_lo.key_text + "="))
+    return written.partition("=")[2]
+
+
+def _model(path_lo: LocatedOverride | None, written: str | None, call: Location, base_dir: Path, marks: Marks):
+    """(the model the trainer call's `actor_rollout_ref.model.path` names, None) or (None, RF005 saying why not).
+    A path partly unknown statically (`$HOME/models/Qwen3-8B`, `${MODEL_PATH:-$ROOT/DeepSeek-V3}`) is looked up by
+    the components written after its last unknown part."""
+    from ...catalog import ModelNotFound, find_model, find_model_named  # the model cards: only when a script names one
 
     if path_lo is None:
         return None, UnknownModel(
@@ -536,22 +547,25 @@ def _model(path_lo: LocatedOverride | None, call: Location, base_dir: Path):
             remedy=f"Pass it with {MODEL_PATH_OVERRIDE}",
         )
     try:
-        return find_model(path_lo.parsed.value, None, base_dir), None
+        if not path_lo.unresolved:
+            return find_model(written, None, base_dir), None
+        constructs = ", ".join(f"`{construct_text(u)}`" for u in path_lo.unresolved)
+        unknown = f"the model path `{readable(written, marks)}` is not known statically (it uses {constructs})"
+        return find_model_named(_literal_end(written, marks), unknown), None
     except ModelNotFound as exc:
         return None, UnknownModel(
             location=path_lo.location,
             reason=str(exc),
-            remedy="Point actor_rollout_ref.model.path at a directory holding config.json",
+            remedy=f"Pass the path with {MODEL_PATH_OVERRIDE}, or a Hugging Face id such as Qwen/Qwen3-8B",
         )
 
 
-def _unknown_model_path(lo: LocatedOverride) -> UnknownModel:
-    constructs = ", ".join(f"`{construct_text(u)}`" for u in lo.unresolved)
-    return UnknownModel(
-        location=lo.location,
-        reason=f"the model path is not known statically (it uses {constructs})",
-        remedy=f"Pass the path with {MODEL_PATH_OVERRIDE}",
-    )
+def _literal_end(written: str, marks: Marks) -> str:
+    """The whole path components written after the last part that cannot be evaluated (`/models/Qwen3-8B` of
+    `<$HOME>/models/Qwen3-8B`; nothing of `<$ROOT>-Instruct`, whose last component is only partly known)."""
+    last = max(written.rfind(ch) for ch in markers(written, marks))
+    end = written[last + 1 :]
+    return end if end.startswith("/") else end.partition("/")[2]
 
 
 def _variants(
