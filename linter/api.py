@@ -22,7 +22,6 @@ from .rules import findings, load_rules, without_superseded
 from .rules.rf_recipe import RECIPE_SCHEMA
 from .schema import (
     DEFAULT_MBRIDGE,
-    DEFAULT_MEGATRON_CORE,
     DEFAULT_VERL_VERSION,
     ConfigNotInSnapshot,
     Snapshot,
@@ -69,7 +68,7 @@ def read_options(
     recipe's `hardware` and `[tool.sapo-lint]`)."""
     return ReadOptions(
         default_verl=settings.verl_version or installed_verl_version() or DEFAULT_VERL_VERSION,
-        stack=Stack(settings.megatron_core or DEFAULT_MEGATRON_CORE, settings.mbridge or DEFAULT_MBRIDGE),
+        stack=Stack(settings.megatron_core, settings.mbridge or DEFAULT_MBRIDGE),
         cli_verl=cli_verl,
         cli_overrides=command_line_overrides(cli_overrides),
         cli_accelerator=cli_accelerator,
@@ -129,9 +128,7 @@ def check(loaded: Loaded, settings: Settings, extra: Iterable[Diagnostic] = ()) 
     if loaded.kind == "script" and loaded.commands:  # a run script; a helper without a trainer call is no example
         from .rules.nm_naming import naming_diagnostics
 
-        found.extend(
-            naming_diagnostics(Path(loaded.source.path), settings.naming_ignore_dirs, settings.naming_ignore_files)
-        )
+        found.extend(naming_diagnostics(Path(loaded.source.path), settings.naming_scope()))
     if loaded.commands and not any(d.code == RECIPE_SCHEMA.code for d in loaded.diagnostics):
         found.extend(_lint_commands(loaded, load_rules(settings.enabled)))
     return _without_noqa(loaded.source, found, continued_lines=loaded.kind == "script")

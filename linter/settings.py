@@ -30,6 +30,11 @@ KEYS = {
     "mbridge-version": ("mbridge", str, "mbridge snapshot (a release such as 0.15.1, or git-main)"),
     "warnings-as-errors": ("warnings_as_errors", bool, "exit 1 on warnings too"),
     "shellcheck": ("shellcheck", bool, "run shellcheck on scripts (SH<SC number> findings); false = --no-shellcheck"),
+    "naming-roots": (
+        "naming_roots",
+        list,
+        "directories whose run scripts the naming rules (NM) check (default: the closest directory named `examples`)",
+    ),
     "naming-ignore-dirs": ("naming_ignore_dirs", list, "directories whose scripts the naming rules (NM) skip"),
     "naming-ignore-files": ("naming_ignore_files", list, "scripts the naming rules (NM) skip"),
     "checkpoint-write-gib-per-s": ("write_gib_per_s", float, "checkpoint write bandwidth per writing rank (CK001)"),
@@ -43,12 +48,6 @@ KEYS = {
 }
 
 
-def _naming_defaults() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    from .rules.nm_naming import DEFAULT_IGNORE_DIRS, DEFAULT_IGNORE_FILES
-
-    return DEFAULT_IGNORE_DIRS, DEFAULT_IGNORE_FILES
-
-
 @dataclass(slots=True)
 class Settings:
     select: list[str] = field(default_factory=list)
@@ -59,9 +58,10 @@ class Settings:
     mbridge: str | None = None
     warnings_as_errors: bool = False
     shellcheck: bool = True
-    # verl's own check_example_naming ignores (linter/rules/nm_naming.py)
-    naming_ignore_dirs: list[str] = field(default_factory=lambda: list(_naming_defaults()[0]))
-    naming_ignore_files: list[str] = field(default_factory=lambda: list(_naming_defaults()[1]))
+    # None: verl's own check_example_naming root and ignores (linter/rules/nm_naming.py)
+    naming_roots: list[str] | None = None
+    naming_ignore_dirs: list[str] | None = None
+    naming_ignore_files: list[str] | None = None
     write_gib_per_s: float | None = None
     host_ram_gib: float | None = None
     disk_budget_gib: float | None = None
@@ -74,6 +74,23 @@ class Settings:
             for k in ("write_gib_per_s", "host_ram_gib", "disk_budget_gib")
             if getattr(self, k) is not None
         }
+
+    def naming_scope(self):
+        """Which run scripts the naming rules check (`nm_naming.NamingScope`): the roots and ignores given in the
+        pyproject.toml, relative to its directory, else verl's own (the closest `examples`, its ignore lists)."""
+        from .rules.nm_naming import NamingScope
+
+        project = self.config.parent if self.config is not None else Path()
+
+        def absolute(paths: list[str] | None) -> tuple[str, ...] | None:
+            return None if paths is None else tuple(os.path.abspath(project / p) for p in paths)
+
+        given = {
+            "roots": absolute(self.naming_roots),
+            "ignore_dirs": absolute(self.naming_ignore_dirs),
+            "ignore_files": absolute(self.naming_ignore_files),
+        }
+        return NamingScope()._replace(**{k: v for k, v in given.items() if v is not None})
 
     def enabled(self, code: str) -> bool:
         selected = not self.select or any(code.startswith(p) for p in self.select)

@@ -292,7 +292,8 @@ def test_add_noqa_keeps_crlf_and_a_byte_order_mark(tmp_path):
 
 
 def test_add_noqa_on_a_shebang_line_is_reported_not_written(tmp_path):
-    path = tmp_path / "run_noqa.sh"  # NM002: no train-backend suffix, reported on line 1
+    (tmp_path / "examples").mkdir()
+    path = tmp_path / "examples" / "run_noqa.sh"  # NM002: no train-backend suffix, reported on line 1
     text = (
         "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.actor.use_dynamic_bsz=true "
         "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=true actor_rollout_ref.ref.log_prob_use_dynamic_bsz=true\n"

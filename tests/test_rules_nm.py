@@ -10,6 +10,7 @@ from sapo_toolkit.linter.rules.nm_naming import (
     DEFAULT_IGNORE_DIRS,
     DEFAULT_IGNORE_FILES,
     FORBIDDEN_TOKENS,
+    NamingScope,
     naming_diagnostics,
 )
 
@@ -17,11 +18,15 @@ NM_RULES = (nm_naming.FORBIDDEN_TOKEN, nm_naming.MISSING_BACKEND, nm_naming.NOT_
 
 
 def codes(name, ignore_dirs=(), ignore_files=(), under="examples/grpo_trainer"):
-    return [d.code for d in naming_diagnostics(Path(under) / name, list(ignore_dirs), list(ignore_files))]
+    return [d.code for d in naming_diagnostics(Path(under) / name, unignored(ignore_dirs, ignore_files))]
+
+
+def unignored(ignore_dirs=(), ignore_files=()):
+    return NamingScope(ignore_dirs=tuple(ignore_dirs), ignore_files=tuple(ignore_files))
 
 
 def messages(name):
-    return [d.message for d in naming_diagnostics(Path("examples/grpo_trainer") / name, [], [])]
+    return [d.message for d in naming_diagnostics(Path("examples/grpo_trainer") / name, unignored())]
 
 
 # --- one failing and one passing name per code ------------------------------------------------------------------
@@ -52,7 +57,7 @@ def test_rules_registered_with_docs_and_file_name_examples():
 
 
 def test_diagnostic_shape():
-    [d] = naming_diagnostics(Path("examples/x/run_qwen3_8b_vllm_fsdp.sh"), [], [])
+    [d] = naming_diagnostics(Path("examples/x/run_qwen3_8b_vllm_fsdp.sh"), unignored())
     assert (d.code, d.name, d.severity.value) == ("NM001", "naming-forbidden-token", "error")
     assert (d.location.path, d.location.line, d.location.column) == ("examples/x/run_qwen3_8b_vllm_fsdp.sh", 1, 1)
     assert "'vllm'" in d.message
@@ -144,12 +149,12 @@ def test_verl_default_ignores():
 
 def test_ignores_match_absolute_paths_and_wildcards(tmp_path):
     script = tmp_path / "repo" / "examples" / "tutorial" / "lesson_1.sh"
-    assert naming_diagnostics(script, ["examples/tutorial"], []) == []
-    assert naming_diagnostics(script, ["examples/tut*"], []) == []
-    assert naming_diagnostics(script, [], ["examples/tutorial/lesson_*.sh"]) == []
-    assert [d.code for d in naming_diagnostics(script, ["examples/profile"], [])] == ["NM003"]
+    assert naming_diagnostics(script, unignored(["examples/tutorial"])) == []
+    assert naming_diagnostics(script, unignored(["examples/tut*"])) == []
+    assert naming_diagnostics(script, unignored([], ["examples/tutorial/lesson_*.sh"])) == []
+    assert [d.code for d in naming_diagnostics(script, unignored(["examples/profile"]))] == ["NM003"]
     # a directory ignore is a whole component: "examples/tut" does not ignore examples/tutorial
-    assert [d.code for d in naming_diagnostics(script, ["examples/tut"], [])] == ["NM003"]
+    assert [d.code for d in naming_diagnostics(script, unignored(["examples/tut"]))] == ["NM003"]
 
 
 def test_synthetic_tree_like_verl(tmp_path):
@@ -158,7 +163,7 @@ def test_synthetic_tree_like_verl(tmp_path):
     root.mkdir()
     for name in ("run_qwen3_8b_vllm_fsdp.sh", "run_ok_fsdp.sh"):
         (root / name).write_text("#!/bin/bash\n", encoding="utf-8")
-    found = {p.name: [d.code for d in naming_diagnostics(p, [], [])] for p in sorted(root.rglob("*.sh"))}
+    found = {p.name: [d.code for d in naming_diagnostics(p, unignored())] for p in sorted(root.rglob("*.sh"))}
     assert found == {"run_ok_fsdp.sh": [], "run_qwen3_8b_vllm_fsdp.sh": ["NM001"]}
 
 
@@ -167,8 +172,9 @@ def test_only_run_scripts_are_named_a_helper_script_is_not(tmp_path):
     from sapo_toolkit.linter.lint import lint_paths
     from sapo_toolkit.linter.settings import Settings
 
-    (tmp_path / "setup_env.sh").write_text("#!/bin/bash\necho setting up\n", encoding="utf-8")
-    (tmp_path / "train_qwen.sh").write_text(
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "setup_env.sh").write_text("#!/bin/bash\necho setting up\n", encoding="utf-8")
+    (tmp_path / "examples" / "train_qwen.sh").write_text(
         "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n", encoding="utf-8"
     )
     found = [

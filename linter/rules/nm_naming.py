@@ -9,6 +9,12 @@ verl's check, for a file name:
    them (NM001); tokens are whole words, so `qwen3vl` or `vllmx` do not match;
 4. independently, the stem not ending with `_<backend>` for an allowed backend (a string suffix match, so the
    two-token `megatron_lite` and `fsdp_turbo` work) -> one error (NM002).
+
+verl runs that check on its examples tree only (`.pre-commit-config.yaml`: `check_example_naming.py --root
+examples`), so these rules name only the run scripts under a naming root: by default the closest directory named
+`examples` above the script, or the directories listed in `[tool.sapo-lint] naming-roots` (relative to that
+pyproject.toml). A CI helper (`tests/special_e2e/run_ppo_trainer_megatron.sh`), a recipe's own launcher
+(`verl/experimental/.../shell/*.sh`) or a script in another repository is no example and gets no NM finding.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from pathlib import Path, PurePath
+from typing import NamedTuple
 
 from ..core.diagnostics import Diagnostic, Location, Severity
 from ..rulekit.registry import source_rule
@@ -48,10 +55,16 @@ DEFAULT_IGNORE_FILES = (
     "examples/rollout_correction/run_qwen2_5_7b_fsdp_multi_rs.sh",
 )
 
-_IGNORES = """Scripts under the directories in `naming-ignore-dirs` and the files in `naming-ignore-files`
-    (`[tool.sapo-lint]`, paths relative to the project root, shell-style wildcards allowed per path component)
-    are not checked; by default they are verl's own ignores (`examples/data_preprocess`, `examples/profile`,
-    `examples/tutorial`, `examples/vllm_omni`, `examples/mtp_trainer` and three single files)."""
+EXAMPLES = "examples"  # verl's naming root: its hook runs with `--root examples`
+
+_IGNORES = """Only run scripts under a naming root are named, as verl checks only its `examples/` tree: by
+    default the closest directory named `examples` above the script; `naming-roots = ["examples", "recipes"]`
+    in `[tool.sapo-lint]` (paths relative to that pyproject.toml) names others instead, and `naming-roots = []`
+    none. Scripts under the directories in `naming-ignore-dirs` and the files in `naming-ignore-files`
+    (`[tool.sapo-lint]`, paths relative to that pyproject.toml, shell-style wildcards allowed per path
+    component) are not checked; by default they are verl's own ignores (`examples/data_preprocess`,
+    `examples/profile`, `examples/tutorial`, `examples/vllm_omni`, `examples/mtp_trainer` and three single
+    files), relative to the directory that holds the closest `examples`."""
 
 FORBIDDEN_TOKEN = source_rule(
     "NM001",
@@ -156,44 +169,80 @@ def check_name(name: str) -> list[tuple[str, str]]:
     return out
 
 
+class NamingScope(NamedTuple):
+    """Which run scripts the NM rules name (`Settings.naming_scope` builds it from `[tool.sapo-lint]`)."""
+
+    roots: tuple[str, ...] | None = None  # absolute naming roots; None: the closest directory named `examples`
+    # Ignores: an absolute entry as it is (a pyproject.toml's, made absolute), a relative one (verl's own lists)
+    # relative to the directory that holds the closest `examples`.
+    ignore_dirs: tuple[str, ...] = DEFAULT_IGNORE_DIRS
+    ignore_files: tuple[str, ...] = DEFAULT_IGNORE_FILES
+
+
 def _parts(path: PurePath) -> tuple[str, ...]:
     return tuple(p for p in path.parts if p not in ("", "."))
 
 
-def _contains(haystack: tuple[str, ...], needle: tuple[str, ...]) -> int:
-    """Where `needle` (wildcards per component) occurs as consecutive components of `haystack`; -1 if not."""
-    n = len(needle)
-    for i in range(len(haystack) - n + 1):
-        if all(fnmatch.fnmatchcase(h, p) for h, p in zip(haystack[i : i + n], needle, strict=True)):
-            return i
-    return -1
+def _matches(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
+    return len(parts) == len(pattern) and all(fnmatch.fnmatchcase(h, p) for h, p in zip(parts, pattern, strict=True))
 
 
-def is_ignored(path: Path, ignore_dirs: list[str], ignore_files: list[str]) -> bool:
-    """True when the script is in an ignored directory or is an ignored file. An ignore entry (relative to the
-    project root) matches the path's components wherever they start, so it works for paths given relative to
-    the root, relative to the working directory or absolute."""
-    p = Path(os.path.normpath(path))
-    parents = _parts(p.parent)
-    whole = _parts(p)
-    for entry in ignore_dirs:
-        needle = _parts(PurePath(os.path.normpath(entry)))
-        if needle and _contains(parents, needle) >= 0:
+def _closest_examples(script: PurePath) -> PurePath | None:
+    return next((d for d in script.parents if d.name == EXAMPLES), None)
+
+
+def _below(script: PurePath, directory: PurePath) -> tuple[str, ...] | None:
+    """The script's path components below `directory` (wildcards allowed in it), None when it is not under it. Both
+    are compared as written (absolute, `..` folded) and with symlinks resolved: a root may be a link to the tree."""
+    try:
+        resolved = [(PurePath(os.path.realpath(script)), PurePath(os.path.realpath(directory)))]
+    except (OSError, ValueError):  # a configured path with a NUL byte names no directory
+        resolved = []
+    for a, b in [(script, directory), *resolved]:
+        head = _parts(b)
+        if len(_parts(a)) > len(head) and _matches(_parts(a)[: len(head)], head):
+            return _parts(a)[len(head) :]
+    return None
+
+
+def naming_root(script: PurePath, roots: tuple[str, ...] | None) -> PurePath | None:
+    """The naming root the script (an absolute path) is under: the closest of `roots`, or by default the closest
+    directory named `examples`; None when it is under none, and so is no example."""
+    if roots is None:
+        return _closest_examples(script)
+    under = [PurePath(r) for r in roots if _below(script, PurePath(r)) is not None]
+    return max(under, key=lambda r: len(r.parts), default=None)
+
+
+def is_ignored(script: PurePath, scope: NamingScope) -> bool:
+    """Whether the script (an absolute path) is in an ignored directory or is an ignored file."""
+    examples = _closest_examples(script)
+
+    def below(entry: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+        """(the script's components, the entry's) from the entry's base, None when the script is not under it."""
+        if os.path.isabs(entry):
+            base, relative = (
+                PurePath(entry).anchor,
+                PurePath(os.path.normpath(entry)).relative_to(PurePath(entry).anchor),
+            )
+        elif examples is not None:
+            base, relative = examples.parent, PurePath(os.path.normpath(entry))
+        else:
+            return None
+        found = _below(script, PurePath(base))
+        return None if found is None else (found, _parts(relative))
+
+    for entry in scope.ignore_dirs:
+        pair = below(entry)
+        if pair and pair[1] and len(pair[1]) < len(pair[0]) and _matches(pair[0][: len(pair[1])], pair[1]):
             return True
-    for entry in ignore_files:
-        needle = _parts(PurePath(os.path.normpath(entry)))
-        if (
-            needle
-            and len(needle) <= len(whole)
-            and all(fnmatch.fnmatchcase(h, n) for h, n in zip(whole[-len(needle) :], needle, strict=True))
-        ):
-            return True
-    return False
+    return any((pair := below(entry)) and _matches(*pair) for entry in scope.ignore_files)
 
 
-def naming_diagnostics(path: Path, ignore_dirs: list[str], ignore_files: list[str]) -> list[Diagnostic]:
-    """The NM diagnostics for one run script (line 1, column 1), none when it is ignored."""
-    if is_ignored(Path(path), ignore_dirs, ignore_files):
+def naming_diagnostics(path: Path, scope: NamingScope) -> list[Diagnostic]:
+    """The NM diagnostics for one run script (line 1, column 1), none when it is under no naming root or ignored."""
+    script = PurePath(os.path.abspath(path))
+    if naming_root(script, scope.roots) is None or is_ignored(script, scope):
         return []
     rules = {r.code: r for r in (FORBIDDEN_TOKEN, MISSING_BACKEND, NOT_RUN_SCRIPT)}
     location = Location(str(path), 1, 1)
