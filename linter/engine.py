@@ -267,13 +267,21 @@ class LintContext:
     def accelerator(self) -> Accelerator | None:
         return self.command.accelerator if self.command else None
 
-    def blame(self, *paths: str) -> Location | ResolvedOverride:
-        """Where to report a finding about these keys: the last override that set one of them, else the
-        command's origin (the recipe's `overrides:` line)."""
-        set_here = [ro for ro in (self.explicit(p) for p in paths) if ro is not None]
-        if set_here:
-            return max(set_here, key=lambda ro: (ro.location.line, ro.location.column))
+    def blame(self, *paths: str, otherwise: Iterable[str] = ()) -> Location | ResolvedOverride:
+        """Where to report a finding about these keys: the last override that set one of `paths` (the keys whose
+        values break the check), else the last that set one of `otherwise` (the other keys it depends on), else
+        the command's origin (the recipe's `overrides:` line)."""
+        for keys in (paths, otherwise):
+            set_here = [ro for ro in (self.explicit(p) for p in keys) if ro is not None]
+            if set_here:
+                return max(set_here, key=lambda ro: (ro.location.line, ro.location.column))
         return (self.command.origin if self.command and self.command.origin else None) or Location("<config>")
+
+    def set_at(self, *paths: str) -> tuple[Location, ...]:
+        """Where the command sets these keys, in the order written: a finding's related locations (`Finding`
+        drops the one it is reported at)."""
+        set_here = {ro.location for ro in (self.explicit(p) for p in paths) if ro is not None}
+        return tuple(sorted(set_here, key=lambda loc: (loc.path, loc.line, loc.column)))
 
     def number(self, path: str) -> int | None:
         """The effective value of `path` if it is a whole number (an int, or a float with a whole value such as

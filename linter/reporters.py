@@ -50,6 +50,7 @@ def _printable_line(d: Diagnostic, code: str | None = None) -> str:
         message=printable(d.message),
         variant=d.variant and printable(d.variant),
         fix=fix,
+        related=tuple(r._replace(path=printable(r.path)) for r in d.related),
     ).text_line(code)
 
 
@@ -80,7 +81,9 @@ def render_github(diagnostics: list[Diagnostic], files: int) -> str:
             f"file={_escape_property(d.location.path)},line={d.location.line},col={d.location.column},"
             f"title={_escape_property(title)}"
         )
-        lines.append(f"::{level[d.severity]} {props}::{_escape_data(d.message)}")
+        # An annotation has one location: the related ones are named in its message, as in the text output.
+        message = f"{d.message} ({d.see_also()})" if d.related else d.message
+        lines.append(f"::{level[d.severity]} {props}::{_escape_data(message)}")
     return "\n".join(lines)
 
 

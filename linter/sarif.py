@@ -9,7 +9,11 @@ scanning") and how it is met here:
   Markdown) and a `helpUri`: the rule's own section of docs/rules.md at the installed version's release tag
   (`<Repository URL>/blob/v<version>/docs/rules.md#<anchor>`, the Repository URL from the distribution's metadata,
   i.e. pyproject's [project.urls]); shellcheck's codes link to shellcheck's wiki page for the code;
-- every result: a message, one location, and `partialFingerprints`. Upload-sarif computes GitHub's own
+- every result: a message, one location (the setting whose value breaks the check), its `relatedLocations` (the
+  other settings it depends on where they are written, e.g. a topology error's world-size lines: an `id` each from
+  1, and as message the key written there), and `partialFingerprints`. Code scanning links a related location only
+  where the result's message embeds it (`[text](id)`, SARIF 3.11.6), so the message ends with `(see also
+  [trainer.nnodes](1), ...)`, as the text output ends with `(see also lines ...)`; Upload-sarif computes GitHub's own
   `primaryLocationLineHash` from the file's text (it is not ours to fill); ours, `sapoLintFinding/v1`, identifies a
   finding by rule, file, the located text's key (an override's key, else the text itself), variant and the
   occurrence among equal ones, so it survives lines moving;
@@ -159,6 +163,14 @@ def _result(d: Diagnostic, index: dict[str, int], root: Path, spans: _Spans) -> 
         "message": {"text": d.message},
         "locations": [_location(d.location, root, spans)],
     }
+    if d.related:
+        keys = [_written_key(r, spans) for r in d.related]
+        links = ", ".join(f"[{_link_text(key)}]({i})" for i, key in enumerate(keys, 1))
+        result["message"]["text"] += f" (see also {links})"
+        result["relatedLocations"] = [
+            {**_location(r, root, spans), "id": i, "message": {"text": key}}
+            for i, (r, key) in enumerate(zip(d.related, keys, strict=True), 1)
+        ]
     if d.variant or d.fix:
         result["properties"] = {
             k: v
@@ -172,6 +184,11 @@ def _result(d: Diagnostic, index: dict[str, int], root: Path, spans: _Spans) -> 
     if d.fix and d.fix.applicability is not Applicability.DISPLAY_ONLY and not _is_command_line(d.location):
         result["fixes"] = [_fix(d.fix, d.location.path, root, spans)]
     return result
+
+
+def _link_text(text: str) -> str:
+    """`text` as the text of an embedded link (SARIF 3.11.6: a bracket or backslash in it is escaped)."""
+    return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
 
 
 def _fix(fix: Fix, path: str, root: Path, spans: _Spans) -> dict:
@@ -212,13 +229,18 @@ def artifact_location(path: str, root: Path) -> dict:
     return {"uri": quote(PurePath(relative).as_posix(), safe="/"), "uriBaseId": SRCROOT}
 
 
+def _written_key(loc: Location, spans: _Spans) -> str:
+    """The override key written at a location (`--override:N` for the command line)."""
+    return f"{OVERRIDE_SOURCE}:{loc.line}" if _is_command_line(loc) else spans.key(loc.path, loc.line, loc.column)
+
+
 def _add_fingerprints(results: list[dict], diagnostics: list[Diagnostic], spans: _Spans) -> None:
     """Identity of a finding that does not depend on its line: rule, file, the located key, variant; equal ones are
     numbered in the order they appear."""
     seen: dict[str, int] = {}
     for result, d in sorted(zip(results, diagnostics, strict=True), key=lambda pair: pair[1].sort_key()):
         loc = d.location
-        key = f"{OVERRIDE_SOURCE}:{loc.line}" if _is_command_line(loc) else spans.key(loc.path, loc.line, loc.column)
+        key = _written_key(loc, spans)
         identity = "\0".join((d.code, loc.path, key, d.variant or ""))
         digest = hashlib.sha256(identity.encode()).hexdigest()[:32]
         seen[digest] = seen.get(digest, 0) + 1

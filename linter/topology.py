@@ -27,6 +27,10 @@ class Parallelism(NamedTuple):
         return f"{self.prefix}.override_transformer_config.{name}"
 
 
+WORLD = ("trainer.nnodes", "trainer.n_gpus_per_node")  # the colocated worker group's devices
+MODEL_PATH = "actor_rollout_ref.model.path"  # names the model whose shape the model-aware rules read
+
+
 def world_size(ctx: LintContext) -> int | None:
     """Devices of the colocated actor/rollout worker group: trainer.nnodes x trainer.n_gpus_per_node."""
     return _devices(ctx, "trainer")[1]
@@ -120,6 +124,22 @@ def nearest_divisors(value: int, n: int) -> str:
     above = [d for d in found if d > value]
     near = ([below[-1]] if below else []) + ([above[0]] if above else [])
     return " or ".join(str(d) for d in near) or "1"
+
+
+def breaking_factors(ctx: LintContext, n: int, factors: dict[str, int]) -> list[str]:
+    """Of `factors` (key -> size) whose product must divide `n`, the keys the command sets that break it: each
+    whose size, were it 1, would leave a product that divides `n` (TP 4 x PP 3 on 8 devices: PP); where no single
+    one would, every one it sets above 1. A topology finding is reported there, not at the world size."""
+    product = math.prod(factors.values())
+    set_here = [k for k, v in factors.items() if v > 1 and ctx.explicit(k) is not None]
+    return [k for k in set_here if n % (product // factors[k]) == 0] or set_here
+
+
+def fitting_sizes(n: int, factors: dict[str, int], key: str) -> str | None:
+    """The sizes of `key` nearest its own that make the product of `factors` divide `n` ("2 or 4"); None when the
+    other factors' product does not divide `n` (no size of `key` alone fits)."""
+    rest = math.prod(v for k, v in factors.items() if k != key)
+    return nearest_divisors(factors[key], n // rest) if key in factors and n % rest == 0 else None
 
 
 def megatron_roles(ctx: LintContext):

@@ -77,9 +77,11 @@ def test_json_output_follows_the_contract(tmp_path):
         "variant",
         "fix",
         "fix_applicability",
+        "related",
     }
     assert (d["code"], d["name"], d["severity"], d["line"], d["column"]) == ("SL001", "unknown-key", "error", 6, 3)
     assert d["variant"] is None and d["fix"] is None and d["fix_applicability"] is None  # a near spelling: a hint
+    assert d["related"] == []  # other settings a finding depends on: tests/test_finding_locations.py
     assert "Did you mean `trainer.nnodes`?" in d["message"]
 
 

@@ -72,6 +72,9 @@ class Diagnostic(NamedTuple):
     message: str
     variant: str | None = None
     fix: Fix | None = None  # the new text of the override's key (or of the whole override for CLI text)
+    # The other settings the finding depends on, where they are written (a topology error's world-size lines):
+    # the finding itself is at the setting whose value breaks the check.
+    related: tuple[Location, ...] = ()
 
     def with_variant(self, variant: str | None) -> Diagnostic:
         return self._replace(variant=variant)
@@ -89,15 +92,25 @@ class Diagnostic(NamedTuple):
             "variant": self.variant,
             "fix": self.fix and self.fix.text,
             "fix_applicability": self.fix and self.fix.applicability.value,
+            "related": [{"path": r.path, "line": r.line, "column": r.column} for r in self.related],
         }
 
     def text_line(self, code: str | None = None) -> str:
-        """`path:line:col: CODE message [variant] (fix: ...)` (`unsafe fix:`, or `hint:` for a fix that is only
-        shown); `code` replaces the code's text (e.g. coloured)."""
+        """`path:line:col: CODE message [variant] (fix: ...) (see also ...)` (`unsafe fix:`, or `hint:` for a fix
+        that is only shown; `see also` the related locations); `code` replaces the code's text (e.g. coloured)."""
         variant = f" [{self.variant}]" if self.variant else ""
         fix = f" ({FIX_LABEL[self.fix.applicability]}: {self.fix.text})" if self.fix else ""
+        see_also = f" ({self.see_also()})" if self.related else ""
         where = f"{self.location.path}:{self.location.line}:{self.location.column}"
-        return f"{where}: {code or self.code} {self.message}{variant}{fix}"
+        return f"{where}: {code or self.code} {self.message}{variant}{fix}{see_also}"
+
+    def see_also(self) -> str:
+        """`see also lines 10, 11`: the related locations, by line in the finding's own file, else by `path:line`
+        (JSON and SARIF give their columns too)."""
+        here = list(dict.fromkeys(r.line for r in self.related if r.path == self.location.path))
+        elsewhere = list(dict.fromkeys(f"{r.path}:{r.line}" for r in self.related if r.path != self.location.path))
+        lines = [("line " if len(here) == 1 else "lines ") + ", ".join(map(str, here))] if here else []
+        return "see also " + ", ".join(lines + elsewhere)
 
     def sort_key(self) -> tuple:
         return (self.location.path, self.location.line, self.location.column, self.code, self.variant or "")

@@ -22,6 +22,7 @@ class Finding(NamedTuple):
     fix: str | None = None
     severity: Severity | None = None  # only for rules whose severity depends on a library version
     fix_applicability: Applicability = Applicability.SAFE
+    related: tuple[Location, ...] = ()  # where the other settings it depends on are written (`LintContext.set_at`)
 
 
 class Rule(NamedTuple):
@@ -38,13 +39,17 @@ class Rule(NamedTuple):
     needs_model: bool = False  # some of its checks need the model's shape (RF005 where a run lacks it)
 
     def diagnostic(
-        self, location: Location, message: str, fix: Fix | None = None, severity: Severity | None = None
+        self,
+        location: Location,
+        message: str,
+        fix: Fix | None = None,
+        severity: Severity | None = None,
+        related: tuple[Location, ...] = (),
     ) -> Diagnostic:
         """Every finding of every rule and source is made here: a `NAME=value` its message quotes from a file (a
         script word, an override) has the value redacted when NAME is a secret name (`core.redaction`)."""
-        return Diagnostic(
-            location, self.code, self.name, severity or self.severity, redact_assignments(message), fix=fix
-        )
+        message = redact_assignments(message)
+        return Diagnostic(location, self.code, self.name, severity or self.severity, message, fix=fix, related=related)
 
     def run(self, ctx) -> list[Diagnostic]:
         if self.check is None:
@@ -54,7 +59,8 @@ class Rule(NamedTuple):
             at = f.at
             location = at if isinstance(at, Location) else at.location
             fix = _fix(f, at, location) if f.fix is not None else None
-            out.append(self.diagnostic(location, f.message, fix, f.severity))
+            related = tuple(r for r in f.related if r != location)
+            out.append(self.diagnostic(location, f.message, fix, f.severity, related))
         return out
 
 

@@ -1,7 +1,7 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
-from ..rulekit.recompute import GRANULARITY, blame, recompute_roles, rejects
-from ..rulekit.registry import Finding, rule
+from ..rulekit.recompute import GRANULARITY, finding, recompute_roles, rejects
+from ..rulekit.registry import rule
 
 
 @rule(
@@ -27,13 +27,15 @@ def check(ctx: LintContext):
     `TransformerConfig`, whose `__post_init__` accepts only `"full"`, `"selective"` or None (null = no
     recompute), case-sensitively, in every megatron-core version (0.12.1, 0.15.3, 0.16.1). Anything else raises
     `ValueError: When using recompute_granuarlity: <value> must be "full"or "selective".` (Megatron's spelling)
-    when the worker builds the model, minutes after launch."""
+    when the worker builds the model, minutes after launch. Reported at `recompute_granularity`."""
     for par, v in recompute_roles(ctx, GRANULARITY):
         g = v[GRANULARITY]
         if g is None or g in ("full", "selective") or (isinstance(g, str) and "${" in g):
             continue
         quoted = f'When using recompute_granuarlity: {g} must be "full"or "selective".'
-        yield Finding(
-            blame(ctx, par, GRANULARITY),
+        yield finding(
+            ctx,
+            par,
             f"{par.role}: recompute_granularity={g!r}: {rejects(ctx, quoted)} Use full, selective or null.",
+            GRANULARITY,
         )

@@ -1,7 +1,7 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
-from ..rulekit.recompute import GRANULARITY, METHOD, blame, recompute_roles, rejects
-from ..rulekit.registry import Finding, rule
+from ..rulekit.recompute import GRANULARITY, METHOD, finding, recompute_roles, rejects
+from ..rulekit.registry import rule
 
 
 @rule(
@@ -26,13 +26,17 @@ def check(ctx: LintContext):
     """When `recompute_granularity` is set, megatron-core's `TransformerConfig.__post_init__` (0.12.1, 0.15.3,
     0.16.1) requires `recompute_method` to be `"block"`, `"uniform"` or None, case-sensitively, and raises
     `ValueError: recompute_method: <value> must be "block" or "uniform".` at model init otherwise. With
-    `recompute_granularity: null` the method is not looked at (and not used)."""
+    `recompute_granularity: null` the method is not looked at (and not used). Reported at `recompute_method`, with
+    the granularity line as a related location."""
     for par, v in recompute_roles(ctx, GRANULARITY, METHOD):
         g, m = v[GRANULARITY], v[METHOD]
         if g is None or m is None or m in ("block", "uniform") or (isinstance(m, str) and "${" in m):
             continue
         quoted = f'recompute_method: {m} must be "block" or "uniform".'
-        yield Finding(
-            blame(ctx, par, METHOD),
+        yield finding(
+            ctx,
+            par,
             f"{par.role}: recompute_method={m!r} with recompute_granularity={g!r}: {rejects(ctx, quoted)}",
+            METHOD,
+            GRANULARITY,
         )

@@ -1,7 +1,7 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
-from ..rulekit.recompute import GRANULARITY, NUM_LAYERS, blame, recompute_roles, rejects
-from ..rulekit.registry import Finding, rule
+from ..rulekit.recompute import GRANULARITY, NUM_LAYERS, finding, recompute_roles, rejects
+from ..rulekit.registry import rule
 
 
 @rule(
@@ -26,7 +26,8 @@ def check(ctx: LintContext):
     verl's default is null, and megatron-core's `TransformerConfig.__post_init__` (0.12.1, 0.15.3, 0.16.1)
     raises `ValueError: When using recompute_granularity: full recompute_num_layers must be between 1 and
     num_layers_per_pipeline_rank: <num_layers // PP>` at model init. Megatron only checks that the value is
-    set: an out-of-range number is not rejected there."""
+    set: an out-of-range number is not rejected there. Reported at `recompute_granularity=full`, whose requirement
+    fails (a `recompute_num_layers` line as a related location)."""
     for par, v in recompute_roles(ctx, GRANULARITY, NUM_LAYERS):
         if v[GRANULARITY] != "full" or v[NUM_LAYERS] is not None:
             continue
@@ -35,8 +36,11 @@ def check(ctx: LintContext):
             "When using recompute_granularity: full recompute_num_layers must be between "
             f"1 and num_layers_per_pipeline_rank: {per_rank}"
         )
-        yield Finding(
-            blame(ctx, par, GRANULARITY, NUM_LAYERS),
+        yield finding(
+            ctx,
+            par,
             f"{par.role}: recompute_granularity=full with recompute_num_layers=null: {rejects(ctx, quoted)} "
             f"Set {par.transformer(NUM_LAYERS)} (1 with the uniform method).",
+            GRANULARITY,
+            NUM_LAYERS,
         )

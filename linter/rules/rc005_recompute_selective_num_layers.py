@@ -1,7 +1,7 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
-from ..rulekit.recompute import GRANULARITY, NUM_LAYERS, blame, recompute_roles, rejects
-from ..rulekit.registry import Finding, rule
+from ..rulekit.recompute import GRANULARITY, NUM_LAYERS, finding, recompute_roles, rejects
+from ..rulekit.registry import rule
 
 
 @rule(
@@ -26,13 +26,18 @@ def check(ctx: LintContext):
     `ValueError: When using recompute_granularity: selective recompute_num_layers must be None.` at model
     init, minutes after launch. This is what happens when a script switches `recompute_granularity` to
     selective but keeps the rest of a hard-coded "full" triplet (method + num_layers). A leftover
-    `recompute_method` alone is accepted by megatron-core."""
+    `recompute_method` alone is accepted by megatron-core. Reported at `recompute_granularity=selective`, the
+    value that makes the layer count invalid, with the `recompute_num_layers` line as a related location."""
     for par, v in recompute_roles(ctx, GRANULARITY, NUM_LAYERS):
         if v[GRANULARITY] != "selective" or v[NUM_LAYERS] is None:
             continue
         quoted = "When using recompute_granularity: selective recompute_num_layers must be None."
-        yield Finding(
-            blame(ctx, par, GRANULARITY, NUM_LAYERS),
+        yield finding(
+            ctx,
+            par,
             f"{par.role}: recompute_granularity=selective with recompute_num_layers={v[NUM_LAYERS]!r}: "
-            f"{rejects(ctx, quoted)} Drop the override or set {par.transformer(NUM_LAYERS)}=null.",
+            f"{rejects(ctx, quoted)} Drop the {par.transformer(NUM_LAYERS)} override (or set it to null), or use full "
+            "recompute.",
+            GRANULARITY,
+            NUM_LAYERS,
         )

@@ -1,7 +1,7 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
-from ..rulekit.recompute import GRANULARITY, MODULES, blame, mcore, recompute_roles
-from ..rulekit.registry import Finding, rule
+from ..rulekit.recompute import GRANULARITY, MODULES, finding, mcore, recompute_roles
+from ..rulekit.registry import rule
 from ..schema import version_key
 
 # `allowed_modules` in `TransformerConfig.__post_init__`, by megatron-core version.
@@ -55,7 +55,8 @@ def check(ctx: LintContext):
     {...}. Allowed modules are: {...}` at model init. The set depends on the version: 0.12.x/0.13.x allow
     core_attn, moe_act, layernorm, mla_up_proj, mlp, moe; 0.15/0.16 add shared_experts (0.19 adds gdn_norm_out).
     verl's own comment lists the 0.12 set. An empty list is not checked; the list is not looked at unless the
-    granularity is selective. The recipe's `stack: {megatron_core: ...}` picks the version."""
+    granularity is selective. The recipe's `stack: {megatron_core: ...}` picks the version.
+    Reported at `recompute_modules`, with the granularity line as a related location."""
     found = allowed_modules(ctx.stack.megatron_core)
     if found is None:
         return
@@ -69,9 +70,12 @@ def check(ctx: LintContext):
         if not invalid:
             continue
         quoted = f"Invalid choices for recompute_modules: {_set(invalid)}. Allowed modules are: {_set(allowed)}"
-        yield Finding(
-            blame(ctx, par, GRANULARITY, MODULES),
+        yield finding(
+            ctx,
+            par,
             f"{par.role}: recompute_modules={modules!r} with recompute_granularity=selective: "
             f"{mcore(ctx)} fails an assertion at model init (`TransformerConfig.__post_init__`): "
             f'"{quoted}"',
+            MODULES,
+            GRANULARITY,
         )

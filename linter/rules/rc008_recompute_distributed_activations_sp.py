@@ -1,6 +1,6 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
-from ..rulekit.recompute import GRANULARITY, blame, recompute_roles, rejects
+from ..rulekit.recompute import GRANULARITY, recompute_roles, rejects
 from ..rulekit.registry import Finding, rule
 
 DSA, SP = "distribute_saved_activations", "sequence_parallel"
@@ -44,14 +44,22 @@ def check(ctx: LintContext):
     with sequence parallelism they are already split, and megatron-core's `TransformerConfig.__post_init__`
     (0.12.1, 0.15.3, 0.16.1) raises `ValueError: distribute_saved_activations: True must be false when sequence
     parallel is enabled: True` at model init whenever `recompute_granularity` is set. verl enables sequence
-    parallel by default whenever TP > 1."""
+    parallel by default whenever TP > 1. Reported at `distribute_saved_activations`, with the granularity,
+    sequence-parallel and TP lines as related locations."""
     for par, v in recompute_roles(ctx, GRANULARITY, DSA, SP):
         if v[GRANULARITY] is None or v[DSA] is not True or not effective_sequence_parallel(ctx, par):
             continue
         quoted = "distribute_saved_activations: True must be false when sequence parallel is enabled: True"
+        reads = (
+            par.transformer(GRANULARITY),
+            par.transformer(SP),
+            par.path(SP),
+            par.path("tensor_model_parallel_size"),
+        )
         yield Finding(
-            blame(ctx, par, GRANULARITY, DSA),
+            ctx.blame(par.transformer(DSA), otherwise=reads),
             f"{par.role}: distribute_saved_activations=true with sequence parallel (TP={par.tp}) and "
             f"recompute_granularity={v[GRANULARITY]!r}: {rejects(ctx, quoted)} "
             f"Drop distribute_saved_activations (or set {par.path(SP)}=false).",
+            related=ctx.set_at(par.transformer(DSA), *reads),
         )

@@ -1,7 +1,7 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
-from ..rulekit.recompute import GRANULARITY, METHOD, NUM_LAYERS, at_or_after, blame, mcore, recompute_roles
-from ..rulekit.registry import Finding, rule
+from ..rulekit.recompute import GRANULARITY, METHOD, NUM_LAYERS, at_or_after, finding, mcore, recompute_roles
+from ..rulekit.registry import rule
 
 OVERLAP = "overlap_moe_expert_parallel_comm"
 
@@ -31,7 +31,9 @@ def check(ctx: LintContext):
     `disable full recomputation when enabling overlap_moe_expert_parallel_comm`, `disable recomputation method
     when enabling overlap_moe_expert_parallel_comm`, `recompute_num_layers must be None when enabling
     overlap_moe_expert_parallel_comm`, each an AssertionError at model init (checked after the overlap's other
-    requirements: EP > 1, alltoall/flex dispatcher, VPP when PP > 1). Selective recompute is allowed."""
+    requirements: EP > 1, alltoall/flex dispatcher, VPP when PP > 1). Selective recompute is allowed.
+    Reported at `overlap_moe_expert_parallel_comm` (the checks sit under it), with the recompute lines as related
+    locations."""
     if not at_or_after(ctx, "0.15"):
         return  # the field does not exist there (SL007 reports it)
     for par, v in recompute_roles(ctx, GRANULARITY, METHOD, NUM_LAYERS, OVERLAP):
@@ -48,8 +50,13 @@ def check(ctx: LintContext):
             continue
         settings = ", ".join(f"{n}={v[n]!r}" for n in (GRANULARITY, METHOD, NUM_LAYERS) if v[n] is not None)
         quoted = "; then ".join(f'"{m}"' for m in failed)
-        yield Finding(
-            blame(ctx, par, GRANULARITY, METHOD, NUM_LAYERS, OVERLAP),
+        yield finding(
+            ctx,
+            par,
             f"{par.role}: overlap_moe_expert_parallel_comm=true with {settings}: {mcore(ctx)} fails an "
             f"assertion at model init (`TransformerConfig.__post_init__`): {quoted}",
+            OVERLAP,
+            GRANULARITY,
+            METHOD,
+            NUM_LAYERS,
         )

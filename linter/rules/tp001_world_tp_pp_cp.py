@@ -1,10 +1,11 @@
-from ..core.diagnostics import Severity
+from ..core.diagnostics import Location, Severity
 from ..core.paths import ROLE_PREFIX
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
-from ..topology import active_roles, megatron_roles, nearest_divisors, own_setting, world_size
+from ..topology import WORLD, active_roles, breaking_factors, fitting_sizes, megatron_roles, own_setting, world_size
 
 SIZES = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")
+LABEL = dict(zip(SIZES, ("TP", "PP", "CP"), strict=True))
 
 
 @rule(
@@ -29,21 +30,28 @@ def check(ctx: LintContext):
     """Megatron's `initialize_model_parallel` needs `world_size % (TP * PP * CP) == 0` and derives the data-parallel
     size `dp = world / (TP * PP * CP)`; verl's `validate_config` checks the same for the actor before Ray starts,
     and the ref and critic hit it in their workers. The world is `trainer.nnodes * trainer.n_gpus_per_node`
-    (the colocated actor/rollout group). The message shows the product and the nearest TP that divides. A size
-    below 1 is reported too: Megatron divides by the product."""
+    (the colocated actor/rollout group). The finding is at the size the script sets that breaks it (the one that,
+    at 1, would leave a product that divides the world: PP 3 next to TP 4 on 8 devices), with the other sizes and
+    the world-size lines it sets as related locations; the message names the nearest values of that size that
+    divide. A size below 1 is reported too: Megatron divides by the product."""
     yield from _below_one(ctx)
     world = world_size(ctx)
     if not world:
         return
     for role, par in megatron_roles(ctx):
-        product = par.tp * par.pp * par.cp
-        if world % product and own_setting(ctx, par, *SIZES):
-            yield Finding(
-                ctx.blame(*(par.path(s) for s in SIZES), "trainer.nnodes", "trainer.n_gpus_per_node"),
-                f"{role}: world size {world} is not divisible by TP*PP*CP = {par.tp}*{par.pp}*{par.cp} = {product} "
-                f"(Megatron: world_size must be divisible by tensor x pipeline x context parallel size); "
-                f"TP {nearest_divisors(par.tp, world // (par.pp * par.cp) or 1)} would give an integer dp",
-            )
+        factors = dict(zip((par.path(s) for s in SIZES), (par.tp, par.pp, par.cp), strict=True))
+        if world % (par.tp * par.pp * par.cp) == 0 or not own_setting(ctx, par, *SIZES):
+            continue
+        at = ctx.blame(*breaking_factors(ctx, world, factors), otherwise=(*factors, *WORLD))
+        size = par.path(SIZES[0]) if isinstance(at, Location) or at.path not in factors else at.path
+        fits = fitting_sizes(world, factors, size)
+        yield Finding(
+            at,
+            f"{role}: world size {world} is not divisible by TP*PP*CP = {par.tp}*{par.pp}*{par.cp} = "
+            f"{par.tp * par.pp * par.cp} (Megatron: world_size must be divisible by tensor x pipeline x context "
+            "parallel size)" + (f"; {LABEL[size.rsplit('.', 1)[1]]} {fits} would give an integer dp" if fits else ""),
+            related=ctx.set_at(*factors, *WORLD),
+        )
 
 
 def _below_one(ctx: LintContext):

@@ -1,7 +1,7 @@
-from ..core.diagnostics import Severity
+from ..core.diagnostics import Location, Severity
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
-from ..topology import megatron_roles, own_setting, world_size
+from ..topology import WORLD, breaking_factors, fitting_sizes, megatron_roles, own_setting, world_size
 
 SIZES = (
     "expert_model_parallel_size",
@@ -9,6 +9,7 @@ SIZES = (
     "pipeline_model_parallel_size",
     "tensor_model_parallel_size",
 )
+LABEL = dict(zip(SIZES, ("EP", "ETP", "PP", "TP"), strict=True))
 
 
 @rule(
@@ -35,15 +36,32 @@ def check(ctx: LintContext):
     """The expert layers get their own decomposition: Megatron needs `world % (EP * ETP * PP) == 0` and derives
     the expert-data-parallel size `edp = world / (EP * ETP * PP)`, over which the distributed optimizer shards
     expert state. ETP defaults to TP when unset. (`EP * ETP == world` is not a requirement, whatever old
-    comments say.)"""
+    comments say.) As for TP001, the finding is at the size the script sets that breaks it (the one that, at 1,
+    would leave a product that divides the world), with the other sizes and the world-size lines as related
+    locations; an ETP the script leaves to follow TP is that size first (reported at TP, the fix named is
+    `expert_tensor_parallel_size=1`)."""
     world = world_size(ctx)
     if not world:
         return
     for role, par in megatron_roles(ctx):
-        product = par.ep * par.etp * par.pp
-        if world % product and own_setting(ctx, par, *SIZES):
-            yield Finding(
-                ctx.blame(*(par.path(s) for s in SIZES), "trainer.nnodes", "trainer.n_gpus_per_node"),
-                f"{role}: world size {world} is not divisible by EP*ETP*PP = {par.ep}*{par.etp}*{par.pp} = {product} "
-                "(ETP defaults to TP), so there is no integer expert-data-parallel size",
-            )
+        if world % (par.ep * par.etp * par.pp) == 0 or not own_setting(ctx, par, *SIZES):
+            continue
+        ep, etp, pp, tp = (par.path(s) for s in SIZES)
+        etp_set = ctx.config.value(etp) is not None
+        factors = {ep: par.ep, etp if etp_set else tp: par.etp, pp: par.pp}
+        culprits = breaking_factors(ctx, world, factors)
+        if not etp_set and tp in culprits:
+            # An ETP nobody chose (it follows TP) is the one to change: ETP 1 is the usual MoE setting.
+            at, hint = ctx.blame(tp), "; expert_tensor_parallel_size=1 would give one"
+        else:
+            at = ctx.blame(*culprits, otherwise=(*factors, *WORLD))
+            size = ep if isinstance(at, Location) or at.path not in factors else at.path
+            fits = fitting_sizes(world, factors, size)
+            hint = f"; {LABEL[size.rsplit('.', 1)[1]]} {fits} would give one" if fits else ""
+        yield Finding(
+            at,
+            f"{role}: world size {world} is not divisible by EP*ETP*PP = {par.ep}*{par.etp}*{par.pp} = "
+            f"{par.ep * par.etp * par.pp} (ETP defaults to TP), so there is no integer expert-data-parallel size"
+            + hint,
+            related=ctx.set_at(ep, etp, pp, tp, *WORLD),
+        )

@@ -1,7 +1,7 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
-from ..topology import megatron_roles, nearest_divisors, own_setting
+from ..topology import MODEL_PATH, megatron_roles, nearest_divisors, own_setting
 
 
 @rule(
@@ -34,4 +34,5 @@ def check(ctx: LintContext):
                 f"{role}: {model.name} has {model.num_attention_heads} attention heads; Megatron: "
                 f'"num_attention_heads ({model.num_attention_heads}) must be a multiple of tensor_model_parallel_size '
                 f'({par.tp})." Nearest valid TP: {nearest_divisors(par.tp, model.num_attention_heads)}',
+                related=ctx.set_at(MODEL_PATH),
             )

@@ -2,7 +2,7 @@ from ..core.diagnostics import Severity
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
 from ..schema import version_key
-from ..topology import megatron_roles, own_setting
+from ..topology import MODEL_PATH, megatron_roles, own_setting
 
 
 @rule(
@@ -47,4 +47,5 @@ def check(ctx: LintContext):
             f"{role}: {model.name} has {groups} query groups (KV heads); megatron-core {ctx.stack.megatron_core}: "
             f'"num_query_groups ({groups}) must be {wording} tensor_model_parallel_size ({par.tp})."'
             + ("" if replicates else " (megatron-core >= 0.16 also accepts TP a multiple of the groups)"),
+            related=ctx.set_at(MODEL_PATH),
         )

@@ -1,7 +1,7 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
-from ..topology import megatron_roles, nearest_divisors, own_setting
+from ..topology import MODEL_PATH, megatron_roles, nearest_divisors, own_setting
 
 
 @rule(
@@ -33,4 +33,5 @@ def check(ctx: LintContext):
                 ctx.blame(par.path("expert_model_parallel_size")),
                 f"{role}: {model.name} has {model.num_experts} routed experts, not divisible by EP {par.ep}; "
                 f"nearest valid EP: {nearest_divisors(par.ep, model.num_experts)}",
+                related=ctx.set_at(MODEL_PATH),
             )

@@ -1,7 +1,7 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
-from ..topology import megatron_roles, own_setting
+from ..topology import MODEL_PATH, megatron_roles, own_setting
 
 
 @rule(
@@ -31,4 +31,5 @@ def check(ctx: LintContext):
                 ctx.blame(par.path("expert_model_parallel_size")),
                 f'{role}: EP {par.ep} but {model.name} is a dense model; Megatron: "num_moe_experts must be non None '
                 'to use expert-parallel." Set EP to 1',
+                related=ctx.set_at(MODEL_PATH),
             )

@@ -1,7 +1,7 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
-from ..topology import megatron_roles, own_setting
+from ..topology import MODEL_PATH, megatron_roles, own_setting
 
 UNEVEN = ("num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage", "pipeline_model_parallel_layout")
 
@@ -43,10 +43,12 @@ def check(ctx: LintContext):
             layers -= int(first or 0) + int(last or 0)
             stages -= bool(first) + bool(last)
             if stages > 0 and layers % stages:
+                uneven = [par.transformer(n) for n in UNEVEN[:2]]
                 yield Finding(
-                    ctx.blame(*(par.transformer(n) for n in UNEVEN[:2]), par.path("pipeline_model_parallel_size")),
+                    ctx.blame(par.path("pipeline_model_parallel_size"), otherwise=uneven),
                     f'{role}: Megatron: "With uneven pipelineing the left over layers must be divisible by left '
                     f'over stages": {layers} middle layers over {stages} middle stages',
+                    related=ctx.set_at(*uneven, MODEL_PATH),
                 )
             continue
         if layers % stages:
@@ -56,4 +58,5 @@ def check(ctx: LintContext):
                 f'{role}: Megatron: "num_layers={layers} should be divisible by '
                 f'config.pipeline_model_parallel_size={stages}" ({model.name}); even PP: '
                 f"{', '.join(map(str, valid))}, or set num_layers_in_first/last_pipeline_stage",
+                related=ctx.set_at(MODEL_PATH),
             )

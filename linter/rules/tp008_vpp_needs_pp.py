@@ -1,7 +1,7 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
-from ..topology import megatron_roles, own_setting
+from ..topology import MODEL_PATH, megatron_roles, own_setting
 
 
 @rule(
@@ -29,12 +29,14 @@ def check(ctx: LintContext):
             ctx, par, "virtual_pipeline_model_parallel_size", "pipeline_model_parallel_size"
         ):
             continue
-        blame = ctx.blame(par.path("virtual_pipeline_model_parallel_size"), par.path("pipeline_model_parallel_size"))
+        vpp, pp = par.path("virtual_pipeline_model_parallel_size"), par.path("pipeline_model_parallel_size")
+        blame = ctx.blame(vpp, otherwise=(pp,))
         if par.pp <= 1:
             yield Finding(
                 blame,
                 f"{role}: virtual_pipeline_model_parallel_size {par.vpp} needs "
                 "pipeline_model_parallel_size > 1 (it is 1)",
+                related=ctx.set_at(pp),
             )
         elif (
             ctx.model is not None and ctx.model.num_layers % par.pp == 0 and (ctx.model.num_layers // par.pp) % par.vpp
@@ -44,4 +46,5 @@ def check(ctx: LintContext):
                 blame,
                 f'{role}: Megatron: "num_layers_per_pipeline_rank {per_rank} should be divisible by '
                 f'vp_size {par.vpp}" ({ctx.model.name}, {ctx.model.num_layers} layers over PP {par.pp})',
+                related=ctx.set_at(pp, MODEL_PATH),
             )

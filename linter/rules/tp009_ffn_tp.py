@@ -1,7 +1,7 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
-from ..topology import megatron_roles, own_setting
+from ..topology import MODEL_PATH, megatron_roles, own_setting
 
 
 @rule(
@@ -45,4 +45,5 @@ def check(ctx: LintContext):
                     ctx.blame(par.path(key)),
                     f"{role}: {model.name}'s {what} {size} is not divisible by {parts} "
                     f'(Megatron\'s divide(): "{size} is not divisible by {parts}")',
+                    related=ctx.set_at(MODEL_PATH),
                 )

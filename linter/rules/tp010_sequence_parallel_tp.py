@@ -38,17 +38,15 @@ def check(ctx: LintContext):
         if not own_setting(ctx, par, "tensor_model_parallel_size", "expert_model_parallel_size", "sequence_parallel"):
             continue
         if par.ep > 1 and par.tp > 1 and not par.sp:
+            sizes = (par.path("tensor_model_parallel_size"), par.path("expert_model_parallel_size"))
             yield Finding(
-                ctx.blame(
-                    par.path("sequence_parallel"),
-                    par.path("tensor_model_parallel_size"),
-                    par.path("expert_model_parallel_size"),
-                ),
+                ctx.blame(par.path("sequence_parallel"), otherwise=sizes),
                 f"{role}: EP {par.ep} x TP {par.tp} without sequence parallel; "
                 f"megatron-core {ctx.stack.megatron_core}: "
                 '"When using expert parallelism and tensor parallelism, sequence parallelism must be used"'
                 + (" (ValueError up to 0.14)" if strict else " (a warning from 0.15)"),
                 severity=None if strict else Severity.WARNING,
+                related=ctx.set_at(*sizes),
             )
         elif par.sp and par.tp == 1 and ctx.explicit(par.path("sequence_parallel")) is not None:
             yield Finding(

@@ -2,7 +2,7 @@ from ..core.diagnostics import Severity
 from ..core.paths import ROLLOUT
 from ..engine import LintContext, Part
 from ..rulekit.registry import Finding, rule
-from ..topology import nearest_divisors
+from ..topology import MODEL_PATH, nearest_divisors
 
 
 @rule(
@@ -35,4 +35,5 @@ def check(ctx: LintContext):
         ctx.blame(f"{ROLLOUT}.tensor_model_parallel_size"),
         f"rollout: {model.name} has {model.num_attention_heads} attention heads, not divisible by rollout TP "
         f"{tp}; nearest valid: {nearest_divisors(int(tp), model.num_attention_heads)}",
+        related=ctx.set_at(MODEL_PATH),
     )

@@ -41,7 +41,8 @@ def check(ctx: LintContext):
     fits_node = per_node % tp == 0 if tp <= per_node else tp % per_node == 0
     separated = separated_rollout(ctx)
     keys = ("rollout.n_gpus_per_node", "rollout.nnodes") if separated else ("trainer.n_gpus_per_node", "trainer.nnodes")
-    where = ctx.blame(f"{ROLLOUT}.tensor_model_parallel_size", *keys)
+    where = ctx.blame(f"{ROLLOUT}.tensor_model_parallel_size", otherwise=keys)
+    related = ctx.set_at(*keys)
     if separated and fits_node and tp <= world:
         if world % tp:
             yield Finding(
@@ -50,6 +51,7 @@ def check(ctx: LintContext):
                 f"starts {world // tp} standalone replica(s) of {tp}; nearest TP that tiles them: "
                 f"{nearest_divisors(tp, per_node)}",
                 severity=Severity.WARNING,
+                related=related,
             )
         return
     if fits_node and world % tp == 0:
@@ -59,4 +61,8 @@ def check(ctx: LintContext):
         if separated
         else f"{per_node} devices per node x {world // per_node} node(s) (world {world})"
     )
-    yield Finding(where, f"rollout TP {tp} does not tile {devices}; nearest valid: {nearest_divisors(tp, per_node)}")
+    yield Finding(
+        where,
+        f"rollout TP {tp} does not tile {devices}; nearest valid: {nearest_divisors(tp, per_node)}",
+        related=related,
+    )

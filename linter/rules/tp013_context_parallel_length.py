@@ -34,8 +34,10 @@ def check(ctx: LintContext):
         if par.cp <= 1 or ctx.config.value(par.path("use_remove_padding")) is not False:
             continue
         if total and total % (2 * par.cp) and own_setting(ctx, par, "context_parallel_size", "use_remove_padding"):
+            lengths = ("data.max_prompt_length", "data.max_response_length", par.path("use_remove_padding"))
             yield Finding(
-                ctx.blame(par.path("context_parallel_size"), "data.max_prompt_length", "data.max_response_length"),
+                ctx.blame(par.path("context_parallel_size"), otherwise=lengths),
                 f"{role}: sequence length {total} (prompt + response) is not divisible by 2 x CP = {2 * par.cp} "
                 "and sequences are not packed (use_remove_padding is false)",
+                related=ctx.set_at(*lengths),
             )
