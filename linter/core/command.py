@@ -14,6 +14,13 @@ from .overrides import OverrideSyntaxError, ParsedOverride, format_override, par
 from .redaction import is_secret_name, redact_assignments
 
 
+class DeviceSignal(NamedTuple):
+    """Something a run script writes that only makes sense on one kind of device (`core.device` ranks them)."""
+
+    kind: str  # "npu" | "gpu"
+    evidence: str  # what says so, for messages: "it sources `/usr/local/Ascend/ascend-toolkit/set_env.sh` (line 9)"
+
+
 class LocatedOverride(NamedTuple):
     """One override as a source read it: the parsed form (None on a syntax error) and where it was written."""
 
@@ -80,6 +87,11 @@ class Command(NamedTuple):
     # RAM, disk budget (`RESOURCE_KEYS`); the estimator assumes documented defaults for the ones not given.
     resources: tuple[tuple[str, float], ...] = ()
     entry_module: str | None = None  # the module run with `python -m` (verl.trainer.main_ppo); None: not stated
+    # What a run script's variant does that names a device (the Ascend set-up it sources or installs, the MindSpeed
+    # fields it sets, its file name), in `core.device`'s order; and the device each conditional region of the script
+    # is for (`if [ "$DEVICE" == npu ]`), by the region's start byte as in `LocatedOverride.branches`.
+    device_signals: tuple[DeviceSignal, ...] = ()
+    device_regions: tuple[tuple[int, DeviceSignal], ...] = ()
 
     def hydra_overrides(self) -> list[str]:
         """The command's overrides as Hydra command-line arguments that Hydra reads back as exactly these values.

@@ -10,6 +10,8 @@ from __future__ import annotations
 import fnmatch
 import re
 
+from ...core.command import DeviceSignal
+from ...core.device import ASCEND_SOFTWARE, device_word
 from .expansion import Expansion
 from .markers import markers
 
@@ -177,3 +179,158 @@ def switch_variable(ev: Expansion, n) -> str | None:
         if kids and kids[0].type == "variable_name" and (len(kids) == 1 or kids[1].type in (":-", "-")):
             return ev.text(kids[0])
     return None
+
+
+# ---------------------------------------------------------------------------------------------- device branches
+_GPU_SOFTWARE = re.compile(r"\bnvidia-smi\b")
+_DEVICE_TEXT = re.compile(rb"npu|ascend|gpu|cuda|nvidia", re.IGNORECASE)  # what every device test mentions
+# The nodes whose children can be statements: only these are walked for device tests (not words, not arrays).
+_HOLDS_STATEMENTS = frozenset(
+    (
+        "program",
+        "compound_statement",
+        "subshell",
+        "function_definition",
+        "if_statement",
+        "elif_clause",
+        "else_clause",
+        "case_statement",
+        "case_item",
+        "list",
+        "pipeline",
+        "negated_command",
+        "redirected_statement",
+        "while_statement",
+        "for_statement",
+        "c_style_for_statement",
+        "do_group",
+    )
+)
+_OTHER = {"npu": "gpu", "gpu": "npu"}
+_Implied = tuple[str | None, str | None]  # the device kind a condition implies when it is true, and when false
+
+
+def device_regions(ev: Expansion, root) -> dict[int, DeviceSignal]:
+    """The conditional regions of a script that run on one device kind only, by the start byte that names a region
+    in `LocatedOverride.branches`: the `then` part of an `if` whose condition tests for a device, an `elif` whose own
+    test does (or after tests whose failure does), an `else` after them, a `case` item whose patterns all name one
+    kind (`npu|ascend)`), the right of `&&`/`||` after such a test. A test for a device compares with a device word
+    (`[ "$device" == npu ]`, `[[ $D != cuda ]]`, `test "$D" = gpu`) or probes Ascend software
+    (`python3 -c 'import torch_npu'`, `[ -d /usr/local/Ascend ]`, `command -v npu-smi`); its failure is the other
+    kind."""
+    out: dict[int, DeviceSignal] = {}
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type == "if_statement":
+            _if_regions(ev, n, out)
+        elif n.type == "case_item":
+            patterns = [c for c in n.children[: _case_item_colon(n)] if c.is_named]
+            kinds = {device_word(ev.text(p)) for p in patterns}
+            if len(kinds) == 1 and None not in kinds:
+                subject = n.parent.child_by_field_name("value")
+                shown = "|".join(ev.text(p) for p in patterns)
+                where = f"`{shown})` of `case {brief(ev, subject)}` (line {n.start_point[0] + 1})"
+                out[n.start_byte] = DeviceSignal(kinds.pop(), where)
+        elif n.type == "list" and len(n.children) >= 3:
+            left, op, right = n.children[:3]
+            kind = _implied(ev, left)[0 if op.type == "&&" else 1]
+            if kind is not None:
+                where = f"`{brief(ev, left)} {op.type}` (line {left.start_point[0] + 1})"
+                out[right.start_byte] = DeviceSignal(kind, where)
+        if n.type in _HOLDS_STATEMENTS:  # a test for a device mentions one: walk only what does
+            stack.extend(c for c in n.named_children if _DEVICE_TEXT.search(ev.src, c.start_byte, c.end_byte))
+    return out
+
+
+def _case_item_colon(item) -> int:
+    """The index of the `)` that ends a `case` item's patterns."""
+    return next((i for i, c in enumerate(item.children) if c.type == ")"), 0)
+
+
+def _if_regions(ev: Expansion, n, out: dict[int, DeviceSignal]) -> None:
+    """The device regions of one `if`: its `then` part (named by the `if`), each `elif` and the `else`."""
+    then = next((i for i, c in enumerate(n.children) if c.type == "then"), None)
+    condition = [c for c in n.children[1:then] if c.is_named] if then is not None else []
+    if not condition:
+        return
+    clauses = [(n.start_byte, condition[-1], "if")]
+    clauses += [(c.start_byte, _clause_test(c), "elif") for c in n.children if c.type == "elif_clause"]
+    clauses += [(c.start_byte, None, "else") for c in n.children if c.type == "else_clause"]
+    failed: dict[str, str] = {}  # device kind -> the earlier test whose failure implies it
+    for key, test, keyword in clauses:
+        when_true, when_false = _implied(ev, test) if test is not None else (None, None)
+        written = f"`{keyword} {brief(ev, test)}`" if test is not None else "`else`"
+        if when_true is not None:
+            out[key] = DeviceSignal(when_true, f"{written} (line {test.start_point[0] + 1})")
+        elif len(failed) == 1:
+            kind, after = next(iter(failed.items()))
+            out[key] = DeviceSignal(kind, f"{written} after {after}")
+        if when_false is not None and test is not None:
+            failed.setdefault(when_false, f"`{keyword} {brief(ev, test)}` (line {test.start_point[0] + 1})")
+
+
+def _clause_test(clause):
+    """The last command of an `elif`'s condition: the one whose status decides."""
+    test = None
+    for c in clause.children:
+        if c.type == "then":
+            break
+        if c.is_named:
+            test = c
+    return test
+
+
+def _implied(ev: Expansion, n) -> _Implied:
+    """What a condition implies about the device when it succeeds and when it fails."""
+    t = n.type
+    if t in ("test_command", "parenthesized_expression", "redirected_statement") and n.named_children:
+        inner = [c for c in n.named_children if c.type not in ("file_redirect", "heredoc_redirect")]
+        return _implied(ev, inner[0]) if len(inner) == 1 else (None, None)
+    if t in ("negated_command",) or (t == "unary_expression" and n.children and ev.text(n.children[0]) == "!"):
+        when_true, when_false = _implied(ev, n.named_children[-1]) if n.named_children else (None, None)
+        return when_false, when_true
+    if t in ("compound_statement", "subshell") and n.named_children:
+        return _implied(ev, n.named_children[-1])
+    if t in ("list", "binary_expression") and len(n.children) == 3:
+        left, op, right = n.children
+        if op.type in ("&&", "||", "-a", "-o"):
+            a, b = _implied(ev, left), _implied(ev, right)
+            return _and(a, b) if op.type in ("&&", "-a") else _and(b[::-1], a[::-1])[::-1]
+        return _compared(ev.text(left), ev.text(op), ev.text(right))
+    if t == "command":
+        name = n.child_by_field_name("name")
+        args = [ev.text(c) for c in n.named_children if c != name]
+        if name is not None and ev.text(name) in ("test", "["):
+            args = args[:-1] if args and args[-1] == "]" else args
+            negated = bool(args) and args[0] == "!"
+            args = args[1:] if negated else args
+            implied = _compared(*args) if len(args) == 3 else (None, None)
+            return implied[::-1] if negated else implied
+    text = ev.text(n)
+    if ASCEND_SOFTWARE.search(text):
+        return "npu", "gpu"
+    if _GPU_SOFTWARE.search(text):
+        return "gpu", "npu"
+    return None, None
+
+
+def _compared(left: str, op: str, right: str) -> _Implied:
+    """`left OP right` where one side is a device word: equal is that kind, unequal the other."""
+    kinds = {k for k in (device_word(left), device_word(right)) if k is not None}
+    if len(kinds) != 1 or op not in ("=", "==", "!="):
+        return None, None
+    kind = kinds.pop()
+    return (kind, _OTHER[kind]) if op != "!=" else (_OTHER[kind], kind)
+
+
+def _and(a: _Implied, b: _Implied) -> _Implied:
+    """`a && b`: true says what either says (when they agree), false only what both say."""
+    trues = {k for k in (a[0], b[0]) if k is not None}
+    return (trues.pop() if len(trues) == 1 else None), (a[1] if a[1] == b[1] else None)
+
+
+def brief(ev: Expansion, n) -> str:
+    """A construct as messages quote it: its first line, at most 60 characters."""
+    text = ev.text(n).splitlines()[0] if n is not None and ev.text(n) else ""
+    return text if len(text) <= 60 else text[:59] + "…"

@@ -43,7 +43,8 @@ from ...schema import entrypoints
 from ..files import TextFile
 from ..hardware import choose
 from ..recipe import DEFAULT_CONFIG_NAME, ReadOptions, accelerator_levels
-from .conditions import GLOB_CHAR, switch_variable
+from .conditions import GLOB_CHAR, device_regions, switch_variable
+from .device_signals import script_signals
 from .interpreter import Interpreter
 from .markers import ARGUMENTS, Marks, construct_text, environment_name, markers, readable
 from .parse import byte_column, node_location, parse
@@ -445,6 +446,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     problems.extend(unknown_accelerators)
     entry = entrypoints(verl_version)
     branches = _BranchFinder(parsed)
+    regions = tuple(device_regions(runs[0][1], parsed.root).items())
     commands: list[Command] = []
     per_variant: list[list[ReadProblem]] = []
     models: dict[str | None, tuple[object, UnknownModel | None]] = {}
@@ -509,6 +511,8 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                 tuple(tr.env.values()),
                 site_limits({**dict(options.resources), **dict(options.cli_resources)}),
                 tr.module,
+                device_signals=script_signals(ev.ascend_command, overrides, source.path),
+                device_regions=regions,
             )
             accelerator, mismatch = choose(command, levels)  # per variant: each device variant gets its own
             commands.append(command._replace(accelerator=accelerator))

@@ -1,14 +1,16 @@
 """Recognising verl trainer calls in a script being evaluated: `python3 -m verl.<module> ...` (also `torchrun`,
 a versioned or absolute interpreter, interpreter flags before `-m`, and a launcher held in an array), with
-Hydra's `--config-name`/`-cn` and `--config-path`/`-cp` taken out of the overrides."""
+Hydra's `--config-name`/`-cn` and `--config-path`/`-cp` taken out of the overrides; and the first other command
+that runs Ascend software, for the device the variant runs on."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from ...core.command import EnvVar
+from ...core.command import DeviceSignal, EnvVar
 from ...core.diagnostics import Location
+from .device_signals import ascend_command
 from .interpreter import PASSTHROUGH_FIELD, Interpreter
 
 _PYTHON = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun)$")
@@ -36,6 +38,13 @@ class TrainerCallFinder(Interpreter):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.trainers: list[TrainerCall] = []
+        self.ascend_command: DeviceSignal | None = None  # the first other command that runs Ascend software
+
+    def command(self, n) -> None:
+        called = len(self.trainers)
+        super().command(n)
+        if self.ascend_command is None and len(self.trainers) == called:
+            self.ascend_command = ascend_command(self, n)
 
     def on_command(self, n, fields, assignments, passthrough) -> None:
         for i, (f, _) in enumerate(fields):
