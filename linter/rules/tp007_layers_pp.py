@@ -28,7 +28,8 @@ def check(ctx: LintContext):
     config.pipeline_model_parallel_size=PP`. Models with awkward layer counts (Qwen3-235B: 94 = 2 x 47; DeepSeek-V3:
     61, prime) need an uneven layout: `num_layers_in_first_pipeline_stage`/`num_layers_in_last_pipeline_stage`
     or `pipeline_model_parallel_layout` under `override_transformer_config`; then the remaining layers must split
-    evenly over the middle stages."""
+    evenly over the middle stages. Reported at the PP size, with the uneven-stage settings and the model path as
+    related locations."""
     model = ctx.model
     if model is None:
         return

@@ -23,7 +23,8 @@ from ..topology import MODEL_PATH, megatron_roles, own_setting
 def check(ctx: LintContext):
     """Interleaved (virtual) pipelining splits each pipeline stage into VPP chunks: it needs PP > 1, and
     Megatron asserts `num_layers_per_pipeline_rank N should be divisible by vp_size VPP` when it builds the
-    layers. (Megatron-LM's own launcher also wants PP > 2 without p2p overlap; verl turns overlap on with VPP.)"""
+    layers. (Megatron-LM's own launcher also wants PP > 2 without p2p overlap; verl turns overlap on with VPP.)
+    Reported at the VPP size, with the PP line as a related location."""
     for role, par in megatron_roles(ctx):
         if par.vpp is None or not own_setting(
             ctx, par, "virtual_pipeline_model_parallel_size", "pipeline_model_parallel_size"

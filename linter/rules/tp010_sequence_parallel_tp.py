@@ -32,7 +32,8 @@ def check(ctx: LintContext):
     ValueError up to megatron-core 0.14, a warning from 0.15. Sequence parallel with TP = 1 raises
     `Cannot use sequence parallelism without tensor parallelism` in Megatron, but verl switches
     `sequence_parallel` off itself when TP is 1 (its default is true), so that case is only noted when the recipe
-    sets it explicitly."""
+    sets it explicitly. Reported at `sequence_parallel` where the script turns it off, else at TP or EP, the
+    other sizes as related locations."""
     strict = version_key(ctx.stack.megatron_core) < version_key("0.15")
     for role, par in megatron_roles(ctx):
         if not own_setting(ctx, par, "tensor_model_parallel_size", "expert_model_parallel_size", "sequence_parallel"):

@@ -32,7 +32,8 @@ def check(ctx: LintContext):
     `rollout.nnodes x rollout.n_gpus_per_node` devices: a replica must still fit whole nodes (`RolloutReplica`
     asserts `world_size % gpus_per_replica_node == 0`, verl/workers/rollout/replica.py), but the replica count is
     `devices // replica size` (verl/workers/rollout/llm_server.py): devices left over sit idle (a warning), and a
-    replica larger than the rollout's devices gives no replica at all (an error)."""
+    replica larger than the rollout's devices gives no replica at all (an error). Reported at the rollout TP, with
+    the device-count lines as related locations."""
     tp = ctx.number(f"{ROLLOUT}.tensor_model_parallel_size")
     per_node, world = rollout_devices(ctx)
     if not tp or not per_node or not world:

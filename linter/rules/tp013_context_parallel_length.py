@@ -28,7 +28,8 @@ def check(ctx: LintContext):
     """Load-balanced context parallelism splits each sequence into `2 * CP` equal chunks ("The sequence length must
     be divisible by 2 * cp_size", megatron-core utils). verl pads packed sequences to a multiple of `TP * CP * 2`
     itself (`use_remove_padding: true`, its default), so only unpacked (bshd) batches can break it: then
-    `max_prompt_length + max_response_length` must divide by `2 * CP`."""
+    `max_prompt_length + max_response_length` must divide by `2 * CP`. Reported at the CP size, with the length
+    and `use_remove_padding` lines as related locations."""
     total = (ctx.number("data.max_prompt_length") or 0) + (ctx.number("data.max_response_length") or 0)
     for role, par in megatron_roles(ctx):
         if par.cp <= 1 or ctx.config.value(par.path("use_remove_padding")) is not False:
