@@ -35,7 +35,9 @@ LABEL = dict(zip(SIZES, ("EP", "ETP", "PP", "TP"), strict=True))
 def check(ctx: LintContext):
     """The expert layers get their own decomposition: Megatron needs `world % (EP * ETP * PP) == 0` and derives
     the expert-data-parallel size `edp = world / (EP * ETP * PP)`, over which the distributed optimizer shards
-    expert state. ETP defaults to TP when unset. (`EP * ETP == world` is not a requirement, whatever old
+    expert state. ETP defaults to TP when unset (verl passes `megatron.expert_tensor_parallel_size`, null by default,
+    to `initialize_model_parallel`: verl main's workers/engine/megatron/transformer_impl.py; megatron-core
+    core_v0.18.0 parallel_state.py then takes TP). (`EP * ETP == world` is not a requirement, whatever old
     comments say.) As for TP001, the finding is at the size the script sets that breaks it (the one that, at 1,
     would leave a product that divides the world), with the other sizes and the world-size lines as related
     locations; an ETP the script leaves to follow TP is that size first (reported at TP, the fix named is
