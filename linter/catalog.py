@@ -50,10 +50,11 @@ def _repo_keys(org: str, name: str) -> tuple[str, str]:
 
 @cache
 def card_index() -> dict[str, str]:
-    """Key (`_repo_keys` of every Hugging Face id a card lists) -> card name."""
+    """Key (`_repo_keys` of every Hugging Face id a card lists: the repositories its numbers come from, and the
+    `derived` ones, fine-tunes of one of them) -> card name."""
     index: dict[str, str] = {}
     for card, data in _cards().items():
-        for hf_id in data["hf_ids"]:
+        for hf_id in [*data["hf_ids"], *(d["hf_id"] for d in data.get("derived", ()))]:
             org, _, name = hf_id.partition("/")
             for key in _repo_keys(org, name):
                 index.setdefault(key, card)

@@ -124,13 +124,16 @@ def shape_from_hf_config(config: dict, name: str, source: str) -> ModelShape:
     layers = _required(config, "num_hidden_layers", MAX_LAYERS)
     hidden = _required(config, "hidden_size")
     heads = _required(config, "num_attention_heads")
-    ffn = _required(config, "intermediate_size")
     vocab = _required(config, "vocab_size")
     experts = (
         _count(config, "num_experts") or _count(config, "n_routed_experts") or _count(config, "num_local_experts") or 0
     )
+    # Qwen3.5's MoE models have no dense MLP, and no intermediate_size
+    ffn = _count(config, "intermediate_size", 1) or 0
     # Mixtral and GPT-OSS have no moe_intermediate_size: their experts are intermediate_size wide.
-    moe_ffn = (_count(config, "moe_intermediate_size") or ffn) if experts else 0
+    moe_ffn = (_count(config, "moe_intermediate_size", 1) or ffn) if experts else 0
+    if not ffn and not moe_ffn:
+        raise BadModelConfig("`intermediate_size` is missing")
     if not experts:
         moe_layers: tuple[bool, ...] = ()
     elif "first_k_dense_replace" in config or "n_routed_experts" in config:  # DeepSeek, Moonlight, Kimi, GLM-4.5
@@ -144,6 +147,8 @@ def shape_from_hf_config(config: dict, name: str, source: str) -> ModelShape:
             raise BadModelConfig(f"`mlp_only_layers` must be a list of layer numbers, not {_shown(listed)}")
         dense_only = set(listed)
         moe_layers = tuple(i not in dense_only and (i + 1) % step == 0 for i in range(layers))
+    if not ffn and not all(moe_layers):
+        raise BadModelConfig("`intermediate_size` is missing: the dense layers need it")
     shared, gate = 0, False
     if experts and config.get("n_shared_experts"):
         shared = _count(config, "n_shared_experts") * moe_ffn
