@@ -4,6 +4,7 @@ script is for (`Command.device_regions`) is read with the other tests, in `condi
 
 from __future__ import annotations
 
+import os
 from functools import cache
 
 from ...core.command import DeviceSignal, LocatedOverride
@@ -45,8 +46,9 @@ def script_signals(
     ascend: DeviceSignal | None, overrides: list[LocatedOverride], path: str
 ) -> tuple[DeviceSignal, ...]:
     """A variant's signals, in `core.device`'s order: the Ascend software it runs, a field only MindSpeed reads among
-    its overrides, the script's own name."""
-    return tuple(s for s in (ascend, _mindspeed_field(overrides), named_device(path)) if s is not None)
+    its overrides, the script's own name (the folders above it as well when it is linted as `./run.sh`)."""
+    named = named_device(os.path.abspath(path))
+    return tuple(s for s in (ascend, _mindspeed_field(overrides), named) if s is not None)
 
 
 def _mindspeed_field(overrides: list[LocatedOverride]) -> DeviceSignal | None:
