@@ -112,9 +112,11 @@ def explain_recipe(
             return [], [str(exc)]
         if command.model is None:
             how = (
-                "name a shipped card (`model.card`) or a directory with config.json (`model.path`)"
+                "name a shipped card (`model.card`), or a directory with config.json, a model in the Hugging Face "
+                "cache or a path ending in a card's name (`model.path`)"
                 if loaded.kind == "recipe"
-                else "give a directory with config.json: --override actor_rollout_ref.model.path=DIR"
+                else "give a directory with config.json, a model in the Hugging Face cache or a path ending in a "
+                "card's name: --override actor_rollout_ref.model.path=PATH"
             )
             items.append(Item(command.variant, error=f"unknown model: {how}"))
             continue
@@ -185,6 +187,7 @@ def to_json(item: Item, recipe_path: str | None = None) -> dict[str, Any]:
     out.update(
         {
             "model": p.model.name,
+            "model_source": p.model.source,
             "accelerator": p.accelerator,
             "accelerator_assumed": p.accelerator_assumed or None,
             "device": p.device,
@@ -281,6 +284,7 @@ def render_text(items: list[Item], title: str, color: bool = False, width: int =
             + (f", routed experts {pc.expert / 1e9:.2f} B; {pc.active / 1e9:.2f} B active" if moe else "")
             + ")"
         )
+        console.print(f"  model from {printable(p.model.source)}")
         console.print(
             f"  {e.world} x {p.accelerator} ({p.hbm_gib:g} GiB, {p.device}): TP{L.tp} PP{L.pp}"
             + (f" VPP{L.vpp}" if L.vpp else "")

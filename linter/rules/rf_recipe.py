@@ -120,13 +120,20 @@ UNKNOWN_MODEL = source_rule(
     Severity.INFO,
     summary="the model's architecture is unknown, so model-aware rules are skipped",
     explanation="""Topology rules need the model's shape (layers, heads, query groups, experts, FFN sizes). It
-    comes from `model.card` (a shipped card in `schemas/models/`), else from `config.json` when the model path
-    (`model.path` or `actor_rollout_ref.model.path`) is a local directory, else from the shipped card whose
-    Hugging Face id matches the path. When none applies, or a local config.json cannot describe a model (not a
-    JSON object; a size missing, not an integer, or beyond any real model's: the note names the field), this note
-    says which rules were skipped (the topology rules from TP003, and the estimate's MEM001, MEM002, CK001 and
-    CK002) and how to supply the shape; it is never a silent skip. A script whose entry module reaches none of those
-    rules (verl's SFT trainers, `main_eval`, `main_generation_server`) gets no note: nothing there needs the shape.""",
+    comes, in this order, from `model.card` (a shipped card in `schemas/models/`); from `config.json` when the
+    model path (`model.path` or `actor_rollout_ref.model.path`) is a local directory; from the config.json of the
+    model the path names in the Hugging Face cache (`$HF_HUB_CACHE`, else `$HF_HOME/hub`, else
+    `~/.cache/huggingface/hub`: `models--Org--Name/snapshots/<revision>`); else from the shipped card that the
+    path's last two components (`Qwen/Qwen2.5-7B-Instruct`) or last one (`Qwen2.5-7B-Instruct`) name, compared
+    without case or separators, release words (`-Instruct`, `-Base`, `-Chat`, `-it`, `-hf`, `-Thinking`, a date
+    such as `-2507`) left out. A run script's path that is partly unknown statically is looked up by the whole
+    components written after its last unknown part (`$HOME/models/Qwen3-8B`, `${MODEL_PATH:-$ROOT/DeepSeek-V3}`).
+    `sapo-lint explain` says which of these found the model. When none applies, or a local config.json cannot
+    describe a model (not a JSON object; a size missing, not an integer, or beyond any real model's: the note names
+    the field), this note says what was tried, which rules were skipped (the topology rules from TP003, and the
+    estimate's MEM001, MEM002, CK001 and CK002) and how to supply the shape; it is never a silent skip. A script
+    whose entry module reaches none of those rules (verl's SFT trainers, `main_eval`, `main_generation_server`) gets
+    no note: nothing there needs the shape.""",
     bad="""
     model: {path: my-org/private-model}
     overrides: {}

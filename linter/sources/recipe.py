@@ -209,7 +209,8 @@ def _model(source: TextFile, root, data: dict, base: list[LocatedOverride], prob
             UnknownModel(
                 location=_location(source.path, where),
                 reason=str(exc),
-                remedy="Name a shipped card with `model.card` or point `model.path` at a directory holding config.json",
+                remedy="Name a shipped card with `model.card`, or point `model.path` at a directory holding "
+                "config.json or at a Hugging Face id such as Qwen/Qwen3-8B",
             )
         )
         return None
