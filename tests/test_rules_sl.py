@@ -175,7 +175,7 @@ def test_sl007_npu_script_variant(tmp_path):
 def test_sl007_names_the_committed_release_that_has_the_field(lint_text):
     body = "overrides:\n  +actor_rollout_ref.actor.optim.override_optimizer_config.decoupled_weight_decay: true\n"
     found = only(lint_text('stack: {megatron_core: "0.12.1"}\n' + body), "SL007")
-    assert "megatron-core 0.15.3, 0.16.1 have it" in found[0].message
+    assert "megatron-core 0.15.3, 0.16.1, 0.18.0, 0.19.1 have it" in found[0].message
     typo = "overrides:\n  +actor_rollout_ref.actor.optim.override_optimizer_config.adam_beta3: 0.9\n"
     assert " have it" not in only(lint_text('stack: {megatron_core: "0.12.1"}\n' + typo), "SL007")[0].message
 
@@ -198,9 +198,9 @@ def test_sl007_field_of_no_release_is_a_warning_when_the_script_installs_a_megat
         script.write_text(text)
         return only(lint_paths([script], Settings(verl_version="0.9.1"), []).diagnostics, "SL007")
 
-    (found,) = sl007(pinned + call.format(field="mtp_use_repeated_layer"))  # in no committed release
+    (found,) = sl007(pinned + call.format(field="field_of_a_dev_commit"))  # in no committed release
     assert found.severity.value == "warning" and "Megatron-LM commit 23e092f4, which may have it" in found.message
-    (found,) = sl007(call.format(field="mtp_use_repeated_layer"))  # no pin: an error
+    (found,) = sl007(call.format(field="field_of_a_dev_commit"))  # no pin: an error
     assert found.severity.value == "error"
     # a name some committed release has is judged against the release in use, pin or not
     assert not sl007(pinned + call.format(field="moe_router_enable_expert_bias"))

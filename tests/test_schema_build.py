@@ -611,3 +611,30 @@ def test_union_annotations():
     assert t("int | float").type == "float"  # an int is a float
     assert t("float").type == "float"
     assert t("int | Any").type == "any"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# megatron-core from Megatron-LM source archives (releases the package index does not have)
+# ---------------------------------------------------------------------------------------------------------------
+
+MEGATRON_SRC = Path("/work/shared/megatron-src")
+# archive -> the version its megatron/core/package_info.py gives (tag core_v0.19.0 says 0.19.1)
+MEGATRON_ARCHIVES = {"mlm-core_v0.18.0.tar.gz": "0.18.0", "mlm-core_v0.19.0.tar.gz": "0.19.1"}
+
+
+@pytest.mark.parametrize("archive,version", sorted(MEGATRON_ARCHIVES.items()))
+def test_megatron_source_snapshots_are_byte_identical_to_committed(archive, version):
+    path = MEGATRON_SRC / archive
+    if not path.is_file():
+        pytest.skip(f"no {path}")
+    built = build.build_consumer_snapshot(path)
+    committed = build.consumer_snapshot_path(SCHEMAS, "megatron-core", version)
+    assert built["version"] == version
+    assert build.snapshot_text(built) == committed.read_text(encoding="utf-8"), (
+        f"{committed.relative_to(ROOT)} is stale; regenerate with `sapo-lint schema build --consumer-wheel {path}`"
+    )
+    flags = built["classes"]["arguments"]["fields"]
+    # the flags MindSpeed reads from Megatron's parsed arguments on NPU (none is a TransformerConfig field)
+    assert {"swiglu", "use_distributed_optimizer", "use_flash_attn"} <= set(flags)
+    assert not {"swiglu", "use_distributed_optimizer"} & set(built["classes"]["TransformerConfig"]["fields"])
+    assert flags["masked_softmax_fusion"]["flag"] == "--no-masked-softmax-fusion"

@@ -30,7 +30,8 @@ def schema():
     "consumer_wheels",
     multiple=True,
     type=click.Path(exists=True, path_type=Path),
-    help="A megatron-core or mbridge wheel to snapshot too (repeatable).",
+    help="A megatron-core, mbridge or ray wheel, or a Megatron-LM source archive or checkout, to snapshot too "
+    "(repeatable).",
 )
 @click.option(
     "--out",

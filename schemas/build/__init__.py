@@ -9,7 +9,8 @@ hydra, omegaconf, libcst) on first use.
 * ``locate_verl`` -> ``LocatedVerl(package_dir, version, source, commit)`` (distributions.py)
 * ``build_verl_snapshot`` -> the snapshot of one verl version (every trainer config it ships);
   ``entrypoint_defaults``, ``config_sources`` (verl.py)
-* ``build_consumer_snapshot``, ``mbridge_git_main_snapshot`` -> megatron-core / mbridge / ray snapshots (consumers.py)
+* ``build_consumer_snapshot``, ``mbridge_git_main_snapshot`` -> megatron-core / mbridge / ray snapshots (consumers.py;
+  Megatron-LM's argparse flags of a source archive: megatron_arguments.py)
 * ``mindspeed_snapshot`` -> the transcribed MindSpeed (Ascend) snapshot (mindspeed.py)
 * ``snapshot_text`` -> the deterministic JSON text (layout.py)
 * ``write_snapshot``, ``build_all`` (regenerate every committed snapshot under ``schemas/``) (writer.py)
@@ -20,7 +21,8 @@ Regenerate the committed files with::
     sapo-lint schema build --wheel verl-0.9.1-py3-none-any.whl --wheel verl-0.8.0-py3-none-any.whl \
         --verl-root verl-main-1dda039.tar.gz \
         --consumer-wheel megatron_core-0.12.1-....whl ... --consumer-wheel mbridge-0.15.1-py3-none-any.whl \
-        --consumer-wheel ray-2.60.0-....whl
+        --consumer-wheel ray-2.60.0-....whl \
+        --consumer-wheel mlm-core_v0.18.0.tar.gz --consumer-wheel mlm-core_v0.19.0.tar.gz   # ../shared/megatron-src/
 """
 
 from __future__ import annotations

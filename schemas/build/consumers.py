@@ -1,6 +1,6 @@
-"""Snapshots of the libraries that receive verl's pass-through dicts: megatron-core config dataclasses,
-mbridge's ``Bridge.save_weights`` parameters and ray's ``ray.init`` parameters (format: FORMAT.md,
-``schemas/consumers/``)."""
+"""Snapshots of the libraries that receive verl's pass-through dicts: megatron-core config dataclasses (and, from a
+Megatron-LM source tree, Megatron's argparse flags: megatron_arguments.py), mbridge's ``Bridge.save_weights``
+parameters and ray's ``ray.init`` parameters (format: FORMAT.md, ``schemas/consumers/``)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ import libcst as cst
 
 from . import SchemaBuildError
 from .annotations import analyze_annotation, infer_type, sorted_choices
-from .distributions import extract_wheel, normalise_name, parse_metadata
+from .distributions import extract_source_archive, extract_wheel, normalise_name, parse_metadata
 from .layout import CONSUMER_FORMAT
-from .source_index import ClassRecord, Index, code_of, scan_source, signature_params, string_value
+from .megatron_arguments import ARGUMENTS_CLASS, ARGUMENTS_PATH, megatron_arguments
+from .source_index import ClassRecord, Index, code_of, literal_value, scan_source, signature_params, string_value
 
 # megatron-core classes recorded in a consumer snapshot: name -> module.
 MCORE_CLASSES = {
@@ -25,6 +26,7 @@ MCORE_CLASSES = {
     "DistributedDataParallelConfig": "megatron.core.distributed.distributed_data_parallel_config",
 }
 MBRIDGE_METHOD = ("mbridge.core.bridge", "Bridge", "save_weights")
+MCORE_VERSION_FILE = "megatron/core/package_info.py"
 # `ray.init` is `ray._private.worker.init` (ray/__init__.py imports it from there).
 RAY_INIT = ("ray/_private/worker.py", "init")
 
@@ -143,33 +145,33 @@ def _ray_init_fields(root: Path) -> dict[str, dict]:
     return out
 
 
-def build_consumer_snapshot(wheel_or_dir: Path) -> dict:
-    """Snapshot of a megatron-core, mbridge or ray wheel (or its extracted directory), read with libcst."""
-    wheel_or_dir = Path(wheel_or_dir)
-    if wheel_or_dir.is_dir():
-        root = wheel_or_dir
-    elif wheel_or_dir.is_file():
-        root = extract_wheel(wheel_or_dir, "sapo-lint-consumer-")
+def build_consumer_snapshot(path: Path) -> dict:
+    """Snapshot of a megatron-core, mbridge or ray wheel (or its extracted directory), or of a Megatron-LM source
+    checkout or ``git archive`` tarball of one (megatron-core's classes and Megatron's argparse flags), read with
+    libcst."""
+    path = Path(path)
+    if path.is_file() and not path.name.endswith(".whl"):
+        root, commit = extract_source_archive(path)
+        return _megatron_source_snapshot(root, f"git archive {path.name}" + (f" of commit {commit}" if commit else ""))
+    if path.is_dir() and not any(path.glob("*.dist-info")) and (path / MCORE_VERSION_FILE).is_file():
+        return _megatron_source_snapshot(path, f"Megatron-LM source checkout {path.name}")
+    if path.is_dir():
+        root = path
+    elif path.is_file():
+        root = extract_wheel(path, "sapo-lint-consumer-")
     else:
-        raise SchemaBuildError(f"not found: {wheel_or_dir}")
-    source = wheel_or_dir.name
+        raise SchemaBuildError(f"not found: {path}")
+    source = path.name
     metas = sorted(root.glob("*.dist-info/METADATA"))
     if not metas:
-        raise SchemaBuildError(f"{wheel_or_dir}: no *.dist-info/METADATA; not a wheel?")
+        raise SchemaBuildError(f"{path}: no *.dist-info/METADATA; not a wheel?")
     meta = parse_metadata(metas[0].read_text(encoding="utf-8", errors="replace"))
     package, version = normalise_name(meta.get("Name", "")), meta.get("Version", "")
     tops = sorted({m.split(".")[0] for m in MCORE_CLASSES.values()} | {MBRIDGE_METHOD[0].split(".")[0]})
     index = Index(root, packages=tops)
     classes: dict[str, dict] = {}
     if package == "megatron-core":
-        for cname, module in MCORE_CLASSES.items():
-            cls = index.lookup(module, cname)
-            if cls is None:
-                raise SchemaBuildError(f"{source}: class {module}.{cname} not found")
-            fields = index.fields_of(cls)
-            classes[cname] = {
-                "fields": {n: _consumer_entry(index, f.module, f.ann, f.default) for n, f in fields.items()}
-            }
+        classes = _mcore_classes(index, source)
     elif package == "ray":
         classes["init"] = {"fields": _ray_init_fields(root)}
     elif package == "mbridge":
@@ -181,6 +183,55 @@ def build_consumer_snapshot(wheel_or_dir: Path) -> dict:
     else:
         raise SchemaBuildError(f"{source}: package {package!r} is not megatron-core, mbridge or ray")
     return {"format": CONSUMER_FORMAT, "package": package, "version": version, "source": source, "classes": classes}
+
+
+def _mcore_classes(index: Index, source: str) -> dict[str, dict]:
+    classes = {}
+    for cname, module in MCORE_CLASSES.items():
+        cls = index.lookup(module, cname)
+        if cls is None:
+            raise SchemaBuildError(f"{source}: class {module}.{cname} not found")
+        fields = index.fields_of(cls)
+        classes[cname] = {"fields": {n: _consumer_entry(index, f.module, f.ann, f.default) for n, f in fields.items()}}
+    return classes
+
+
+def _megatron_source_snapshot(root: Path, source: str) -> dict:
+    """megatron-core's classes and, where the tree has it, Megatron's argument list, from a Megatron-LM source tree
+    (`git archive` of a release tag: no dist-info, the version is megatron/core/package_info.py's)."""
+    version_file = root / MCORE_VERSION_FILE
+    if not version_file.is_file():
+        raise SchemaBuildError(f"{source}: no {MCORE_VERSION_FILE}; not a Megatron-LM source tree?")
+    index = Index(root, packages=["megatron"])
+    classes = _mcore_classes(index, source)
+    if (root / ARGUMENTS_PATH).is_file():
+        classes[ARGUMENTS_CLASS] = megatron_arguments(root, index)
+    return {
+        "format": CONSUMER_FORMAT,
+        "package": "megatron-core",
+        "version": _package_info_version(version_file),
+        "source": source,
+        "classes": classes,
+    }
+
+
+def _package_info_version(path: Path) -> str:
+    """``MAJOR.MINOR.PATCH`` + ``PRE_RELEASE`` as megatron/core/package_info.py assigns them (literals, read with
+    libcst)."""
+    try:
+        module = cst.parse_module(path.read_bytes())
+    except cst.ParserSyntaxError as e:
+        raise SchemaBuildError(f"{MCORE_VERSION_FILE}: not valid Python: {e.message}") from None
+    parts: dict[str, object] = {}
+    for stmt in module.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                target = small.targets[0].target
+                if isinstance(target, cst.Name) and target.value in ("MAJOR", "MINOR", "PATCH", "PRE_RELEASE"):
+                    parts[target.value] = literal_value(small.value)
+    if not {"MAJOR", "MINOR", "PATCH"} <= parts.keys():
+        raise SchemaBuildError(f"{path}: no MAJOR/MINOR/PATCH assignments")
+    return f"{parts['MAJOR']}.{parts['MINOR']}.{parts['PATCH']}{parts.get('PRE_RELEASE') or ''}"
 
 
 def mbridge_git_main_snapshot() -> dict:

@@ -42,9 +42,9 @@ def extract_wheel(wheel: Path, prefix: str) -> Path:
 
 
 def extract_source_archive(archive: Path) -> tuple[Path, str | None]:
-    """Unpack a ``git archive`` tarball of verl (``.tar.gz``/``.tgz``/``.tar``) into a temporary directory
-    (removed at exit); returns ``(its single top directory, the commit id)``. ``git archive`` of a commit records
-    the id in the archive's pax global header (``comment``); None when it has none."""
+    """Unpack a ``git archive`` tarball of verl or Megatron-LM (``.tar.gz``/``.tgz``/``.tar``) into a temporary
+    directory (removed at exit); returns ``(its single top directory, the commit id)``. ``git archive`` of a commit
+    records the id in the archive's pax global header (``comment``); None when it has none."""
     dest = _tempdir("sapo-lint-verl-src-")
     try:
         with tarfile.open(archive) as tf:
