@@ -22,7 +22,6 @@ from .rules import findings, load_rules, without_superseded
 from .rules.rf_recipe import RECIPE_SCHEMA
 from .schema import (
     DEFAULT_MBRIDGE,
-    DEFAULT_MEGATRON_CORE,
     DEFAULT_VERL_VERSION,
     ConfigNotInSnapshot,
     Snapshot,
@@ -69,7 +68,7 @@ def read_options(
     recipe's `hardware` and `[tool.sapo-lint]`)."""
     return ReadOptions(
         default_verl=settings.verl_version or installed_verl_version() or DEFAULT_VERL_VERSION,
-        stack=Stack(settings.megatron_core or DEFAULT_MEGATRON_CORE, settings.mbridge or DEFAULT_MBRIDGE),
+        stack=Stack(settings.megatron_core, settings.mbridge or DEFAULT_MBRIDGE),
         cli_verl=cli_verl,
         cli_overrides=command_line_overrides(cli_overrides),
         cli_accelerator=cli_accelerator,

@@ -47,7 +47,7 @@ class LocatedOverride(NamedTuple):
 class Stack(NamedTuple):
     """Versions of the libraries that receive verl's pass-through dicts."""
 
-    megatron_core: str
+    megatron_core: str | None  # None in `ReadOptions` when nothing names one: each source pairs it with its verl
     mbridge: str
     mindspeed: str | None = None  # a recipe's `stack.mindspeed`: the run is on Ascend NPU, with MindSpeed
     megatron_pin: str | None = None  # a Megatron-LM commit or branch a run script installs, not a release

@@ -1,9 +1,24 @@
-"""What other committed verl snapshots say about a key the snapshot in use does not know (SL001, SL003)."""
+"""Which versions go together: what other committed verl snapshots say about a key the snapshot in use does not know
+(SL001, SL003), and which megatron-core snapshot a verl version is checked with when nothing names one."""
 
 from __future__ import annotations
 
 from ..engine import LintContext
-from ..schema import OtherVersion, other_versions
+from ..schema import DEFAULT_MEGATRON_CORE, OtherVersion, other_versions
+
+# The megatron-core a verl version runs with, where verl pins one. verl main runs from a checkout, which `uv sync`
+# installs with megatron-core built from a git tag: pyproject.toml `[tool.uv.sources] megatron-core = { git =
+# "https://github.com/NVIDIA/Megatron-LM.git", tag = "core_v0.18.0" }` ("The wheelhouse megatron-bridge 0.5.2 ...
+# pairs with megatron-core core_v0.18.0", verl main @ 1dda039). verl 0.9.1's sdist says the same, but its wheel
+# (what `pip install verl` gives, and what the 0.9.1 snapshot is built from) requires `megatron-core` unpinned, which
+# pip resolves from the package index, where the newest is 0.16.1; verl 0.8.0 names none: both use the default.
+PAIRED_MEGATRON_CORE = {"0.10.0.dev": "0.18.0"}
+
+
+def megatron_core_for(verl_version: str) -> str:
+    """The megatron-core snapshot to check `verl_version`'s pass-through dicts against when neither the recipe's
+    `stack`, `[tool.sapo-lint] megatron-core-version` nor the command line names one."""
+    return PAIRED_MEGATRON_CORE.get(verl_version, DEFAULT_MEGATRON_CORE)
 
 
 def _advice(ctx: LintContext, found: list[OtherVersion], what: str) -> str:

@@ -19,6 +19,7 @@ from ..core.overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse
 from ..core.problems import DuplicateKey, InvalidYaml, ReadProblem, SchemaViolation, TooManyVariants, UnknownModel
 from ..core.redaction import REDACTED, is_secret_name
 from ..core.variants import collapse_variants, expand
+from ..rulekit.versions import megatron_core_for
 from ..schema import SCHEMA_DIR
 from . import yaml_nodes
 from .files import TextFile
@@ -284,8 +285,11 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
     )
 
     stack_data = data.get("stack") if isinstance(data.get("stack"), dict) else {}
+    verl_version = options.cli_verl or data.get("verl") or options.default_verl
+    named_core = stack_data.get("megatron_core")
+    megatron_core = str(named_core) if named_core is not None else options.stack.megatron_core
     stack = Stack(
-        megatron_core=str(stack_data.get("megatron_core", options.stack.megatron_core)),
+        megatron_core=megatron_core or megatron_core_for(verl_version),
         mbridge=str(stack_data.get("mbridge", options.stack.mbridge)),
         mindspeed=str(stack_data["mindspeed"]) if stack_data.get("mindspeed") is not None else None,
     )
@@ -297,7 +301,7 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
     recipe = Recipe(
         source.path,
         data,
-        verl_version=options.cli_verl or data.get("verl") or options.default_verl,
+        verl_version=verl_version,
         config_name=config_name,
     )
 

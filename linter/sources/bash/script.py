@@ -38,6 +38,7 @@ from ...core.problems import (
     VariantsSampled,
 )
 from ...core.variants import MAX_VARIANTS, collapse_variants, expand
+from ...rulekit.versions import megatron_core_for
 from ...rules import reaches_model_rules
 from ...schema import entrypoints
 from ..files import TextFile
@@ -149,49 +150,76 @@ def _collect_switches(ev: Interpreter, root) -> tuple[dict[str, list[str]], dict
     return {var: list(v) for var, v in out.items()}, {var: list(v) for var, v in defaults.items()}, aliases
 
 
-# How run scripts install a Megatron-LM that is not a release (verl's examples, in commands or set-up comments):
-# `git clone https://github.com/NVIDIA/Megatron-LM -b dev && (cd Megatron-LM; git checkout 23e092f...)`,
-# `git clone -b lite https://github.com/verl-project/Megatron-LM mlite`, `pip install git+https://...Megatron-LM@ref`.
+# How run scripts install a Megatron-LM that is not a release, in commands or in set-up comments (verl's examples
+# and CI scripts): `git clone https://github.com/NVIDIA/Megatron-LM -b dev && (cd Megatron-LM; git checkout
+# 23e092f...)`, the same over several lines (`cd Megatron-LM` then `git checkout <sha>`), `git clone -b lite
+# https://github.com/verl-project/Megatron-LM mlite`, `pip install git+https://...Megatron-LM.git@<ref>`, and a
+# commit named in a requirements comment: `# - Megatron-LM: https://github.com/NVIDIA/Megatron-LM/commit/<sha>`,
+# `Megatron-LM==<sha>`. A release tag (`@core_v0.12.1`, `@v0.12.1`, `@23.05`) is a release, not a pin; a release
+# branch (`core_r0.13.0`) takes fixes after the release, so it is one. GitHub names are case-insensitive.
 # Each pattern is tried at most once per line from a place found with str.find, and none can backtrack over the
 # rest of the line: a line of 20,000 `Megatron-LM` words is read in linear time.
-_MEGATRON = re.compile(r"Megatron-LM\b")
+_MEGATRON = re.compile(r"Megatron-LM\b", re.IGNORECASE)
 _CHECKOUT = re.compile(r"\bgit checkout ([0-9a-f]{7,40})\b")
 _CLONE = re.compile(r"git clone\b")
+_CD = re.compile(r"(?:^|[\s;&|(])(?:cd|pushd)\s+(\S+)")
 _BRANCH_FLAG = re.compile(r"(?:-b|--branch)[ =](\S+)")
 _SPACED_BRANCH_FLAG = re.compile(r"(?<=\s)(?:-b|--branch)[ =](\S+)")
-_MEGATRON_REF = re.compile(r"Megatron-LM(?:\.git)?@([\w./-]+)")
+_MEGATRON_REF = re.compile(r"Megatron-LM(?:\.git)?@([\w./-]+)", re.IGNORECASE)
+_NAMED_COMMIT = re.compile(
+    r"Megatron-LM(?:\.git)?(?:/(?:commit|tree)/|\s*(?:==|:)\s*)([0-9a-f]{7,40})(?![\w.-])", re.IGNORECASE
+)
+_RELEASE_TAG = re.compile(r"(?:core_)?v?\d+\.\d+(?:\.\d+)?(?:rc\d+)?")
+_COMMIT_ID = re.compile(r"[0-9a-f]{7,40}")
 
 
 def megatron_pin(text: str) -> str | None:
-    """The Megatron-LM commit or branch the script installs ("commit 23e092f4", "branch lite"), if it names one
-    rather than a release; read from the text, never run."""
+    """The Megatron-LM commit or branch the script installs or names ("commit 23e092f4", "branch lite"), if it
+    names one rather than a release; read from the text, never run."""
+    in_checkout = False  # a line cloned Megatron-LM or entered its directory: a later `git checkout <sha>` is its
     for line in text.splitlines():
-        if "Megatron-LM" not in line:
-            continue
-        if pin := _megatron_commit(line) or _megatron_ref(line) or _megatron_branch(line):
-            return pin
+        if _MEGATRON.search(line):
+            if pin := _megatron_commit(line) or _megatron_ref(line) or _megatron_branch(line):
+                return pin
+            in_checkout = bool(_CLONE.search(line) or _cd_into_megatron(line))
+        elif in_checkout:
+            if _CD.search(line) or _CLONE.search(line):  # another directory or repository from here on
+                in_checkout = False
+            elif checkout := _CHECKOUT.search(line):
+                return f"commit {checkout[1][:8]}"
     return None
 
 
+def _cd_into_megatron(line: str) -> bool:
+    """Whether the last `cd` of the line enters a directory named Megatron-LM (`cd Megatron-LM`, `cd ./megatron-lm`)."""
+    entered = list(_CD.finditer(line))
+    return bool(entered) and _MEGATRON.search(entered[-1][1]) is not None
+
+
 def _megatron_commit(line: str) -> str | None:
-    """The last `git checkout <sha>` after the first `Megatron-LM` (`cd Megatron-LM; git checkout 23e092f`)."""
+    """The last `git checkout <sha>` after the first `Megatron-LM` (`cd Megatron-LM; git checkout 23e092f`), else a
+    commit named after the name (`Megatron-LM/commit/<sha>`, `Megatron-LM==<sha>`)."""
     named = _MEGATRON.search(line)
     checkouts = list(_CHECKOUT.finditer(line, named.end())) if named else []
-    last = checkouts[-1] if checkouts else None
-    return f"commit {last[1][:8]}" if last else None
+    found = checkouts[-1] if checkouts else _NAMED_COMMIT.search(line)
+    return f"commit {found[1][:8]}" if found else None
 
 
 def _megatron_ref(line: str) -> str | None:
+    """`Megatron-LM.git@<ref>` (pip's `git+` URL): a commit or a branch; None for a release tag."""
     m = _MEGATRON_REF.search(line)
-    return f"ref {m[1]}" if m else None
+    if m is None or _RELEASE_TAG.fullmatch(m[1]):
+        return None
+    return f"commit {m[1][:8]}" if _COMMIT_ID.fullmatch(m[1]) else f"ref {m[1]}"
 
 
 def _megatron_branch(line: str) -> str | None:
     """`git clone ... -b BRANCH ... Megatron-LM` or `Megatron-LM ... -b BRANCH`, whichever starts first."""
-    clone, named = _CLONE.search(line), line.find("Megatron-LM")
+    names = [m.start() for m in _MEGATRON.finditer(line)]
+    clone, named = _CLONE.search(line), names[0]
     cloned = _BRANCH_FLAG.search(line, clone.end()) if clone else None
     if cloned:
-        last_named = line.rfind("Megatron-LM")
+        last_named = names[-1]
         if last_named < cloned.start(1) + 1:  # the repository must follow the branch
             cloned = None
         elif last_named < cloned.end(1):  # `-b devMegatron-LM`: the branch ends where the name begins
@@ -378,7 +406,10 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     """The commands the script runs, one per trainer call in each variant, and what was reported on the way."""
     parsed = _parse(source)
     verl_version = options.cli_verl or options.default_verl
-    stack = options.stack._replace(megatron_pin=megatron_pin(source.text))
+    stack = options.stack._replace(
+        megatron_core=options.stack.megatron_core or megatron_core_for(verl_version),
+        megatron_pin=megatron_pin(source.text),
+    )
     if parsed.errors:
         return ScriptRead([], parsed.errors, verl_version)
     marks = Marks()
