@@ -215,3 +215,26 @@ def test_a_name_is_compared_by_its_letters_and_digits_without_release_words():
     assert name_key("Qwen2.5-7B-Instruct") == name_key("qwen2_5_7b") == name_key("QWEN2.5-7B-Instruct-2507")
     assert name_key("gemma-2-9b-it") == name_key("gemma-2-9b") != name_key("gemma-2-27b")
     assert name_key("Instruct") == "instruct"  # a name is never stripped to nothing
+
+
+# ------------------------------------------------------------------ what the model-aware rules now see on real scripts
+
+PP8_ON_94_LAYERS = (
+    "python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer \\\n"
+    "    actor_rollout_ref.model.path=$HOME/models/Qwen3-235B-A22B \\\n"
+    "    actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=8 \\\n"
+    "    trainer.n_gpus_per_node=8 trainer.nnodes=8{flags}\n"
+)
+ACCOUNT = " \\\n    +actor_rollout_ref.actor.megatron.override_transformer_config.account_for_{}_in_pipeline_split=True"
+
+
+@pytest.mark.parametrize(("accounted", "layers"), [((), 94), (("loss",), 95), (("embedding", "loss"), None)])
+def test_the_embedding_and_loss_count_as_layers_in_megatrons_even_split(tmp_path, accounted, layers):
+    # verl's Qwen3-VL-235B example: 94 layers, PP 8, both flags set: Megatron splits 96 "layers" evenly
+    flags = "".join(ACCOUNT.format(part) for part in accounted)
+    found = [d for d in findings(tmp_path, PP8_ON_94_LAYERS.format(flags=flags)) if d["code"] == "TP007"]
+    if layers is None:
+        assert not found, found
+    else:
+        (tp007,) = found
+        assert f"num_layers={layers} should be divisible by config.pipeline_model_parallel_size=8" in tp007["message"]

@@ -4,6 +4,9 @@ from ..rulekit.registry import Finding, rule
 from ..topology import MODEL_PATH, megatron_roles, own_setting
 
 UNEVEN = ("num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage", "pipeline_model_parallel_layout")
+# Each one set counts as one more layer in the even split (megatron-core core_v0.18.0,
+# transformer/transformer_block.py get_num_layers_to_build: `num_layers += 1` for each, then the assert)
+ACCOUNTED = ("account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split")
 
 
 @rule(
@@ -52,6 +55,7 @@ def check(ctx: LintContext):
                     related=ctx.set_at(*uneven, MODEL_PATH),
                 )
             continue
+        layers += sum(ctx.config.value(par.transformer(n)) is True for n in ACCOUNTED)
         if layers % stages:
             valid = [d for d in range(1, layers + 1) if layers % d == 0 and d <= 64]
             yield Finding(
