@@ -17,7 +17,7 @@ from .core.budget import FILE_TIME_BUDGET_S, OutOfTime, time_budget
 from .core.diagnostics import Diagnostic, Location
 from .core.problems import FileUnreadable, InternalError, NotLintable, OutOfTimeBudget
 from .rules import findings
-from .rules.sh_shellcheck import SAID_BETTER_BY, reported_by_default
+from .rules.sh_shellcheck import SAID_BETTER_BY, UNSET_UNDER_NOUNSET, in_run_script, reported_by_default
 from .settings import Settings, SettingsFinder
 from .sources.files import TextFile, UnreadableFile, is_regular_file
 from .sources.recipe import ReadOptions
@@ -328,15 +328,36 @@ def _shown_once(diagnostics: list[Diagnostic], settings_for: Callable[[Path], Se
 
 
 def _shown(found: list[Diagnostic], loaded: api.Loaded, settings: Settings) -> list[Diagnostic]:
-    """The shellcheck findings in the default set (linter/rules/sh_shellcheck.py), and the opt-in ones selected."""
+    """The shellcheck findings in the default set (linter/rules/sh_shellcheck.py), and the opt-in ones selected, each
+    with the severity it has in a run script."""
     splits = _split_lines(loaded)
     said = {(d.code, d.location.line) for d in loaded.diagnostics}
+    stops = _unset_stops(loaded) if any(d.code == UNSET_UNDER_NOUNSET for d in found) else {}
     return [
-        d
+        in_run_script(d, stops.get(d.location.line))
         for d in found
         if (SAID_BETTER_BY.get(d.code), d.location.line) not in said
         and (settings.explicitly_selected(d.code) or reported_by_default(d.code, d.severity, d.location.line in splits))
     ]
+
+
+def _unset_stops(loaded: api.Loaded) -> dict[int, int]:
+    """The lines bash runs before verl starts where `set -u` is in force, each with the line of that `set`: an
+    unassigned variable there stops the script. They are the trainer commands' (from the call to its last override,
+    and the array elements it takes) and the top-level simple statements before the first trainer call."""
+    from .sources.shellcheck import nounset
+
+    state = nounset(loaded.source.text)
+    lines: set[int] = set()
+    calls: set[int] = set()
+    for command in loaded.commands:
+        own = {o.location.line for o in command.overrides if o.location.path == loaded.source.path}
+        start = command.origin.line if command.origin is not None else min(own, default=0)
+        lines |= own | set(range(start, max(own, default=start) + 1))
+        calls.add(start)
+    first_call = min(calls, default=0)
+    lines.update(line for start, end in state.always_run if end < first_call for line in range(start, end + 1))
+    return {line: at for line in lines if (at := state.set_line(line)) is not None}
 
 
 def _split_lines(loaded: api.Loaded) -> set[int]:

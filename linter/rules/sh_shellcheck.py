@@ -12,25 +12,42 @@ from ..core.problems import ShellcheckComment, ShellcheckNotRun
 from ..rulekit.registry import reads, source_rule
 from .sh_script import BROKEN_CONTINUATION
 
-# Reported by default: shellcheck level "warning" codes whose finding changes the trainer's argv or the script's
-# flow (every "error" level finding is reported by default too, except the opt-in ones below).
+# Reported by default: the codes whose finding changes the trainer's argv or the script's flow (every finding of
+# shellcheck's "error" level is reported by default too, except the opt-in ones below). Their severity is the
+# answer to one question, not shellcheck's level: does the run break? Only BREAKS and UNSET_UNDER_NOUNSET do.
 DEFAULT = {
-    "SH2068": "unquoted `$@` re-splits every override passed to the script (error level).",
-    "SH2145": '`"...$@"` joins the script\'s arguments into the first and last words (error level).',
+    "SH2068": "unquoted `$@` re-splits the overrides passed to the script: one with a space or a glob character "
+    "(`trainer.experiment_name='a b'`) reaches Hydra in pieces. The script runs as written (warning).",
+    "SH2145": '`"...$@"` joins the script\'s arguments into the first and last words; without arguments the run is '
+    "as written (warning).",
     "SH2089": "quotes inside a variable's value stay literal: `X=\"k='[0.9,0.95]'\"; cmd $X` gives Hydra the "
     "string '[0.9,0.95]', not a list.",
     "SH2090": "the use of such a variable (SH2089): the quotes it holds reach Hydra.",
     "SH2128": "`$ARR` without `[@]` passes only the array's first element: the other overrides are dropped.",
     "SH2124": "`X=$@` joins an array into one string: its elements are re-split later, or lost.",
     "SH2178": "a variable used as an array is assigned a string: the overrides it held are replaced.",
-    "SH2154": "a lowercase variable used but never assigned (a typo): the override gets an empty value.",
-    "SH1101": "spaces after a line-continuation `\\`: the command ends there and the next lines run as commands "
-    "(error level).",
-    "SH2276": "a `key=value` line run as a command: usually a broken `\\` continuation (error level).",
+    "SH2154": "a lowercase variable used but never assigned (a typo): the override gets an empty value (warning); "
+    "an error where bash stops on it: expanded under `set -u` (`set -euo pipefail`) in the trainer command or in a "
+    "top-level command before it, with nothing sourced or eval'ed before that could assign it, the script ends "
+    "with `unbound variable` before verl starts.",
 }
+# Errors wherever shellcheck finds them: the script stops, or the trainer never gets the overrides written.
+BREAKS = {
+    "SH1017": "a literal carriage return (CRLF line endings): each `\\` escapes the `\\r`, not the line break, so "
+    "every override line runs as a command of its own (`command not found`) and the trainer gets none of them.",
+    "SH1101": "spaces after a line-continuation `\\`: the command ends there and the next lines run as commands; "
+    "their overrides never reach verl.",
+    "SH2276": "a `key=value` line run as a command (`command not found`): a broken `\\` continuation, whose overrides "
+    "never reach verl.",
+    "SH2283": "`NNODES = 2` runs a command named `NNODES` (`command not found`; under `set -e` the script stops) and "
+    "leaves the variable unset, so the value written never reaches the trainer.",
+}
+UNSET_UNDER_NOUNSET = "SH2154"
 # Opt-in, although shellcheck reports them: in verl run scripts they are false alarms or style.
 OPT_IN = {
     "SH2148": "no shebang: the scripts are started with `bash run.sh`; it does not change what runs (error level).",
+    "SH1128": "the shebang is not on line 1 (a blank line or a comment above it): started with `bash run.sh`, as "
+    "verl's scripts are, the shebang is a comment either way and the script runs as written (error level).",
     "SH2034": "a variable set and never used (a leftover `backend=fsdp2`): no effect on the command.",
     "SH2054": "commas in an array element: Hydra lists are written `key=[a,b]`, the commas are meant.",
     "SH2102": "`[...]` in an unquoted `key=[8,16]` is a glob that only a file named like `key=8` would match.",
@@ -65,7 +82,24 @@ def reported_by_default(code: str, severity: Severity, splits: bool = False) -> 
         return True
     if code in SPLIT_ONLY:
         return splits
-    return code in DEFAULT or (severity is Severity.ERROR and code not in OPT_IN)
+    return code in DEFAULT or code in BREAKS or (severity is Severity.ERROR and code not in OPT_IN)
+
+
+def in_run_script(d: Diagnostic, unset_stops: int | None = None) -> Diagnostic:
+    """A shellcheck finding with the severity it has in a run script: an error where the run breaks (BREAKS; an
+    unassigned variable where bash stops on it, `unset_stops` being the line of the `set -u` in force), else
+    shellcheck's own level, at most a warning. sapo-lint's own SH codes pass unchanged."""
+    if len(d.code) != SHELLCHECK_CODE_LENGTH:
+        return d
+    if d.code in BREAKS:
+        return d._replace(severity=Severity.ERROR)
+    if d.code == UNSET_UNDER_NOUNSET and unset_stops is not None:
+        return d._replace(
+            severity=Severity.ERROR,
+            message=f"{d.message} bash expands it under `set -u` (line {unset_stops}) before verl starts: the "
+            "script stops there with `unbound variable`.",
+        )
+    return d._replace(severity=Severity.WARNING) if d.severity is Severity.ERROR else d
 
 
 def _reasons(table: dict[str, str]) -> str:
@@ -81,12 +115,17 @@ SHELLCHECK = source_rule(
     with `--format=json1`; never through a shell and never executing the script). Each of its findings is
     reported with the code `SH` followed by shellcheck's SC number, the message `SC<number>: <shellcheck's
     message>` and shellcheck's line and column; `sapo-lint rule SH2068` shows this page, and
-    https://www.shellcheck.net/wiki/SC2068 explains the finding itself. Severities map as shellcheck's own:
-    error -> error, warning -> warning, info and style -> info.
+    https://www.shellcheck.net/wiki/SC2068 explains the finding itself.
     By default only the findings that mean the script does not run as written, or that the trainer gets other
-    arguments than the ones written, are reported: every shellcheck error (parse errors included) except the
-    opt-in ones below, and these warnings:
+    arguments than the ones written, are reported: every finding of shellcheck's error level (parse errors
+    included) except the opt-in ones below, and these codes:
 {_reasons(DEFAULT)}
+    A finding's severity says whether the run breaks, not how sure shellcheck is that a shell script is wrong.
+    It is an error only where the run breaks: SC2154 where bash stops on it (above), and these codes:
+{_reasons(BREAKS)}
+    Every other finding is a warning at most: shellcheck's error level becomes a warning (a parse error that bash
+    also rejects is SH002, an error, where sapo-lint's reader sees it), its warning stays a warning, info and
+    style are info.
     Opt-in (`--select SH` shows every shellcheck finding, `--select SH2034` one code; `select = ["SH"]` in
     `[tool.sapo-lint]`), with why each is not a default:
 {_reasons(OPT_IN)}

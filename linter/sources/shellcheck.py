@@ -28,6 +28,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
+from typing import NamedTuple
 
 from ..core.diagnostics import Location
 from ..core.problems import ShellcheckComment, ShellcheckNotRun
@@ -398,3 +399,90 @@ def _read_json(path: Path):
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+
+
+# --- where an unset variable stops bash ---------------------------------------------------------------------------
+
+
+class Nounset(NamedTuple):
+    """Where `set -u` (`set -euo pipefail`, `set -o nounset`) is in force in a script, for judging shellcheck's
+    SC2154 (a variable never assigned): bash stops with `unbound variable` where such a variable is expanded."""
+
+    switches: tuple[tuple[int, bool], ...]  # (line, nounset on after it) for each top-level `set` that changes it
+    assigns_unseen: int | None  # the first `source`, `.` or `eval`: what it runs may assign any variable
+    # (first line, last line) of each top-level simple statement (a command, an assignment): it runs whenever the
+    # script gets that far, unlike the body of a branch, a loop or a function
+    always_run: tuple[tuple[int, int], ...]
+
+    def set_line(self, line: int) -> int | None:
+        """The line of the `set -u` in force at `line`; None when nounset is off there, or when a file sourced (or
+        text eval'ed) before it may have assigned the variable."""
+        if self.assigns_unseen is not None and self.assigns_unseen <= line:
+            return None
+        in_force = None
+        for at, on in self.switches:
+            if at < line:
+                in_force = at if on else None
+        return in_force
+
+
+_TOP_LEVEL = {"program", "list", "redirected_statement"}  # a `set` inside these runs for the rest of the script
+_ASSIGNS_UNSEEN = {"source", ".", "eval"}
+_SIMPLE = {"command", "variable_assignment", "declaration_command", "redirected_statement"}
+
+
+def nounset(text: str) -> Nounset:
+    """The `set -u` switches of a script read with tree-sitter-bash (never run): the top-level `set` commands, in
+    order (one inside a function, a branch or a subshell is not known to run, so it is left out), the first
+    `source`, `.` or `eval` anywhere, and the top-level simple statements."""
+    from .bash.parse import parse  # tree-sitter: only for a script with an SC2154 finding
+
+    src = text.encode("utf-8", "surrogateescape")
+    switches: list[tuple[int, bool]] = []
+    assigns_unseen = None
+    root = parse(src).root_node
+    always_run = tuple((n.start_point[0] + 1, n.end_point[0] + 1) for n in root.named_children if n.type in _SIMPLE)
+    pending = [root]
+    while pending:  # a stack, not recursion: a script can nest deeper than the recursion limit
+        node = pending.pop()
+        pending.extend(reversed(node.named_children))
+        name = node.child_by_field_name("name") if node.type == "command" else None
+        if name is None:
+            continue
+        head = src[name.start_byte : name.end_byte].decode("utf-8", "replace")
+        line = node.start_point[0] + 1
+        if head in _ASSIGNS_UNSEEN and assigns_unseen is None:
+            assigns_unseen = line
+        elif head == "set" and _top_level(node):
+            words = [src[a.start_byte : a.end_byte].decode("utf-8", "replace") for a in node.named_children[1:]]
+            on = _nounset_after(words, switches[-1][1] if switches else False)
+            if on != (switches[-1][1] if switches else False):
+                switches.append((line, on))
+    return Nounset(tuple(switches), assigns_unseen, always_run)
+
+
+def _top_level(node) -> bool:
+    parent = node.parent
+    while parent is not None and parent.type in _TOP_LEVEL:
+        if parent.type == "program":
+            return True
+        parent = parent.parent
+    return False
+
+
+def _nounset_after(words: list[str], on: bool) -> bool:
+    """Whether nounset is on after `set WORDS`: `-u`/`+u` in a flag group (`-euxo`), `-o nounset`/`+o nounset`; the
+    options end at `--` or at the first word that is not one."""
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--" or len(word) < 2 or word[0] not in "-+":
+            break
+        if "u" in word[1:]:
+            on = word[0] == "-"
+        if "o" in word[1:]:  # `-o NAME`, also at the end of a group: `-euo pipefail`
+            if i + 1 < len(words) and words[i + 1] == "nounset":
+                on = word[0] == "-"
+            i += 1
+        i += 1
+    return on
