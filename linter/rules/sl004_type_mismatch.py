@@ -15,6 +15,31 @@ _ACCEPTS = {
 }
 
 
+# Where no dataclass declares a key, verl reads it as the type of its default, with the exceptions below. A number
+# is computed with and compared (verl/trainer/ppo/ray_trainer.py: `len(self.train_dataloader) *
+# self.config.trainer.total_epochs`, `range(current_epoch, self.config.trainer.total_epochs)`,
+# `self.config.trainer.test_freq > 0`, `self.global_steps % self.config.trainer.test_freq`), a flag is branched on
+# (`if self.config.trainer.get("val_before_train", True)`): a string, a bool or a container cannot stand in for a
+# number (TypeError where it is first used), and a string or a container is always true as a flag.
+_CANNOT_STAND_IN = {
+    "int": lambda v: not is_number(v),
+    "float": lambda v: not is_number(v),
+    "bool": lambda v: isinstance(v, (str, list, dict)),
+}
+_READ_AS = {
+    "int": ("an integer", "the run fails where verl first computes with it"),
+    "float": ("a number", "the run fails where verl first computes with it"),
+    "bool": ("a flag", "it is always true"),
+}
+# Values verl reads besides its default's type, per config: the SFT trainers take "after_each_epoch" for both
+# frequencies (verl/trainer/sft_trainer.py and sft_trainer_ray.py, `if self.test_freq == "after_each_epoch":
+# self.test_freq = self.steps_per_epoch`, the same for save_freq; verl 0.8.0 to main).
+ALSO_READ = {
+    ("sft_trainer_engine", "trainer.test_freq"): ("after_each_epoch",),
+    ("sft_trainer_engine", "trainer.save_freq"): ("after_each_epoch",),
+}
+
+
 def _strings(value) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
@@ -51,6 +76,13 @@ def _out_of_range(path: str, value) -> str:
     return f"`{path}`={shown_value(path, value)} is out of range"
 
 
+def _read_as_default(ctx: LintContext, path: str, entry: dict, value) -> bool:
+    """Whether verl reads this undeclared key as its default's type and `value` cannot be of it (`_CANNOT_STAND_IN`):
+    the key's name is one verl's source reads."""
+    cannot = _CANNOT_STAND_IN.get(entry.get("type", ""))
+    return cannot is not None and cannot(value) and path.rpartition(".")[2] in ctx.snapshot.read_set
+
+
 def _declared(ctx: LintContext, path: str) -> bool:
     """Whether a dataclass declares the key: its parent node has a `_target_` (schemas/FORMAT.md `type`)."""
     parent = ctx.tree.get(path.rpartition(".")[0])
@@ -83,8 +115,18 @@ def check(ctx: LintContext):
     key, `trainer.logger`, goes to `Tracking(default_backend: str | list[str])`, which wraps a string in a list
     (verl `verl/utils/tracking.py` `Tracking.__init__`), as does `main_ppo`'s own read of it
     (`verl/trainer/main_ppo.py`, `[trainer_logger] if isinstance(trainer_logger, str)`). A union annotation
-    (`rollout_is_threshold: str | float`) takes a value of any of its types. A mismatch with a type that only
-    comes from the default is a warning, not an error; so is null for a type not declared Optional, since code
+    (`rollout_is_threshold: str | float`) takes a value of any of its types.
+    Where no dataclass declares the key, the value is an error all the same when verl reads the key (its name is
+    in the snapshot's read-set) as its default's type and the value cannot be of that type: a string, a bool or a
+    container for a number (`trainer.total_epochs=abc`: `ray_trainer.py` multiplies and ranges over it;
+    `trainer.test_freq=many` is compared with ints: TypeError where it is first used), a string or a container for
+    a flag (`trainer.val_before_train=no` is a non-empty string, so true). It stays a warning where verl
+    demonstrably reads other types or never reads the key: a mismatch with a string default (verl hands
+    `data.enable_thinking_default`, default the string "none", to the chat template as a bool), a float for an
+    integer default (`lora.alpha=16.0` divides fine), a number for a flag (0 and 1 branch as False and True), a
+    list default, and a key whose name no verl code reads (its value goes on as a whole, like nsys options). The
+    SFT trainers' `trainer.test_freq` and `trainer.save_freq` also take "after_each_epoch" (`sft_trainer.py`).
+    Null for a type not declared Optional is a warning too, since code
     often reads null as "off" where the annotation omits it (verl main's `compute_rollout_correction_and_rejection_mask`
     skips the IS weights when `rollout_is_threshold` is None, which `RolloutCorrectionConfig` declares
     `str | float`). Interpolations are not checked. An integer beyond 64 bits is out of range wherever a number is
@@ -106,8 +148,18 @@ def check(ctx: LintContext):
             continue
         if entry["kind"] == "list" and not _declared(ctx, ro.path):
             entry = {**entry, "inferred": True}  # a list's type comes from its default unless a dataclass declares it
-        problem = type_error(ro.path, ro.parsed.value, entry)
-        if problem and ro.parsed.value is None:
+        value = ro.parsed.value
+        if value in ALSO_READ.get((ctx.snapshot.config_name, ro.path), ()):
+            continue
+        problem = type_error(ro.path, value, entry)
+        if problem and value is not None and entry.get("inferred") and _read_as_default(ctx, ro.path, entry, value):
+            read_as, breaks = _READ_AS[entry["type"]]
+            yield Finding(
+                ro,
+                f"`{ro.path}` {problem}, the type of verl's default; no dataclass declares it, but verl reads "
+                f"`{ro.path.rpartition('.')[2]}` as {read_as}, which a {type(value).__name__} cannot be: {breaks}",
+            )
+        elif problem and value is None:
             # instantiate does not check types, and verl often reads null as "off" where the annotation forgot
             # Optional (its own rollout-correction scripts set `rollout_is_threshold=null` with `rollout_is=null`).
             yield Finding(
@@ -118,8 +170,8 @@ def check(ctx: LintContext):
                 severity=Severity.WARNING,
             )
         elif problem and entry.get("inferred"):
-            # No dataclass declares the type, only verl's default shows it: verl may well take other values
-            # (`rollout_is_threshold: 2.0` also takes "0.5_4.0"), so this is a warning, never an error.
+            # No dataclass declares the type, only verl's default shows it, and the value is one verl may take
+            # (`_read_as_default` picks those it cannot): a warning.
             yield Finding(
                 ro,
                 f"`{ro.path}` {problem}, the type of verl's default; no dataclass declares the key's "
