@@ -131,7 +131,7 @@ def check(loaded: Loaded, settings: Settings, extra: Iterable[Diagnostic] = ()) 
         found.extend(naming_diagnostics(Path(loaded.source.path), settings.naming_scope()))
     if loaded.commands and not any(d.code == RECIPE_SCHEMA.code for d in loaded.diagnostics):
         found.extend(_lint_commands(loaded, load_rules(settings.enabled)))
-    return _without_noqa(loaded.source, found, continued_lines=loaded.kind == "script")
+    return _without_noqa(loaded.source, without_superseded(found), continued_lines=loaded.kind == "script")
 
 
 def resolve(command: Command, verl_version: str) -> LintContext:

@@ -149,11 +149,12 @@ def selecting_groups(groups: dict[str, dict]) -> tuple[str, ...]:
 class _VerlSnapshot:
     """One parsed `schemas/verl/<version>.json`, shared by its configs; each tree is built on first use."""
 
-    __slots__ = ("_trees", "data", "read_set")
+    __slots__ = ("_trees", "data", "main_modules", "read_set")
 
     def __init__(self, data: dict) -> None:
         self.data = data
         self.read_set = frozenset(data["read_set"])
+        self.main_modules = frozenset(data["main_modules"])
         self._trees: dict[tuple[str, str], Tree] = {}
 
     def tree(self, tree_set: str, key: str) -> Tree:
@@ -167,7 +168,16 @@ class Snapshot:
     groups that have several options (`model_engine` for `ppo_trainer`; `engine` and `optim` for
     `sft_trainer_engine`)."""
 
-    __slots__ = ("_versioned", "config_name", "groups", "read_set", "selecting", "tree_set", "verl_version")
+    __slots__ = (
+        "_versioned",
+        "config_name",
+        "groups",
+        "main_modules",
+        "read_set",
+        "selecting",
+        "tree_set",
+        "verl_version",
+    )
 
     def __init__(self, versioned: _VerlSnapshot, config_name: str) -> None:
         self.verl_version: str = versioned.data["verl_version"]
@@ -177,6 +187,7 @@ class Snapshot:
         self.tree_set: str = config["trees"]
         self.selecting = selecting_groups(self.groups)
         self.read_set: frozenset[str] = versioned.read_set
+        self.main_modules: frozenset[str] = versioned.main_modules  # the modules `python -m` runs
         self._versioned = versioned
 
     @property

@@ -14,6 +14,7 @@ CONSUMER_FORMAT = 1
 _VERL_LAYOUT: dict = {
     "configs": {},
     "entrypoints": {},
+    "main_modules": {},
     "read_set": {},
     "tree_sets": {"*": {"base": {}, "trees": {"*": {"set": {}, "unset": {}}}}},
 }
@@ -57,6 +58,7 @@ def verl_document(
     tree_sets: dict[str, dict[str, dict[str, dict]]],
     read_set: list[str],
     entrypoints: dict[str, str],
+    main_modules: list[str],
 ) -> dict:
     """The format 3 snapshot of one verl version (FORMAT.md); ``tree_sets``: name -> selection key -> full tree."""
     stored: dict[str, dict] = {}
@@ -78,6 +80,7 @@ def verl_document(
         "tree_sets": stored,
         "read_set": read_set,
         "entrypoints": entrypoints,
+        "main_modules": main_modules,
     }
     if commit:
         doc["commit"] = commit

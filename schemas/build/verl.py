@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 
 import libcst as cst
@@ -73,6 +74,23 @@ def entrypoint_defaults(package_dir: Path) -> dict[str, str]:
     return {m: c for m, (c, _) in _hydra_entries(Path(package_dir)).items()}
 
 
+_MAIN_BLOCK = re.compile(rb"""^if\s+__name__\s*==\s*["']__main__["']\s*:""", re.MULTILINE)
+
+
+def main_modules(package_dir: Path) -> list[str]:
+    """The verl modules ``python -m`` runs (FORMAT.md ``main_modules``): every module with a top-level ``if __name__
+    == "__main__":`` block, and every package with a ``__main__.py`` (named as the package). Any other name given to
+    ``python -m`` stops the run at start (``No module named ...``) or runs nothing."""
+    package_dir = Path(package_dir)
+    found = set()
+    for path in package_dir.rglob("*.py"):
+        if path.name == "__main__.py":
+            found.add(module_name(package_dir.parent, path.parent / "__init__.py")[0])
+        elif _MAIN_BLOCK.search(path.read_bytes()):
+            found.add(module_name(package_dir.parent, path)[0])
+    return sorted(found)
+
+
 def _search_path(package_dir: Path, yaml_path: Path) -> tuple[Path, ...]:
     """The directories a primary config's ``hydra.searchpath`` names. verl's experimental configs name
     ``file://verl/trainer/config`` (relative to the directory verl runs from, the one holding the package) or
@@ -125,7 +143,7 @@ def config_sources(package_dir: Path) -> list[ConfigSource]:
 def build_verl_snapshot(package_dir: Path, version: str, source: str, commit: str | None = None) -> dict:
     """The format 3 snapshot of the verl package in ``package_dir`` (FORMAT.md): every config of
     ``config_sources`` with its groups, one key tree per selection of its tree-selecting groups (configs with the
-    same trees share one tree set), the read-set and the entry modules."""
+    same trees share one tree set), the read-set, the entry modules and the modules ``python -m`` runs."""
     package_dir = Path(package_dir)
     if not (package_dir / "trainer" / "config" / "ppo_trainer.yaml").is_file():
         raise SchemaBuildError(f"{package_dir}: no trainer/config/ppo_trainer.yaml")
@@ -156,4 +174,13 @@ def build_verl_snapshot(package_dir: Path, version: str, source: str, commit: st
         configs[src.name] = {"groups": composed.groups, "trees": same}
     for p in sorted(set(problems)):
         log.info("schema build (verl %s): %s", version, p)
-    return verl_document(version, source, commit, configs, tree_sets, read_set, entrypoint_defaults(package_dir))
+    return verl_document(
+        version,
+        source,
+        commit,
+        configs,
+        tree_sets,
+        read_set,
+        entrypoint_defaults(package_dir),
+        main_modules(package_dir),
+    )
