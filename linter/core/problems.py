@@ -88,7 +88,10 @@ class VariantDeviceMismatch(ReadProblem):
 
 @dataclass(frozen=True, kw_only=True)
 class BashSyntaxError(ReadProblem):
-    missing: str | None  # the node type bash needed there; None: unexpected text
+    """Where bash stops reading the script: at a token it did not expect, or at the end, still missing `missing`."""
+
+    missing: str | None  # what the text ended without (`fi`, `"`); None: an unexpected token
+    unexpected: str | None = None  # the token bash did not expect (`fi`, `)`, `newline`)
 
 
 @dataclass(frozen=True, kw_only=True)

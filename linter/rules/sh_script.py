@@ -79,8 +79,11 @@ SYNTAX = source_rule(
     "bash-syntax-error",
     Severity.ERROR,
     summary="the run script is not valid bash",
-    explanation="""The script does not parse as bash (tree-sitter-bash reports an ERROR or MISSING node at the
-    given line and column), so none of its overrides are read.""",
+    explanation="""Bash rejects the script: at the given line and column it meets a token it did not expect, or
+    the script ends while a construct (`if`, a quote, `$(`) is still open. Bash runs the commands before that
+    point and stops there, so the trainer call after it never runs. Reported only for what bash itself rejects
+    (the reader's grammar is held to `bash -n`), never for what merely defeats the tree-sitter parser; the rest of
+    the script is still read and checked.""",
     bad="""
     ACTOR=(actor_rollout_ref.actor.ppo_mini_batch_size=64
     python3 -m verl.trainer.main_ppo "${ACTOR[@]}"
@@ -201,7 +204,10 @@ def _unknown_entry_module(p: UnknownEntryModule):
 
 @reads(BashSyntaxError)
 def _syntax_error(p: BashSyntaxError):
-    what = f"missing `{p.missing}`" if p.missing is not None else "unexpected text"
+    if p.missing is not None:
+        what = f"missing `{p.missing}`"
+    else:
+        what = f"unexpected `{p.unexpected}`" if p.unexpected is not None else "unexpected end of file"
     return SYNTAX.diagnostic(
         p.location, f"bash syntax error: {what} at line {p.location.line}, column {p.location.column}"
     )

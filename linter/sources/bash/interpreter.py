@@ -15,12 +15,15 @@ subclasses `Expansion` (words and arithmetic, in `expansion`).
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from ...core.budget import check_time
 from ...core.diagnostics import Location
 from .conditions import Conditions, is_test
+from .expansion import elements, scalar
 from .markers import Marks, markers
+from .words import ansi_c, split_on_ifs
 
 MAX_STEPS = 200_000
 # The field that stands for the script's own arguments (`"$@"`) passed to a command.
@@ -79,7 +82,10 @@ class Interpreter(Conditions):
         self.taken: dict[int, Decision] = {}  # the undecidable conditions met, in order, and the way taken
         self.undecided: list[int] = []  # keys of those met without a decision (taken as false)
         self.exited: Location | None = None  # where the script exited, if it did
-        self.vars: dict[str, str | list[tuple[str, Location]]] = dict(env)
+        self.vars: dict[str, str | list[tuple[str, Location] | None]] = dict(env)
+        self.positional: list[tuple[str, Location]] | None = None  # `$1`...: None for the script's own arguments
+        self.associative: set[str] = set()  # arrays declared `-A`: their elements are not followed
+        self.scopes: list[dict[str, object]] = []  # per function call: the values its `local`s hide
         self.exported: dict[str, tuple[str, Location]] = {}  # name -> (readable value, where it was exported)
         self.functions: dict[str, object] = {}
         self.marks = marks  # marker char -> construct description (shared across variants)
@@ -137,10 +143,7 @@ class Interpreter(Conditions):
         elif t == "declaration_command":
             self.declaration(n)
         elif t == "unset_command":
-            for c in n.named_children:
-                if c.type in ("variable_name", "word"):
-                    self.vars.pop(self.text(c), None)
-                    self.assigned.add(self.text(c))
+            self.unset(n)
         elif t == "command":
             self.command(n)
         elif t == "subshell":
@@ -149,6 +152,8 @@ class Interpreter(Conditions):
                     self.stmt(c)
             except _Exit:
                 pass  # `exit` in ( ... ) ends the subshell only
+        elif t == "compound_statement" and n.children and n.children[0].type == "((":
+            self.arith_text(f"$(({self.text(n)[2:-2]}))")  # `(( n += 1 ))`: its assignments take effect
         elif t in ("redirected_statement", "pipeline", "compound_statement", "program"):
             for c in n.named_children:
                 if c.type not in ("file_redirect", "heredoc_redirect", "herestring_redirect", "heredoc_body"):
@@ -172,7 +177,7 @@ class Interpreter(Conditions):
                 )
         elif t in ("test_command", "negated_command"):
             self.status(n)
-        # other statements (arithmetic commands, heredocs, ...) set nothing a later command receives
+        # other statements (heredocs, ...) set nothing a later command receives
 
     def _has_watched_text(self, n) -> bool:
         return self.watched_text is not None and self.watched_text in self.src[n.start_byte : n.end_byte]
@@ -346,95 +351,127 @@ class Interpreter(Conditions):
             return
 
     # ------------------------------------------------------------------ assignments
-    def assign(self, n, export: bool = False, local_env: dict | None = None) -> None:
+    def assign(self, n, export: bool = False, integer: bool = False) -> None:
+        """`V=x`, `V+=x`, `A=(...)`, `A+=(...)`, `A[i]=x` (a computed index, from the end when negative); `integer`:
+        the value is arithmetic (`declare -i`)."""
         name_node = n.child_by_field_name("name")
         value_node = n.child_by_field_name("value")
         if name_node is None:
             return
-        op = "+=" if any(c.type == "+=" for c in n.children) else "="
+        append = any(c.type == "+=" for c in n.children)
         index = None
         if name_node.type == "subscript":
-            idx = name_node.child_by_field_name("index")
             name = self.text(name_node.child_by_field_name("name"))
-            index = self.arith_value(idx) if idx is not None else None
+            idx = name_node.child_by_field_name("index")
+            index = self.arith_text(f"$(({self.text(idx)}))") if idx is not None else None
+            if index is None or name in self.associative:
+                self.set_var(name, self.mark(self.text(n)))  # the element is unknown: so is the array
+                return
         else:
             name = self.text(name_node)
-        if value_node is None:
-            value: str | list = ""
-        elif value_node.type == "array":
-            value = []
-            for el in value_node.named_children:
-                if el.type == "comment":
-                    continue
-                for f, _ in self.word(el, split=True):
-                    value.append((f, self.loc(el)))
+        current = self.get(name) if append or index is not None else self.vars.get(name)
+        where = self.loc(value_node or n)
+        if value_node is not None and value_node.type == "array":
+            value: str | list = self._array(value_node, name)
         else:
-            fields = self.word(value_node, split=False)
-            value = "".join(f for f, _ in fields)
+            value = "".join(f for f, _ in self.word(value_node, split=False)) if value_node is not None else ""
+            if integer:
+                number = self.arith_text(f"$(({value}))")
+                value = str(number) if number is not None else self.mark(self.text(n))
             if name in self.free and index is None and markers(value, self.marks):
                 value = self.free[name]  # a computed value (a device probe): the variant's value stands for it
-        target = local_env if local_env is not None else self.vars
-        current = target.get(name, self.vars.get(name))
-        if op == "+=" or index is not None:
-            self.get(name)  # appending reads the current value: an input when the script has not set it
         if index is not None:
-            arr = (
-                list(current)
-                if isinstance(current, list)
-                else ([(current, self.loc(n))] if current is not None else [])
-            )
-            v = value if isinstance(value, str) else " ".join(f for f, _ in value)
-            if op == "+=" and index < len(arr):
-                v = arr[index][0] + v
-            while len(arr) < index:
-                arr.append(("", self.loc(n)))
-            if index < len(arr):
-                arr[index] = (v, self.loc(value_node or n))
-            else:
-                arr.append((v, self.loc(value_node or n)))
-            target[name] = arr
-            if local_env is None:
-                self.assigned.add(name)
-            return
-        if op == "+=":
-            if isinstance(value, list):
-                base = (
-                    current if isinstance(current, list) else ([(current, self.loc(n))] if current is not None else [])
-                )
-                value = list(base) + value
-            elif isinstance(current, list):
-                value = (
-                    ([(current[0][0] + value, current[0][1])] + list(current[1:]))
-                    if current
-                    else [(value, self.loc(n))]
-                )
-            else:
-                value = (current or "") + value
-        elif isinstance(current, list) and isinstance(value, str) and local_env is None:
-            value = [(value, self.loc(value_node or n))] + list(current[1:])
-        target[name] = value
-        if local_env is None:
-            self.assigned.add(name)
+            arr = elements(current)
+            if index < 0:
+                index += len(arr)
+            if index < 0:
+                return  # bash: bad array subscript
+            arr += [None] * (index + 1 - len(arr))
+            text = scalar(value) if isinstance(value, list) else value
+            old = arr[index]
+            arr[index] = ((old[0] if append and old is not None else "") + text, where)
+            value = arr
+        elif append and isinstance(value, list):
+            value = elements(current) + value
+        elif append:
+            value = _append_text(current, value, where)
+        elif isinstance(current, list) and isinstance(value, str):
+            value = [(value, where), *current[1:]]  # `A=x` sets element 0 of an array
+        self.set_var(name, value)
         if export or name in self.exported:
+            self.exported[name] = ("", self.loc(n))
             self._export(name, n)
 
+    def _array(self, node, name: str) -> list:
+        """The elements of `(...)`: each word's fields, `[k]=v` at index k."""
+        out: list = []
+        for el in node.named_children:
+            if el.type == "comment":
+                continue
+            text = self.text(el)
+            m = _INDEXED.match(text) if el.type in ("word", "concatenation") else None
+            if m is not None:
+                if name in self.associative:
+                    return [(self.mark(self.text(node)), self.loc(node))]
+                index = self.arith_text(f"$(({m['index']}))")
+                if index is None or index < 0:
+                    return [(self.mark(self.text(node)), self.loc(node))]
+                rest = _value_after_index(el, m.end())
+                value = "".join(f for f, _ in self.word(rest, split=False)) if rest is not None else ""
+                out += [None] * (index + 1 - len(out))
+                out[index] = (value, self.loc(el))
+                continue
+            out += [(f, self.loc(el)) for f, _ in self.word(el, split=True)]
+        return out
+
     def declaration(self, n) -> None:
+        """`declare`, `typeset`, `local`, `export`, `readonly` with their flags (`-a`, `-A`, `-i`, `-x`)."""
         kw = n.children[0].type if n.children else ""
-        flags = {self.text(c) for c in n.named_children if c.type == "word" and self.text(c).startswith("-")}
-        export = kw == "export" or (kw in ("declare", "typeset", "local") and any("x" in f for f in flags))
+        flags = "".join(self.text(c)[1:] for c in n.named_children if c.type == "word" and self.text(c)[:1] == "-")
+        export = kw == "export" or (kw in ("declare", "typeset", "local") and "x" in flags)
         for c in n.named_children:
+            name_node = c.child_by_field_name("name") if c.type == "variable_assignment" else c
+            if name_node is None or name_node.type not in ("variable_name", "subscript"):
+                continue
+            name = self.text(name_node if name_node.type == "variable_name" else name_node.child_by_field_name("name"))
+            if kw == "local" and self.scopes and name not in self.scopes[-1]:
+                self.scopes[-1][name] = self.vars.get(name)
+            if "A" in flags:
+                self.associative.add(name)
             if c.type == "variable_assignment":
-                self.assign(c, export=export)
-            elif c.type == "variable_name":
-                name = self.text(c)
-                if export:
-                    if name in self.vars:
-                        self.exported[name] = ("", self.loc(c))
-                        self._export(name, c)
-                    else:
-                        self.exported[name] = ("", self.loc(c))
-                elif name not in self.vars and any("a" in f for f in flags):
-                    self.vars[name] = []
+                self.assign(c, export=export, integer="i" in flags)
+                continue
+            if kw == "local" and self.scopes:
+                self.vars.pop(name, None)
+                self.assigned.add(name)
+            if export:
+                self.exported[name] = ("", self.loc(c))
+                self._export(name, c)
+            elif name not in self.vars and ("a" in flags or "A" in flags):
+                self.set_var(name, [])
+
+    def unset(self, n) -> None:
+        """`unset V`, `unset A[i]` (`-v`; `-f` unsets functions)."""
+        words = [self.text(c) for c in n.named_children if c.type in ("variable_name", "word", "subscript")]
+        if "-f" in words:
+            for name in words:
+                self.functions.pop(name, None)
+            return
+        for c in n.named_children:
+            if c.type == "subscript":
+                name = self.text(c.child_by_field_name("name"))
+                idx = c.child_by_field_name("index")
+                index = self.arith_text(f"$(({self.text(idx)}))") if idx is not None else None
+                arr = elements(self.vars.get(name))
+                if index is not None and index < 0:
+                    index += len(arr)
+                if index is None or not 0 <= index < len(arr):
+                    continue
+                arr[index] = None
+                self.set_var(name, arr)
+            elif c.type in ("variable_name", "word") and not self.text(c).startswith("-"):
+                self.vars.pop(self.text(c), None)
+                self.assigned.add(self.text(c))
 
     # ------------------------------------------------------------------ commands
     def command(self, n) -> None:
@@ -446,11 +483,10 @@ class Interpreter(Conditions):
                 nm = c.child_by_field_name("name")
                 if nm is not None:
                     key = self.text(nm)
-                    saved.setdefault(key, self.vars.get(key))
+                    saved.setdefault(key, (self.vars.get(key), key in self.assigned))
                     self.assign(c)
                     v = self.vars.get(key)
-                    s = v if isinstance(v, str) else ""
-                    assignments[key] = (self.unmark(s), self.loc(c))
+                    assignments[key] = (self.unmark(v if isinstance(v, str) else ""), self.loc(c))
         try:
             if name_node is None:
                 # a bare assignment list (`A=1 B=2`) keeps its values
@@ -464,35 +500,220 @@ class Interpreter(Conditions):
             ]
             name_fields = self.word(name_node.named_children[0] if name_node.named_children else name_node, split=True)
             head = name_fields[0][0] if name_fields else ""
-            if head in self.functions and len(name_fields) == 1 and self.depth < 8:
-                self.depth += 1
-                try:
-                    self.stmt(self.functions[head])
-                finally:
-                    self.depth -= 1
-                return
-            if head == "exit":
-                raise _Exit(self.loc(n))
-            if head in ("source", "."):
-                self.warn(n, f"`{self.text(n)}` is not followed; variables it sets are unknown")
-                return
-            if head == "shift" or head == "set":
-                return
             fields = list(name_fields)
             passthrough = None
             for a in args_nodes:
-                if _is_passthrough(self, a):
+                if self.positional is None and _is_passthrough(self, a):
                     passthrough = self.loc(a)
                     fields.append((PASSTHROUGH_FIELD, self.loc(a)))
                     continue
-                fields.extend(self.word(a, split=True, loc=self.loc(a)))
+                expanded = self.word(a, split=True, loc=self.loc(a))
+                if passthrough is None and any(f == PASSTHROUGH_FIELD for f, _ in expanded):
+                    passthrough = self.loc(a)  # a function's "$@" holding the script's own arguments
+                fields.extend(expanded)
+            if head in self.functions and self.depth < 8:
+                self.call(head, fields[len(name_fields) :])
+                return
+            if head == "exit":
+                raise _Exit(self.loc(n))
+            if head == "return" and self.scopes:
+                raise _Return()
+            if head in ("source", "."):
+                self.warn(n, f"`{self.text(n)}` is not followed; variables it sets are unknown")
+                return
+            if self.builtin(n, head, fields[len(name_fields) :]):
+                return
             self.on_command(n, fields, assignments, passthrough)
         finally:
-            for k, v in saved.items():
+            for k, (v, was_assigned) in saved.items():
                 if v is None:
                     self.vars.pop(k, None)
                 else:
                     self.vars[k] = v
+                if not was_assigned:
+                    self.assigned.discard(k)
+
+    def call(self, name: str, args: list[tuple[str, Location]]) -> None:
+        """A function called with `args`: its positional parameters, and its `local`s restored when it returns."""
+        saved_positional = self.positional
+        self.positional = args
+        self.scopes.append({})
+        self.depth += 1
+        try:
+            self.stmt(self.functions[name])
+        except _Return:
+            pass
+        finally:
+            self.depth -= 1
+            for var, value in self.scopes.pop().items():
+                if value is None:
+                    self.vars.pop(var, None)
+                else:
+                    self.vars[var] = value
+            self.positional = saved_positional
+
+    def builtin(self, n, head: str, args: list[tuple[str, Location]]) -> bool:
+        """The builtins that set variables (`set --`, `shift`, `let`, `printf -v`, `read`, `mapfile`): evaluated
+        where their input is known, else the variables they set hold a marker. True when `head` is one of them."""
+        words = [a for a, _ in args]
+        if head == "set":
+            if "--" in words:
+                self.positional = args[words.index("--") + 1 :]
+            return True
+        if head == "shift":
+            count = int(words[0]) if words and words[0].isdigit() else 1
+            if self.positional is not None:
+                self.positional = self.positional[count:]
+            return True
+        if head == "let":
+            for w in words:
+                self.arith_text(f"$(({w}))")
+            return True
+        if head == "printf" and len(words) >= 3 and words[0] == "-v":
+            formatted = _printf(words[2], words[3:]) if not any(markers(w, self.marks) for w in words[2:]) else None
+            self.set_var(words[1], formatted if formatted is not None else self.mark(self.text(n)))
+            return True
+        if head in ("read", "mapfile", "readarray"):
+            self.read(n, head, words)
+            return True
+        return False
+
+    def read(self, n, head: str, words: list[str]) -> None:
+        """`read [-r] [-a A] NAMES <<< word` and `mapfile -t A <<< word`: the here-string split as bash splits it;
+        from any other input the variables hold a marker."""
+        herestring = next((c for c in n.named_children if c.type == "herestring_redirect"), None)
+        text = None
+        if herestring is not None and herestring.named_children:
+            text = "".join(f for f, _ in self.word(herestring.named_children[-1], split=False)) + "\n"
+            if markers(text, self.marks):
+                text = None
+        options, names = _options(words, takes_value="adinNptu" if head == "read" else "dnOsuCc")
+        if head != "read":
+            array = names[0] if names else "MAPFILE"
+            lines = None if text is None else text.splitlines(keepends="t" not in options)
+            self.set_var(
+                array, [(line, self.loc(n)) for line in lines] if lines is not None else self.mark(self.text(n))
+            )
+            return
+        if "a" in options:
+            names = [options["a"]]
+        names = names or ["REPLY"]
+        if text is None or "d" in options:
+            for name in names:
+                self.set_var(name, self.mark(self.text(n)))
+            return
+        line = text.split("\n", 1)[0]
+        if "r" not in options:
+            line = re.sub(r"\\(.)", r"\1", line)
+        fields = split_on_ifs(line, self.ifs())
+        if "a" in options:
+            self.set_var(names[0], [(f, self.loc(n)) for f in fields])
+            return
+        for i, name in enumerate(names):
+            if i == len(names) - 1 and len(fields) > len(names):
+                self.set_var(name, _rest_of_line(line, len(names) - 1, self.ifs()))
+            else:
+                self.set_var(name, fields[i] if i < len(fields) else "")
+
+
+class _Return(Exception):
+    """`return` in a function: the function ends here."""
+
+
+_INDEXED = re.compile(r"\[(?P<index>[^\]]*)\]=")
+
+
+def _value_after_index(el, offset: int):
+    """The node holding the value of an array element written `[k]=value` (None when it is empty)."""
+    for c in el.children if el.type == "concatenation" else [el]:
+        if c.end_byte - el.start_byte > offset:
+            return c if c.start_byte - el.start_byte >= offset else _Slice(c, el.start_byte + offset)
+    return None
+
+
+class _Slice:
+    """The end of a word node, from a byte on: what `[k]=value` leaves when it is one word."""
+
+    type = "word"
+    named_children = children = ()
+
+    def __init__(self, node, start: int):
+        self.start_byte, self.end_byte, self.start_point = start, node.end_byte, node.start_point
+
+
+def _append_text(current, value: str, where: Location):
+    """`V+=x`: appended to the value, or to an array's element 0."""
+    if isinstance(current, list):
+        first = current[0] if current else None
+        return [((first[0] if first is not None else "") + value, where), *current[1:]]
+    return (current or "") + value
+
+
+def _options(words: list[str], takes_value: str) -> tuple[dict[str, str], list[str]]:
+    """A builtin's `-x` options (those in `takes_value` with their value) and its other words."""
+    options: dict[str, str] = {}
+    i = 0
+    while i < len(words) and words[i].startswith("-") and words[i] != "--":
+        for j, flag in enumerate(words[i][1:]):
+            if flag in takes_value:
+                rest = words[i][j + 2 :]
+                options[flag] = rest if rest else (words[i + 1] if i + 1 < len(words) else "")
+                i += 0 if rest else 1
+                break
+            options[flag] = ""
+        i += 1
+    return options, words[i + (i < len(words) and words[i] == "--") :]
+
+
+def _rest_of_line(line: str, skip: int, ifs: str) -> str:
+    """What `read`'s last name gets: the line after the first `skip` fields and their separators, without IFS white
+    space at its ends."""
+    white = "".join(c for c in ifs if c in " \t\n")
+    i = len(line) - len(line.lstrip(white))
+    for _ in range(skip):
+        while i < len(line) and line[i] not in ifs:
+            i += 1
+        while i < len(line) and line[i] in white:
+            i += 1
+        if i < len(line) and line[i] in ifs:
+            i += 1
+        while i < len(line) and line[i] in white:
+            i += 1
+    return line[i:].rstrip(white)
+
+
+_PRINTF = re.compile(r"%(?P<flags>[-+ #0]*)(?P<width>\d*)(?:\.(?P<precision>\d+))?(?P<conv>[sdiqb%])")
+
+
+def _printf(fmt: str, args: list[str]) -> str | None:
+    """`printf FORMAT ARGS...` for `%s`, `%d`, `%i` and `%%` with flags and widths, the format reused while
+    arguments remain, as bash does; None for any other conversion or a non-number for `%d`."""
+    fmt = ansi_c(fmt)
+    out, rest = [], list(args)
+    while True:
+        pos, used = 0, 0
+        for m in _PRINTF.finditer(fmt):
+            out.append(fmt[pos : m.start()])
+            pos = m.end()
+            conv = m["conv"]
+            if conv == "%":
+                out.append("%")
+                continue
+            if conv in "qb":
+                return None
+            arg = rest.pop(0) if rest else ""
+            used += 1
+            spec = f"%{m['flags']}{m['width']}{'.' + m['precision'] if m['precision'] else ''}"
+            if conv == "s":
+                out.append((spec + "s") % arg)
+            else:
+                try:
+                    out.append((spec + "d") % (int(arg, 0) if arg else 0))
+                except ValueError:
+                    return None
+        out.append(fmt[pos:])
+        if not rest or not used:
+            return "".join(out)
 
 
 def _is_passthrough(ev: Interpreter, n) -> bool:

@@ -33,7 +33,36 @@ _LETTERS, _SYMBOLS = "éé".encode(), "¤¤".encode()
 def parse(src: bytes):
     """The tree-sitter-bash tree of a script (tree_sitter is imported on the first call only)."""
     copy = _FOUR_BYTE_CHAR.sub(lambda m: _LETTERS if m.group().decode("utf-8", "replace").isalnum() else _SYMBOLS, src)
-    return _parser().parse(_mask_nested_arithmetic(copy))
+    copy = _mask_nested_arithmetic(copy)
+    tree = _parser().parse(copy)
+    joins = _word_joins(copy, tree.root_node)
+    if not joins:
+        return tree
+    out = bytearray(copy)
+    for i in joins:
+        out[i : i + 2] = b"''"
+    return _parser().parse(bytes(out))
+
+
+# Bash removes a backslash-newline before it splits words, so that `X="a"\<newline>"b"` assigns `ab`; tree-sitter-bash
+# 0.25 reads it as white space between two words (`X="a"` then a command `"b"`). Where one joins two words (no
+# blank on either side, outside quotes and comments), the parser's copy has an empty `''` in its place: the words
+# become one, every node keeps its byte range, and the interpreter reads `''` from the original as nothing.
+_CONTINUATION = re.compile(rb"(?<=[^\s\\])((?:\\\\)*)\\\n(?=[^\s])")
+_INSIDE_TEXT = frozenset(
+    ("string", "string_content", "raw_string", "ansi_c_string", "comment", "heredoc_body", "heredoc_content", "word")
+)
+
+
+def _word_joins(src: bytes, root) -> list[int]:
+    """Where a backslash-newline between two words joins them (the backslash's offset)."""
+    out = []
+    for m in _CONTINUATION.finditer(src):
+        at = m.end(1)
+        inside = root.descendant_for_byte_range(at, at + 2)
+        if inside is not None and inside.type not in _INSIDE_TEXT and not inside.has_error:
+            out.append(at)
+    return out
 
 
 # tree-sitter-bash 0.25 misreads `$(( ... ))` inside `${V:-...}` when the expression holds parentheses, `?:` or

@@ -49,6 +49,7 @@ from .device_signals import script_signals
 from .interpreter import Interpreter
 from .markers import ARGUMENTS, Marks, construct_text, environment_name, markers, readable
 from .parse import byte_column, node_location, parse
+from .syntax import syntax_problem
 from .trainer_call import TrainerCallFinder
 
 # The value an override gets when part of it cannot be evaluated: an interpolation, so that type and range
@@ -241,19 +242,20 @@ def _through_aliases(named: dict[str, list[str]], aliases: dict[str, str]) -> di
     return {var: list(values) for var, values in out.items()}
 
 
-def _syntax_errors(path: str, root, lines: list[bytes]) -> list[BashSyntaxError]:
-    out = []
-    stack = [root]
-    while stack and len(out) < 10:
-        n = stack.pop()
-        if n.is_missing or n.type == "ERROR":
-            out.append(
-                BashSyntaxError(location=node_location(path, lines, n), missing=n.type if n.is_missing else None)
-            )
-            continue
-        if n.has_error:
-            stack.extend(reversed(n.children))
-    return out
+def _syntax_errors(path: str, text: str, lines: list[bytes]) -> list[BashSyntaxError]:
+    """The syntax error bash stops at (`syntax`: what bash rejects, not what tree-sitter cannot read), if any."""
+    problem = syntax_problem(text)
+    if problem is None:
+        return []
+    # the character offset as a line and column; the end of the text is the end of its last line
+    before = text[: problem.offset]
+    row = before.count("\n")
+    last = len(lines) - 1 - (len(lines) > 1 and lines[-1] == b"")
+    if row > last:
+        row, before = last, text[: len(text) - 1]
+    column = len(before) - (before.rfind("\n") + 1)
+    location = Location(path, row + 1, column + 1)
+    return [BashSyntaxError(location=location, missing=problem.missing, unexpected=problem.unexpected)]
 
 
 def _located_override(
@@ -302,14 +304,14 @@ class _Parsed:
     src: bytes
     lines: list[bytes]
     root: object  # the tree-sitter root node
-    errors: list[BashSyntaxError]  # at most 10
+    errors: list[BashSyntaxError]  # the one bash stops at, if any
 
 
 def _parse(source: TextFile) -> _Parsed:
     src = source.text.encode("utf-8")
     lines = src.split(b"\n")
     root = parse(src).root_node
-    return _Parsed(src, lines, root, _syntax_errors(source.path, root, lines))
+    return _Parsed(src, lines, root, _syntax_errors(source.path, source.text, lines))
 
 
 # A command name bash cannot run, since it is a Hydra override: a dotted key set (`+a.b=1`) or deleted (`~a.b`).
@@ -402,16 +404,21 @@ def _region(parent, node) -> int | None:
     return None
 
 
-def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
-    """The commands the script runs, one per trainer call in each variant, and what was reported on the way."""
+@dataclass(slots=True)
+class Evaluation:
+    """A script evaluated once per variant: what `read_script` assembles commands from, and what the argv property
+    test compares with bash."""
+
+    parsed: _Parsed
+    marks: Marks  # marker character -> the construct it stands for, in every variant
+    axes: list[tuple[str, list[str | None]]]  # each enumerated variable and its values
+    runs: list[tuple[str | None, TrainerCallFinder]]  # (variant label, its evaluation)
+    problems: list[ReadProblem]  # what was found on the way (broken continuations, variants left out)
+
+
+def evaluate(source: TextFile) -> Evaluation:
+    """Evaluate the script in each variant (switch values, then ways through undecidable conditions)."""
     parsed = _parse(source)
-    verl_version = options.cli_verl or options.default_verl
-    stack = options.stack._replace(
-        megatron_core=options.stack.megatron_core or megatron_core_for(verl_version),
-        megatron_pin=megatron_pin(source.text),
-    )
-    if parsed.errors:
-        return ScriptRead([], parsed.errors, verl_version)
     marks = Marks()
     locations: dict = {}
     free: set[str] = set()
@@ -457,7 +464,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     default_env = {var: vals[i] for (var, vals), i in zip(axes, defaults, strict=True) if var in free}
     if free:
         default = run(default_env, {})
-    problems: list[ReadProblem] = _broken_continuations(parsed, source.path)
+    problems: list[ReadProblem] = [*parsed.errors, *_broken_continuations(parsed, source.path)]
     chosen, total = expand(
         [[(f"{var}={v if v is not None else 'unset'}", (var, v)) for v in vals] for var, vals in axes], defaults
     )
@@ -472,7 +479,19 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
         problems.append(UndecidedConditions(location=Location(source.path), limit=MAX_VARIANTS, cut=cut))
     if not runs:
         runs = [(None, default)]
+    return Evaluation(parsed, marks, axes, runs, problems)
 
+
+def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
+    """The commands the script runs, one per trainer call in each variant, and what was reported on the way."""
+    verl_version = options.cli_verl or options.default_verl
+    stack = options.stack._replace(
+        megatron_core=options.stack.megatron_core or megatron_core_for(verl_version),
+        megatron_pin=megatron_pin(source.text),
+    )
+    evaluation = evaluate(source)
+    parsed, marks, axes, runs = evaluation.parsed, evaluation.marks, evaluation.axes, evaluation.runs
+    problems = evaluation.problems
     levels, unknown_accelerators = accelerator_levels(source.path, options)
     problems.extend(unknown_accelerators)
     entry = entrypoints(verl_version)

@@ -7,13 +7,20 @@ import re
 
 from ...core.diagnostics import Location
 
+DEFAULT_IFS = " \t\n"
+_IFS_WHITESPACE = " \t\n"
+
 
 class FieldBuilder:
-    """Builds the fields of one word the way bash does: quoted text joins, unquoted expansions split on IFS,
-    `"${A[@]}"` gives one field per element (none for an empty array)."""
+    """Builds the fields of one word the way bash does: quoted text joins, unquoted expansions split on IFS (bash's
+    field splitting: IFS white space runs are one separator and trimmed at the ends, each other IFS character is a
+    separator of its own, so `a,,b` with IFS=, is three fields), `"${A[@]}"` gives one field per element (none for
+    an empty array). Where the word is not split (an assignment's value, `[[ ]]`, `case`), the elements of
+    `${A[@]}` join with a space and nothing splits."""
 
-    def __init__(self, loc: Location):
+    def __init__(self, loc: Location, ifs: str = DEFAULT_IFS):
         self.loc = loc
+        self.ifs = ifs
         self.fields: list[tuple[str, Location]] = []
         self.cur: str | None = None
         self.cur_loc: Location | None = None
@@ -29,16 +36,15 @@ class FieldBuilder:
     def expanded(self, s: str, quoted: bool, split: bool) -> None:
         if quoted or not split:
             self.cur = (self.cur or "") + s
-            return
-        if not s:
-            return
-        for i, p in enumerate(re.split(r"[ \t\n]+", s)):
-            if i > 0:
-                self._end()
-            if p:
-                self.cur = (self.cur or "") + p
+        elif s:
+            self._split(s)
 
-    def multi(self, elems: list[tuple[str, Location | None]], quoted: bool) -> None:
+    def multi(self, elems: list[tuple[str, Location | None]], quoted: bool, split: bool, joiner: str = " ") -> None:
+        """The elements of an array (or of the positional parameters): a field each where the word splits (also
+        split on IFS when unquoted), else joined by `joiner`."""
+        if not split:
+            self.cur = (self.cur or "") + joiner.join(e for e, _ in elems)
+            return
         if not elems:
             if quoted:
                 self.vanished = True
@@ -51,15 +57,46 @@ class FieldBuilder:
                 self.quoted_empty = True
                 self.cur_loc = loc or self.cur_loc
                 continue
-            for j, p in enumerate(re.split(r"[ \t\n]+", e)):
-                if j > 0:
-                    self._end()
-                if p:
-                    self.cur = (self.cur or "") + p
-                    self.cur_loc = loc or self.cur_loc
+            if e:
+                self.cur_loc = loc or self.cur_loc
+                self._split(e)
 
     def vanish(self) -> None:
         self.vanished = True
+
+    def _split(self, s: str) -> None:
+        """Append an unquoted expansion's value, split on IFS: its first piece joins the field being built, its last
+        stays open for what follows."""
+        ifs = self.ifs
+        if not ifs:
+            self.cur = (self.cur or "") + s
+            return
+        white = "".join(c for c in ifs if c in _IFS_WHITESPACE)
+        other = "".join(c for c in ifs if c not in _IFS_WHITESPACE)
+        if not other:
+            for i, p in enumerate(re.split(f"[{re.escape(white)}]+", s)):
+                if i > 0:
+                    self._end()
+                if p:
+                    self.cur = (self.cur or "") + p
+            return
+        # a separator is an IFS white space run, or one other IFS character with the white space around it
+        white_run = f"[{re.escape(white)}]*" if white else ""
+        separator = re.compile(
+            f"{white_run}[{re.escape(other)}]{white_run}|[{re.escape(white)}]+" if white else f"[{re.escape(other)}]"
+        )
+        pos = 0
+        for m in separator.finditer(s):
+            if m.start() > pos:
+                self.cur = (self.cur or "") + s[pos : m.start()]
+            if m.group().strip(white):  # an IFS character other than white space: ends a field, even an empty one
+                self.fields.append((self.cur or "", self.cur_loc or self.loc))
+                self.cur, self.cur_loc, self.quoted_empty, self.vanished = None, None, False, False
+            else:
+                self._end()
+            pos = m.end()
+        if pos < len(s):
+            self.cur = (self.cur or "") + s[pos:]
 
     def _end(self) -> None:
         if self.cur is None and self.quoted_empty and not self.vanished:
@@ -74,6 +111,13 @@ class FieldBuilder:
 
     def fields_text(self) -> list[str]:
         return [f for f, _ in self.finish()]
+
+
+def split_on_ifs(s: str, ifs: str) -> list[str]:
+    """A value split into fields as an unquoted expansion of it is."""
+    b = FieldBuilder(Location(""), ifs)
+    b.expanded(s, quoted=False, split=True)
+    return b.fields_text()
 
 
 _ESC = re.compile(r"\\(.)", re.DOTALL)
@@ -116,3 +160,39 @@ def ansi_c(s: str) -> str:
         return table.get(c, "\\" + c)
 
     return re.sub(r"\\(x[0-9A-Fa-f]{0,2}|[0-7]{1,3}|.)", one, s, flags=re.DOTALL)
+
+
+def glob_regex(segments: list[tuple[str, bool]]) -> re.Pattern[str]:
+    """A bash pattern as a regex: `segments` are (text, whether it is a pattern); quoted text matches itself. In a
+    pattern, `*` is any text, `?` one character, `[...]` (`[!...]`, `[^...]`) a class, `\\x` the character x."""
+    out = []
+    for text, is_pattern in segments:
+        if not is_pattern:
+            out.append(re.escape(text))
+            continue
+        i = 0
+        while i < len(text):
+            c = text[i]
+            if c == "\\" and i + 1 < len(text):
+                out.append(re.escape(text[i + 1]))
+                i += 2
+                continue
+            if c == "*":
+                out.append(".*")
+            elif c == "?":
+                out.append(".")
+            elif c == "[":
+                end = text.find("]", i + 2 if text[i + 1 : i + 2] in ("!", "^", "]") else i + 1)
+                if end < 0:
+                    out.append(re.escape(c))
+                else:
+                    body = text[i + 1 : end]
+                    negate = body[:1] in ("!", "^")
+                    body = body[1:] if negate else body
+                    out.append("[" + ("^" if negate else "") + body.replace("\\", "\\\\").replace("[", "\\[") + "]")
+                    i = end + 1
+                    continue
+            else:
+                out.append(re.escape(c))
+            i += 1
+    return re.compile("".join(out), re.DOTALL)
