@@ -177,6 +177,10 @@ class Interpreter(Conditions):
                 )
         elif t in ("test_command", "negated_command"):
             self.status(n)
+        elif t == "ERROR":  # what tree-sitter could not read: the statements it still found in it are evaluated
+            for c in n.named_children:
+                if c.type in _STATEMENTS:
+                    self.stmt(c)
         # other statements (heredocs, ...) set nothing a later command receives
 
     def _has_watched_text(self, n) -> bool:
@@ -614,6 +618,16 @@ class Interpreter(Conditions):
                 self.set_var(name, _rest_of_line(line, len(names) - 1, self.ifs()))
             else:
                 self.set_var(name, fields[i] if i < len(fields) else "")
+
+
+_STATEMENTS = frozenset(
+    (
+        "variable_assignment", "variable_assignments", "declaration_command", "unset_command", "command", "subshell",
+        "redirected_statement", "pipeline", "compound_statement", "list", "if_statement", "case_statement",
+        "function_definition", "for_statement", "c_style_for_statement", "while_statement", "test_command",
+        "negated_command", "ERROR",
+    )
+)  # fmt: skip
 
 
 class _Return(Exception):
