@@ -163,3 +163,23 @@ def test_variables_bash_sets_are_set_but_unknown(tmp_path, recorder_dir):  # noq
     code, diagnostics = lint(tmp_path, text)
     (message,) = [message for _, message in found(diagnostics, "SH004")]
     assert "${HOSTNAME:+on-host}" in message and "${#HOME}" in message, message
+
+
+@pytest.mark.parametrize(
+    "launcher",
+    [
+        "python3 -X faulthandler -W ignore -u",
+        "torchrun --nnodes 1 --nproc_per_node 8 --standalone",
+        "torchrun --nnodes=1",
+    ],
+)
+def test_interpreter_options_with_values_before_the_module(tmp_path, recorder_dir, launcher):  # noqa: F811
+    # `-X faulthandler` is one option with its value: the call is still verl's trainer, and it is checked
+    text = (
+        HEAD
+        + launcher
+        + " -m verl.trainer.main_ppo actor_rollout_ref.model.path=$MODEL_PATH trainer.total_epochs=abc\n"
+    )
+    same_as_bash(text, recorder_dir)
+    code, diagnostics = lint(tmp_path, text)
+    assert [line for line, _ in found(diagnostics, "SL004")] == [4], diagnostics

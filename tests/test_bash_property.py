@@ -302,6 +302,9 @@ def _bash_variables() -> frozenset[str]:
     return frozenset(out.stdout.split())
 
 
+_WITH_DEFAULT = re.compile(r"\$\{(\w+):?[-=+]")
+
+
 def _pattern(ch: str, marks: dict[str, str], env: dict[str, str]) -> str:
     """What bash may have where the reader has `ch`: the value given to a variable the reader says the script never
     sets, anything for another construct it cannot evaluate (`$(date)`), else the character itself."""
@@ -322,7 +325,7 @@ def argv_divergences(text: str, recorder_dir: str) -> tuple[int, list[str]]:
     """(how many variants were compared, how each one whose trainer calls differ from bash's differs). A variant
     that takes an undecidable condition one way cannot be run that way by bash, and is not compared; each value the
     reader cannot evaluate matches anything, and a variable the script reads but never sets gets a value without
-    blanks in bash, so that it stays one word as the reader assumes."""
+    blanks in bash, so that it stays one word as the reader assumes (and a script under `set -u` goes on)."""
     evaluation = evaluate(TextFile("run.sh", text))
     marks = evaluation.marks
     compared, found = 0, []
@@ -330,8 +333,11 @@ def argv_divergences(text: str, recorder_dir: str) -> tuple[int, list[str]]:
         tokens = [t.split("=", 1) for t in (label or "").split(",") if t]
         if any(name.startswith("cond@") for name, _ in tokens):
             continue
-        read = {environment_name(marks[ch]) for t in ev.trainers for a, _ in t.args for ch in a if ch in marks}
-        env = {name: f"@{name}@" for name in read if name and name.isidentifier() and name not in _bash_variables()}
+        # the variables the reader takes from the environment (read before this run of the script sets them),
+        # except those it reads with a default somewhere, which it takes as unset
+        inputs = {environment_name(description) for description in marks.values()} & ev.inputs_read
+        inputs -= set(_WITH_DEFAULT.findall(text)) | _bash_variables()
+        env = {name: f"@{name}@" for name in inputs if name.isidentifier()}
         env["HOME"] = SANDBOX_HOME
         env.update({name: value for name, value in tokens if value != "unset"})
         theirs = [_without_script_arguments(argv) for argv in bash_trainer_calls(text, env, recorder_dir)]

@@ -1,5 +1,6 @@
 """Recognising verl trainer calls in a script being evaluated: `python3 -m verl.<module> ...` (also `torchrun`,
-a versioned or absolute interpreter, interpreter flags before `-m`, and a launcher held in an array), with
+a versioned or absolute interpreter, interpreter options before `-m` with their values, and a launcher held in an
+array), with
 Hydra's `--config-name`/`-cn` and `--config-path`/`-cp` taken out of the overrides; and the first other command
 that runs Ascend software, for the device the variant runs on."""
 
@@ -52,9 +53,9 @@ class TrainerCallFinder(Interpreter):
             if _PYTHON.match(base) and i + 2 < len(fields) + 1:
                 rest = fields[i + 1 :]
                 j = 0
-                while j < len(rest) and rest[j][0].startswith("-") and rest[j][0] != "-m":
-                    j += 1  # interpreter flags (-u, -X ...)
-                if j + 1 < len(rest) and rest[j][0] == "-m" and rest[j + 1][0].startswith("verl."):
+                while j < len(rest) and rest[j][0].startswith("-") and rest[j][0] not in ("-m", "--module"):
+                    j += 2 if _takes_value(base, rest[j][0]) else 1  # interpreter options (-u, -X dev, --nnodes 2)
+                if j + 1 < len(rest) and rest[j][0] in ("-m", "--module") and rest[j + 1][0].startswith("verl."):
                     module = rest[j + 1][0]
                     self._trainer(n, module, rest[j + 2 :], assignments, passthrough)
                     return
@@ -88,3 +89,15 @@ class TrainerCallFinder(Interpreter):
         # the command's own prefix assignments win over exported variables of the same name
         env = {name: EnvVar(name, value, loc) for name, (value, loc) in {**self.exported, **assignments}.items()}
         self.trainers.append(TrainerCall(self.loc(n), module, config_name, config_path, out, env, passthrough))
+
+
+# Options written apart from their value (`python3 -X faulthandler -m ...`, `torchrun --nnodes 2 -m ...`): Python's
+# that take one, and every long option of torchrun but its flags.
+_PYTHON_VALUE_OPTIONS = frozenset(("-X", "-W", "--check-hash-based-pycs"))
+_TORCHRUN_FLAGS = frozenset(("--standalone", "--no-python", "--no_python", "--run-path", "--run_path"))
+
+
+def _takes_value(interpreter: str, option: str) -> bool:
+    if interpreter == "torchrun":
+        return option.startswith("--") and "=" not in option and option not in _TORCHRUN_FLAGS
+    return option in _PYTHON_VALUE_OPTIONS
