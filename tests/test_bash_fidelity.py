@@ -91,10 +91,13 @@ def test_a_syntax_error_leaves_the_rest_checked(tmp_path, middle, where):
 def test_a_line_continuation_inside_a_word_joins_it(tmp_path, recorder_dir):  # noqa: F811
     # `"..."\` then `"..."` on the next line is one word: PATCHES is set, not an input from the environment (and
     # the second line is no command of its own).
-    text = HEAD + 'ROLLOUT_NAME="vl"\\\n"lm"\n' + CALL + " actor_rollout_ref.rollout.name=$ROLLOUT_NAME\n"
+    # Every finding after it keeps its line.
+    text = HEAD + 'ROLLOUT_NAME="vl"\\\n"lm"\n' + CALL + " actor_rollout_ref.rollout.name=$ROLLOUT_NAME \\\n"
+    text += "    trainer.total_epochs=abc\n"
     same_as_bash(text, recorder_dir)
     code, diagnostics = lint(tmp_path, text)
     assert not found(diagnostics, "SH004") and not found(diagnostics, "SL005"), diagnostics
+    assert [line for line, _ in found(diagnostics, "SL004")] == [7], diagnostics
 
 
 def test_word_splitting_follows_ifs(tmp_path, recorder_dir):  # noqa: F811

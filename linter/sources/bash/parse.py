@@ -1,8 +1,9 @@
 """Parsing a bash script with tree-sitter-bash, and where its nodes are.
 
-The parser reads a copy of the script with two workarounds for tree-sitter-bash 0.25 (a crash on `{` followed by a
-4-byte character, and `$((...))` misread inside `${...}`); both keep every node's byte range, so that the text is
-read from the original by those ranges. A node's location counts its column in characters.
+The parser reads a copy of the script with three workarounds for tree-sitter-bash 0.25 (a crash on `{` followed by
+a 4-byte character, `$((...))` misread inside `${...}`, and a backslash-newline read as a break between words); each
+keeps every node's byte range, so that the text is read from the original by those ranges. A node's location
+counts its column in characters.
 """
 
 from __future__ import annotations
@@ -41,13 +42,23 @@ def parse(src: bytes):
     out = bytearray(copy)
     for i in joins:
         out[i : i + 2] = b"''"
-    return _parser().parse(bytes(out))
+    joined = bytes(out)
+    tree = _parser().parse(joined)
+    # each `''` is told to be the backslash-newline it stands for, so that every node's line and column are the
+    # original's (from the last join back: the points of those before it are still the copy's)
+    breaks = [m.start() for m in re.finditer(b"\n", joined)]
+    for i in reversed(joins):
+        row = bisect_left(breaks, i)
+        column = i - (breaks[row - 1] + 1 if row else 0)
+        tree.edit(i, i + 2, i + 2, (row, column), (row, column + 2), (row + 1, 0))
+    return tree
 
 
 # Bash removes a backslash-newline before it splits words, so that `X="a"\<newline>"b"` assigns `ab`; tree-sitter-bash
 # 0.25 reads it as white space between two words (`X="a"` then a command `"b"`). Where one joins two words (no
 # blank on either side, outside quotes and comments), the parser's copy has an empty `''` in its place: the words
-# become one, every node keeps its byte range, and the interpreter reads `''` from the original as nothing.
+# become one, every node keeps its byte range (and, told of the edit, its line and column), and the interpreter
+# reads `''` from the original as nothing.
 _CONTINUATION = re.compile(rb"(?<=[^\s\\])((?:\\\\)*)\\\n(?=[^\s])")
 _INSIDE_TEXT = frozenset(
     ("string", "string_content", "raw_string", "ansi_c_string", "comment", "heredoc_body", "heredoc_content", "word")

@@ -335,12 +335,12 @@ def _broken_continuations(parsed: _Parsed, path: str) -> list[BrokenContinuation
             previous = previous if c.type == "comment" else c
         stack.extend(reversed(children))
         name = n.child_by_field_name("name") if n.type == "command" else None
-        written = name.text.decode("utf-8", "replace") if name is not None else ""
+        written = parsed.src[name.start_byte : name.end_byte].decode("utf-8", "replace") if name is not None else ""
         if not _OVERRIDE_AS_COMMAND.match(written):
             continue
         words = sum(1 for c in n.named_children if c.type not in ("variable_assignment", "file_redirect", "comment"))
         where = node_location(path, parsed.lines, n)
-        if before is not None and b"verl." in before.text:
+        if before is not None and b"verl." in parsed.src[before.start_byte : before.end_byte]:
             end = before.end_point[0] + 1
             between = [parsed.lines[i].strip() for i in range(end, where.line - 1)]
             cause = "a comment line" if any(line.startswith(b"#") for line in between) else "a blank line"
