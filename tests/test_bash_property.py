@@ -524,7 +524,7 @@ def test_arithmetic_tree_sitter_misreads_is_not_sh002(text):
 @pytest.mark.parametrize(
     ("text", "line", "column", "said"),
     [
-        ("V=${V:-$(((a + b) * 2)}\nif [ x = y ]; then\n", 1, 9, "missing `)`"),
+        ("V=${V:-$(((a + b) * 2))}\nif [ x = y ]; then\n", 2, 19, "missing `fi`"),
         ("if true; then\n  echo x\n", 2, 9, "missing `fi`"),
         ("for i in a b; do\n  echo $i\n", 2, 10, "missing `done`"),
         ("case $D in\n  npu) X=1 ;;\n", 2, 14, "missing `esac`"),

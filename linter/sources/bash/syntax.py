@@ -241,8 +241,9 @@ class _Parser:
         if nxt == "(":
             if s.startswith("((", i + 1):
                 end = self.arithmetic_end(i + 1)
-                # `$((` whose parentheses do not close with `))`: bash matches them as text to the `)` of `$(`
-                return end if end is not None else self.balanced(i + 1, "(", ")", multiline=True)
+                if end is None:  # `$((` whose parentheses do not close with `))`: bash's reading is not followed
+                    raise _GiveUp()
+                return end
             return self.subshell_text(i + 1, "`)`")
         if nxt == "{":
             return self.braced(i + 1, in_quotes)
@@ -274,7 +275,7 @@ class _Parser:
                 depth -= 1
                 if depth == 1:
                     return j + 2 if s.startswith(")", j + 1) else None
-            elif c in "'\"`\\$":
+            elif c in "'\"\\":  # quotes and escapes; not `${`, which bash does not match inside `((`
                 try:
                     j = self.quoted_end(j)
                 except _Reject:  # bash matches the parentheses of `((` without reading every quote inside
@@ -295,7 +296,8 @@ class _Parser:
                 self.missing(closing.strip("`"), i)
             self.unexpected(tok)
         end = self.pos
-        self.pos, self.peeked, self.heredocs = saved_pos, saved_peek, saved_heredocs
+        # a here-document started inside and not read there is read after the next line break outside
+        self.pos, self.peeked, self.heredocs = saved_pos, saved_peek, saved_heredocs + self.heredocs
         self.depth -= 1
         return end
 
@@ -322,7 +324,7 @@ class _Parser:
         self.missing("}", i - 1)
         return j
 
-    def balanced(self, i: int, opening: str, closing: str, multiline: bool = False) -> int:
+    def balanced(self, i: int, opening: str, closing: str) -> int:
         s = self.s
         depth = 0
         j = i
@@ -337,17 +339,25 @@ class _Parser:
             elif c in "'\"`$\\":
                 j = self.quoted_end(j)
                 continue
-            elif c == "\n" and not multiline:
+            elif c == "\n":
                 break
             j += 1
         self.missing(closing, i)
         return j
 
     def array(self, i: int) -> int:
-        """`NAME=(...)` from its `(`: words, line breaks and comments up to `)`."""
+        """`NAME=(...)` from its `(`: words (one that starts with `[` is read to its `]` first, as a subscript:
+        `[k>1]=v`), line breaks and comments up to `)`."""
         saved_peek = self.peeked
         self.pos, self.peeked = i + 1, None
         while True:
+            self.skip_blanks()
+            if self.s.startswith("[", self.pos):
+                close = self.s.find("]", self.pos)
+                newline = self.s.find("\n", self.pos)
+                if close > 0 and (newline < 0 or close < newline):
+                    self.pos = self.word_end(close + 1)[0]
+                    continue
             tok = self.next()
             if tok.kind == "word" or tok.text == "\n":
                 continue
