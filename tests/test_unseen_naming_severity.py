@@ -232,8 +232,8 @@ def test_the_sft_trainer_reads_after_each_epoch_for_its_frequencies(tmp_path):
     }
 
 
-def rf013(proc: subprocess.CompletedProcess) -> list[tuple[int, str]]:
-    return [(d["line"], d["severity"]) for d in findings(proc) if d["code"] in ("RF013", "SH001")]
+def rf015(proc: subprocess.CompletedProcess) -> list[tuple[int, str]]:
+    return [(d["line"], d["severity"]) for d in findings(proc) if d["code"] in ("RF015", "SH001")]
 
 
 def test_an_entry_module_the_verl_version_does_not_have_is_an_error(tmp_path):
@@ -241,10 +241,10 @@ def test_an_entry_module_the_verl_version_does_not_have_is_an_error(tmp_path):
     write(tmp_path / "cn.sh", "#!/bin/bash\npython3 -m verl.trainer.main_ppo_sync --config-name ppo_trainer\n")
     for script, line in (("run.sh", 3), ("cn.sh", 2)):
         proc = sapo_lint("--no-shellcheck", "--verl-version", "0.10.0.dev", script, cwd=tmp_path)
-        assert rf013(proc) == [(line, "error")]  # not also SH001's "assumed ppo_trainer"
+        assert rf015(proc) == [(line, "error")]  # not also SH001's "assumed ppo_trainer"
         assert "No module named verl.trainer.main_ppo_sync" in proc.stdout and "`verl.trainer.main_ppo`?" in proc.stdout
     # verl 0.8.0 had it
-    assert rf013(sapo_lint("--no-shellcheck", "--verl-version", "0.8.0", "run.sh", cwd=tmp_path)) == []
+    assert rf015(sapo_lint("--no-shellcheck", "--verl-version", "0.8.0", "run.sh", cwd=tmp_path)) == []
 
 
 def test_a_recipe_entrypoint_is_checked_under_verl_only(tmp_path):
@@ -252,4 +252,4 @@ def test_a_recipe_entrypoint_is_checked_under_verl_only(tmp_path):
     write(tmp_path / "gone.yaml", head + "entrypoint: verl.trainer.main_ppo_sync\noverrides: {trainer.nnodes: 1}\n")
     write(tmp_path / "team.yaml", head + "entrypoint: myteam.train\noverrides: {trainer.nnodes: 1}\n")
     proc = sapo_lint("--no-shellcheck", ".", cwd=tmp_path)
-    assert [(d["path"], d["severity"]) for d in findings(proc) if d["code"] == "RF013"] == [("gone.yaml", "error")]
+    assert [(d["path"], d["severity"]) for d in findings(proc) if d["code"] == "RF015"] == [("gone.yaml", "error")]

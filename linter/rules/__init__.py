@@ -69,7 +69,7 @@ MODULES: dict[str, str] = {
     "RF010": "rf_recipe",
     "RF011": "rf_recipe",
     "RF012": "rf_recipe",
-    "RF013": "rf013_unknown_entry_module",
+    "RF015": "rf015_unknown_entry_module",
     "SH001": "sh_script",
     "SH002": "sh_script",
     "SH003": "sh_script",
@@ -113,7 +113,7 @@ MODULES: dict[str, str] = {
 # with the codes it replaces (`without_superseded`). One problem, one finding, and the specific one keeps its fix.
 SUPERSEDES: dict[str, tuple[str, ...]] = {
     "SP001": ("SL001",),  # a nested SAPO tau is an unknown key because it belongs on the actor
-    "RF013": ("SH001",),  # a missing entry module, not the config assumed for it
+    "RF015": ("SH001",),  # a missing entry module, not the config assumed for it
 }
 
 # The parts of verl whose rules include one that needs the model's shape (`@rule(..., needs_model=True)`), for

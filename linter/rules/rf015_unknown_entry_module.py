@@ -6,7 +6,7 @@ from ..rulekit.registry import Finding, rule
 
 
 @rule(
-    "RF013",
+    "RF015",
     "unknown-entry-module",
     Severity.ERROR,
     part=Part.CONFIG,
