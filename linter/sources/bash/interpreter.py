@@ -85,6 +85,7 @@ class Interpreter(Conditions):
         self.vars: dict[str, str | list[tuple[str, Location] | None]] = dict(env)
         self.positional: list[tuple[str, Location]] | None = None  # `$1`...: None for the script's own arguments
         self.associative: set[str] = set()  # arrays declared `-A`: their elements are not followed
+        self.integers: set[str] = set()  # variables declared `-i`: assigned arithmetic
         self.scopes: list[dict[str, object]] = []  # per function call: the values its `local`s hide
         self.exported: dict[str, tuple[str, Location]] = {}  # name -> (readable value, where it was exported)
         self.functions: dict[str, object] = {}
@@ -355,9 +356,9 @@ class Interpreter(Conditions):
             return
 
     # ------------------------------------------------------------------ assignments
-    def assign(self, n, export: bool = False, integer: bool = False) -> None:
-        """`V=x`, `V+=x`, `A=(...)`, `A+=(...)`, `A[i]=x` (a computed index, from the end when negative); `integer`:
-        the value is arithmetic (`declare -i`)."""
+    def assign(self, n, export: bool = False) -> None:
+        """`V=x`, `V+=x`, `A=(...)`, `A+=(...)`, `A[i]=x` (a computed index, from the end when negative); the value
+        of a variable declared `-i` is arithmetic, and `+=` adds to it."""
         name_node = n.child_by_field_name("name")
         value_node = n.child_by_field_name("value")
         if name_node is None:
@@ -379,9 +380,10 @@ class Interpreter(Conditions):
             value: str | list = self._array(value_node, name)
         else:
             value = "".join(f for f, _ in self.word(value_node, split=False)) if value_node is not None else ""
-            if integer:
-                number = self.arith_text(f"$(({value}))")
-                value = str(number) if number is not None else self.mark(self.text(n))
+            if name in self.integers and index is None:
+                added = f"{scalar(current) or 0} + " if append and current is not None else ""
+                number = self.arith_text(f"$(({added}({value or 0})))")
+                value, append = (str(number) if number is not None else self.mark(self.text(n))), False
             if name in self.free and index is None and markers(value, self.marks):
                 value = self.free[name]  # a computed value (a device probe): the variant's value stands for it
         if index is not None:
@@ -442,8 +444,10 @@ class Interpreter(Conditions):
                 self.scopes[-1][name] = self.vars.get(name)
             if "A" in flags:
                 self.associative.add(name)
+            if "i" in flags:
+                self.integers.add(name)
             if c.type == "variable_assignment":
-                self.assign(c, export=export, integer="i" in flags)
+                self.assign(c, export=export)
                 continue
             if kw == "local" and self.scopes:
                 self.vars.pop(name, None)
@@ -455,27 +459,41 @@ class Interpreter(Conditions):
                 self.set_var(name, [])
 
     def unset(self, n) -> None:
-        """`unset V`, `unset A[i]` (`-v`; `-f` unsets functions)."""
-        words = [self.text(c) for c in n.named_children if c.type in ("variable_name", "word", "subscript")]
+        """`unset V`, `unset A[i]`, `unset "A[i]"` (`-v`; `-f` unsets functions)."""
+        words = self._words_of(n.named_children)
         if "-f" in words:
             for name in words:
                 self.functions.pop(name, None)
             return
-        for c in n.named_children:
-            if c.type == "subscript":
-                name = self.text(c.child_by_field_name("name"))
-                idx = c.child_by_field_name("index")
-                index = self.arith_text(f"$(({self.text(idx)}))") if idx is not None else None
-                arr = elements(self.vars.get(name))
-                if index is not None and index < 0:
-                    index += len(arr)
-                if index is None or not 0 <= index < len(arr):
-                    continue
-                arr[index] = None
-                self.set_var(name, arr)
-            elif c.type in ("variable_name", "word") and not self.text(c).startswith("-"):
-                self.vars.pop(self.text(c), None)
-                self.assigned.add(self.text(c))
+        for word in words:
+            element = _ELEMENT.fullmatch(word)
+            if element is None:
+                if not word.startswith("-"):
+                    self.vars.pop(word, None)
+                    self.assigned.add(word)
+                continue
+            arr = elements(self.vars.get(element["name"]))
+            index = self.arith_text(f"$(({element['index']}))")
+            if index is not None and index < 0:
+                index += len(arr)
+            if index is None or not 0 <= index < len(arr):
+                continue
+            arr[index] = None
+            self.set_var(element["name"], arr)
+
+    def _words_of(self, nodes) -> list[str]:
+        """The words that nodes make, as bash splits them: nodes with no blank between them are one word (tree-sitter
+        reads `A[1]` as a name then `[1]`)."""
+        out: list[str] = []
+        end = None
+        for c in nodes:
+            text = "".join(f for f, _ in self.word(c, split=False))
+            if end is not None and c.start_byte == end and out:
+                out[-1] += text
+            else:
+                out.append(text)
+            end = c.end_byte
+        return out
 
     # ------------------------------------------------------------------ commands
     def command(self, n) -> None:
@@ -635,6 +653,7 @@ class _Return(Exception):
 
 
 _INDEXED = re.compile(r"\[(?P<index>[^\]]*)\]=")
+_ELEMENT = re.compile(r"(?P<name>[A-Za-z_]\w*)\[(?P<index>.+)\]")
 
 
 def _value_after_index(el, offset: int):
