@@ -1,9 +1,13 @@
 """A static bash interpreter over tree-sitter-bash: evaluates a script without running anything.
 
-Assignments and the `${V:-d}`/`${V-d}`/`${V:=d}`/`${V=d}`/`${V:+w}`/`${V+w}` expansions, arrays and `+=`,
-`"${ARR[@]}"`, quoting, concatenation and word splitting, `$(( ))` on known integers, `export`, `case`/`if` on
-variables with compound conditions (`[ a ] && { [ b ] || [ c ]; }`, `[[ a && b ]]`, `!`, `test`), `exit`,
-functions called by name. A value that cannot be evaluated holds a marker character standing for the construct, so
+Assignments (`+=`, arrays with computed, negative and sparse indices, `[k]=v` elements, `declare`/`local`/
+`export`/`readonly` with `-a`/`-A`/`-i`/`-x`, `unset` of a variable or an element), the word expansions of
+`expansion`, arithmetic commands (`(( n += 1 ))`, `let`), the builtins that assign (`printf -v`, and `read` and
+`mapfile` from a here-string, split on IFS), `set --` and `shift`, `case`/`if` on variables with compound conditions
+(`[ a ] && { [ b ] || [ c ]; }`, `[[ a && b ]]`, `!`, `test`), `exit`, and functions called by name with their
+arguments as positional parameters, their `local`s and `return`. The statements tree-sitter still finds inside a
+part it could not read (an ERROR node) are evaluated too. A value that cannot be evaluated holds a marker
+character standing for the construct, so
 that callers can tell where it ends up. A condition that cannot be decided but guards something that can change
 what a watched command receives is a free boolean: the variant's `decisions` say which way it goes, and a condition
 met without one takes the `else` way and is recorded in `undecided`, so that the caller can evaluate the other way

@@ -1,8 +1,7 @@
 """Recognising verl trainer calls in a script being evaluated: `python3 -m verl.<module> ...` (also `torchrun`,
 a versioned or absolute interpreter, interpreter options before `-m` with their values, and a launcher held in an
-array), with
-Hydra's `--config-name`/`-cn` and `--config-path`/`-cp` taken out of the overrides; and the first other command
-that runs Ascend software, for the device the variant runs on."""
+array), with Hydra's `--config-name`/`-cn` and `--config-path`/`-cp` taken out of the overrides; and the first
+other command that runs Ascend software, for the device the variant runs on."""
 
 from __future__ import annotations
 
