@@ -49,6 +49,7 @@ _REDIRECTION = re.compile(r"(?:\d+|\{[A-Za-z_]\w*\})?(?:<<<|<<-|<<|<>|<&|>&|>>|>
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*(?:\[[^\]]*\])?\+?=")
 _EXTGLOB = set("@!+*?")
 _DECLARATIONS = {"declare", "typeset", "local", "export", "readonly"}
+_COMPOUND_STARTS = {"{", "if", "case", "for", "select", "while", "until", "[["}
 
 
 class _Token(NamedTuple):
@@ -170,8 +171,11 @@ class _Parser:
                 i = self.backquoted(i)
             elif c == "$" and i + 1 < len(s):
                 i = self.dollar(i)
-            elif c in "<>" and s.startswith("(", i + 1):  # process substitution
-                i = self.subshell_text(i + 1, "`)`")
+            elif c in "<>" and s.startswith("(", i + 1):  # process substitution: bash matches it as text
+                try:
+                    i = self.balanced(i + 1, "(", ")", multiline=True)
+                except _Reject:
+                    raise _GiveUp() from None
             elif c == "(" and i > start and s[i - 1] in _EXTGLOB:
                 i = self.balanced(i, "(", ")")
             elif c == "(" and self.arrays and i > start and s[i - 1] == "=" and _ASSIGNMENT.fullmatch(s, start, i):
@@ -244,7 +248,7 @@ class _Parser:
                 if end is None:  # `$((` whose parentheses do not close with `))`: bash's reading is not followed
                     raise _GiveUp()
                 return end
-            return self.subshell_text(i + 1, "`)`")
+            return self.subshell_text(i + 1)
         if nxt == "{":
             return self.braced(i + 1, in_quotes)
         if nxt == "'" and not in_quotes:
@@ -284,8 +288,8 @@ class _Parser:
             j += 1
         return None
 
-    def subshell_text(self, i: int, closing: str) -> int:
-        """`(` at `i` opens commands up to the matching `)`: parsed as bash parses `$(...)` and `<(...)`."""
+    def subshell_text(self, i: int) -> int:
+        """`(` at `i` opens commands up to the matching `)`: parsed as bash parses `$(...)`."""
         self.enter()
         saved_pos, saved_peek, saved_heredocs = self.pos, self.peeked, self.heredocs
         self.pos, self.peeked, self.heredocs = i + 1, None, []
@@ -293,7 +297,7 @@ class _Parser:
         tok = self.next()
         if tok.text != ")":
             if tok.kind == "eof":
-                self.missing(closing.strip("`"), i)
+                self.missing(")", i)
             self.unexpected(tok)
         end = self.pos
         # a here-document started inside and not read there is read after the next line break outside
@@ -324,7 +328,7 @@ class _Parser:
         self.missing("}", i - 1)
         return j
 
-    def balanced(self, i: int, opening: str, closing: str) -> int:
+    def balanced(self, i: int, opening: str, closing: str, multiline: bool = False) -> int:
         s = self.s
         depth = 0
         j = i
@@ -339,7 +343,7 @@ class _Parser:
             elif c in "'\"`$\\":
                 j = self.quoted_end(j)
                 continue
-            elif c == "\n":
+            elif c == "\n" and not multiline:
                 break
             j += 1
         self.missing(closing, i)
@@ -505,18 +509,20 @@ class _Parser:
             self.arrays = True
 
     def function_body(self) -> None:
-        """`name ( )` then a compound command, with line breaks allowed before it."""
+        """`name ( )` then a compound command."""
         self.next()
         tok = self.next()
         if tok.text != ")":
             self.unexpected(tok)
+        self.compound_body()
+
+    def compound_body(self) -> None:
+        """A function's body: a compound command, with line breaks allowed before it."""
         self.skip_newlines()
         tok = self.peek()
         if tok.kind == "op" and tok.text == "(":
             self.subshell()
-        elif tok.kind == "word" and not tok.quoted and tok.text in ("{", "if", "case", "for", "select", "while"):
-            self.command()
-        elif tok.kind == "word" and not tok.quoted and tok.text in ("until", "[["):
+        elif tok.kind == "word" and not tok.quoted and tok.text in _COMPOUND_STARTS:
             self.command()
         else:
             self.unexpected(tok)
@@ -696,17 +702,8 @@ class _Parser:
             self.unexpected(name)
         if self.peek().kind == "op" and self.peek().text == "(":
             self.function_body()
-            return
-        self.skip_newlines()
-        tok = self.peek()
-        if tok.kind == "op" and tok.text == "(":
-            self.subshell()
-        elif tok.kind == "word" and not tok.quoted and tok.text in ("{", "if", "case", "for", "select", "while"):
-            self.command()
-        elif tok.kind == "word" and not tok.quoted and tok.text in ("until", "[["):
-            self.command()
         else:
-            self.unexpected(tok)
+            self.compound_body()
 
     def coproc(self) -> None:
         """`coproc [NAME] command`: a NAME is only taken before a compound command."""
@@ -715,7 +712,7 @@ class _Parser:
         if tok.kind == "word" and not tok.quoted and tok.text not in _RESERVED:
             self.pos, self.peeked = tok.end, None
             after = self.peek()
-            if not (after.kind == "word" and not after.quoted and after.text in ("{", "if", "case", "for", "while")):
+            if not (after.kind == "word" and not after.quoted and after.text in _COMPOUND_STARTS):
                 self.pos, self.peeked = tok.start, None
         self.command()
 
