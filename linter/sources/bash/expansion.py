@@ -44,7 +44,7 @@ class _Param(NamedTuple):
 class Expansion:
     """Expands words and arithmetic for the interpreter, which subclasses it and sets up in its `__init__` the
     state read and written here (`src`, `vars`, `marks`, `switches`, `assigned`, `exported`, `inputs_read`,
-    `locations`, `positional`, `associative`)."""
+    `locations`, `positional`, `associative`, `arith_nesting`)."""
 
     # ------------------------------------------------------------------ helpers
     def text(self, n) -> str:
@@ -77,7 +77,7 @@ class Expansion:
         v = self.vars.get(name)
         if v is None:
             return
-        s = scalar(v)
+        s = as_string(v)
         where = self.loc(n) if n is not None else self.exported[name][1]
         self.exported[name] = (self.unmark(s), where)
 
@@ -219,7 +219,7 @@ class Expansion:
         elif p.value is None:
             b.expanded(p.unknown if p.unknown is not None else "", quoted, split)
         else:
-            b.expanded(scalar(p.value), quoted, split)
+            b.expanded(as_string(p.value), quoted, split)
 
     def _emit_many(self, value: list[Element], many: str, b: FieldBuilder, quoted: bool, split: bool) -> None:
         elems = [e for e in value if e is not None]
@@ -272,7 +272,7 @@ class Expansion:
             elems = [None if e is None else (change(e[0]), e[1]) for e in elements(p.value)]
             self._emit_many(elems, p.many, b, quoted, split)
             return
-        b.expanded(change("" if p.value is None else scalar(p.value)), quoted, split)
+        b.expanded(change("" if p.value is None else as_string(p.value)), quoted, split)
 
     def _slice(self, p: _Param, ops, target, raw: str, b: FieldBuilder, quoted: bool, split: bool) -> None:
         """`${A[@]:offset:length}`: the elements from index `offset` on (from the end when negative); for `${@:n}`
@@ -311,8 +311,8 @@ class Expansion:
         elif p.unknown is not None and p.value is None:
             value = None
         else:
-            value = str(len(scalar(p.value) if p.value is not None else ""))
-        if value is None or (p.value is not None and p.many is None and markers(scalar(p.value), self.marks)):
+            value = str(len(as_string(p.value) if p.value is not None else ""))
+        if value is None or (p.value is not None and p.many is None and markers(as_string(p.value), self.marks)):
             value = self.mark(raw)
         b.expanded(value, quoted, split)
 
@@ -325,7 +325,7 @@ class Expansion:
             return _Param(indices, p.many)
         if p.unknown is not None or p.value is None or p.many is not None:
             return None
-        name = scalar(p.value)
+        name = as_string(p.value)
         if not (name.isidentifier() or name.isdigit()):
             return None
         return self._parameter_named(name)
@@ -338,7 +338,7 @@ class Expansion:
             value = None if p.unknown is not None else [e for e in elements(p.value) if e is not None]
             is_set, empty = bool(value), not any(e[0] for e in value or ())
         else:
-            is_set, empty = p.value is not None, p.value is None or scalar(p.value) == ""
+            is_set, empty = p.value is not None, p.value is None or as_string(p.value) == ""
         unknown = p.unknown is not None and p.value is None and not _unset_when_unknown(p, target, self)
         if unknown:  # the script's own arguments (`${@:-x}`) or `$0`: cannot say which way it goes
             b.expanded(self.mark(raw), quoted, split)
@@ -504,7 +504,7 @@ class Expansion:
             p = self._parameter(n)
             if p is None or p.many is not None or p.unknown is not None:
                 return None
-            return _arith_of_text(scalar(p.value) if p.value is not None else "")
+            return self._arith_of_text(as_string(p.value) if p.value is not None else "")
         return None
 
     def _operator_text(self, n) -> str:
@@ -521,7 +521,23 @@ class Expansion:
         v = self.get(name)
         if v is None:
             return 0 if name in self.assigned or name in self.switches else None
-        return _arith_of_text(scalar(v), self)
+        return self._arith_of_text(as_string(v))
+
+    def _arith_of_text(self, s: str) -> int | None:
+        """A variable's value in arithmetic: a number, or an expression of its own, evaluated in turn (a variable
+        that names itself is cut off at a depth of 8)."""
+        s = s.strip()
+        if not s:
+            return 0
+        if _DECIMAL.fullmatch(s):
+            return _integer(s)
+        if self.arith_nesting > 8:
+            return None
+        self.arith_nesting += 1
+        try:
+            return self.arith_text(f"$(({s}))")
+        finally:
+            self.arith_nesting -= 1
 
     def _arith_unary(self, n) -> int | None:
         kids = n.children
@@ -556,7 +572,7 @@ class Expansion:
         return value
 
 
-def scalar(v) -> str:
+def as_string(v) -> str:
     """A value read as a string: an array's element 0."""
     if isinstance(v, str):
         return v
@@ -649,22 +665,6 @@ def _substring(offset: int, length: int | None):
 _DECIMAL = re.compile(r"-?[0-9]+")
 _BASED = re.compile(r"([0-9]+)#([0-9A-Za-z@_]+)")
 _ASSIGNING = ("=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^=")
-
-
-def _arith_of_text(s: str, ev: Expansion | None = None, depth: list[int] = [0]) -> int | None:  # noqa: B006
-    """A variable's value in arithmetic: a number, or an expression of its own (evaluated up to a depth)."""
-    s = s.strip()
-    if not s:
-        return 0
-    if _DECIMAL.fullmatch(s):
-        return _integer(s)
-    if ev is None or depth[0] > 8:
-        return None
-    depth[0] += 1
-    try:
-        return ev.arith_text(f"$(({s}))")
-    finally:
-        depth[0] -= 1
 
 
 def _integer(text: str, base: int = 10) -> int | None:

@@ -25,7 +25,7 @@ from typing import NamedTuple
 from ...core.budget import check_time
 from ...core.diagnostics import Location
 from .conditions import Conditions, is_test
-from .expansion import elements, scalar
+from .expansion import as_string, elements
 from .markers import Marks, markers
 from .words import ansi_c, split_on_ifs
 
@@ -90,6 +90,7 @@ class Interpreter(Conditions):
         self.positional: list[tuple[str, Location]] | None = None  # `$1`...: None for the script's own arguments
         self.associative: set[str] = set()  # arrays declared `-A`: their elements are not followed
         self.integers: set[str] = set()  # variables declared `-i`: assigned arithmetic
+        self.arith_nesting = 0  # variables evaluated as arithmetic expressions within one another
         self.scopes: list[dict[str, object]] = []  # per function call: the values its `local`s hide
         self.exported: dict[str, tuple[str, Location]] = {}  # name -> (readable value, where it was exported)
         self.functions: dict[str, object] = {}
@@ -385,7 +386,7 @@ class Interpreter(Conditions):
         else:
             value = "".join(f for f, _ in self.word(value_node, split=False)) if value_node is not None else ""
             if name in self.integers and index is None:
-                added = f"{scalar(current) or 0} + " if append and current is not None else ""
+                added = f"{as_string(current) or 0} + " if append and current is not None else ""
                 number = self.arith_text(f"$(({added}({value or 0})))")
                 value, append = (str(number) if number is not None else self.mark(self.text(n))), False
             if name in self.free and index is None and markers(value, self.marks):
@@ -397,7 +398,7 @@ class Interpreter(Conditions):
             if index < 0:
                 return  # bash: bad array subscript
             arr += [None] * (index + 1 - len(arr))
-            text = scalar(value) if isinstance(value, list) else value
+            text = as_string(value) if isinstance(value, list) else value
             old = arr[index]
             arr[index] = ((old[0] if append and old is not None else "") + text, where)
             value = arr
