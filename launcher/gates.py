@@ -235,9 +235,9 @@ def _trend(gate: Gate, found: list[tuple[int, float]]) -> Verdict:
     try:
         from scipy import stats
     except ImportError:
-        return Verdict(
-            gate, "failed", "not decided: trends need scipy (pip install 'sapo-toolkit[report]')", (("n", n),)
-        )
+        from sapo_toolkit.linter.core.extras import install_command
+
+        return Verdict(gate, "failed", f"not decided: trends need scipy ({install_command('report')})", (("n", n),))
     steps, values = [s for s, _ in finite], [v for _, v in finite]
     alpha = gate.level
     with warnings.catch_warnings():  # a constant series: tau and p are NaN, which decide below as "no trend"

@@ -23,6 +23,7 @@ from sapo_toolkit.launcher import execution, rundir
 from sapo_toolkit.launcher.cli import cli
 from sapo_toolkit.launcher.executors import ray_jobs
 from sapo_toolkit.launcher.plan import Facts, LintReport, Plan, plan
+from sapo_toolkit.linter.core.extras import install_command
 from sapo_toolkit.linter.settings import Settings
 
 from .helpers import REPO
@@ -193,7 +194,7 @@ def test_without_ray_the_message_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray.job_submission", None)
     with pytest.raises(ray_jobs.RayJobError) as caught:
         ray_jobs.connect("http://127.0.0.1:1")
-    assert caught.value.message == ("running on a Ray cluster needs Ray's job client: pip install 'sapo-toolkit[ray]'")
+    assert caught.value.message == f"running on a Ray cluster needs Ray's job client: {install_command('ray')}"
 
 
 def test_without_an_address_the_message_says_where_to_give_one():

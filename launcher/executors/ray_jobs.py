@@ -57,7 +57,6 @@ from ..workdir import UnsafeWorkingDir, shipped_files
 from . import ExecutorError, Refused
 
 JOB_FILE = "job.json"
-INSTALL_HINT = "pip install 'sapo-toolkit[ray]'"
 DEFAULT_PYTHON = "python"
 # JobSubmissionClient PUTs the zipped working directory to the dashboard as one request body, and the dashboard's
 # aiohttp app accepts at most 100 MiB: client_max_size in python/ray/dashboard/http_server_head.py (a literal in
@@ -109,7 +108,9 @@ def connect(address: str | None):
     try:
         from ray.job_submission import JobSubmissionClient
     except ImportError:
-        raise RayJobError(f"running on a Ray cluster needs Ray's job client: {INSTALL_HINT}") from None
+        from sapo_toolkit.linter.core.extras import install_command
+
+        raise RayJobError(f"running on a Ray cluster needs Ray's job client: {install_command('ray')}") from None
     try:
         return JobSubmissionClient(address)
     except Exception as exc:  # noqa: BLE001 - connection, authentication and address errors all read the same
