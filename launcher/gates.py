@@ -38,11 +38,11 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any, NamedTuple
 
+from sapo_toolkit.linter.core.gates import MIN_TREND_READINGS  # RF013 lints gates against the same minimum
+
 from .metrics import MetricTable
 
 DEFAULT_ALPHA = 0.05
-# Below ~8 readings Kendall's exact null distribution cannot reach a usual significance level with any margin.
-MIN_TREND_READINGS = 8
 # A verdict lists at most this many violating steps (and counts them all).
 LISTED_VIOLATIONS = 100
 EXIT_GATES_FAILED = 3

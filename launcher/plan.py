@@ -147,16 +147,20 @@ def selection_tokens(device: str | None, infer_backend: str | None, variants: It
     return tokens
 
 
-def choose_command(commands: list[Command], tokens: list[str]) -> Command:
-    """The one variant the selection names. A token for an axis the recipe does not have is ignored (a device for a
-    recipe without device variants); a value the axis does not have, or an axis left open, is an error."""
+def choose_command(
+    commands: list[Command], tokens: list[str], defaults: Iterable[str] = ()
+) -> tuple[Command, list[str]]:
+    """The one variant the selection names, with the recipe's `variant_defaults` (label tokens) for the axes the
+    selection leaves open; and the default tokens it took. A token for an axis the recipe does not have is ignored
+    (a device for a recipe without device variants); a value the axis does not have, or an axis left open without
+    a default, is an error."""
     axes: dict[str, set[str]] = {}
     for c in commands:
         for t in (c.variant or "").split(","):
             if "=" in t:
                 axis, value = t.split("=", 1)
                 axes.setdefault(axis, set()).add(value)
-    wanted = []
+    wanted: dict[str, str] = {}
     for t in tokens:
         axis, value = t.split("=", 1)
         if axis not in axes:
@@ -166,12 +170,18 @@ def choose_command(commands: list[Command], tokens: list[str]) -> Command:
             raise PlanError(
                 f"the recipe has no {axis}={value} variant; {axis} is one of {', '.join(sorted(axes[axis]))}"
             )
-        wanted.append(f"{axis}={match}")
-    chosen = api.select(commands, [",".join(wanted)] if wanted else [])
+        wanted[axis] = f"{axis}={match}"
+    defaulted = [d for d in defaults if d.split("=", 1)[0] not in wanted]
+    selection = [*wanted.values(), *defaulted]
+    chosen = api.select(commands, [",".join(selection)] if selection else [])
     if len(chosen) != 1:
-        open_axes = sorted(a for a in axes if not any(w.startswith(a + "=") for w in wanted))
-        raise PlanError("choose a variant: " + "; ".join(_option(a, sorted(axes[a])) for a in open_axes))
-    return chosen[0]
+        open_axes = sorted(a for a in axes if not any(s.startswith(a + "=") for s in selection))
+        raise PlanError(
+            "choose a variant: "
+            + "; ".join(_option(a, sorted(axes[a])) for a in open_axes)
+            + " (or name a default for the axis in the recipe's `variant_defaults:`)"
+        )
+    return chosen[0], defaulted
 
 
 def _option(axis: str, values: list[str]) -> str:
@@ -203,9 +213,12 @@ def plan(
     if loaded.recipe is None:  # the file could not be read as a recipe: the lint report says why
         return _refused(recipe_path, loaded, facts)
     data = loaded.recipe.data
-    command = choose_command(loaded.commands, selection_tokens(device, infer_backend, variants))
+    command, defaulted = choose_command(
+        loaded.commands, selection_tokens(device, infer_backend, variants), loaded.recipe.variant_defaults
+    )
     run_dir = str(Path(facts.cwd, facts.runs_dir) / run_dir_name(str(data.get("name") or recipe_path.stem), facts.now))
     command, notes = _complete(command, loaded.verl_version, facts)
+    notes[:0] = [f"{token}: the recipe's default (`variant_defaults:`)" for token in defaulted]
     config = api.resolve(command, loaded.verl_version).config
     chosen = replace(loaded, commands=[command])
     lint = LintReport(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .diagnostics import Location
+from .gates import GateNeeds
 from .model import Accelerator, ModelShape
 from .overrides import OverrideSyntaxError, ParsedOverride, format_override, parse_override
 from .redaction import is_secret_name, redact_assignments
@@ -80,6 +81,7 @@ class Command(NamedTuple):
     # RAM, disk budget (`RESOURCE_KEYS`); the estimator assumes documented defaults for the ones not given.
     resources: tuple[tuple[str, float], ...] = ()
     entry_module: str | None = None  # the module run with `python -m` (verl.trainer.main_ppo); None: not stated
+    gates: tuple[GateNeeds, ...] = ()  # a recipe's `gates:`, as far as a run must serve them (RF013)
 
     def hydra_overrides(self) -> list[str]:
         """The command's overrides as Hydra command-line arguments that Hydra reads back as exactly these values.

@@ -69,6 +69,7 @@ MODULES: dict[str, str] = {
     "RF010": "rf_recipe",
     "RF011": "rf_recipe",
     "RF012": "rf_recipe",
+    "RF013": "rf013_gate_cannot_be_judged",
     "SH001": "sh_script",
     "SH002": "sh_script",
     "SH003": "sh_script",
