@@ -45,6 +45,7 @@ class Facts(NamedTuple):
     cpu_count: int
     now: datetime  # UTC; names the run directory
     runs_dir: str  # where run directories are created (relative to `cwd` unless absolute)
+    home: str | None = None  # what a leading `~` or `$HOME` in a path value stands for (`expand_home`); None: kept
 
 
 class LintReport(NamedTuple):
@@ -217,7 +218,10 @@ def plan(
         loaded.commands, selection_tokens(device, infer_backend, variants), loaded.recipe.variant_defaults
     )
     run_dir = str(Path(facts.cwd, facts.runs_dir) / run_dir_name(str(data.get("name") or recipe_path.stem), facts.now))
+    command, expanded = _expand_home(command, facts.home)
     command, notes = _complete(command, loaded.verl_version, facts)
+    if expanded:
+        notes.insert(0, f"expanded a leading ~ or $HOME to {facts.home} in {', '.join(expanded)}, as bash would")
     notes[:0] = [f"{token}: the recipe's default (`variant_defaults:`)" for token in defaulted]
     config = api.resolve(command, loaded.verl_version).config
     chosen = replace(loaded, commands=[command])
@@ -287,6 +291,47 @@ def _complete(command: Command, verl_version: str, facts: Facts) -> tuple[Comman
         return command, notes
     extra = [locate_override(text, Location(LAUNCHER, i, 1)) for i, text in enumerate(added, 1)]
     return command._replace(overrides=merge_overrides(command.overrides, extra)), notes
+
+
+# verl's path keys: the key's last part is `path`, `dir`, `file` or `files`, or ends in one after `_`
+# (`data.train_files`, `actor_rollout_ref.model.path`, `trainer.default_local_dir`, `ray_kwargs.timeline_json_file`)
+PATH_KEY = re.compile(r"(?:^|[._])(?:path|dir|file|files)$")
+# What bash expands to $HOME at the start of a word or an assignment's value: `~` (not `~user`), `$HOME`, `${HOME}`
+_HOME_PREFIX = re.compile(r"^(?:~|\$HOME|\$\{HOME\})(?=/|$)")
+
+
+def expand_home(value, home: str):
+    """A path value with a leading `~`, `$HOME` or `${HOME}` (alone or before a `/`) replaced by `home`, as bash
+    expands them; a list item by item; anything else as it is."""
+    if isinstance(value, str):
+        return _HOME_PREFIX.sub(lambda _: home, value, count=1)
+    if isinstance(value, list):
+        return [expand_home(item, home) for item in value]
+    return value
+
+
+def _expand_home(command: Command, home: str | None) -> tuple[Command, list[str]]:
+    """The command with `~`/`$HOME` expanded in the values of verl's path keys (`PATH_KEY`) and of every
+    environment variable (bash expands them in an assignment whatever its name), and what was expanded. Hydra and
+    verl take `~/data` literally (a directory named `~`); a run script's bash expands it on the launching machine,
+    and so does the plan, for a Ray job too."""
+    if home is None:
+        return command, []
+    overrides, env, expanded = [], [], []
+    for lo in command.overrides:
+        if lo.parsed is not None and lo.parsed.op != "delete" and PATH_KEY.search(lo.parsed.key):
+            value = expand_home(lo.parsed.value, home)
+            if value != lo.parsed.value:
+                lo = lo._replace(parsed=lo.parsed._replace(value=value))
+                expanded.append(lo.parsed.key)
+        overrides.append(lo)
+    for var in command.env:
+        value = expand_home(var.value, home)
+        if value != var.value:
+            var = var._replace(value=value)
+            expanded.append(f"${var.name}")
+        env.append(var)
+    return command._replace(overrides=tuple(overrides), env=tuple(env)), expanded
 
 
 def _flat_list(items: list[str]) -> str:

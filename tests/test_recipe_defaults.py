@@ -3,6 +3,7 @@ line and device detection override; the linter still lints every variant; the sh
 their gates can pass; `~` and `$HOME` in path values are expanded at plan time, as bash would."""
 
 import json
+import os
 import subprocess
 from datetime import datetime, timezone
 
@@ -120,3 +121,32 @@ def test_the_smoke_recipes_gates_pass_on_a_run_of_its_length(tmp_path):
     assert proc.returncode == 0, proc.stderr
     gates = json.loads((only_run_dir(tmp_path) / "summary.json").read_text())["gates"]
     assert gates and all(v["passed"] for v in gates.values()), gates
+
+
+def test_home_in_path_values_is_expanded_at_plan_time_as_bash_would(tmp_path):
+    path = tmp_path / "r.yaml"
+    path.write_text(
+        recipe(
+            "model: {path: Qwen/Qwen3-0.6B}\noverrides:\n"
+            "  data.train_files: ~/data/train.parquet\n"
+            "  data.val_files: [$HOME/a.parquet, '${HOME}/b.parquet', ~other/c.parquet]\n"
+            "  trainer.default_local_dir: '~'\n"
+            "  trainer.experiment_name: ~/not-a-path-key\n"
+            "  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 2\n"
+            "  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 4\n"
+            "env: {HF_HOME: ~/hf, TAG: ~x}\n"
+        )
+    )
+    home = str(tmp_path / "home dir")
+    proc, shown = dry_run(path, "--device", "gpu", env={**os.environ, "HOME": home})
+    assert proc.returncode == 0, proc.stderr
+    argv = shown["argv"]
+    assert f"data.train_files='{home}/data/train.parquet'" in argv
+    assert f"data.val_files=['{home}/a.parquet','{home}/b.parquet','~other/c.parquet']" in argv
+    assert f"trainer.default_local_dir='{home}'" in argv
+    assert "trainer.experiment_name='~/not-a-path-key'" in argv  # not a path key: as written
+    assert shown["env"]["HF_HOME"] == f"{home}/hf" and shown["env"]["TAG"] == "~x"
+    assert (
+        f"expanded a leading ~ or $HOME to {home} in data.train_files, data.val_files, trainer.default_local_dir, "
+        "$HF_HOME, as bash would" in shown["notes"]
+    )

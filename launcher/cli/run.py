@@ -87,7 +87,13 @@ def run(
         )
     detected = devices.detect_device(None if device == "auto" else device, os.environ, devices.DEFAULT_PROBE)
     facts = Facts(
-        detected.kind, sys.executable, os.getcwd(), os.cpu_count() or 1, datetime.now(timezone.utc), str(runs_dir)
+        detected.kind,
+        sys.executable,
+        os.getcwd(),
+        os.cpu_count() or 1,
+        datetime.now(timezone.utc),
+        str(runs_dir),
+        os.path.expanduser("~"),
     )
     try:
         settings, _ = load_settings(recipe.resolve().parent)
