@@ -41,7 +41,7 @@ class Facts(NamedTuple):
 
     device: str | None  # "npu" | "gpu" | None (nothing detected)
     python: str  # the interpreter that runs the trainer
-    cwd: str  # the trainer's working directory
+    cwd: str  # the trainer's working directory (absolute)
     cpu_count: int
     now: datetime  # UTC; names the run directory
     runs_dir: str  # where run directories are created (relative to `cwd` unless absolute)
@@ -69,6 +69,9 @@ class LintReport(NamedTuple):
 
 @dataclass(slots=True)
 class Plan:
+    """Every path in it is absolute (the recipe, cwd, run_dir, the file logger's path): it is replayed and submitted
+    from other working directories."""
+
     recipe_path: str
     name: str
     variant: str | None  # the chosen variant's label (`DEVICE=npu,INFER_BACKEND=vllm`), None without variants
@@ -243,7 +246,7 @@ def plan(
         "env": {e.name: e.value for e in command.env},
     }
     return Plan(
-        str(recipe_path),
+        str(Path(facts.cwd, recipe_path)),
         str(data.get("name") or recipe_path.stem),
         command.variant,
         device,
@@ -342,7 +345,9 @@ def _refused(recipe_path: Path, loaded: api.Loaded, facts: Facts) -> Plan:
     name = recipe_path.stem
     run_dir = str(Path(facts.cwd, facts.runs_dir) / run_dir_name(name, facts.now))
     lint = LintReport(tuple(sorted(loaded.diagnostics, key=Diagnostic.sort_key)))
-    return Plan(str(recipe_path), name, None, None, (), (), facts.cwd, run_dir, lint, {}, _hash({}), ())
+    return Plan(
+        str(Path(facts.cwd, recipe_path)), name, None, None, (), (), facts.cwd, run_dir, lint, {}, _hash({}), ()
+    )
 
 
 def _hash(resolved: dict) -> str:

@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from sapo_toolkit.launcher import execution, rundir
 from sapo_toolkit.launcher.cli import cli
 from sapo_toolkit.launcher.executors import ray_jobs
+from sapo_toolkit.launcher.gates import EXIT_GATES_FAILED
 from sapo_toolkit.launcher.plan import Facts, LintReport, Plan, plan
 from sapo_toolkit.linter.core.extras import install_command
 from sapo_toolkit.linter.settings import Settings
@@ -429,12 +430,12 @@ def _read(path: Path) -> str:
 
 def test_the_recipe_gates_are_judged_on_a_ray_run(tmp_path, ray_address):
     """The job's console lines feed the gates as in a local run: the stand-in's throughput 101, 102, 103 breaks a
-    floor of 102, and --fail-on-gates turns the succeeded job's 0 into 3."""
+    floor of 102, and --fail-on-gates turns the succeeded job's 0 into EXIT_GATES_FAILED."""
     launch, run_dir = make_plan(tmp_path, {"FAKE_EXIT_CODE": 0})
     launch.gates = ({"metric": "perf/throughput", "min": 102},)
     exit_code, _ = run(launch, run_dir, ray_address, fail_on_gates=True)
-    assert exit_code == 3
+    assert exit_code == EXIT_GATES_FAILED
     result = summary(run_dir)
-    assert result["status"] == "succeeded" and result["exit_code"] == 3
+    assert result["status"] == "succeeded" and result["exit_code"] == EXIT_GATES_FAILED
     (verdict,) = result["gates"].values()
     assert verdict["passed"] is False

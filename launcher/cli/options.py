@@ -15,7 +15,7 @@ DEVICE = click.option(
 )
 FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 FAIL_ON_GATES = click.option(
-    "--fail-on-gates", is_flag=True, help="Exit 3 when the trainer succeeded but a recipe gate failed."
+    "--fail-on-gates", is_flag=True, help="Exit 8 when the trainer succeeded but a recipe gate failed."
 )
 RUN_DIR = click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 ADDRESS = click.option(

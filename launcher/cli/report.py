@@ -9,7 +9,8 @@ import click
 
 from sapo_toolkit.linter.core.printable import printable
 
-from ..gates import EXIT_GATES_FAILED, evaluate, gate_exit_code, gates_json
+from ..execution import conclude
+from ..gates import EXIT_GATES_FAILED, evaluate, gate_exit_code, gates_json, judged
 from ..report import REPORT_FILE, ReportError, ReportWriteError, load_log, load_run_dir, write_report
 
 
@@ -51,7 +52,10 @@ def report(run_dir, log, recipe, output, title, fmt, fail_on_gates):
     except ReportError as exc:
         raise click.UsageError(str(exc)) from None
     run.title = title or run.title
-    verdicts = evaluate(run.gates, run.table)
+    outcome = None  # a plain log's: unknown, its verdicts as they are
+    if run_dir:  # an ended run that nobody judged gets its metrics.jsonl and verdicts, as every way of following
+        outcome = conclude(run_dir).get("status")
+    verdicts = judged(evaluate(run.gates, run.table), outcome)
     output = output or (run_dir or log.parent) / REPORT_FILE
     try:
         written = write_report(run, verdicts, output)

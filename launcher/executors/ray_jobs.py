@@ -50,9 +50,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
+from sapo_toolkit.atomicio import write_atomically
+
 from ..live import LineTail
 from ..plan import REDACTED, Plan, redact_urls
-from ..rundir import LOG_FILE, SUMMARY_FILE, exit_code_of, read_summary, write_json
+from ..rundir import LOG_FILE, SUMMARY_FILE, exit_code_of, read_summary, record_outcome, write_json
 from ..workdir import UnsafeWorkingDir, shipped_files
 from . import ExecutorError, Refused
 
@@ -66,6 +68,7 @@ DEFAULT_PYTHON = "python"
 # docs' figure has disagreed with the code (https://github.com/ray-project/ray/issues/55877).
 UPLOAD_LIMIT = 100 * 1024 * 1024
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")  # Ray's job statuses once it has ended
 
 
 class RayJobError(ExecutorError):
@@ -296,8 +299,8 @@ class RayExecutor:
         print(f"sapo-launch: submitted {submission_id} to {redact_urls(self.address)}", file=sys.stderr)
         return RayJob(client, JobRecord(self.address, submission_id)), {"submission_id": submission_id}
 
-    def follow(self, handle: RayJob, run_dir: Path, sink) -> int:
-        return _attach(handle, run_dir, sink)
+    def follow(self, handle: RayJob, run_dir: Path, live) -> int:
+        return _attach(handle, run_dir, live)
 
     def stop(self, handle: RayJob, signum: int) -> None:
         handle.client.stop_job(handle.record.submission_id)
@@ -306,10 +309,11 @@ class RayExecutor:
         return status(run_dir, address=self.address)
 
 
-def _attach(job: RayJob, run_dir: Path, sink) -> int:
-    """Follow the job's log (from its start) into train.log and `sink` until it ends, then record the outcome.
+def _attach(job: RayJob, run_dir: Path, live) -> int:
+    """Follow the job's log (from its start) into train.log and `live` until it ends, then record the outcome.
     With `stop_on_signal` the first SIGINT/SIGTERM stops the job; otherwise, and on a second signal, a signal only
-    stops following (exit 128 + N; the summary is left as it was unless the job has ended)."""
+    stops following (exit 128 + N; the summary is left as it was unless the job has ended, and then the signals
+    of a follower that did not stop it are not its outcome's)."""
     client, record = job.client, job.record
     tail = LineTail()
     with open(run_dir / LOG_FILE, "wb") as log:
@@ -318,29 +322,29 @@ def _attach(job: RayJob, run_dir: Path, sink) -> int:
             data = text.encode("utf-8", "replace")
             log.write(data)
             log.flush()
-            sink(data)
+            live.output(data)
             tail.add(data)
 
         try:
-            signals = asyncio.run(_follow(client, record.submission_id, tee, job.stop_on_signal))
+            signals = asyncio.run(_follow(client, record.submission_id, tee, job.stop_on_signal, live.message))
             details = _details(client, record)
         except RayJobError as exc:
             _record_lost(run_dir, record, exc)
             raise
     if not details.status.is_terminal():
-        print(
-            f"sapo-launch: stopped following {record.submission_id} ({details.status}); "
-            f"`sapo-launch status {run_dir}` tells how it ends",
-            file=sys.stderr,
+        live.message(
+            f"stopped following {record.submission_id} ({details.status}); "
+            f"`sapo-launch status {run_dir}` tells how it ends"
         )
         if not job.stop_on_signal:
             return 128 + signals[0]
-    return _finish(run_dir, record, details, tail.lines(), signals)
+    return _finish(run_dir, record, details, tail.lines(), signals if job.stop_on_signal else ())
 
 
-async def _follow(client, submission_id: str, sink, stop_on_signal: bool) -> list[int]:
-    """Stream the job's log to `sink` until the job is in a terminal state; returns the signals received. The
-    log stream is reopened (skipping what was already received) if it ends before the job does."""
+async def _follow(client, submission_id: str, sink, stop_on_signal: bool, notify) -> list[int]:
+    """Stream the job's log to `sink` until the job is in a terminal state, the stop notice to `notify`; returns
+    the signals received. The log stream is reopened (skipping what was already received) if it ends before the
+    job does."""
     loop = asyncio.get_running_loop()
     following = asyncio.current_task()
     signals: list[int] = []
@@ -349,7 +353,7 @@ async def _follow(client, submission_id: str, sink, stop_on_signal: bool) -> lis
     def on_signal(signum: int) -> None:
         signals.append(signum)
         if stop_on_signal and len(signals) == 1:
-            print(f"sapo-launch: stopping {submission_id} (again to stop waiting)", file=sys.stderr)
+            notify(f"{signal.Signals(signum).name}: stopping {submission_id} (again to stop waiting)")
             stopping.append(loop.run_in_executor(None, client.stop_job, submission_id))
         else:
             following.cancel()
@@ -396,8 +400,11 @@ def _details(client, record: JobRecord):
 
 
 def _record_lost(run_dir: Path, record: JobRecord, exc: RayJobError) -> None:
-    """The job was submitted but cannot be followed: it may still run, so the summary says `submitted`."""
+    """The job was submitted but cannot be followed: it may still run, so the summary says `submitted`, unless it
+    records the job's end already (following again an ended job)."""
     summary = read_summary(run_dir)
+    if summary.get("job_status") in TERMINAL:
+        return
     summary.update(
         status="submitted",
         exit_code=2,
@@ -423,13 +430,16 @@ def exit_code(status: str, driver_exit_code: int | None, signals: Iterable[int] 
 
 
 def _finish(run_dir: Path, record: JobRecord, details, last_lines: list[str], signals: Iterable[int]) -> int:
-    """Record the job's outcome in summary.json and return its exit code. A job that has not ended here was left
-    running on a second signal: it counts as interrupted by the first."""
-    signals = list(signals)
+    """Record the job's outcome in summary.json (`rundir.record_outcome`) and return its exit code. `signals`: those
+    that made this launcher stop the job; without any, those summary.json records (the launcher that stopped it,
+    when another records the end). A job that has not ended here was left running on a second signal: it counts
+    as interrupted by the first."""
+    summary = read_summary(run_dir)
+    signals = list(signals) or [signal.Signals[name] for name in summary.get("signals", [])]
     status = str(details.status)
     code = exit_code(status, getattr(details, "driver_exit_code", None), signals)
-    summary = read_summary(run_dir)
-    summary.update(
+    summary = record_outcome(
+        run_dir,
         status={"SUCCEEDED": "succeeded", "FAILED": "failed"}.get(status, "interrupted"),
         exit_code=128 + signals[0] if code is None else code,
         job_status=status,
@@ -443,7 +453,6 @@ def _finish(run_dir: Path, record: JobRecord, details, last_lines: list[str], si
         last_lines=last_lines,
         signals=[signal.Signals(s).name for s in signals],
     )
-    write_json(run_dir / SUMMARY_FILE, summary)
     return summary["exit_code"]
 
 
@@ -540,11 +549,10 @@ def _complete(client, record: JobRecord, run_dir: Path, details, text: str | Non
     if summary.get("job_status") == str(details.status):
         return summary["exit_code"]
     data = (_logs(client, record) if text is None else text).encode("utf-8", "replace")
-    (run_dir / LOG_FILE).write_bytes(data)
+    write_atomically(run_dir / LOG_FILE, data)
     tail = LineTail()
     tail.add(data)
-    signals = [signal.Signals[name] for name in summary.get("signals", [])]  # a launcher told to stop it
-    return _finish(run_dir, record, details, tail.lines(), signals)
+    return _finish(run_dir, record, details, tail.lines(), ())
 
 
 def _first_line(what: BaseException | str | None) -> str:
