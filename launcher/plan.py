@@ -218,7 +218,7 @@ def plan(
         return _refused(recipe_path, loaded, facts)
     data = loaded.recipe.data
     command, defaulted = choose_command(
-        loaded.commands, selection_tokens(device, infer_backend, variants), loaded.recipe.variant_defaults
+        loaded.commands, selection_tokens(device, infer_backend, variants), loaded.variant_defaults
     )
     run_dir = str(Path(facts.cwd, facts.runs_dir) / run_dir_name(str(data.get("name") or recipe_path.stem), facts.now))
     command, expanded = _expand_home(command, facts.home)

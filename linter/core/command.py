@@ -14,6 +14,9 @@ from .model import Accelerator, ModelShape
 from .overrides import OverrideSyntaxError, ParsedOverride, format_override, parse_override
 from .redaction import is_secret_name, redact_assignments
 
+# OmegaConf's mandatory-value marker (`???`): a value a recipe leaves to be set before a launch (RF014)
+MUST_BE_SET = "???"
+
 
 class LocatedOverride(NamedTuple):
     """One override as a source read it: the parsed form (None on a syntax error) and where it was written."""
