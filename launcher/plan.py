@@ -221,11 +221,9 @@ def plan(
         loaded.commands, selection_tokens(device, infer_backend, variants), loaded.variant_defaults
     )
     run_dir = str(Path(facts.cwd, facts.runs_dir) / run_dir_name(str(data.get("name") or recipe_path.stem), facts.now))
-    command, expanded = _expand_home(command, facts.home)
+    command, expansions = _expand_home(command, facts.home)
     command, notes = _complete(command, loaded.verl_version, facts)
-    if expanded:
-        notes.insert(0, f"expanded a leading ~ or $HOME to {facts.home} in {', '.join(expanded)}, as bash would")
-    notes[:0] = [f"{token}: the recipe's default (`variant_defaults:`)" for token in defaulted]
+    notes[:0] = [*(f"{token}: the recipe's default (`variant_defaults:`)" for token in defaulted), *expansions]
     config = api.resolve(command, loaded.verl_version).config
     chosen = replace(loaded, commands=[command])
     lint = LintReport(
@@ -315,18 +313,19 @@ def expand_home(value, home: str):
 
 def _expand_home(command: Command, home: str | None) -> tuple[Command, list[str]]:
     """The command with `~`/`$HOME` expanded in the values of verl's path keys (`PATH_KEY`) and of every
-    environment variable (bash expands them in an assignment whatever its name), and what was expanded. Hydra and
-    verl take `~/data` literally (a directory named `~`); a run script's bash expands it on the launching machine,
-    and so does the plan, for a Ray job too."""
+    environment variable (bash expands them in an assignment whatever its name), and notes on what was expanded and
+    what was left as written (another key's value). Hydra and verl take `~/data` literally (a directory named `~`);
+    a run script's bash expands it on the launching machine, and so does the plan, for a Ray job too."""
     if home is None:
         return command, []
-    overrides, env, expanded = [], [], []
+    overrides, env, expanded, kept = [], [], [], []
     for lo in command.overrides:
-        if lo.parsed is not None and lo.parsed.op != "delete" and PATH_KEY.search(lo.parsed.key):
-            value = expand_home(lo.parsed.value, home)
-            if value != lo.parsed.value:
-                lo = lo._replace(parsed=lo.parsed._replace(value=value))
-                expanded.append(lo.parsed.key)
+        value = expand_home(lo.parsed.value, home) if lo.parsed is not None and lo.parsed.op != "delete" else None
+        if value is not None and value != lo.parsed.value and PATH_KEY.search(lo.parsed.key):
+            lo = lo._replace(parsed=lo.parsed._replace(value=value))
+            expanded.append(lo.parsed.key)
+        elif value is not None and value != lo.parsed.value:
+            kept.append(lo.parsed.key)
         overrides.append(lo)
     for var in command.env:
         value = expand_home(var.value, home)
@@ -334,7 +333,13 @@ def _expand_home(command: Command, home: str | None) -> tuple[Command, list[str]
             var = var._replace(value=value)
             expanded.append(f"${var.name}")
         env.append(var)
-    return command._replace(overrides=tuple(overrides), env=tuple(env)), expanded
+    notes = [f"expanded a leading ~ or $HOME to {home} in {', '.join(expanded)}, as bash would"] if expanded else []
+    if kept:
+        notes.append(
+            f"left a leading ~ or $HOME as written in {', '.join(kept)}: not path keys (their last part is not "
+            "path, dir, file or files), so verl gets the text"
+        )
+    return command._replace(overrides=tuple(overrides), env=tuple(env)), notes
 
 
 def _flat_list(items: list[str]) -> str:

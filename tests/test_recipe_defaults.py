@@ -150,3 +150,7 @@ def test_home_in_path_values_is_expanded_at_plan_time_as_bash_would(tmp_path):
         f"expanded a leading ~ or $HOME to {home} in data.train_files, data.val_files, trainer.default_local_dir, "
         "$HF_HOME, as bash would" in shown["notes"]
     )
+    assert (
+        "left a leading ~ or $HOME as written in trainer.experiment_name: not path keys (their last part is not "
+        "path, dir, file or files), so verl gets the text" in shown["notes"]
+    )
