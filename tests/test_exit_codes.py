@@ -75,6 +75,20 @@ def new_run_dir(runs: Path, before: set) -> Path:
 # -- sapo-launch on this machine -------------------------------------------------------------------------------------
 
 
+def test_the_documented_stand_in_launch_runs_end_to_end(tmp_path):
+    """README's launch example without verl or an accelerator: docs/stand-in-recipe.yaml from the repository root,
+    its dry run, the run, then its report."""
+    recipe, runs = REPO / "docs" / "stand-in-recipe.yaml", tmp_path / "runs"
+    dry = sapo_launch(recipe, "--runs-dir", runs, "--dry-run")
+    assert code_of(dry) == 0 and "lint     0 error(s), 0 warning(s): would launch" in dry.stdout, dry.stdout
+    assert not runs.exists()
+    ran = sapo_launch(recipe, "--runs-dir", runs)
+    assert code_of(ran) == 0 and "step:3 - perf/throughput:103.0" in ran.stdout, ran.stderr
+    assert "sapo-launch: gate passed: perf/throughput >= 100 (every, after 0)" in ran.stderr
+    (run_dir,) = runs.iterdir()
+    assert code_of(sapo_launch("report", run_dir)) == 0 and (run_dir / "report.md").is_file()
+
+
 def test_fail_on_gates_exits_with_the_gate_code_from_run_status_report_and_rerun(tmp_path):
     recipe = stand_in(tmp_path, {"FAKE_DIP_STEP": 2}, FLOOR_GATE)
     runs = tmp_path / "runs"
