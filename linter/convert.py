@@ -41,10 +41,6 @@ _AXIS_NAME = re.compile(r"[^a-z0-9_]")
 _CHOICE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 
 
-def _ident(lo):
-    return lo.key_text
-
-
 # Groupings of at most this many switch variables are searched for the finest that factors (Bell(6) = 203 tries);
 # with more, each variable is its own axis or all share one.
 MAX_GROUPED_VARIABLES = 6
