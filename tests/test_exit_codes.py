@@ -13,6 +13,8 @@ Checked through the console script elsewhere, and not repeated here:
   `doctor --format xml` 2 (test_cli_edge.py).
 - `sapo-lint`: 0 / 1 / 2, `--warnings-as-errors`, `rule` 0 / 2, `rules` (test_cli.py); `--diff`, `--exit-zero`, 130
   on Ctrl-C, 141 for a closed pipe (test_cli_controls.py).
+- Every command line of the README's runnable blocks, with the code it shows (test_docs.py).
+- Without matplotlib, scipy or ray: `report`, the gates, `explain --plot`, a Ray launch (test_optional_packages.py).
 """
 
 import json
@@ -76,8 +78,9 @@ def new_run_dir(runs: Path, before: set) -> Path:
 
 
 def test_the_documented_stand_in_launch_runs_end_to_end(tmp_path):
-    """README's launch example without verl or an accelerator: docs/stand-in-recipe.yaml from the repository root,
-    its dry run, the run, then its report."""
+    """README's launch example without verl or an accelerator, docs/stand-in-recipe.yaml from the repository root:
+    besides the run's exit code (test_docs.py runs the README's commands), its dry run, what the README shows of the
+    run, and the report the README says it makes."""
     recipe, runs = REPO / "docs" / "stand-in-recipe.yaml", tmp_path / "runs"
     dry = sapo_launch(recipe, "--runs-dir", runs, "--dry-run")
     assert code_of(dry) == 0 and "lint     0 error(s), 0 warning(s): would launch" in dry.stdout, dry.stdout
