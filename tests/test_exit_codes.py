@@ -179,12 +179,6 @@ def test_a_usage_or_launcher_error_exits_2_in_one_line(tmp_path, case):
     assert len(said) == 1, proc.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="run.py checks --detach/--working-dir against --address after it has created the "
-    "run directory: a usage error leaves one behind, without summary.json (`status` then calls it a Ray "
-    "job's)",
-)
 def test_a_usage_error_leaves_no_run_directory(tmp_path):
     runs = tmp_path / "runs"
     assert code_of(sapo_launch(stand_in(tmp_path, {}), "--runs-dir", runs, "--detach")) == 2

@@ -14,8 +14,9 @@ import click
 from sapo_toolkit.linter.core.diagnostics import Severity
 from sapo_toolkit.linter.core.printable import printable
 
+from ..executors.ray_jobs import TIMEOUT_ENV
 from ..rundir import EXIT_REFUSED
-from .options import DEVICE, FAIL_ON_GATES, FORMAT
+from .options import DEVICE, FAIL_ON_GATES, FORMAT, jobs_address
 
 
 @click.command("run", context_settings={"ignore_unknown_options": False})
@@ -46,10 +47,11 @@ from .options import DEVICE, FAIL_ON_GATES, FORMAT
 @FAIL_ON_GATES
 @click.option(
     "--address",
-    envvar="RAY_ADDRESS",
     metavar="URL",
-    help="Submit to this Ray cluster's Jobs API (http://head:8265; default $RAY_ADDRESS) instead of running "
-    "here. Needs `pip install 'sapo-toolkit[ray]'`.",
+    callback=jobs_address,
+    help="Submit to this Ray cluster's Jobs API (http://HEAD:8265) instead of running here; default $RAY_ADDRESS "
+    "when it is one (set for ray.init, `auto` or HOST:6379, it is not: the launch stays here). Each request waits "
+    f"at most ${TIMEOUT_ENV} seconds (30). Needs `pip install 'sapo-toolkit[ray]'`.",
 )
 @click.option("--detach", is_flag=True, help="With --address: return once the job is submitted.")
 @click.option(
@@ -85,6 +87,11 @@ def run(
             f"{recipe} is a run script: launch it by converting it first "
             f"(`sapo-lint convert {recipe} -o recipe.yaml`, then `sapo-launch recipe.yaml`)"
         )
+    notes = []
+    if address is None:
+        address, notes = _environment_address(os.environ)
+    if not address and (detach or working_dir):
+        raise click.UsageError("--detach and --working-dir need --address (a Ray cluster)")
     detected = devices.detect_device(None if device == "auto" else device, os.environ, devices.DEFAULT_PROBE)
     facts = Facts(
         detected.kind,
@@ -110,7 +117,7 @@ def run(
         hint = "" if detected.kind else f" (no device detected: {detected.how}; pass --device npu|gpu)"
         raise click.UsageError(f"{exc}{hint}") from None
     if dry_run:
-        _print_plan(launch, fmt, secret_env)
+        _print_plan(launch, fmt, secret_env, notes)
         sys.exit(EXIT_REFUSED if launch.lint.refuses else 0)
     from .. import rundir
     from ..versions import installed_versions
@@ -126,6 +133,8 @@ def run(
         click.echo(printable(f"sapo-launch: refused: the recipe has lint errors (run directory {run_dir})"), err=True)
         sys.exit(EXIT_REFUSED)
     click.echo(printable(f"sapo-launch: run directory {run_dir}"), err=True)
+    for note in notes:
+        click.echo(printable(f"sapo-launch: {note}"), err=True)
     from ..execution import run as run_plan
 
     if address:
@@ -140,11 +149,23 @@ def run(
                 detach=detach,
             )
         )
-    if detach or working_dir:
-        raise click.UsageError("--detach and --working-dir need --address (a Ray cluster)")
     from ..executors.local import LocalExecutor
 
     sys.exit(run_plan(LocalExecutor(), launch, run_dir, fail_on_gates=fail_on_gates))
+
+
+def _environment_address(environ) -> tuple[str | None, list[str]]:
+    """$RAY_ADDRESS as the default --address when it is a Jobs API URL; otherwise None, with a note that it was
+    ignored: verl users set it for `ray.init` (`auto`, `HOST:6379`), and a launch with it stays here."""
+    from ..executors.ray_jobs import jobs_address, not_jobs_api, shown_address
+
+    text = environ.get("RAY_ADDRESS")
+    if not text:
+        return None, []
+    why = not_jobs_api(text)
+    if why is None:
+        return jobs_address(text), []
+    return None, [f"RAY_ADDRESS={shown_address(text)} ignored: not a Jobs API address ({why}); the trainer runs here"]
 
 
 def _print_lint(launch) -> None:
@@ -152,7 +173,7 @@ def _print_lint(launch) -> None:
         click.echo(printable(d.text_line()), err=True)
 
 
-def _print_plan(launch, fmt: str, secret_env) -> None:
+def _print_plan(launch, fmt: str, secret_env, notes: list[str]) -> None:
     from ..plan import redact
 
     env = redact(launch.env_dict(), secret_env)
@@ -166,7 +187,7 @@ def _print_plan(launch, fmt: str, secret_env) -> None:
                     "run_dir": launch.run_dir,
                     "variant": launch.variant,
                     "device": launch.device,
-                    "notes": list(launch.notes),
+                    "notes": [*launch.notes, *notes],
                     "recipe_hash": launch.recipe_hash,
                     "lint": launch.lint.to_json(),
                 },
@@ -185,7 +206,7 @@ def _print_plan(launch, fmt: str, secret_env) -> None:
     lines.extend(f"    {o}" for o in overrides)
     lines.append("env")
     lines.extend(f"  {k}={v}" for k, v in env.items())
-    lines.extend(f"note     {n}" for n in launch.notes)
+    lines.extend(f"note     {n}" for n in (*launch.notes, *notes))
     lines.extend(d.text_line() for d in launch.lint.diagnostics)
     errors, warnings = launch.lint.count(Severity.ERROR), launch.lint.count(Severity.WARNING)
     lines.append(

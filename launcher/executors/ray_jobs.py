@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
+import math
 import os
 import shlex
 import shutil
@@ -49,6 +51,7 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
+from urllib.parse import urlsplit
 
 from sapo_toolkit.atomicio import write_atomically
 
@@ -69,6 +72,11 @@ DEFAULT_PYTHON = "python"
 UPLOAD_LIMIT = 100 * 1024 * 1024
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")  # Ray's job statuses once it has ended
+TIMEOUT_ENV = "SAPO_LAUNCH_RAY_TIMEOUT"
+DEFAULT_TIMEOUT_S = 30.0
+# Ray's defaults for the ports that serve a cluster but not its Jobs API.
+NOT_JOBS_PORTS = {6379: "the GCS port, ray.init's", 10001: "the Ray Client server port"}
+RAY_ADDRESS_VARIABLES = ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS")
 
 
 class RayJobError(ExecutorError):
@@ -104,20 +112,108 @@ def with_scheme(address: str | None) -> str | None:
     return f"http://{address}" if address and "://" not in address else address
 
 
+def not_jobs_api(address: str) -> str | None:
+    """Why `address` cannot be a Jobs API (dashboard) URL, as far as the text tells; None when it can be. What verl
+    users give `ray.init` is refused: `auto`, a Ray Client `ray://` address, the GCS or Ray Client server port."""
+    text = address.strip()
+    if text == "auto":
+        return "`auto` finds a running cluster for ray.init"
+    if text.lower().startswith("ray://"):
+        return "ray:// is a Ray Client address"
+    try:
+        port = urlsplit(with_scheme(text)).port
+    except ValueError as exc:
+        return f"not a URL ({exc})"
+    return f"port {port} is {NOT_JOBS_PORTS[port]}" if port in NOT_JOBS_PORTS else None
+
+
+def jobs_address(address: str) -> str:
+    """`address` as the Jobs API URL Ray's client is given (`http://` added where it has no scheme); raises
+    `RayJobError` when it cannot be one (`not_jobs_api`)."""
+    why = not_jobs_api(address)
+    if why:
+        raise RayJobError(
+            f"{shown_address(address)} is not a Jobs API address ({why}): pass the dashboard's URL, http://HEAD:8265"
+        )
+    return with_scheme(address.strip())
+
+
+def shown_address(address: str) -> str:
+    """`address` as written, its credentials redacted also where it has no scheme (`me:pw@head:6379`)."""
+    return redact_urls(address) if "://" in address else redact_urls(f"http://{address}").removeprefix("http://")
+
+
+def request_timeout(environ=os.environ) -> float:
+    """How long one request to the Jobs API may go unanswered: $SAPO_LAUNCH_RAY_TIMEOUT seconds, default 30."""
+    text = environ.get(TIMEOUT_ENV)
+    if not text:
+        return DEFAULT_TIMEOUT_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (0 < seconds < math.inf):
+        raise RayJobError(f"{TIMEOUT_ENV}={text}: not a number of seconds above 0")
+    return seconds
+
+
 def connect(address: str | None):
-    """A `JobSubmissionClient` for the dashboard at `address` (it checks the connection and Ray's version)."""
+    """A Jobs API client for the dashboard at `address` (`_client_type`; it checks the connection and Ray's
+    version), each request bounded by `request_timeout()`."""
     if not address:
         raise RayJobError("no Ray cluster address: pass --address http://HEAD:8265 or set RAY_ADDRESS")
+    address = jobs_address(address)
+    timeout_s = request_timeout()
     try:
-        from ray.job_submission import JobSubmissionClient
+        client_type = _client_type()
     except ImportError:
         from sapo_toolkit.linter.core.extras import install_command
 
         raise RayJobError(f"running on a Ray cluster needs Ray's job client: {install_command('ray')}") from None
     try:
-        return JobSubmissionClient(address)
+        with _given_address_only():
+            return client_type(address, timeout_s)
     except Exception as exc:  # noqa: BLE001 - connection, authentication and address errors all read the same
         raise RayJobError(f"cannot reach the Ray Jobs API at {address}: {_first_line(exc)}") from None
+
+
+@functools.cache
+def _client_type():
+    """Ray's `JobSubmissionClient`, with a bound on each request: Ray sends them without one, so a dashboard that
+    accepts a connection and never answers would hang every call. An upload (a request with a body, up to
+    `UPLOAD_LIMIT`) is not bounded: it takes what the link needs (the request before it, whether the package
+    exists, is). A timeout raises `TimeoutError`, which the callers' messages quote."""
+    import requests
+    from ray.job_submission import JobSubmissionClient
+
+    class Client(JobSubmissionClient):
+        def __init__(self, address: str, timeout_s: float):
+            self.timeout_s = timeout_s
+            super().__init__(address)
+
+        def _do_request(self, method, endpoint, **kwargs):
+            if kwargs.get("data") is None:
+                kwargs.setdefault("timeout", self.timeout_s)
+            try:
+                return super()._do_request(method, endpoint, **kwargs)
+            except requests.exceptions.Timeout:
+                raise TimeoutError(
+                    f"no answer to {method} {endpoint} within {self.timeout_s:g} s ({TIMEOUT_ENV})"
+                ) from None
+
+    return Client
+
+
+@contextlib.contextmanager
+def _given_address_only():
+    """Ray's clients take $RAY_API_SERVER_ADDRESS or $RAY_ADDRESS over the address they are given
+    (ray/dashboard/utils.py, get_address_for_submission_client): a RAY_ADDRESS set for verl's `ray.init`
+    (`host:6379`) would send the job elsewhere, or wait 41 s for a GCS. They are unset while a client is made."""
+    saved = {name: os.environ.pop(name) for name in RAY_ADDRESS_VARIABLES if name in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
 
 
 def entrypoint(plan: Plan, python: str = DEFAULT_PYTHON) -> str:
@@ -159,12 +255,15 @@ def resource_shortfall(plan: Plan, nodes: Iterable[dict[str, float]]) -> str | N
     return None
 
 
-def cluster_nodes(address: str) -> list[dict[str, float]]:
+def cluster_nodes(address: str, timeout_s: float) -> list[dict[str, float]]:
     """The total resources of each alive node of the cluster at `address`."""
     from ray.util.state import list_nodes
 
     try:
-        nodes = list_nodes(address=address, filters=[("state", "=", "ALIVE")], limit=10_000)
+        with _given_address_only():
+            nodes = list_nodes(
+                address=address, filters=[("state", "=", "ALIVE")], limit=10_000, timeout=math.ceil(timeout_s)
+            )
     except Exception as exc:  # noqa: BLE001 - the state API's errors are as varied as the client's
         raise RayJobError(f"cannot list the nodes of the Ray cluster at {address}: {_first_line(exc)}") from None
     return [dict(node.resources_total or {}) for node in nodes]
@@ -226,7 +325,7 @@ def _submit(
     client, plan: Plan, run_dir: Path, address: str, working_dir: Path | None, excludes: Iterable[str], python: str
 ) -> str:
     excludes = tuple(excludes)
-    shortfall = resource_shortfall(plan, cluster_nodes(address))
+    shortfall = resource_shortfall(plan, cluster_nodes(address, client.timeout_s))
     if shortfall:
         raise ClusterTooSmall(shortfall)
     runtime_env: dict = {"env_vars": {name: str(value) for name, value in plan.env}}
