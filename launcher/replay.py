@@ -40,10 +40,10 @@ class RayTarget(NamedTuple):
 
 def where_it_ran(run_dir: Path) -> RayTarget | None:
     """The Ray cluster RUN_DIR's run was submitted to; None for a run on the launching machine."""
-    job = read_json(run_dir / JOB_FILE)
-    if not job:
+    if not (run_dir / JOB_FILE).exists():
         return None
     try:
+        job = json.loads((run_dir / JOB_FILE).read_text(encoding="utf-8"))
         working_dir = job.get("working_dir")
         cwd = read_json(run_dir / PLAN_FILE).get("cwd") or "/"
         return RayTarget(
@@ -52,8 +52,10 @@ def where_it_ran(run_dir: Path) -> RayTarget | None:
             tuple(job.get("excludes") or ()),
             shlex.split(job["entrypoint"])[0],
         )
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
-        raise ReplayError(f"{run_dir / JOB_FILE} does not say where the run ran: {type(exc).__name__} {exc}") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise ReplayError(
+            f"{run_dir / JOB_FILE} does not say where the run ran ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def replay(run_dir: Path, runs_dir: Path, now: datetime, environ: Mapping[str, str]) -> tuple[Plan, Path]:
