@@ -224,8 +224,8 @@ class _Stopper:
         else:
             forwarded = signal.SIGTERM if signum == signal.SIGHUP else signum
             self._notices.append(
-                f"{name}: stopping the trainer ({signal.Signals(forwarded).name} to its process group; "
-                f"SIGKILL in {KILL_GRACE_S:.0f} s, or at once on a second Ctrl-C)"
+                f"{name}: stopping the trainer ({signal.Signals(forwarded).name} to its process group, SIGKILL "
+                f"in {KILL_GRACE_S:.0f} s; again to kill it now)"
             )
             self._signal(forwarded)
             self._kill_at = time.monotonic() + KILL_GRACE_S
