@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
@@ -68,6 +68,21 @@ class LintReport(NamedTuple):
 
 
 @dataclass(slots=True)
+class RayOptions:
+    """What a Ray job gets besides the plan's argv and environment (`executors/ray_jobs.py`, `job_request`): Ray's
+    runtime_env (a local working_dir or py_modules directory as an absolute path; its env_vars under the plan's
+    environment), metadata of the user's, a submission id and the entrypoint's resources. The recipe's `ray:` block
+    under the command line's (`ray_options`)."""
+
+    runtime_env: dict = field(default_factory=dict)
+    metadata: dict = field(default_factory=dict)  # str -> str
+    submission_id: str | None = None
+    entrypoint_num_cpus: float | None = None
+    entrypoint_num_gpus: float | None = None
+    entrypoint_resources: dict = field(default_factory=dict)  # resource name -> amount
+
+
+@dataclass(slots=True)
 class Plan:
     """Every path in it is absolute (the recipe, cwd, run_dir, the file logger's path): it is replayed and submitted
     from other working directories."""
@@ -89,6 +104,7 @@ class Plan:
     devices_per_node: int | None = None
     total_steps: int | None = None  # trainer.total_training_steps; None: verl derives it from the data
     gates: tuple = ()  # the recipe's `gates:` entries, as written
+    ray: RayOptions = field(default_factory=RayOptions)  # for a Ray job
 
     def env_dict(self) -> dict[str, str]:
         return dict(self.env)
@@ -207,9 +223,11 @@ def plan(
     infer_backend: str | None = None,
     variants: Iterable[str] = (),
     overrides: Iterable[str] = (),
+    ray: RayOptions | None = None,
 ) -> Plan:
-    """Read, choose, complete and lint one variant of a recipe. Raises `PlanError` (and the linter's
-    `UnreadableFile`) for what cannot be planned; lint errors do not raise: `Plan.lint.refuses` says so."""
+    """Read, choose, complete and lint one variant of a recipe; `ray`: the command line's Ray options. Raises
+    `PlanError` (and the linter's `UnreadableFile`) for what cannot be planned; lint errors do not raise:
+    `Plan.lint.refuses` says so."""
     overrides = tuple(overrides)
     loaded = api.load(recipe_path, api.read_options(settings, overrides))
     if loaded is None or loaded.kind != "recipe":
@@ -260,7 +278,59 @@ def plan(
         devices_per_node=_int(config.value("trainer.n_gpus_per_node")),
         total_steps=_int(config.value("trainer.total_training_steps")),
         gates=tuple(data.get("gates") or ()),
+        ray=ray_options(data.get("ray"), ray or RayOptions(), facts.cwd),
     )
+
+
+def runtime_env_problem(runtime_env) -> str | None:
+    """What keeps `runtime_env` from being a runtime_env the launcher can read (the fields it reads itself); None
+    when nothing does. Ray checks the rest when the job is submitted."""
+    if not isinstance(runtime_env, dict):
+        return "not a mapping"
+    env_vars = runtime_env.get("env_vars", {})
+    if not isinstance(env_vars, dict) or not all(
+        isinstance(k, str) and isinstance(v, (str, int, float, bool)) for k, v in env_vars.items()
+    ):
+        return "env_vars: not a mapping of names to values"
+    for key in ("excludes", "py_modules"):
+        value = runtime_env.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            return f"{key}: not a list of strings"
+    if not isinstance(runtime_env.get("working_dir", ""), str):
+        return "working_dir: not a string"
+    return None
+
+
+def ray_options(block, given: RayOptions, cwd: str) -> RayOptions:
+    """The recipe's `ray:` block under the command line's `given`: each runtime_env field, metadata key and
+    entrypoint option the command line gives replaces the recipe's; env_vars come from the command line only (the
+    recipe's are its `env:`); a local working_dir or py_modules directory (no `://`) becomes absolute against
+    `cwd`, where `ray job submit` would read it. A block that violates the schema counts for nothing (the lint gate
+    refuses the recipe with RF001)."""
+    block = block if isinstance(block, dict) else {}
+    recipe_env = block.get("runtime_env", {})
+    runtime_env = {**(recipe_env if runtime_env_problem(recipe_env) is None else {}), **given.runtime_env}
+    if _is_local(runtime_env.get("working_dir")):
+        runtime_env["working_dir"] = str(Path(cwd, runtime_env["working_dir"]))
+    if "py_modules" in runtime_env:
+        runtime_env["py_modules"] = [str(Path(cwd, m)) if _is_local(m) else m for m in runtime_env["py_modules"]]
+    recipe_metadata = block.get("metadata") if isinstance(block.get("metadata"), dict) else {}
+    return RayOptions(
+        runtime_env,
+        {**{str(k): str(v) for k, v in recipe_metadata.items()}, **given.metadata},
+        given.submission_id,
+        *(_given_or(given, block, key) for key in ("entrypoint_num_cpus", "entrypoint_num_gpus")),
+        given.entrypoint_resources or dict(block.get("entrypoint_resources") or {}),
+    )
+
+
+def _is_local(path) -> bool:
+    return isinstance(path, str) and "://" not in path
+
+
+def _given_or(given: RayOptions, block: dict, key: str):
+    value = getattr(given, key)
+    return value if value is not None else block.get(key)
 
 
 def _int(value) -> int | None:

@@ -3,6 +3,7 @@ launcher/workdir.py): addresses, bounded requests, Ctrl-C. Through the console s
 codes as a shell sees them), against the session's real Ray head (`ray_address`) or a local socket that accepts
 connections and never answers."""
 
+import json
 import os
 import signal
 import socket
@@ -14,9 +15,11 @@ from pathlib import Path
 import pytest
 
 from sapo_toolkit.launcher.executors import ray_jobs
+from sapo_toolkit.launcher.plan import RayOptions, ray_options
 
 from .helpers import REPO
 from .test_launch_local import fake_recipe, launcher, only_run_dir
+from .test_launch_ray import make_plan
 
 ON_RAY = "  trainer.n_gpus_per_node: 0  # sapo-lint: noqa: TP014\n"  # the test head has no GPU
 
@@ -174,3 +177,225 @@ def test_ctrl_c_while_the_dashboard_does_not_answer_exits_130(tmp_path, silent, 
     _, err = child.communicate(timeout=30)
     assert child.returncode == 130, err
     assert "Traceback" not in err and "cannot reach" not in err
+
+
+# -- what the job is given: runtime_env, metadata, submission id, entrypoint resources --------------------------------
+
+
+def test_the_recipe_ray_block_goes_under_the_command_line():
+    block = {
+        "runtime_env": {"working_dir": "repo", "excludes": ["*.bin"], "pip": ["requests"], "py_modules": ["lib"]},
+        "metadata": {"team": "rl", "attempt": 3},
+        "entrypoint_num_cpus": 1,
+        "entrypoint_resources": {"NPU": 1},
+    }
+    given = RayOptions(
+        {"excludes": ["/.git/"], "env_vars": {"A": "file"}, "py_modules": ["s3://bucket/m.zip", "/abs/m"]},
+        {"team": "infra"},
+        "run-7",
+        None,
+        0.5,
+    )
+    options = ray_options(block, given, "/work")
+    assert options.runtime_env == {
+        "working_dir": "/work/repo",  # where `ray job submit` would read it
+        "excludes": ["/.git/"],
+        "pip": ["requests"],
+        "py_modules": ["s3://bucket/m.zip", "/abs/m"],
+        "env_vars": {"A": "file"},
+    }
+    assert options.metadata == {"team": "infra", "attempt": "3"}
+    assert (options.submission_id, options.entrypoint_num_cpus, options.entrypoint_num_gpus) == ("run-7", 1, 0.5)
+    assert options.entrypoint_resources == {"NPU": 1}
+
+
+def test_the_recipe_env_wins_over_the_runtime_env_vars_and_the_launcher_keys_are_its_own(tmp_path):
+    launch, _ = make_plan(tmp_path, {"A": "recipe"})
+    launch.ray = RayOptions({"env_vars": {"A": "file", "B": 2}, "excludes": ["*.log"]}, {"owner": "me"})
+    request = ray_jobs.job_request(launch, working_dir=Path("/wd"), excludes=["*.tmp"])
+    assert request["runtime_env"]["env_vars"]["A"] == "recipe" and request["runtime_env"]["env_vars"]["B"] == "2"
+    assert request["runtime_env"]["working_dir"] == "/wd" and request["runtime_env"]["excludes"] == ["*.log", "*.tmp"]
+    assert request["metadata"]["owner"] == "me" and request["metadata"]["recipe_hash"] == launch.recipe_hash
+    assert "submission_id" not in request and "entrypoint_resources" not in request  # Ray's defaults
+    launch.ray.metadata = {"recipe_hash": "mine"}
+    with pytest.raises(ray_jobs.RayJobError, match=r"^metadata recipe_hash: sapo-launch sets it itself"):
+        ray_jobs.job_request(launch)
+
+
+def runtime_env_file(folder: Path, text: str) -> Path:
+    path = folder / "runtime_env.yaml"
+    path.write_text(text)
+    return path
+
+
+# verl's own verl/trainer/runtime_env.yaml, and a variable with a secret name, a pip requirement with a token
+VERL_RUNTIME_ENV = (
+    'working_dir: ./\nexcludes: ["/.git/"]\nenv_vars:\n  TORCH_NCCL_AVOID_RECORD_STREAMS: "1"\n'
+    '  CUDA_DEVICE_MAX_CONNECTIONS: "1"\n  HF_TOKEN: hf-secret\npip: ["git+https://me:gh-token@github.com/x/y.git"]\n'
+)
+
+
+def test_the_dry_run_shows_what_is_sent_secrets_redacted(tmp_path):
+    recipe = fake_recipe(tmp_path, {}, overrides=ON_RAY)
+    recipe.write_text(recipe.read_text() + "ray:\n  metadata: {team: rl}\n  entrypoint_num_cpus: 1\n")
+    args = [recipe, "--address", "head:8265", "--runtime-env", runtime_env_file(tmp_path, VERL_RUNTIME_ENV)]
+    args += ["--submission-id", "run-7", "--metadata", "owner=me", "--entrypoint-resources", '{"NPU": 1}', "--dry-run"]
+    proc = sapo_launch(*args, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    ray = json.loads(proc.stdout)["ray"]
+    assert ray["address"] == "http://head:8265" and ray["submission_id"] == "run-7"
+    assert ray["runtime_env"]["working_dir"] == str(REPO) and ray["runtime_env"]["excludes"] == ["/.git/"]
+    assert ray["runtime_env"]["pip"] == ["git+https://me:<redacted>@github.com/x/y.git"]
+    env_vars = ray["runtime_env"]["env_vars"]
+    assert (
+        env_vars["HF_TOKEN"] == env_vars["WANDB_API_KEY"] == "<redacted>"
+        and env_vars["TORCH_NCCL_AVOID_RECORD_STREAMS"] == "1"
+    )
+    assert ray["metadata"]["team"] == "rl" and ray["metadata"]["owner"] == "me" and ray["metadata"]["recipe"] == "fake"
+    assert (ray["entrypoint_num_cpus"], ray["entrypoint_resources"]) == (1, {"NPU": 1})
+    assert "python -m tests.fake_trainer --config-name ppo_trainer " in ray["entrypoint"]
+    text = sapo_launch(*args)
+    assert text.returncode == 0, text.stderr
+    assert "ray      http://head:8265: what the Jobs API is sent" in text.stdout
+    assert '  runtime_env.pip  ["git+https://me:<redacted>@github.com/x/y.git"]' in text.stdout
+    assert "  submission_id  run-7" in text.stdout
+    assert "hf-secret" not in text.stdout + proc.stdout and "gh-token" not in text.stdout + proc.stdout
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (
+            ["--runtime-env", "{folder}/runtime_env.yaml"],
+            "--runtime-env {folder}/runtime_env.yaml: excludes: not a list of strings",
+        ),
+        (["--entrypoint-resources", "NPU=1"], "--entrypoint-resources expects a JSON object of amounts, got `NPU=1`"),
+        (["--metadata", "owner"], "--metadata expects KEY=VALUE, got `owner`"),
+    ],
+)
+def test_bad_ray_options_are_one_line(tmp_path, args, message):
+    runtime_env_file(tmp_path, "excludes: .git\n")
+    recipe = fake_recipe(tmp_path, {}, overrides=ON_RAY)
+    proc = sapo_launch(recipe, "--address", "head:8265", "--dry-run", *(a.format(folder=tmp_path) for a in args))
+    assert proc.returncode == 2
+    assert error_line(proc.stderr) == f"sapo-launch: {message.format(folder=tmp_path)}"
+
+
+def test_ray_options_without_an_address_leave_no_run_directory(tmp_path):
+    recipe = fake_recipe(tmp_path, {}, overrides=ON_RAY)
+    proc = sapo_launch(recipe, "--runs-dir", tmp_path / "runs", "--submission-id", "x", "--metadata", "a=b")
+    assert proc.returncode == 2
+    assert error_line(proc.stderr) == "sapo-launch: --submission-id, --metadata need --address (a Ray cluster)"
+    assert not (tmp_path / "runs").exists()
+
+
+# -- what a working directory ships: Ray's own rules -----------------------------------------------------------------
+
+
+def tree(root: Path, files: dict[str, str | bytes]) -> Path:
+    for rel, content in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(content if isinstance(content, bytes) else content.encode())
+    return root
+
+
+def shipped(stage: Path) -> list[str]:
+    return sorted(str(p.relative_to(stage)) for p in stage.rglob("*") if p.is_file())
+
+
+WORKING_DIR = {
+    "train.py": "x = 1\n",
+    ".gitignore": "*.log\n!keep/*.log\n/data/*.parquet\noutputs/\n",
+    ".rayignore": "notes.txt\n",
+    "notes.txt": "",
+    "run.log": "",
+    "keep/k.log": "",
+    "data/big.parquet": "",
+    "data/small.csv": "",
+    "outputs/ckpt.bin": b"\0" * 1_000_000,  # ignored: it neither ships nor counts toward the upload limit
+    "cache/.gitignore": "*\n",  # ignores its own directory, as Ray reads it
+    "cache/blob": "",
+    "pkg/mod.py": "",
+    "pkg/__pycache__/mod.pyc": "",
+    "pkg/scratch.tmp": "",
+}
+SHIPS = [".gitignore", ".rayignore", "data/small.csv", "keep/k.log", "pkg/mod.py", "train.py"]
+
+
+@pytest.mark.parametrize("in_git", [False, True])
+def test_the_working_dir_ships_what_ray_would_inside_git_or_not(tmp_path, monkeypatch, in_git):
+    """Ray reads .gitignore and .rayignore files itself (git is not asked: a tracked file they match does not ship)
+    and leaves out its default excludes and the runtime_env's; what it leaves out does not count toward the limit."""
+    root = tree(tmp_path / "work", WORKING_DIR)
+    if in_git:
+        subprocess.run(["git", "init", "-q", str(root)], check=True, timeout=30)
+        subprocess.run(["git", "-C", str(root), "add", "-f", "run.log"], check=True, timeout=30)
+    monkeypatch.setattr(ray_jobs, "UPLOAD_LIMIT", 64 * 1024)
+    ray_jobs.stage_working_dir(root, ["*.tmp"], tmp_path / "stage")
+    assert shipped(tmp_path / "stage") == SHIPS
+
+
+def test_a_link_that_loops_refuses_the_working_dir(tmp_path):
+    root = tree(tmp_path / "work", {"a/x.py": ""})
+    (root / "a" / "again").symlink_to("..")
+    with pytest.raises(ray_jobs.RayJobError, match=r"has a link that loops: a/again -> .*work, a directory holding it"):
+        ray_jobs.stage_working_dir(root, [], tmp_path / "stage")
+
+
+# -- on the real head ------------------------------------------------------------------------------------------------
+
+# A trainer shipped as a py_modules directory: it prints what the job's working directory holds and its environment
+STAND_IN_MODULE = """import json, os
+files = sorted(os.path.relpath(os.path.join(d, f)) for d, _, names in os.walk(".") for f in names)
+print("shipped:", json.dumps(files), flush=True)
+print("env:", json.dumps({k: os.environ.get(k) for k in ("FROM_FILE", "A")}), flush=True)
+print("step:1 - perf/throughput:101.0", flush=True)
+"""
+
+
+def test_the_options_reach_ray(tmp_path, ray_address):
+    """Everything the command line and the recipe give reaches the job as Ray reports it; a RAY_ADDRESS set for
+    ray.init (a GCS address where nothing listens) is not asked, and the address needs no scheme."""
+    from ray.job_submission import JobSubmissionClient
+    from ray.util.state import list_actors
+
+    work = tree(tmp_path / "work", {**WORKING_DIR, "drop.skip": ""})
+    module = tree(tmp_path / "lib", {"stand_in_ray/__main__.py": STAND_IN_MODULE, "stand_in_ray/x.skip": ""})
+    options = runtime_env_file(
+        tmp_path,
+        f'working_dir: {work}\nexcludes: ["*.skip", "*.tmp"]\npy_modules: ["{module / "stand_in_ray"}"]\n'
+        'env_vars: {FROM_FILE: "file", A: "file"}\n',
+    )
+    recipe = fake_recipe(tmp_path, {"A": "recipe"}, overrides=ON_RAY)
+    recipe.write_text(
+        recipe.read_text().replace("tests.fake_trainer", "stand_in_ray") + "ray:\n  metadata: {team: rl}\n"
+    )
+    submission_id = f"sapo-options-{os.getpid()}-{time.monotonic_ns()}"
+    proc = sapo_launch(
+        recipe,
+        *("--address", ray_address.removeprefix("http://"), "--runs-dir", tmp_path / "runs"),
+        *("--runtime-env", options, "--submission-id", submission_id, "--metadata", "owner=me"),
+        *("--entrypoint-num-cpus", "0.5", "--entrypoint-resources", '{"node:__internal_head__": 0.001}'),
+        env={"RAY_ADDRESS": "127.0.0.1:6399"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    log = (only_run_dir(tmp_path) / "train.log").read_text()
+    assert f"shipped: {json.dumps(SHIPS)}" in log  # Ray's rules applied to the working directory
+    assert 'env: {"FROM_FILE": "file", "A": "recipe"}' in log
+    info = JobSubmissionClient(ray_address).get_job_info(submission_id)
+    assert str(info.status) == "SUCCEEDED"
+    assert info.runtime_env["working_dir"].startswith("gcs://") and info.runtime_env["py_modules"][0].startswith(
+        "gcs://"
+    )
+    assert info.runtime_env["excludes"] == ["*.skip", "*.tmp"]
+    assert info.runtime_env["env_vars"]["FROM_FILE"] == "file" and info.runtime_env["env_vars"]["A"] == "recipe"
+    assert info.metadata["team"] == "rl" and info.metadata["owner"] == "me" and info.metadata["recipe"] == "fake"
+    (supervisor,) = list_actors(
+        address=ray_address, filters=[("name", "=", f"_ray_internal_job_actor_{submission_id}")], detail=True
+    )
+    assert supervisor.required_resources == {"CPU": 0.5, "node:__internal_head__": 0.001}
+    job = json.loads((only_run_dir(tmp_path) / "job.json").read_text())
+    assert (
+        job["submission_id"] == submission_id
+        and job["request"]["runtime_env"]["env_vars"]["WANDB_API_KEY"] == "<redacted>"
+    )

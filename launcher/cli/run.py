@@ -57,7 +57,35 @@ from .options import DEVICE, FAIL_ON_GATES, FORMAT, jobs_address
 @click.option(
     "--working-dir",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="With --address: upload this directory as the job's working directory.",
+    help="With --address: upload this directory as the job's working directory (as Ray ships it: .gitignore and "
+    ".rayignore honoured, the runtime_env's excludes left out; at most 100 MiB zipped).",
+)
+@click.option(
+    "--runtime-env",
+    "runtime_env_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="With --address: a YAML runtime_env, as `ray job submit --runtime-env` reads it (verl's "
+    "verl/trainer/runtime_env.yaml, or any): pip, uv, conda, py_modules, excludes, working_dir, env_vars. Its "
+    "fields replace the recipe's `ray.runtime_env` ones; the recipe's env wins over its env_vars.",
+)
+@click.option("--submission-id", metavar="ID", help="With --address: the job's submission id (default: Ray's).")
+@click.option(
+    "--metadata",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="With --address: metadata Ray shows beside the job (repeatable), over the recipe's `ray.metadata`.",
+)
+@click.option(
+    "--entrypoint-num-cpus", type=click.FloatRange(min=0), metavar="N", help="With --address: CPUs for the trainer."
+)
+@click.option(
+    "--entrypoint-num-gpus", type=click.FloatRange(min=0), metavar="N", help="With --address: GPUs for the trainer."
+)
+@click.option(
+    "--entrypoint-resources",
+    metavar="JSON",
+    help='With --address: custom resources for the trainer, a JSON object ({"NPU": 1}).',
 )
 def run(
     recipe,
@@ -73,6 +101,12 @@ def run(
     address,
     detach,
     working_dir,
+    runtime_env_file,
+    submission_id,
+    metadata,
+    entrypoint_num_cpus,
+    entrypoint_num_gpus,
+    entrypoint_resources,
 ):
     """Lint RECIPE for the chosen variant with OVERRIDES (Hydra `key=value`), then run verl's trainer here, or on
     a Ray cluster with --address."""
@@ -80,7 +114,7 @@ def run(
     from sapo_toolkit.linter.settings import SettingsError, load_settings
 
     from .. import device as devices
-    from ..plan import Facts, PlanError, plan
+    from ..plan import Facts, PlanError, RayOptions, plan
 
     if recipe.suffix == ".sh":
         raise click.UsageError(
@@ -90,8 +124,27 @@ def run(
     notes = []
     if address is None:
         address, notes = _environment_address(os.environ)
-    if not address and (detach or working_dir):
-        raise click.UsageError("--detach and --working-dir need --address (a Ray cluster)")
+    ray_only = {
+        "--detach": detach,
+        "--working-dir": working_dir,
+        "--runtime-env": runtime_env_file,
+        "--submission-id": submission_id,
+        "--metadata": metadata,
+        "--entrypoint-num-cpus": entrypoint_num_cpus,
+        "--entrypoint-num-gpus": entrypoint_num_gpus,
+        "--entrypoint-resources": entrypoint_resources,
+    }
+    given = [flag for flag, value in ray_only.items() if value not in (None, False, ())]
+    if not address and given:
+        raise click.UsageError(f"{', '.join(given)} need{'s' if len(given) == 1 else ''} --address (a Ray cluster)")
+    ray = RayOptions(
+        _runtime_env(runtime_env_file, working_dir),
+        _metadata(metadata),
+        submission_id,
+        entrypoint_num_cpus,
+        entrypoint_num_gpus,
+        _resources(entrypoint_resources),
+    )
     detected = devices.detect_device(None if device == "auto" else device, os.environ, devices.DEFAULT_PROBE)
     facts = Facts(
         detected.kind,
@@ -112,12 +165,13 @@ def run(
             infer_backend=infer_backend,
             variants=variants,
             overrides=overrides,
+            ray=ray,
         )
     except (PlanError, SettingsError, UnreadableFile) as exc:
         hint = "" if detected.kind else f" (no device detected: {detected.how}; pass --device npu|gpu)"
         raise click.UsageError(f"{exc}{hint}") from None
     if dry_run:
-        _print_plan(launch, fmt, secret_env, notes)
+        _print_plan(launch, fmt, secret_env, notes, address)
         sys.exit(EXIT_REFUSED if launch.lint.refuses else 0)
     from .. import rundir
     from ..versions import installed_versions
@@ -142,7 +196,7 @@ def run(
 
         sys.exit(
             run_plan(
-                RayExecutor(address, working_dir=working_dir),
+                RayExecutor(address),
                 launch,
                 run_dir,
                 fail_on_gates=fail_on_gates,
@@ -152,6 +206,48 @@ def run(
     from ..executors.local import LocalExecutor
 
     sys.exit(run_plan(LocalExecutor(), launch, run_dir, fail_on_gates=fail_on_gates))
+
+
+def _runtime_env(path: Path | None, working_dir: Path | None) -> dict:
+    """The runtime_env of --runtime-env FILE (YAML, as Ray's CLI reads it), with --working-dir over its own."""
+    import yaml
+
+    from ..plan import runtime_env_problem
+
+    runtime_env = {}
+    if path is not None:
+        try:
+            runtime_env = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise click.UsageError(f"--runtime-env {path}: {' '.join(str(exc).split())}") from None
+        problem = runtime_env_problem(runtime_env)
+        if problem:
+            raise click.UsageError(f"--runtime-env {path}: {problem}")
+    return {**runtime_env, **({"working_dir": str(working_dir)} if working_dir is not None else {})}
+
+
+def _metadata(pairs) -> dict[str, str]:
+    metadata = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key:
+            raise click.UsageError(f"--metadata expects KEY=VALUE, got `{pair}`")
+        metadata[key] = value
+    return metadata
+
+
+def _resources(text: str | None) -> dict[str, float]:
+    if text is None:
+        return {}
+    try:
+        resources = json.loads(text)
+    except ValueError:
+        resources = None
+    if not isinstance(resources, dict) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in resources.values()
+    ):
+        raise click.UsageError(f"--entrypoint-resources expects a JSON object of amounts, got `{text}`")
+    return resources
 
 
 def _environment_address(environ) -> tuple[str | None, list[str]]:
@@ -173,10 +269,12 @@ def _print_lint(launch) -> None:
         click.echo(printable(d.text_line()), err=True)
 
 
-def _print_plan(launch, fmt: str, secret_env, notes: list[str]) -> None:
-    from ..plan import redact
+def _print_plan(launch, fmt: str, secret_env, notes: list[str], address: str | None) -> None:
+    from ..executors.ray_jobs import job_request, shown_request
+    from ..plan import redact, redact_urls
 
     env = redact(launch.env_dict(), secret_env)
+    ray = {"address": redact_urls(address), **shown_request(job_request(launch), secret_env)} if address else None
     if fmt == "json":
         click.echo(
             json.dumps(
@@ -190,6 +288,7 @@ def _print_plan(launch, fmt: str, secret_env, notes: list[str]) -> None:
                     "notes": [*launch.notes, *notes],
                     "recipe_hash": launch.recipe_hash,
                     "lint": launch.lint.to_json(),
+                    "ray": ray,
                 },
                 indent=2,
             )
@@ -206,6 +305,14 @@ def _print_plan(launch, fmt: str, secret_env, notes: list[str]) -> None:
     lines.extend(f"    {o}" for o in overrides)
     lines.append("env")
     lines.extend(f"  {k}={v}" for k, v in env.items())
+    if ray:
+        lines.append(f"ray      {ray.pop('address')}: what the Jobs API is sent")
+        for key, value in ray.items():
+            fields = value.items() if key == "runtime_env" else [(None, value)]
+            lines.extend(
+                f"  {key}{'.' + name if name else ''}  {item if isinstance(item, str) else json.dumps(item)}"
+                for name, item in fields
+            )
     lines.extend(f"note     {n}" for n in (*launch.notes, *notes))
     lines.extend(d.text_line() for d in launch.lint.diagnostics)
     errors, warnings = launch.lint.count(Severity.ERROR), launch.lint.count(Severity.WARNING)

@@ -8,11 +8,20 @@ printed (`plan.redact_urls`); those commands then need `--address` again.
 
 What runs is the plan's argv with the launching machine's interpreter replaced by `python` (the first on the
 cluster's PATH, where Ray and verl are installed; `python=` names another), shell-quoted once: Ray runs an
-entrypoint through the shell. The plan's environment becomes the job's `runtime_env.env_vars`, secrets included,
-and Ray shows a job's runtime_env to whoever can reach its dashboard. The plan's cwd is not used: the job runs in
-the working directory shipped with it (`working_dir=`), else in the cluster's own. The run directory should be on
-storage the cluster's nodes share: verl's file logger opens the plan's VERL_FILE_LOGGER_PATH (metrics.jsonl in the
-run directory) on whichever node runs the trainer, and fails where that directory does not exist.
+entrypoint through the shell. The job gets the plan's Ray options (`Plan.ray`: the recipe's `ray:` block under the
+command line's; `job_request` assembles what `submit_job` is sent, and job.json records it, secrets redacted): its
+runtime_env (pip, uv, conda, py_modules, excludes, working_dir, env_vars), the user's metadata beside the launcher's
+(recipe, recipe_hash, variant, lint summary, run_dir), a submission id, the entrypoint's CPUs, GPUs and resources.
+The plan's environment goes over the runtime_env's env_vars, secrets included, and Ray shows a job's runtime_env
+to whoever can reach its dashboard. The plan's cwd is not used: the job runs in the working directory shipped with
+it, else in the cluster's own. The run directory should be on storage the cluster's nodes share: verl's file logger
+opens the plan's VERL_FILE_LOGGER_PATH (metrics.jsonl in the run directory) on whichever node runs the trainer, and
+fails where that directory does not exist.
+
+The address is the Jobs API's, `http://` added where it has none; what verl users give `ray.init` (`auto`, a
+`ray://` address, the GCS or Ray Client server port) is refused (`jobs_address`), and Ray's clients are kept from
+taking $RAY_ADDRESS over it. Every request waits at most $SAPO_LAUNCH_RAY_TIMEOUT seconds (30) for an answer
+(`connect`), an upload excepted; the log stream's handshake is bounded by aiohttp's own 5 minutes.
 
 Before submitting, two checks refuse what could not run:
 - resources: the cluster's alive nodes (Ray's state API, `GET /api/v0/nodes` on the same dashboard address,
@@ -21,9 +30,11 @@ Before submitting, two checks refuse what could not run:
   devices, ray/_private/accelerators/npu.py). verl 0.9.1 asks Ray for one STRICT_PACK placement group per node
   (verl/single_controller/ray/base.py, RayResourcePool.get_placement_groups) and waits for it forever, so a
   group must fit on one node; refused: exit 1, summary `refused`, nothing submitted.
-- the working directory: no link in what it ships may lead out of it (launcher/workdir.py); what it ships is
-  staged in a temporary directory (which Ray zips and uploads) and zipped here the way Ray zips it; that zip must
-  be at most 100 MiB (`UPLOAD_LIMIT`).
+- each local directory Ray would upload (the working directory, a py_modules directory): what it ships is
+  decided by Ray's own rules (launcher/workdir.py: .gitignore and .rayignore files, `excludes`, Ray's default
+  excludes), and no link in it may lead out of it; it is staged in a temporary directory (which Ray zips and
+  uploads) and zipped here the way Ray zips it; that zip, like a local package file, must be at most 100 MiB
+  (`UPLOAD_LIMIT`).
 
 Exit codes follow local.py: SUCCEEDED 0; FAILED the driver's exit code (128 + N when signal N ended it), or 1
 when Ray reports none (the runtime environment could not be set up); STOPPED 128 + N for the signal N that made
@@ -56,9 +67,18 @@ from urllib.parse import urlsplit
 from sapo_toolkit.atomicio import write_atomically
 
 from ..live import LineTail
-from ..plan import REDACTED, Plan, redact_urls
-from ..rundir import LOG_FILE, SUMMARY_FILE, exit_code_of, read_summary, record_outcome, write_json
-from ..workdir import UnsafeWorkingDir, shipped_files
+from ..plan import REDACTED, Plan, redact, redact_urls
+from ..rundir import (
+    LOG_FILE,
+    PLAN_FILE,
+    SUMMARY_FILE,
+    exit_code_of,
+    read_json,
+    read_summary,
+    record_outcome,
+    write_json,
+)
+from ..workdir import HOW_TO_EXCLUDE, UnsafeWorkingDir, shipped_files
 from . import ExecutorError, Refused
 
 JOB_FILE = "job.json"
@@ -70,6 +90,7 @@ DEFAULT_PYTHON = "python"
 # GCS_STORAGE_MAX_SIZE of python/ray/_private/runtime_env/packaging.py binds only `ray.init` uploads, and the
 # docs' figure has disagreed with the code (https://github.com/ray-project/ray/issues/55877).
 UPLOAD_LIMIT = 100 * 1024 * 1024
+ACCEPTS = "Ray's Jobs API accepts"
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")  # Ray's job statuses once it has ended
 TIMEOUT_ENV = "SAPO_LAUNCH_RAY_TIMEOUT"
@@ -269,17 +290,104 @@ def cluster_nodes(address: str, timeout_s: float) -> list[dict[str, float]]:
     return [dict(node.resources_total or {}) for node in nodes]
 
 
-def stage_working_dir(root: Path, excludes: Iterable[str], stage: Path) -> None:
-    """Link (or copy) into `stage` what `root` ships (`workdir.shipped_files`: what git lists, less the excludes;
-    refused when a link leads out of `root`), and refuse it when its zip would exceed `UPLOAD_LIMIT`. The stage,
-    not `root`, goes to Ray: Ray zips exactly these files (a subset, should a staged .gitignore exclude more), so
-    the zip measured here bounds what is uploaded. (Giving Ray this zip as working_dir would save zipping twice,
-    but the job client of Ray 2.41, the oldest that verl 0.9.1 accepts, uploads a zip file only through a connected
-    driver, not over HTTP; 2.60's does.)"""
+def job_request(
+    plan: Plan, python: str = DEFAULT_PYTHON, *, working_dir: Path | None = None, excludes: Iterable[str] = ()
+) -> dict:
+    """The keyword arguments of Ray's `submit_job` for the plan, local directories not yet staged (`stage`): the
+    trainer's command (`entrypoint`); the runtime_env of `plan.ray` with `working_dir` over its own, `excludes`
+    after its own and the plan's environment over its env_vars (the recipe's `env:` always wins); the launcher's
+    metadata with the user's (which may not set the launcher's keys); the submission id and the entrypoint's
+    resources where given. Raises `RayJobError` for user metadata under a launcher's key."""
+    options = plan.ray
+    runtime_env = dict(options.runtime_env)
+    if working_dir is not None:
+        runtime_env["working_dir"] = str(working_dir)
+    excludes = [*runtime_env.get("excludes", ()), *excludes]
+    if excludes:
+        runtime_env["excludes"] = excludes
+    runtime_env["env_vars"] = {**{k: str(v) for k, v in runtime_env.get("env_vars", {}).items()}, **plan.env_dict()}
+    ours = metadata(plan)
+    taken = sorted(set(options.metadata) & set(ours))
+    if taken:
+        raise RayJobError(f"metadata {', '.join(taken)}: sapo-launch sets it itself ({', '.join(ours)})")
+    request = {
+        "entrypoint": entrypoint(plan, python),
+        "runtime_env": runtime_env,
+        "metadata": {**options.metadata, **ours},
+    }
+    given = {
+        "submission_id": options.submission_id,
+        "entrypoint_num_cpus": options.entrypoint_num_cpus,
+        "entrypoint_num_gpus": options.entrypoint_num_gpus,
+        "entrypoint_resources": options.entrypoint_resources or None,
+    }
+    return {**request, **{key: value for key, value in given.items() if value is not None}}
+
+
+def shown_request(request: dict, secret_env: Iterable[str] = ()) -> dict:
+    """`request` as the dry run and job.json show it: the values of secret variables redacted (`plan.redact`), and
+    credentials in every URL (a pip requirement `git+https://me:token@host/...`, a variable's value)."""
+    runtime_env = dict(request["runtime_env"])
+    runtime_env["env_vars"] = redact(runtime_env.get("env_vars", {}), secret_env)
+    return _redact_urls_in({**request, "runtime_env": runtime_env})
+
+
+def _redact_urls_in(value):
+    if isinstance(value, str):
+        return redact_urls(value)
+    if isinstance(value, dict):
+        return {key: _redact_urls_in(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redact_urls_in(item) for item in value]
+    return value
+
+
+def stage(runtime_env: dict, runs_dir: Path, scratch: Path) -> dict:
+    """`runtime_env` with each local directory that Ray would zip and upload (`working_dir`, a `py_modules` entry)
+    replaced by a staged copy of what it ships (`stage_working_dir`, with the runtime_env's `excludes`; the runs
+    directory never ships), and each local package file (a .zip or .whl) checked against `UPLOAD_LIMIT`. Remote URIs
+    pass as they are."""
+    staged = dict(runtime_env)
+    excludes = list(runtime_env.get("excludes", ()))
+
+    def local(value: str, label: str, where: Path, in_zip: bool) -> str:
+        if "://" in value:
+            return value
+        path = Path(value)
+        if path.is_dir():
+            stage_working_dir(path, [*_inside(runs_dir, path.resolve()), *excludes], where, label=label, parent=in_zip)
+            return str(where)
+        if not path.is_file():
+            raise RayJobError(f"{label} {path} does not exist")
+        if path.stat().st_size > UPLOAD_LIMIT:
+            raise RayJobError(f"{label} {path} is {_mib(path.stat().st_size)}, over the {_mib(UPLOAD_LIMIT)} {ACCEPTS}")
+        return value
+
+    if "working_dir" in runtime_env:
+        staged["working_dir"] = local(runtime_env["working_dir"], "working directory", scratch / "working_dir", False)
+    if "py_modules" in runtime_env:
+        staged["py_modules"] = [
+            local(module, "py_modules entry", scratch / f"py_modules-{i}" / Path(os.path.abspath(module)).name, True)
+            for i, module in enumerate(runtime_env["py_modules"])
+        ]
+    return staged
+
+
+def stage_working_dir(
+    root: Path, excludes: Iterable[str], stage: Path, *, label: str = "working directory", parent: bool = False
+) -> None:
+    """Link (or copy) into `stage` what Ray ships from the directory `root` (`workdir.shipped_files`: by Ray's own
+    rules; refused when a link leads out of `root`), and refuse it when its zip (with `root`'s name as its top
+    folder with `parent`, as Ray zips a py_modules directory) would exceed `UPLOAD_LIMIT`. The stage, not `root`,
+    goes to Ray: Ray zips exactly these files (its rules applied again to them exclude nothing more), so the zip
+    measured here is what is uploaded. (Giving Ray this zip would save zipping twice, but the job client of Ray
+    2.41, the oldest that verl 0.9.1 accepts, uploads a zip file only through a connected driver, not over HTTP;
+    2.60's does.)"""
     try:
-        files = shipped_files(root, excludes)
+        files = shipped_files(root, excludes, label=label)
     except UnsafeWorkingDir as exc:
         raise RayJobError(str(exc)) from None
+    stage.mkdir(parents=True, exist_ok=True)
     for rel in files:
         (stage / rel).parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -287,10 +395,10 @@ def stage_working_dir(root: Path, excludes: Iterable[str], stage: Path) -> None:
         except OSError:  # another file system
             shutil.copy2(root / rel, stage / rel)
     with tempfile.TemporaryFile() as measured:
-        # As Ray's packaging zips a working directory (ray/_private/runtime_env/packaging.py, _zip_files).
+        # As Ray's packaging zips a directory (ray/_private/runtime_env/packaging.py, _zip_files).
         with zipfile.ZipFile(measured, "w", zipfile.ZIP_DEFLATED) as archive:
             for rel in files:
-                archive.write(stage / rel, rel)
+                archive.write(stage / rel, f"{stage.name}/{rel}" if parent else rel)
         size = measured.tell()
     if size > UPLOAD_LIMIT:
         by_top: dict[str, int] = {}
@@ -299,44 +407,23 @@ def stage_working_dir(root: Path, excludes: Iterable[str], stage: Path) -> None:
             by_top[top] = by_top.get(top, 0) + (root / rel).stat().st_size
         largest = sorted(by_top.items(), key=lambda item: -item[1])[:3]
         raise RayJobError(
-            f"working directory {root} zips to {_mib(size)}, over the {_mib(UPLOAD_LIMIT)} Ray's Jobs API accepts; "
+            f"{label} {root} zips to {_mib(size)}, over the {_mib(UPLOAD_LIMIT)} {ACCEPTS}; "
             f"largest entries (unzipped): {', '.join(f'{name} {_mib(n)}' for name, n in largest)}; "
-            "exclude them (.gitignore, or an exclude pattern)"
+            f"exclude them ({HOW_TO_EXCLUDE})"
         )
-
-
-def submit(
-    plan: Plan,
-    run_dir: Path,
-    address: str,
-    *,
-    working_dir: Path | None = None,
-    excludes: Iterable[str] = (),
-    python: str = DEFAULT_PYTHON,
-) -> str:
-    """Check, submit and record (`job.json`) the plan's job; returns its submission id. Raises `ClusterTooSmall`
-    when the cluster cannot hold the plan, `RayJobError` when the job cannot be submitted. The run directory's
-    parent (the runs directory) is never shipped with `working_dir`."""
-    address = with_scheme(address)
-    return _submit(connect(address), plan, Path(run_dir), address, working_dir, excludes, python)
 
 
 def _submit(
     client, plan: Plan, run_dir: Path, address: str, working_dir: Path | None, excludes: Iterable[str], python: str
 ) -> str:
-    excludes = tuple(excludes)
+    request = job_request(plan, python, working_dir=working_dir, excludes=excludes)
     shortfall = resource_shortfall(plan, cluster_nodes(address, client.timeout_s))
     if shortfall:
         raise ClusterTooSmall(shortfall)
-    runtime_env: dict = {"env_vars": {name: str(value) for name, value in plan.env}}
     with tempfile.TemporaryDirectory(prefix="sapo-launch-") as scratch:
-        if working_dir is not None:
-            root = Path(working_dir).resolve()
-            stage_working_dir(root, [*_inside(run_dir.resolve().parent, root), *excludes], Path(scratch))
-            runtime_env["working_dir"] = scratch
-        command = entrypoint(plan, python)
+        runtime_env = stage(request["runtime_env"], run_dir.resolve().parent, Path(scratch))
         try:
-            submission_id = client.submit_job(entrypoint=command, runtime_env=runtime_env, metadata=metadata(plan))
+            submission_id = client.submit_job(**{**request, "runtime_env": runtime_env})
         except Exception as exc:  # noqa: BLE001 - upload and HTTP errors from Ray, one line for the user
             raise RayJobError(f"the Ray cluster at {address} refused the job: {_first_line(exc)}") from None
     write_json(
@@ -344,21 +431,23 @@ def _submit(
         {
             "address": redact_urls(address),
             "submission_id": submission_id,
-            "entrypoint": command,
-            "excludes": list(excludes),
-            "working_dir": str(working_dir) if working_dir is not None else None,
+            "entrypoint": entrypoint(plan, python),
+            "excludes": request["runtime_env"].get("excludes", []),
+            "working_dir": request["runtime_env"].get("working_dir"),
+            "request": shown_request(request, read_json(run_dir / PLAN_FILE).get("secret_env", ())),
         },
     )
     return submission_id
 
 
 def _inside(path: Path, root: Path) -> list[str]:
-    """`path` as an exclude pattern when it lies under `root` (the runs directory under the working directory)."""
+    """`path` as an exclude pattern, anchored at `root`, when it lies under `root` (the runs directory under the
+    working directory)."""
     try:
         relative = path.relative_to(root)
     except ValueError:
         return []
-    return [str(relative)] if relative.parts else []
+    return [f"/{relative}"] if relative.parts else []
 
 
 class RayJob(NamedTuple):
