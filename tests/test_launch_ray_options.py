@@ -5,6 +5,7 @@ connections and never answers."""
 
 import json
 import os
+import platform
 import signal
 import socket
 import subprocess
@@ -253,7 +254,9 @@ def test_the_dry_run_shows_what_is_sent_secrets_redacted(tmp_path):
     )
     assert ray["metadata"]["team"] == "rl" and ray["metadata"]["owner"] == "me" and ray["metadata"]["recipe"] == "fake"
     assert (ray["entrypoint_num_cpus"], ray["entrypoint_resources"]) == (1, {"NPU": 1})
-    assert "python -m tests.fake_trainer --config-name ppo_trainer " in ray["entrypoint"]
+    assert ray["entrypoint"].startswith(
+        'python -c "$SAPO_LAUNCH_VERSION_PROBE" 2>/dev/null; exec python -m tests.fake_trainer --config-name '
+    )
     text = sapo_launch(*args)
     assert text.returncode == 0, text.stderr
     assert "ray      http://head:8265: what the Jobs API is sent" in text.stdout
@@ -355,7 +358,9 @@ print("step:1 - perf/throughput:101.0", flush=True)
 
 def test_the_options_reach_ray(tmp_path, ray_address):
     """Everything the command line and the recipe give reaches the job as Ray reports it; a RAY_ADDRESS set for
-    ray.init (a GCS address where nothing listens) is not asked, and the address needs no scheme."""
+    ray.init (a GCS address where nothing listens) is not asked, and the address needs no scheme. The versions the
+    job sees go into environment.json, and the line that reports them is not shown as the trainer's output."""
+    import ray
     from ray.job_submission import JobSubmissionClient
     from ray.util.state import list_actors
 
@@ -394,8 +399,31 @@ def test_the_options_reach_ray(tmp_path, ray_address):
         address=ray_address, filters=[("name", "=", f"_ray_internal_job_actor_{submission_id}")], detail=True
     )
     assert supervisor.required_resources == {"CPU": 0.5, "node:__internal_head__": 0.001}
+    environment = json.loads((only_run_dir(tmp_path) / "environment.json").read_text())
+    assert (
+        environment["cluster"]["versions"]["ray"] == ray.__version__
+        and environment["cluster"]["versions"]["verl"] is None
+    )
+    assert environment["cluster"]["python"] == platform.python_version() and "ray" in environment["versions"]
+    printed = sapo_launch("logs", only_run_dir(tmp_path))
+    assert printed.returncode == 0 and "shipped:" in printed.stdout
+    for shown in (log, proc.stdout, proc.stderr, printed.stdout):  # the probe's line is not the trainer's output
+        assert ray_jobs.PROBE_MARKER not in shown
     job = json.loads((only_run_dir(tmp_path) / "job.json").read_text())
     assert (
         job["submission_id"] == submission_id
         and job["request"]["runtime_env"]["env_vars"]["WANDB_API_KEY"] == "<redacted>"
     )
+
+
+def test_the_version_probe_line_is_taken_out_of_the_log_as_it_streams(tmp_path):
+    (tmp_path / "environment.json").write_text('{"versions": {"verl": "0.9.1"}}')
+    probe = ray_jobs.ProbeLine(tmp_path)
+    line = ray_jobs.PROBE_MARKER + '{"python": "3.10.12", "versions": {"verl": "0.9.0"}}\n'
+    out = [probe.feed(chunk) for chunk in (line[:5], line[5:30], line[30:] + "step:1 - a:1\nstep", ":2 - a:2\n")]
+    assert out == ["", "", "step:1 - a:1\nstep", ":2 - a:2\n"]  # held only while it may be the probe's
+    assert json.loads((tmp_path / "environment.json").read_text()) == {
+        "versions": {"verl": "0.9.1"},  # the launching machine's
+        "cluster": {"python": "3.10.12", "versions": {"verl": "0.9.0"}},
+    }
+    assert ray_jobs.ProbeLine(None).feed(f"a\n{line}b", end=True) == "a\nb"

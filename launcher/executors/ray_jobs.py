@@ -78,6 +78,7 @@ from ..rundir import (
     record_outcome,
     write_json,
 )
+from ..versions import PACKAGES
 from ..workdir import HOW_TO_EXCLUDE, UnsafeWorkingDir, shipped_files
 from . import ExecutorError, Refused
 
@@ -91,6 +92,9 @@ DEFAULT_PYTHON = "python"
 # docs' figure has disagreed with the code (https://github.com/ray-project/ray/issues/55877).
 UPLOAD_LIMIT = 100 * 1024 * 1024
 ACCEPTS = "Ray's Jobs API accepts"
+PROBE_MARKER = "sapo-launch:cluster "  # starts the version probe's line in a job's log
+PROBE_ENV = "SAPO_LAUNCH_VERSION_PROBE"  # the job's variable that holds the probe's script
+ENVIRONMENT_FILE = "environment.json"  # written by rundir.create; the probe's line adds `cluster`
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")  # Ray's job statuses once it has ended
 TIMEOUT_ENV = "SAPO_LAUNCH_RAY_TIMEOUT"
@@ -178,9 +182,10 @@ def request_timeout(environ=os.environ) -> float:
     return seconds
 
 
-def connect(address: str | None):
+def connect(address: str | None, *, run_dir: Path | None = None):
     """A Jobs API client for the dashboard at `address` (`_client_type`; it checks the connection and Ray's
-    version), each request bounded by `request_timeout()`."""
+    version), each request bounded by `request_timeout()`. The job's log it reads holds no version probe line
+    (`ProbeLine`); with `run_dir`, what the line says goes into that run directory's environment.json."""
     if not address:
         raise RayJobError("no Ray cluster address: pass --address http://HEAD:8265 or set RAY_ADDRESS")
     address = jobs_address(address)
@@ -193,7 +198,7 @@ def connect(address: str | None):
         raise RayJobError(f"running on a Ray cluster needs Ray's job client: {install_command('ray')}") from None
     try:
         with _given_address_only():
-            return client_type(address, timeout_s)
+            return client_type(address, timeout_s, run_dir)
     except Exception as exc:  # noqa: BLE001 - connection, authentication and address errors all read the same
         raise RayJobError(f"cannot reach the Ray Jobs API at {address}: {_first_line(exc)}") from None
 
@@ -203,14 +208,28 @@ def _client_type():
     """Ray's `JobSubmissionClient`, with a bound on each request: Ray sends them without one, so a dashboard that
     accepts a connection and never answers would hang every call. An upload (a request with a body, up to
     `UPLOAD_LIMIT`) is not bounded: it takes what the link needs (the request before it, whether the package
-    exists, is). A timeout raises `TimeoutError`, which the callers' messages quote."""
+    exists, is). A timeout raises `TimeoutError`, which the callers' messages quote. The job's log, whole or
+    streamed, comes without the version probe's line (`ProbeLine`)."""
     import requests
     from ray.job_submission import JobSubmissionClient
 
     class Client(JobSubmissionClient):
-        def __init__(self, address: str, timeout_s: float):
-            self.timeout_s = timeout_s
+        def __init__(self, address: str, timeout_s: float, run_dir: Path | None):
+            self.timeout_s, self.run_dir = timeout_s, run_dir
             super().__init__(address)
+
+        def get_job_logs(self, job_id: str) -> str:
+            return ProbeLine(self.run_dir).feed(super().get_job_logs(job_id), end=True)
+
+        async def tail_job_logs(self, job_id: str):
+            probe = ProbeLine(self.run_dir)
+            async for chunk in super().tail_job_logs(job_id):
+                text = probe.feed(chunk)
+                if text:
+                    yield text
+            rest = probe.feed("", end=True)
+            if rest:
+                yield rest
 
         def _do_request(self, method, endpoint, **kwargs):
             if kwargs.get("data") is None:
@@ -240,6 +259,65 @@ def _given_address_only():
 def entrypoint(plan: Plan, python: str = DEFAULT_PYTHON) -> str:
     """The plan's argv as one shell command, with `python` for the launching machine's interpreter."""
     return shlex.join((python, *plan.argv[1:]))
+
+
+def version_probe() -> str:
+    """A Python script that prints one line, `PROBE_MARKER` and then JSON: the versions of `versions.PACKAGES` as
+    the job's python sees them, read from package metadata as doctor reads them (by the name normalized as pip
+    does; nothing is imported), with that python's version and its host. sapo-toolkit is not installed on a
+    cluster: the script travels in the job's environment (`PROBE_ENV`), which keeps the entrypoint Ray prints
+    short."""
+    return (
+        'import importlib.metadata as m,json,platform,re,socket;n=lambda s:re.sub("[-_.]+","-",(s or "").lower());'
+        'd={};[d.setdefault(n(x.metadata.get("Name")),x.version) for x in m.distributions()];'
+        f'print({json.dumps(PROBE_MARKER)}+json.dumps({{"python":platform.python_version(),'
+        f'"host":socket.gethostname(),"versions":{{k:d.get(n(k)) for k in {json.dumps(list(PACKAGES))}}}}}),flush=True)'
+    )
+
+
+def job_entrypoint(plan: Plan, python: str = DEFAULT_PYTHON) -> str:
+    """What the job runs: the version probe, its errors dropped (the trainer starts whatever it does), then the
+    trainer in the shell's place, so that its exit code and signals are the job's."""
+    return f'{shlex.quote(python)} -c "${PROBE_ENV}" 2>/dev/null; exec {entrypoint(plan, python)}'
+
+
+class ProbeLine:
+    """Takes the version probe's line out of a job's log, where it is not the trainer's output, and records what it
+    says in `run_dir`'s environment.json under `cluster` (the launching machine's versions stay under
+    `versions`). Fed the log as it streams: a last, unfinished line that may be the probe's is held until it
+    ends."""
+
+    __slots__ = ("held", "run_dir")
+
+    def __init__(self, run_dir: Path | None):
+        self.run_dir, self.held = run_dir, ""
+
+    def feed(self, text: str, *, end: bool = False) -> str:
+        lines = (self.held + text).splitlines(keepends=True)
+        self.held = ""
+        if lines and not end and not lines[-1].endswith("\n"):
+            last = lines[-1]
+            if PROBE_MARKER.startswith(last) or last.startswith(PROBE_MARKER):
+                self.held = lines.pop()
+        kept = []
+        for line in lines:
+            if line.startswith(PROBE_MARKER):
+                self._record(line[len(PROBE_MARKER) :])
+            else:
+                kept.append(line)
+        return "".join(kept)
+
+    def _record(self, text: str) -> None:
+        if self.run_dir is None:
+            return
+        try:
+            cluster = json.loads(text)
+        except ValueError:
+            return
+        environment = read_json(self.run_dir / ENVIRONMENT_FILE)
+        if environment.get("cluster") != cluster:
+            environment["cluster"] = cluster
+            write_json(self.run_dir / ENVIRONMENT_FILE, environment)
 
 
 def metadata(plan: Plan) -> dict[str, str]:
@@ -294,10 +372,11 @@ def job_request(
     plan: Plan, python: str = DEFAULT_PYTHON, *, working_dir: Path | None = None, excludes: Iterable[str] = ()
 ) -> dict:
     """The keyword arguments of Ray's `submit_job` for the plan, local directories not yet staged (`stage`): the
-    trainer's command (`entrypoint`); the runtime_env of `plan.ray` with `working_dir` over its own, `excludes`
-    after its own and the plan's environment over its env_vars (the recipe's `env:` always wins); the launcher's
-    metadata with the user's (which may not set the launcher's keys); the submission id and the entrypoint's
-    resources where given. Raises `RayJobError` for user metadata under a launcher's key."""
+    version probe, then the trainer's command in its place (`job_entrypoint`); the runtime_env of `plan.ray` with
+    `working_dir` over its own, `excludes` after its own and the plan's environment (the recipe's `env:` always
+    wins) and the version probe's script over its env_vars; the launcher's metadata with the user's (which may not
+    set the launcher's keys); the submission id and the entrypoint's resources where given. Raises `RayJobError`
+    for user metadata under a launcher's key."""
     options = plan.ray
     runtime_env = dict(options.runtime_env)
     if working_dir is not None:
@@ -305,13 +384,17 @@ def job_request(
     excludes = [*runtime_env.get("excludes", ()), *excludes]
     if excludes:
         runtime_env["excludes"] = excludes
-    runtime_env["env_vars"] = {**{k: str(v) for k, v in runtime_env.get("env_vars", {}).items()}, **plan.env_dict()}
+    runtime_env["env_vars"] = {
+        **{k: str(v) for k, v in runtime_env.get("env_vars", {}).items()},
+        **plan.env_dict(),
+        PROBE_ENV: version_probe(),
+    }
     ours = metadata(plan)
     taken = sorted(set(options.metadata) & set(ours))
     if taken:
         raise RayJobError(f"metadata {', '.join(taken)}: sapo-launch sets it itself ({', '.join(ours)})")
     request = {
-        "entrypoint": entrypoint(plan, python),
+        "entrypoint": job_entrypoint(plan, python),
         "runtime_env": runtime_env,
         "metadata": {**options.metadata, **ours},
     }
@@ -482,7 +565,7 @@ class RayExecutor:
         return {"submission_id": None, "address": self.address and redact_urls(self.address)}
 
     def start(self, plan: Plan, run_dir: Path) -> tuple[RayJob, dict]:
-        client = connect(self.address)
+        client = connect(self.address, run_dir=run_dir)
         submission_id = _submit(client, plan, run_dir, self.address, self.working_dir, self.excludes, self.python)
         print(f"sapo-launch: submitted {submission_id} to {redact_urls(self.address)}", file=sys.stderr)
         return RayJob(client, JobRecord(self.address, submission_id)), {"submission_id": submission_id}
@@ -661,13 +744,13 @@ def attach(run_dir: Path, *, address: str | None = None) -> RayJob:
     stops following, not the job (that is `stop`), exit 130. `address` overrides the one `job.json` records (a
     tunnel, a moved dashboard)."""
     record = _record(run_dir, address)
-    return RayJob(connect(record.address), record, stop_on_signal=False)
+    return RayJob(connect(record.address, run_dir=run_dir), record, stop_on_signal=False)
 
 
 def logs(run_dir: Path, *, address: str | None = None, terminal: BinaryIO | None = None) -> int:
     """Print what the job's log holds so far; exit 0 (and complete the run directory if the job has ended)."""
     record = _record(run_dir, address)
-    client = connect(record.address)
+    client = connect(record.address, run_dir=run_dir)
     text = _logs(client, record)
     (terminal or sys.stdout.buffer).write(text.encode("utf-8", "replace"))
     _complete(client, record, run_dir, _details(client, record), text)
@@ -678,7 +761,7 @@ def stop(run_dir: Path, *, address: str | None = None, timeout_s: float = 60) ->
     """Stop the job and wait (at most `timeout_s`) until Ray reports it ended; record the outcome. Exit 0 when
     the job has ended (now or before), 1 when it is still running after the wait."""
     record = _record(run_dir, address)
-    client = connect(record.address)
+    client = connect(record.address, run_dir=run_dir)
     try:
         client.stop_job(record.submission_id)
     except Exception as exc:  # noqa: BLE001
@@ -703,7 +786,7 @@ def status(run_dir: Path, *, address: str | None = None) -> int:
     has ended, the exit code of the mapping in the module docstring, and the run directory is completed
     (train.log, summary.json) if a detached run left it open."""
     record = _record(run_dir, address)
-    client = connect(record.address)
+    client = connect(record.address, run_dir=run_dir)
     details = _details(client, record)
     print(f"{record.submission_id} {details.status} {_first_line(details.message)}".rstrip())
     return _complete(client, record, run_dir, details)
