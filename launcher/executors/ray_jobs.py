@@ -18,6 +18,10 @@ it, else in the cluster's own. The run directory should be on storage the cluste
 opens the plan's VERL_FILE_LOGGER_PATH (metrics.jsonl in the run directory) on whichever node runs the trainer, and
 fails where that directory does not exist.
 
+The job first runs a version probe (`job_entrypoint`): one line of the versions it sees (doctor's packages, from
+package metadata), which the client takes out of the log (`ProbeLine`: not the trainer's output) and records in
+environment.json under `cluster`; then the trainer replaces the shell. The probe sees the entrypoint's node only.
+
 The address is the Jobs API's, `http://` added where it has none; what verl users give `ray.init` (`auto`, a
 `ray://` address, the GCS or Ray Client server port) is refused (`jobs_address`), and Ray's clients are kept from
 taking $RAY_ADDRESS over it. Every request waits at most $SAPO_LAUNCH_RAY_TIMEOUT seconds (30) for an answer
