@@ -4,7 +4,8 @@ The argv, working directory and environment are taken as recorded, not re-planne
 changed since); variables that were redacted are read from the current environment, and a run the lint gate
 refused is not replayed. Every path is absolute, whatever directory the rerun starts from (a relative RUN_DIR or
 runs directory included). Where it ran: on this machine, or on the Ray cluster whose address, working directory,
-excludes and interpreter job.json records (`where_it_ran`).
+excludes and interpreter job.json records (`where_it_ran`), with the Ray options plan.json records (runtime_env,
+metadata, the entrypoint's resources; a new submission id).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import NamedTuple
 import yaml
 
 from .executors.ray_jobs import DEFAULT_PYTHON, JOB_FILE
-from .plan import FILE_LOGGER_ENV, METRICS_FILE, REDACTED, LintReport, Plan, run_dir_name
+from .plan import FILE_LOGGER_ENV, METRICS_FILE, REDACTED, LintReport, Plan, RayOptions, run_dir_name
 from .rundir import PLAN_FILE, SUMMARY_FILE, create, environment_facts, read_json, write_json
 from .versions import installed_versions
 
@@ -58,6 +59,29 @@ def where_it_ran(run_dir: Path) -> RayTarget | None:
         ) from None
 
 
+def _unredacted(env: Mapping[str, str], environ: Mapping[str, str], run_dir: Path) -> dict[str, str]:
+    """`env` with each redacted value taken from the current environment."""
+    values = {}
+    for name, value in env.items():
+        if value == REDACTED:
+            if name not in environ:
+                raise ReplayError(f"{name} was redacted in {run_dir}; set it in the environment to rerun")
+            value = environ[name]
+        values[name] = value
+    return values
+
+
+def _ray_options(recorded: dict | None, environ: Mapping[str, str], run_dir: Path) -> RayOptions:
+    """The Ray options plan.json records (none in run directories of older versions), secrets from the current
+    environment; without the submission id, which Ray gives one job only."""
+    if not recorded:
+        return RayOptions()
+    runtime_env = dict(recorded.get("runtime_env") or {})
+    if "env_vars" in runtime_env:
+        runtime_env["env_vars"] = _unredacted(runtime_env["env_vars"], environ, run_dir)
+    return RayOptions(**{**recorded, "runtime_env": runtime_env, "submission_id": None})
+
+
 def replay(run_dir: Path, runs_dir: Path, now: datetime, environ: Mapping[str, str]) -> tuple[Plan, Path]:
     try:
         recorded = json.loads((run_dir / PLAN_FILE).read_text(encoding="utf-8"))
@@ -67,13 +91,7 @@ def replay(run_dir: Path, runs_dir: Path, now: datetime, environ: Mapping[str, s
         raise ReplayError(f"{run_dir} is not a complete run directory: {exc}") from None
     if summary.get("status") == "refused":
         raise ReplayError(f"{run_dir} was refused by the lint gate; fix the recipe and launch it again")
-    env = {}
-    for name, value in recorded["env"].items():
-        if value == REDACTED:
-            if name not in environ:
-                raise ReplayError(f"{name} was redacted in {run_dir}; set it in the environment to rerun")
-            value = environ[name]
-        env[name] = value
+    env = _unredacted(recorded["env"], environ, run_dir)
     new_dir = Path(runs_dir).absolute() / run_dir_name(recorded["name"], now)
     env[FILE_LOGGER_ENV] = str(new_dir / METRICS_FILE)  # this run's metrics, not the recorded run's
     recipe = Path(recorded["cwd"], recorded["recipe"])  # relative in run directories of older versions
@@ -94,6 +112,7 @@ def replay(run_dir: Path, runs_dir: Path, now: datetime, environ: Mapping[str, s
         devices_per_node=recorded.get("devices_per_node"),
         total_steps=recorded.get("total_steps"),
         gates=tuple(recorded.get("gates") or ()),
+        ray=_ray_options(recorded.get("ray"), environ, run_dir),
     )
     secret_env = recorded.get("secret_env", [])
     environment = environment_facts(recipe, recorded["device"], 0, installed_versions())

@@ -17,6 +17,7 @@ job.json              on a Ray cluster: its address (credentials redacted) and t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -27,7 +28,7 @@ from pathlib import Path
 from sapo_toolkit.atomicio import write_atomically
 
 from . import git
-from .plan import FILE_LOGGER_ENV, METRICS_FILE, Plan, redact
+from .plan import FILE_LOGGER_ENV, METRICS_FILE, Plan, RayOptions, redact
 
 LOG_FILE = "train.log"
 SUMMARY_FILE = "summary.json"
@@ -64,7 +65,16 @@ def plan_json(plan: Plan, secret_env: Iterable[str] = ()) -> dict:
         "devices_per_node": plan.devices_per_node,
         "total_steps": plan.total_steps,
         "gates": list(plan.gates),
+        "ray": ray_options_json(plan.ray, secret_env),
     }
+
+
+def ray_options_json(options: RayOptions, secret_env: Iterable[str] = ()) -> dict:
+    """The plan's Ray options as plan.json records them (for `rerun`): secret env_vars redacted."""
+    runtime_env = dict(options.runtime_env)
+    if "env_vars" in runtime_env:
+        runtime_env["env_vars"] = redact(runtime_env["env_vars"], secret_env)
+    return {**dataclasses.asdict(options), "runtime_env": runtime_env}
 
 
 def create(plan: Plan, environment: dict, secret_env: Iterable[str] = ()) -> Path:

@@ -262,7 +262,10 @@ def test_a_detached_job_is_judged_by_status_and_logs_follow_gives_the_same_files
 def test_rerun_of_a_ray_run_submits_to_the_same_cluster(tmp_path, ray_address):
     recipe = stand_in(tmp_path, {"FAKE_EXIT_CODE": 4}, overrides=ON_RAY, gates="")
     runs = tmp_path / "runs"
-    proc = sapo_launch(recipe, "--runs-dir", runs, "--address", ray_address, "--working-dir", REPO)
+    runtime_env = tmp_path / "runtime_env.yaml"
+    runtime_env.write_text("env_vars: {EXTRA_SETTING: '1'}\n")
+    ray_options = ("--runtime-env", runtime_env, "--metadata", "team=rl", "--entrypoint-num-cpus", "0.5")
+    proc = sapo_launch(recipe, "--runs-dir", runs, "--address", ray_address, "--working-dir", REPO, *ray_options)
     assert proc.returncode == 4, proc.stderr
     (first,) = run_dirs(runs)
     job = json.loads((first / "job.json").read_text())
@@ -273,6 +276,9 @@ def test_rerun_of_a_ray_run_submits_to_the_same_cluster(tmp_path, ray_address):
     rerun_job = json.loads((second / "job.json").read_text())
     assert rerun_job["address"] == job["address"] and rerun_job["submission_id"] != job["submission_id"]
     assert rerun_job["entrypoint"] == job["entrypoint"] and rerun_job["working_dir"] == str(REPO)
+    for request in job["request"], rerun_job["request"]:  # the Ray options go with it
+        assert request["metadata"]["team"] == "rl" and request["entrypoint_num_cpus"] == 0.5
+        assert request["runtime_env"]["env_vars"]["EXTRA_SETTING"] == "1"
     assert summary(second)["job_status"] == "FAILED"
     here = sapo_launch("rerun", first, "--local")
     assert here.returncode == 4 and "on this machine (--local)" in here.stderr, here.stderr
