@@ -4,7 +4,8 @@ is the recipe's and the UTC second of the launch; launches of one recipe in the 
 
 recipe.resolved.yaml  the chosen variant: entrypoint, config, overrides, env (secrets redacted)
 plan.json             argv, env (redacted), cwd, variant, recipe hash, notes, the secret names
-environment.json      python, installed versions, device, host, git revision of the recipe's repository
+environment.json      python, installed versions, device, host, git revision of the recipe's repository; for a Ray
+                      job, `cluster`: the versions the job itself saw (executors/ray_jobs.py, the version probe)
 lint.json             the lint report that gated the launch
 train.log             the trainer's stdout and stderr (written by the executor)
 metrics.jsonl         per-step metrics: verl's `file` logger writes it while the trainer runs; at the end the
