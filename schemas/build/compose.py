@@ -3,7 +3,11 @@ option, and the groups themselves as Hydra's own defaults list reports them."""
 
 from __future__ import annotations
 
+import copy
+import io
 import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,6 +80,29 @@ def _groups(source: ConfigSource, base: list[str]) -> dict[str, dict]:
             continue
         groups[key] = {"default": option, "options": _group_options(source, group)}
     return dict(sorted(groups.items()))
+
+
+@contextmanager
+def config_files_parsed_once() -> Iterator[None]:
+    """Hydra parses every YAML file of the defaults tree (verl's and its own) again for each `compose`: its caching
+    repository lives for one composition. A build composes dozens of selections of the same files, and YAML parsing
+    was most of its time. Inside this block each text is parsed once and every caller gets its own copy (Hydra
+    edits the configs it loads). `OmegaConf.load` is where both of Hydra's config sources parse; their classes
+    themselves cannot be patched, as Hydra's plugin scan loads them as module copies of its own."""
+    parse = OmegaConf.load
+    parsed: dict[str, object] = {}
+
+    def load_parsed_once(file_):
+        text = file_.read() if hasattr(file_, "read") else Path(file_).read_text(encoding="utf-8")
+        if text not in parsed:
+            parsed[text] = parse(io.StringIO(text))
+        return copy.deepcopy(parsed[text])
+
+    OmegaConf.load = staticmethod(load_parsed_once)
+    try:
+        yield
+    finally:
+        OmegaConf.load = staticmethod(parse)
 
 
 def compose_config(source: ConfigSource) -> ComposedConfig:

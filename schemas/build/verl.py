@@ -11,7 +11,7 @@ import libcst as cst
 from omegaconf import DictConfig, OmegaConf
 
 from . import SchemaBuildError
-from .compose import ConfigSource, compose_config
+from .compose import ConfigSource, compose_config, config_files_parsed_once
 from .layout import verl_document
 from .registries import registry_choices
 from .source_index import Index, dotted_name, module_name, string_value
@@ -140,8 +140,9 @@ def build_verl_snapshot(package_dir: Path, version: str, source: str, commit: st
     configs: dict[str, dict] = {}
     tree_sets: dict[str, dict[str, dict[str, dict]]] = {}
     # Shorter names first, so that a tree set is named after the config the others extend (ppo_trainer).
-    for src in sorted(sources, key=lambda s: (len(s.name), s.name)):
-        composed = compose_config(src)
+    with config_files_parsed_once():
+        composed_configs = [(src, compose_config(src)) for src in sorted(sources, key=lambda s: (len(s.name), s.name))]
+    for src, composed in composed_configs:
         trees = {}
         for key, container in composed.containers.items():
             text = json.dumps(container, sort_keys=True)
