@@ -1,11 +1,27 @@
-"""The one sequence that runs a plan on any executor (`executors/`): read the recipe's gates, record summary.json
-`running`, start, then (unless detached) follow the output through the live view (`live.py`) and the gates, and
-record their verdicts under `gates`. The executor records its own outcome; this adds the gates and the exit code.
+"""A run's lifecycle on any executor (`executors/`), written once: starting it, following it, and recording how it
+ended, whichever way it is followed.
 
-Exit codes: the executor's (the trainer's own, 128 + N for a signal); 3 (`EXIT_GATES_FAILED`) when it succeeded, a
-gate did not pass and `fail_on_gates` is set; 2 when the plan's gates cannot be read (nothing is started); 1 when
-the executor refuses the plan (`Refused`: nothing started); 0 once a detached run is started. An `ExecutorError`
-while starting is recorded (status `failed`, exit code 2) and raised.
+- `run`: read the recipe's gates, record summary.json `running` (with `fail_on_gates: true` for
+  `--fail-on-gates`), start, then, unless detached, `follow`.
+- `follow` (an attached run, and `sapo-launch logs --follow` through `follow_again`): the executor passes the run's
+  output to the live view (`live.py`) until the run ends, and records its outcome (`rundir.record_outcome`); then
+  the gates are judged on what the live view parsed, and the closing line goes to stderr.
+- `conclude` (`status`, `logs`, `stop` and `report` after the fact): once summary.json records an outcome that no
+  verdicts have been judged on (a detached run whose job ended, a run followed by nobody), the metrics are parsed
+  from the run's log (train.log, with the file logger's metrics.jsonl), and judged the same way.
+
+Judging a run that ended, the one way: metrics.jsonl is completed with the steps only the console showed, the gates
+are judged (`gates.judged`: on a run that did not succeed, only a reading that broke an `every` bound decides; other
+gates are `not judged`), and the verdicts go into summary.json under `gates` with the exit code they give. Each file
+is written atomically, and judging again, or following an ended job again, writes the same files.
+
+Exit codes: the executor's (the trainer's own, 128 + N for a signal); `EXIT_GATES_FAILED` (8) when the trainer
+succeeded, a gate did not pass and `--fail-on-gates` was given; 2 when the plan's gates cannot be read (nothing is
+started); 1 when the executor refuses the plan (`Refused`: nothing started); 0 once a detached run is started. An
+`ExecutorError` while starting is recorded (status `failed`, exit code 2) and raised.
+
+The closing line of a followed run that ended: `sapo-launch: succeeded | failed (exit N) | stopped (SIGNAL) |
+gates failed: NAME, ...; run directory DIR`.
 """
 
 from __future__ import annotations
@@ -16,14 +32,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO
 
+from sapo_toolkit.linter.core.printable import printable
+
 from .executors import Executor, ExecutorError, Refused
-from .gates import Gate, GateError, gate_exit_code, gates_json, parse_gates
-from .live import LiveMonitor
+from .gates import Gate, GateError, Verdict, gate_exit_code, gates_json, parse_gates
+from .live import LiveMonitor, judge
+from .metrics import READ_CHUNK, MetricsWatcher, kept
 from .plan import METRICS_FILE, Plan
-from .rundir import EXIT_REFUSED, PLAN_FILE, SUMMARY_FILE, read_json, read_summary, write_json
+from .rundir import EXIT_REFUSED, LOG_FILE, PLAN_FILE, SUMMARY_FILE, read_json, read_summary, write_json
 
 EXIT_BAD_GATES = 2
-ENDED = ("succeeded", "failed", "interrupted")  # summary.json's status once an executor recorded the outcome
+# summary.json's status once the run has ended (an executor recorded the outcome, or `rundir.settle_lost` found
+# its launcher gone).
+ENDED = ("succeeded", "failed", "interrupted", "lost")
 
 
 def run(
@@ -48,6 +69,8 @@ def run(
         "pid": None,
         **executor.summary_fields(),
     }
+    if fail_on_gates:  # for whoever judges the gates: this launcher, `logs --follow` or `status`
+        summary["fail_on_gates"] = True
     write_json(run_dir / SUMMARY_FILE, summary)
     try:
         # Started before the live view: rich's refresh thread must not exist when a child is forked.
@@ -77,7 +100,7 @@ def run(
         write_json(run_dir / SUMMARY_FILE, summary)
         print(f"sapo-launch: follow it with `sapo-launch logs --follow {run_dir}`", file=sys.stderr)
         return 0
-    return follow(executor, handle, run_dir, gates, plan.total_steps, terminal=terminal, fail_on_gates=fail_on_gates)
+    return follow(executor, handle, run_dir, gates, plan.total_steps, terminal=terminal)
 
 
 def follow(
@@ -88,32 +111,87 @@ def follow(
     total_steps: int | None,
     *,
     terminal: BinaryIO | None = None,
-    fail_on_gates: bool = False,
 ) -> int:
-    """Follow a started run through the live view and the gates. Once the executor has recorded how the run ended
-    (also when following failed after that), the verdicts go into summary.json with the exit code they give; a
-    run left running (following stopped) keeps its summary as it was."""
+    """Follow a started run through the live view. Once the executor has recorded how the run ended (also when
+    following failed after that), the gates are judged on what the live view parsed and the closing line is
+    printed; a run left running (following stopped) keeps its summary as it was, and metrics.jsonl untouched."""
     monitor = LiveMonitor(run_dir / METRICS_FILE, total_steps, gates, terminal or sys.stdout.buffer)
     code = None
     try:
-        code = executor.follow(handle, run_dir, monitor.output)
+        code = executor.follow(handle, run_dir, monitor)
     finally:
-        verdicts = monitor.finish()  # closes the live view, also when following failed
-        summary = read_summary(run_dir)
-        if summary.get("status") in ENDED:
-            summary["gates"] = gates_json(verdicts)
+        status = read_summary(run_dir).get("status")
+        if status in ENDED:
+            summary = _record_verdicts(run_dir, monitor.finish(status))  # closes the live view
+            print(closing_line(summary, run_dir), file=sys.stderr)
             if code is not None:
-                summary["exit_code"] = code = gate_exit_code(code, verdicts, fail_on_gates)
-            write_json(run_dir / SUMMARY_FILE, summary)
+                code = summary["exit_code"]
+        else:
+            monitor.close()
     return code
 
 
 def follow_again(executor: Executor, handle, run_dir: Path, *, terminal: BinaryIO | None = None) -> int:
     """Follow a run started earlier (`sapo-launch logs --follow` after `--detach`) as `run` would have: with the
-    gates and total steps its plan.json records."""
+    gates and total steps its plan.json records, and the `--fail-on-gates` its summary.json records."""
+    gates, total_steps = _recorded_plan(run_dir)
+    return follow(executor, handle, run_dir, gates, total_steps, terminal=terminal)
+
+
+def conclude(run_dir: Path) -> dict:
+    """Judge the gates of a run that ended and that nobody judged (see the module docstring), from its files;
+    returns summary.json as it stands. Raises `ExecutorError` when plan.json's gates cannot be read."""
+    summary = read_summary(run_dir)
+    if summary.get("status") not in ENDED or "gates" in summary:
+        return summary
+    gates, _ = _recorded_plan(run_dir)
+    watcher = MetricsWatcher(run_dir / METRICS_FILE, kept(g.metric for g in gates))
+    try:
+        with open(run_dir / LOG_FILE, "rb") as log:
+            while chunk := log.read(READ_CHUNK):
+                watcher.feed(chunk)
+    except FileNotFoundError:  # the run never started, or its log was not kept
+        pass
+    return _record_verdicts(run_dir, judge(watcher, gates, summary["status"]))
+
+
+def status(executor: Executor, run_dir: Path) -> int:
+    """`sapo-launch status RUN_DIR`: the executor prints the run's status (and records an outcome it finds), then
+    the run is concluded if it has ended. Exit: the executor's (0 while the run goes), or for a run that succeeded
+    the code its gates give."""
+    code = executor.status(run_dir)
+    summary = conclude(run_dir)
+    return summary["exit_code"] if summary.get("status") == "succeeded" else code
+
+
+def closing_line(summary: dict, run_dir: Path) -> str:
+    """How an ended run ended, in one line (module docstring); names from the recipe escaped for a terminal."""
+    state, code = summary.get("status"), summary.get("exit_code")
+    if state == "succeeded":
+        unmet = [name for name, verdict in (summary.get("gates") or {}).items() if not verdict.get("passed")]
+        how = f"gates failed: {', '.join(unmet)}" if unmet else "succeeded"
+    elif state == "interrupted":
+        signals = summary.get("signals") or []
+        how = f"stopped ({signals[0]})" if signals else f"stopped (exit {code})"
+    else:
+        how = f"failed (exit {code})"
+    return printable(f"sapo-launch: {how}; run directory {run_dir}")
+
+
+def _record_verdicts(run_dir: Path, verdicts: tuple[Verdict, ...]) -> dict:
+    """summary.json with the verdicts, and the exit code they give, recorded over the executor's outcome."""
+    summary = read_summary(run_dir)
+    summary["gates"] = gates_json(verdicts)
+    summary["exit_code"] = gate_exit_code(summary.get("exit_code"), verdicts, bool(summary.get("fail_on_gates")))
+    write_json(run_dir / SUMMARY_FILE, summary)
+    return summary
+
+
+def _recorded_plan(run_dir: Path) -> tuple[tuple[Gate, ...], int | None]:
+    """The gates and total steps plan.json records."""
     recorded = read_json(run_dir / PLAN_FILE)
     try:
         gates = parse_gates(recorded.get("gates") or ())
     except GateError as exc:
-        raise ExecutorError(str(exc)) from None
-    return follow(executor, handle, run_dir, gates, recorded.get("total_steps"), terminal=terminal)
+        raise ExecutorError(f"{run_dir / PLAN_FILE}: {exc}") from None
+    return gates, recorded.get("total_steps")

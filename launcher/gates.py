@@ -38,14 +38,17 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any, NamedTuple
 
+from sapo_toolkit.linter.core.gates import MIN_TREND_READINGS  # RF013 lints gates against the same minimum
+
 from .metrics import MetricTable
 
 DEFAULT_ALPHA = 0.05
-# Below ~8 readings Kendall's exact null distribution cannot reach a usual significance level with any margin.
-MIN_TREND_READINGS = 8
 # A verdict lists at most this many violating steps (and counts them all).
 LISTED_VIOLATIONS = 100
-EXIT_GATES_FAILED = 3
+# `--fail-on-gates`: the trainer succeeded, a gate did not pass. Distinct from every code a trainer or its wrappers
+# commonly exit with (Python's 1 and 2, a shell's 126 and 127, 128 + N for a signal, sysexits' 64-78, Ray's
+# FAILED job without a code, 1), so that a script can tell "the run broke" from "the run was not good enough".
+EXIT_GATES_FAILED = 8
 THEIL_SEN_POINTS = 2000  # see the module docstring
 
 
@@ -96,7 +99,7 @@ class Gate(NamedTuple):
 
 class Verdict(NamedTuple):
     gate: Gate
-    status: str  # "passed" | "failed" | "no data" (too few readings to decide: not passed)
+    status: str  # "passed" | "failed" | "no data" (too few readings to decide) | "not judged" (`judged`): not passed
     reason: str  # one line
     numbers: tuple[tuple[str, Any], ...]  # what the verdict was decided on, in a stable order
 
@@ -235,9 +238,9 @@ def _trend(gate: Gate, found: list[tuple[int, float]]) -> Verdict:
     try:
         from scipy import stats
     except ImportError:
-        return Verdict(
-            gate, "failed", "not decided: trends need scipy (pip install 'sapo-toolkit[report]')", (("n", n),)
-        )
+        from sapo_toolkit.linter.core.extras import install_command
+
+        return Verdict(gate, "failed", f"not decided: trends need scipy ({install_command('report')})", (("n", n),))
     steps, values = [s for s, _ in finite], [v for _, v in finite]
     alpha = gate.level
     with warnings.catch_warnings():  # a constant series: tau and p are NaN, which decide below as "no trend"
@@ -314,6 +317,28 @@ def _json_number(value: Any) -> Any:
 def gates_json(verdicts: Iterable[Verdict]) -> dict:
     """summary.json's `gates` and `report --format json`'s: each verdict under its gate's name."""
     return {v.gate.name: v.as_json() for v in verdicts}
+
+
+NOT_JUDGED = "not judged"
+# How a run that did not succeed ended, as a verdict's reason says it (summary.json's status).
+_CUT_SHORT = {"failed": "the run failed", "interrupted": "the run was stopped", "lost": "the run's launcher was lost"}
+
+
+def judged(verdicts: Iterable[Verdict], run_status: str | None) -> tuple[Verdict, ...]:
+    """The verdicts as they stand for a run whose summary.json status is `run_status` (None: a log of unknown
+    outcome, judged as it is). A run that did not succeed was cut short: only a reading that broke an `every` bound
+    decides a gate on it; a gate it met so far, or had no readings for (a warm-up not reached), is `not judged`
+    (not passed): its readings end where the run did."""
+    verdicts = tuple(verdicts)
+    if run_status in (None, "succeeded"):
+        return verdicts
+    how = _CUT_SHORT.get(run_status, "the run has not ended")
+    return tuple(
+        v
+        if v.status == "failed" and v.gate.over == "every" and not v.gate.trend
+        else v._replace(status=NOT_JUDGED, reason=f"{how}; on its readings so far: {v.reason}")
+        for v in verdicts
+    )
 
 
 def gate_exit_code(exit_code: int, verdicts: Iterable[Verdict], fail_on_gates: bool) -> int:

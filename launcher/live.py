@@ -1,11 +1,14 @@
 """What an executor shows and checks while the trainer runs. `LiveMonitor.output` takes the trainer's raw output:
 it reaches the terminal, its metrics feed a `MetricsWatcher` (which also polls the file logger's JSONL), `every`
 bounds are checked as readings arrive (a broken one is reported at once, once), and a progress view shows the step
-of `total_steps`, the ETA and the latest throughput and reward. `finish` completes metrics.jsonl and returns every
-gate's verdict.
+of `total_steps`, the ETA and the latest throughput and reward. `message` shows a line of the launcher's own (a
+stop notice) in the view. Once the run has ended, `finish` judges the gates (`judge`: metrics.jsonl completed,
+verdicts as they stand for how the run ended), shows the verdicts and closes the view; `close` closes it without
+judging (following stopped, the run goes on). The last progress line has no ETA.
 
-On a TTY the view is a rich progress bar and the trainer's lines are printed above it (writing them past rich would
-garble its redraws), each as a terminal shows it (`ShownLines`). Otherwise the trainer's bytes pass through
+On a TTY the view is a rich progress bar and the trainer's lines and the launcher's messages are printed above it
+(writing them past rich would garble its redraws, or the next redraw would erase them), each as a terminal shows it
+(`ShownLines`). Otherwise the trainer's bytes pass through
 untouched and the view is a plain line on stderr at the first step, then at most every `PLAIN_INTERVAL_S`, and at
 the end. A terminal that goes away (a closed pipe, a hung-up terminal) stops the view, not the run.
 
@@ -23,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, NamedTuple, TextIO
 
-from .gates import Gate, LiveGates, Verdict, evaluate
+from .gates import Gate, LiveGates, Verdict, evaluate, judged
 from .metrics import MetricsWatcher, kept
 from .rundir import TAIL_LINES
 
@@ -241,6 +244,15 @@ class NullView:
         pass
 
 
+def judge(watcher: MetricsWatcher, gates: tuple[Gate, ...], run_status: str | None) -> tuple[Verdict, ...]:
+    """The run's output has ended (`run_status`: summary.json's status; None: unknown): read the last metrics
+    (closing the watcher; once closed, that reads only what the file logger added since), complete metrics.jsonl,
+    and judge every gate as it stands for how the run ended (`gates.judged`)."""
+    watcher.close()
+    watcher.complete_metrics_file()
+    return judged(evaluate(gates, watcher.table), run_status)
+
+
 class LiveMonitor:
     __slots__ = ("_first", "_live", "_polled_at", "clock", "gates", "total_steps", "view", "watcher")
 
@@ -271,15 +283,23 @@ class LiveMonitor:
             steps += self.watcher.poll()
         self._update(steps)
 
-    def finish(self) -> tuple[Verdict, ...]:
-        """The trainer has exited: read the last metrics, complete metrics.jsonl, judge every gate, say so."""
+    def message(self, text: str) -> None:
+        """A line of the launcher's own, shown in the view (above the progress bar on a TTY)."""
+        self._show(self.view.message, text)
+
+    def finish(self, run_status: str | None = None) -> tuple[Verdict, ...]:
+        """The run has ended (`run_status` as `judge` takes it): judge the gates, show the verdicts, close."""
         self._update(self.watcher.close())
-        self.watcher.complete_metrics_file()
-        verdicts = evaluate(self.gates, self.watcher.table)
+        verdicts = judge(self.watcher, self.gates, run_status)
         for verdict in verdicts:
-            self._show(self.view.message, f"gate {verdict.status}: {verdict.gate.name}: {verdict.reason}")
-        self._show(self.view.close, self._status())
+            self.message(f"gate {verdict.status}: {verdict.gate.name}: {verdict.reason}")
+        self.close()
         return verdicts
+
+    def close(self) -> None:
+        """Close the view, its last line the last step seen (without an ETA: the run is not followed any more)."""
+        status = self._status()
+        self._show(self.view.close, status and status._replace(eta_s=None))
 
     def _update(self, steps: list[int]) -> None:
         if not steps:

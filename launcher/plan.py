@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
@@ -41,10 +41,11 @@ class Facts(NamedTuple):
 
     device: str | None  # "npu" | "gpu" | None (nothing detected)
     python: str  # the interpreter that runs the trainer
-    cwd: str  # the trainer's working directory
+    cwd: str  # the trainer's working directory (absolute)
     cpu_count: int
     now: datetime  # UTC; names the run directory
     runs_dir: str  # where run directories are created (relative to `cwd` unless absolute)
+    home: str | None = None  # what a leading `~` or `$HOME` in a path value stands for (`expand_home`); None: kept
 
 
 class LintReport(NamedTuple):
@@ -67,7 +68,25 @@ class LintReport(NamedTuple):
 
 
 @dataclass(slots=True)
+class RayOptions:
+    """What a Ray job gets besides the plan's argv and environment (`executors/ray_jobs.py`, `job_request`): Ray's
+    runtime_env (a local working_dir or py_modules directory as an absolute path; its env_vars under the plan's
+    environment), metadata of the user's, a submission id and the entrypoint's resources. The recipe's `ray:` block
+    under the command line's (`ray_options`)."""
+
+    runtime_env: dict = field(default_factory=dict)
+    metadata: dict = field(default_factory=dict)  # str -> str
+    submission_id: str | None = None
+    entrypoint_num_cpus: float | None = None
+    entrypoint_num_gpus: float | None = None
+    entrypoint_resources: dict = field(default_factory=dict)  # resource name -> amount
+
+
+@dataclass(slots=True)
 class Plan:
+    """Every path in it is absolute (the recipe, cwd, run_dir, the file logger's path): it is replayed and submitted
+    from other working directories."""
+
     recipe_path: str
     name: str
     variant: str | None  # the chosen variant's label (`DEVICE=npu,INFER_BACKEND=vllm`), None without variants
@@ -85,6 +104,7 @@ class Plan:
     devices_per_node: int | None = None
     total_steps: int | None = None  # trainer.total_training_steps; None: verl derives it from the data
     gates: tuple = ()  # the recipe's `gates:` entries, as written
+    ray: RayOptions = field(default_factory=RayOptions)  # for a Ray job
 
     def env_dict(self) -> dict[str, str]:
         return dict(self.env)
@@ -147,16 +167,20 @@ def selection_tokens(device: str | None, infer_backend: str | None, variants: It
     return tokens
 
 
-def choose_command(commands: list[Command], tokens: list[str]) -> Command:
-    """The one variant the selection names. A token for an axis the recipe does not have is ignored (a device for a
-    recipe without device variants); a value the axis does not have, or an axis left open, is an error."""
+def choose_command(
+    commands: list[Command], tokens: list[str], defaults: Iterable[str] = ()
+) -> tuple[Command, list[str]]:
+    """The one variant the selection names, with the recipe's `variant_defaults` (label tokens) for the axes the
+    selection leaves open; and the default tokens it took. A token for an axis the recipe does not have is ignored
+    (a device for a recipe without device variants); a value the axis does not have, or an axis left open without
+    a default, is an error."""
     axes: dict[str, set[str]] = {}
     for c in commands:
         for t in (c.variant or "").split(","):
             if "=" in t:
                 axis, value = t.split("=", 1)
                 axes.setdefault(axis, set()).add(value)
-    wanted = []
+    wanted: dict[str, str] = {}
     for t in tokens:
         axis, value = t.split("=", 1)
         if axis not in axes:
@@ -166,12 +190,18 @@ def choose_command(commands: list[Command], tokens: list[str]) -> Command:
             raise PlanError(
                 f"the recipe has no {axis}={value} variant; {axis} is one of {', '.join(sorted(axes[axis]))}"
             )
-        wanted.append(f"{axis}={match}")
-    chosen = api.select(commands, [",".join(wanted)] if wanted else [])
+        wanted[axis] = f"{axis}={match}"
+    defaulted = [d for d in defaults if d.split("=", 1)[0] not in wanted]
+    selection = [*wanted.values(), *defaulted]
+    chosen = api.select(commands, [",".join(selection)] if selection else [])
     if len(chosen) != 1:
-        open_axes = sorted(a for a in axes if not any(w.startswith(a + "=") for w in wanted))
-        raise PlanError("choose a variant: " + "; ".join(_option(a, sorted(axes[a])) for a in open_axes))
-    return chosen[0]
+        open_axes = sorted(a for a in axes if not any(s.startswith(a + "=") for s in selection))
+        raise PlanError(
+            "choose a variant: "
+            + "; ".join(_option(a, sorted(axes[a])) for a in open_axes)
+            + " (or name a default for the axis in the recipe's `variant_defaults:`)"
+        )
+    return chosen[0], defaulted
 
 
 def _option(axis: str, values: list[str]) -> str:
@@ -193,9 +223,11 @@ def plan(
     infer_backend: str | None = None,
     variants: Iterable[str] = (),
     overrides: Iterable[str] = (),
+    ray: RayOptions | None = None,
 ) -> Plan:
-    """Read, choose, complete and lint one variant of a recipe. Raises `PlanError` (and the linter's
-    `UnreadableFile`) for what cannot be planned; lint errors do not raise: `Plan.lint.refuses` says so."""
+    """Read, choose, complete and lint one variant of a recipe; `ray`: the command line's Ray options. Raises
+    `PlanError` (and the linter's `UnreadableFile`) for what cannot be planned; lint errors do not raise:
+    `Plan.lint.refuses` says so."""
     overrides = tuple(overrides)
     loaded = api.load(recipe_path, api.read_options(settings, overrides))
     if loaded is None or loaded.kind != "recipe":
@@ -203,9 +235,13 @@ def plan(
     if loaded.recipe is None:  # the file could not be read as a recipe: the lint report says why
         return _refused(recipe_path, loaded, facts)
     data = loaded.recipe.data
-    command = choose_command(loaded.commands, selection_tokens(device, infer_backend, variants))
+    command, defaulted = choose_command(
+        loaded.commands, selection_tokens(device, infer_backend, variants), loaded.variant_defaults
+    )
     run_dir = str(Path(facts.cwd, facts.runs_dir) / run_dir_name(str(data.get("name") or recipe_path.stem), facts.now))
+    command, expansions = _expand_home(command, facts.home)
     command, notes = _complete(command, loaded.verl_version, facts)
+    notes[:0] = [*(f"{token}: the recipe's default (`variant_defaults:`)" for token in defaulted), *expansions]
     config = api.resolve(command, loaded.verl_version).config
     chosen = replace(loaded, commands=[command])
     lint = LintReport(
@@ -226,7 +262,7 @@ def plan(
         "env": {e.name: e.value for e in command.env},
     }
     return Plan(
-        str(recipe_path),
+        str(Path(facts.cwd, recipe_path)),
         str(data.get("name") or recipe_path.stem),
         command.variant,
         device,
@@ -242,7 +278,59 @@ def plan(
         devices_per_node=_int(config.value("trainer.n_gpus_per_node")),
         total_steps=_int(config.value("trainer.total_training_steps")),
         gates=tuple(data.get("gates") or ()),
+        ray=ray_options(data.get("ray"), ray or RayOptions(), facts.cwd),
     )
+
+
+def runtime_env_problem(runtime_env) -> str | None:
+    """What keeps `runtime_env` from being a runtime_env the launcher can read (the fields it reads itself); None
+    when nothing does. Ray checks the rest when the job is submitted."""
+    if not isinstance(runtime_env, dict):
+        return "not a mapping"
+    env_vars = runtime_env.get("env_vars", {})
+    if not isinstance(env_vars, dict) or not all(
+        isinstance(k, str) and isinstance(v, (str, int, float, bool)) for k, v in env_vars.items()
+    ):
+        return "env_vars: not a mapping of names to values"
+    for key in ("excludes", "py_modules"):
+        value = runtime_env.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            return f"{key}: not a list of strings"
+    if not isinstance(runtime_env.get("working_dir", ""), str):
+        return "working_dir: not a string"
+    return None
+
+
+def ray_options(block, given: RayOptions, cwd: str) -> RayOptions:
+    """The recipe's `ray:` block under the command line's `given`: each runtime_env field, metadata key and
+    entrypoint option the command line gives replaces the recipe's; env_vars come from the command line only (the
+    recipe's are its `env:`); a local working_dir or py_modules directory (no `://`) becomes absolute against
+    `cwd`, where `ray job submit` would read it. A block that violates the schema counts for nothing (the lint gate
+    refuses the recipe with RF001)."""
+    block = block if isinstance(block, dict) else {}
+    recipe_env = block.get("runtime_env", {})
+    runtime_env = {**(recipe_env if runtime_env_problem(recipe_env) is None else {}), **given.runtime_env}
+    if _is_local(runtime_env.get("working_dir")):
+        runtime_env["working_dir"] = str(Path(cwd, runtime_env["working_dir"]))
+    if "py_modules" in runtime_env:
+        runtime_env["py_modules"] = [str(Path(cwd, m)) if _is_local(m) else m for m in runtime_env["py_modules"]]
+    recipe_metadata = block.get("metadata") if isinstance(block.get("metadata"), dict) else {}
+    return RayOptions(
+        runtime_env,
+        {**{str(k): str(v) for k, v in recipe_metadata.items()}, **given.metadata},
+        given.submission_id,
+        *(_given_or(given, block, key) for key in ("entrypoint_num_cpus", "entrypoint_num_gpus")),
+        given.entrypoint_resources or dict(block.get("entrypoint_resources") or {}),
+    )
+
+
+def _is_local(path) -> bool:
+    return isinstance(path, str) and "://" not in path
+
+
+def _given_or(given: RayOptions, block: dict, key: str):
+    value = getattr(given, key)
+    return value if value is not None else block.get(key)
 
 
 def _int(value) -> int | None:
@@ -276,6 +364,54 @@ def _complete(command: Command, verl_version: str, facts: Facts) -> tuple[Comman
     return command._replace(overrides=merge_overrides(command.overrides, extra)), notes
 
 
+# verl's path keys: the key's last part is `path`, `dir`, `file` or `files`, or ends in one after `_`
+# (`data.train_files`, `actor_rollout_ref.model.path`, `trainer.default_local_dir`, `ray_kwargs.timeline_json_file`)
+PATH_KEY = re.compile(r"(?:^|[._])(?:path|dir|file|files)$")
+# What bash expands to $HOME at the start of a word or an assignment's value: `~` (not `~user`), `$HOME`, `${HOME}`
+_HOME_PREFIX = re.compile(r"^(?:~|\$HOME|\$\{HOME\})(?=/|$)")
+
+
+def expand_home(value, home: str):
+    """A path value with a leading `~`, `$HOME` or `${HOME}` (alone or before a `/`) replaced by `home`, as bash
+    expands them; a list item by item; anything else as it is."""
+    if isinstance(value, str):
+        return _HOME_PREFIX.sub(lambda _: home, value, count=1)
+    if isinstance(value, list):
+        return [expand_home(item, home) for item in value]
+    return value
+
+
+def _expand_home(command: Command, home: str | None) -> tuple[Command, list[str]]:
+    """The command with `~`/`$HOME` expanded in the values of verl's path keys (`PATH_KEY`) and of every
+    environment variable (bash expands them in an assignment whatever its name), and notes on what was expanded and
+    what was left as written (another key's value). Hydra and verl take `~/data` literally (a directory named `~`);
+    a run script's bash expands it on the launching machine, and so does the plan, for a Ray job too."""
+    if home is None:
+        return command, []
+    overrides, env, expanded, kept = [], [], [], []
+    for lo in command.overrides:
+        value = expand_home(lo.parsed.value, home) if lo.parsed is not None and lo.parsed.op != "delete" else None
+        if value is not None and value != lo.parsed.value and PATH_KEY.search(lo.parsed.key):
+            lo = lo._replace(parsed=lo.parsed._replace(value=value))
+            expanded.append(lo.parsed.key)
+        elif value is not None and value != lo.parsed.value:
+            kept.append(lo.parsed.key)
+        overrides.append(lo)
+    for var in command.env:
+        value = expand_home(var.value, home)
+        if value != var.value:
+            var = var._replace(value=value)
+            expanded.append(f"${var.name}")
+        env.append(var)
+    notes = [f"expanded a leading ~ or $HOME to {home} in {', '.join(expanded)}, as bash would"] if expanded else []
+    if kept:
+        notes.append(
+            f"left a leading ~ or $HOME as written in {', '.join(kept)}: not path keys (their last part is not "
+            "path, dir, file or files), so verl gets the text"
+        )
+    return command._replace(overrides=tuple(overrides), env=tuple(env)), notes
+
+
 def _flat_list(items: list[str]) -> str:
     return "[" + ",".join(items) + "]"
 
@@ -284,7 +420,9 @@ def _refused(recipe_path: Path, loaded: api.Loaded, facts: Facts) -> Plan:
     name = recipe_path.stem
     run_dir = str(Path(facts.cwd, facts.runs_dir) / run_dir_name(name, facts.now))
     lint = LintReport(tuple(sorted(loaded.diagnostics, key=Diagnostic.sort_key)))
-    return Plan(str(recipe_path), name, None, None, (), (), facts.cwd, run_dir, lint, {}, _hash({}), ())
+    return Plan(
+        str(Path(facts.cwd, recipe_path)), name, None, None, (), (), facts.cwd, run_dir, lint, {}, _hash({}), ()
+    )
 
 
 def _hash(resolved: dict) -> str:

@@ -7,9 +7,11 @@ lines of `train.log` (the file logger's values win), the gates and total steps f
 judged against the recipe's gates. Only the metrics the report shows are held. Plots (matplotlib's Agg backend,
 imported only here): throughput, reward, response length and device memory per step, each gate on its metric
 (bounds as dashed lines, violating readings as crosses, a trend's Theil-Sen line), any other gated metric, and the
-phase timings (`timing_s/*`) stacked. Every file is written atomically.
+phase timings (`timing_s/*`) stacked. matplotlib is optional (the `report` extra): without it the report has the
+verdicts and the metrics table, and says how to install it. Every file is written atomically.
 
-Exit code 0 whatever the verdicts, unless `--fail-on-gates` (then 3 when a gate did not pass); usage errors exit 2.
+Exit code 0 whatever the verdicts, unless `--fail-on-gates` (then `gates.EXIT_GATES_FAILED` when a gate did not
+pass); usage errors exit 2.
 """
 
 from __future__ import annotations
@@ -295,18 +297,36 @@ def _number(value) -> str:
     return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
-def write_report(run: RunData, verdicts: tuple[Verdict, ...], output: Path) -> int:
-    """Write `output` (the markdown) and its plots beside it as <stem>-<plot>.png, each atomically; the number of
-    plots. ImportError without matplotlib; ReportWriteError when a file cannot be written."""
-    pngs = plot_pngs(run, verdicts)
+class Written(NamedTuple):
+    plots: int
+    plots_skipped: str | None  # why there are none: matplotlib is missing (one line, with the install command)
+
+
+def write_report(run: RunData, verdicts: tuple[Verdict, ...], output: Path) -> Written:
+    """Write `output` (the markdown) and its plots beside it as <stem>-<plot>.png, each atomically; without
+    matplotlib, the markdown alone. ReportWriteError when a file cannot be written."""
+    skipped = _plots_unavailable()
+    pngs = {} if skipped else plot_pngs(run, verdicts)
     images = [(title, f"{output.stem}-{slug}.png") for slug, (title, _) in pngs.items()]
+    text = markdown(run, verdicts, images) + (f"\n{skipped}.\n" if skipped else "\n")
     files = [
         *((output.with_name(name), png) for (_, name), (_, png) in zip(images, pngs.values(), strict=True)),
-        (output, markdown(run, verdicts, images) + "\n"),
+        (output, text),
     ]
     for path, content in files:
         try:
             write_atomically(path, content)
         except OSError as exc:
             raise ReportWriteError(f"cannot write {path}: {exc.strerror or exc}") from None
-    return len(pngs)
+    return Written(len(pngs), skipped)
+
+
+def _plots_unavailable() -> str | None:
+    """Why no plots can be drawn here, or None."""
+    try:
+        import matplotlib  # noqa: F401 - only whether it imports
+    except ImportError:
+        from sapo_toolkit.linter.core.extras import install_command
+
+        return f"plots skipped: they need matplotlib ({install_command('report')})"
+    return None

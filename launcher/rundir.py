@@ -1,19 +1,24 @@
-"""The run directory: everything needed to see what ran and to run it again, each file written atomically.
+"""The run directory: everything needed to see what ran and to run it again, each file written atomically. Its name
+is the recipe's and the UTC second of the launch; launches of one recipe in the same second get `-2`, `-3`, ...
+(created with mkdir, which fails on an existing directory: no two launches share one).
 
 recipe.resolved.yaml  the chosen variant: entrypoint, config, overrides, env (secrets redacted)
 plan.json             argv, env (redacted), cwd, variant, recipe hash, notes, the secret names
-environment.json      python, installed versions, device, host, git revision of the recipe's repository
+environment.json      python, installed versions, device, host, git revision of the recipe's repository; for a Ray
+                      job, `cluster`: the versions the job itself saw (executors/ray_jobs.py, the version probe)
 lint.json             the lint report that gated the launch
 train.log             the trainer's stdout and stderr (written by the executor)
 metrics.jsonl         per-step metrics: verl's `file` logger writes it while the trainer runs; at the end the
                       launcher appends the steps only the console showed (`"source": "console"`)
 summary.json          status (refused | running | submitted | succeeded | failed | interrupted | lost), exit
-                      code, duration, the last log lines, gate verdicts; a local run's `launcher` identity
+                      code, duration, the last log lines, gate verdicts (`execution.conclude`), whether
+                      `--fail-on-gates` was given; a local run's `launcher` identity
 job.json              on a Ray cluster: its address (credentials redacted) and the job's submission id
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -24,7 +29,7 @@ from pathlib import Path
 from sapo_toolkit.atomicio import write_atomically
 
 from . import git
-from .plan import Plan, redact
+from .plan import FILE_LOGGER_ENV, METRICS_FILE, Plan, RayOptions, redact
 
 LOG_FILE = "train.log"
 SUMMARY_FILE = "summary.json"
@@ -61,15 +66,28 @@ def plan_json(plan: Plan, secret_env: Iterable[str] = ()) -> dict:
         "devices_per_node": plan.devices_per_node,
         "total_steps": plan.total_steps,
         "gates": list(plan.gates),
+        "ray": ray_options_json(plan.ray, secret_env),
     }
 
 
+def ray_options_json(options: RayOptions, secret_env: Iterable[str] = ()) -> dict:
+    """The plan's Ray options as plan.json records them (for `rerun`): secret env_vars redacted."""
+    runtime_env = dict(options.runtime_env)
+    if "env_vars" in runtime_env:
+        runtime_env["env_vars"] = redact(runtime_env["env_vars"], secret_env)
+    return {**dataclasses.asdict(options), "runtime_env": runtime_env}
+
+
 def create(plan: Plan, environment: dict, secret_env: Iterable[str] = ()) -> Path:
-    """Make the run directory and write what is known before the trainer starts."""
+    """Make the run directory and write what is known before the trainer starts. When `plan.run_dir` exists (a
+    launch of the same recipe in the same second), the first free `<run_dir>-N` is made instead, and the plan's
+    run_dir and file logger path are changed to it."""
     import yaml
 
-    run_dir = Path(plan.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=False)
+    run_dir = _make_unique(Path(plan.run_dir))
+    if str(run_dir) != plan.run_dir:
+        plan.run_dir = str(run_dir)
+        plan.env = tuple((k, str(run_dir / METRICS_FILE) if k == FILE_LOGGER_ENV else v) for k, v in plan.env)
     resolved = dict(plan.resolved)
     if "env" in resolved:
         resolved["env"] = redact(resolved["env"], secret_env)
@@ -81,6 +99,20 @@ def create(plan: Plan, environment: dict, secret_env: Iterable[str] = ()) -> Pat
     write_json(run_dir / "environment.json", environment)
     write_json(run_dir / "lint.json", plan.lint.to_json())
     return run_dir
+
+
+def _make_unique(wanted: Path) -> Path:
+    """`wanted`, or the first `<wanted>-N` (N = 2, 3, ...) that does not exist, made by this call: mkdir fails on
+    an existing directory, so processes launching at once each get their own."""
+    wanted.parent.mkdir(parents=True, exist_ok=True)
+    candidate, n = wanted, 1
+    while True:
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            n += 1
+            candidate = wanted.with_name(f"{wanted.name}-{n}")
 
 
 def environment_facts(recipe_path: Path, device: str | None, device_count: int, versions: dict) -> dict:
@@ -153,6 +185,17 @@ def settle_lost(run_dir: Path, last_step: Callable[[], int | None]) -> dict:
             "the outcome; the trainer's process group ends with it",
         )
         write_json(run_dir / SUMMARY_FILE, summary)
+    return summary
+
+
+def record_outcome(run_dir: Path, **outcome) -> dict:
+    """Record how the run ended (status, exit code, ...) in summary.json, the executor's part; returns the summary.
+    Gate verdicts judged on an earlier outcome are dropped, and the exit code is the trainer's, until
+    `execution.conclude` judges the gates on this one."""
+    summary = read_summary(run_dir)
+    summary.pop("gates", None)
+    summary.update(outcome)
+    write_json(run_dir / SUMMARY_FILE, summary)
     return summary
 
 

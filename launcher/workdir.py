@@ -1,83 +1,106 @@
-"""What a Ray job's working directory ships (`--working-dir`): the files git lists (tracked, and untracked but not
-ignored) when the directory is in a git repository, else every file; less the default and given excludes. A link
-that leads out of the directory (an absolute target, a `..` escape, a chain of links, a linked directory) refuses
-the whole directory: shipping it would upload the target's content (Ray follows links when it zips). Links that
-stay inside are fine, and so is the directory itself being reached through a link."""
+"""What Ray ships from a local directory it uploads (a job's `working_dir`, a `py_modules` directory), decided by
+Ray's own rules (ray/_private/runtime_env/packaging.py of Ray 2.60: `_dir_travel`, `get_excludes_from_ignore_files`)
+with Ray's own matcher (the gitwildmatch patterns of its vendored pathspec, `ray._private.thirdparty.pathspec`, as
+Ray matches them: against the path relative to a pattern's directory, a directory without a trailing slash). Every
+file under the directory ships, less:
+- Ray's default excludes, `.git`, `.venv`, `venv` and `__pycache__` (`$RAY_OVERRIDE_RUNTIME_ENV_DEFAULT_EXCLUDES`,
+  comma-separated, replaces them, as in Ray; `.git` alone can exceed the upload limit,
+  https://github.com/ray-project/ray/issues/45602);
+- the runtime_env's `excludes`, patterns relative to the directory;
+- what a `.gitignore` (unless `$RAY_RUNTIME_ENV_IGNORE_GITIGNORE=1`) or `.rayignore` file excludes, its patterns
+  relative to the directory holding it, for everything under that directory: inside a git repository or not (Ray
+  reads these files itself and never asks git, so a tracked file that a .gitignore matches does not ship either).
+A directory that matches is not entered. Ray before 2.60 reads no `.rayignore` and has no default excludes: what
+ships here is then a subset of what it would ship. Empty directories, which Ray zips too, do not ship.
+
+Ray follows links when it zips (a linked directory is walked, a linked file's content is read). A link that leads
+out of the directory (an absolute target, a `..` escape, a chain of links, a linked directory) refuses the whole
+directory: shipping it would upload the target's content; so does a linked directory that holds the link (Ray
+would walk it without end). Links that stay inside are followed, and the directory itself may be reached through a
+link."""
 
 from __future__ import annotations
 
-import functools
 import os
-from collections.abc import Iterable
-from fnmatch import fnmatchcase
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from . import git
-
-# Never shipped: Ray's own default excludes (RAY_RUNTIME_ENV_DEFAULT_EXCLUDES in ray_constants.py); `.git` alone
-# can exceed the upload limit (https://github.com/ray-project/ray/issues/45602).
-DEFAULT_EXCLUDES = (".git", ".venv", "venv", "__pycache__")
+DEFAULT_EXCLUDES = (".git", ".venv", "venv", "__pycache__")  # RAY_RUNTIME_ENV_DEFAULT_EXCLUDES in ray_constants.py
+DEFAULT_EXCLUDES_ENV = "RAY_OVERRIDE_RUNTIME_ENV_DEFAULT_EXCLUDES"
+IGNORE_GITIGNORE_ENV = "RAY_RUNTIME_ENV_IGNORE_GITIGNORE"
 NAMED = 5  # escaping links named in the message; the rest are counted
+HOW_TO_EXCLUDE = ".gitignore, .rayignore, or the runtime_env's `excludes`"
 
 
 class UnsafeWorkingDir(Exception):
-    """The working directory cannot be shipped; the message says why, in one line."""
+    """The directory cannot be shipped; the message says why, in one line."""
 
 
-def shipped_files(root: Path, excludes: Iterable[str]) -> list[str]:
-    """The regular files (paths relative to `root`, sorted) that ship from `root`. Exclude patterns are as in
-    .gitignore: one without a slash matches a file or directory name at any depth, one with a slash a path
-    relative to `root`; a matching directory excludes what is under it. Raises `UnsafeWorkingDir` when `root` is
-    not a directory or a link in what ships leads out of it."""
+def shipped_files(
+    root: Path, excludes: Iterable[str], *, label: str = "working directory", environ: Mapping[str, str] = os.environ
+) -> list[str]:
+    """The files (paths relative to `root`, sorted) that Ray ships from `root` with the runtime_env's `excludes`
+    (module docstring). Raises `UnsafeWorkingDir` when `root` is not a directory, cannot be read, or a link in what
+    ships leads out of it or loops; `label` names `root` in the message."""
     if not root.is_dir():
-        raise UnsafeWorkingDir(f"working directory {root} is not a directory")
-    patterns = [p.strip("/") for p in (*DEFAULT_EXCLUDES, *excludes) if p.strip("/")]
-    candidates = [rel for rel in _candidates(root) if not _excluded(rel, patterns)]
+        raise UnsafeWorkingDir(f"{label} {root} is not a directory")
+    from ray._private.thirdparty.pathspec import PathSpec
+
+    root = Path(os.path.abspath(root))  # as Ray: absolute, links kept
     inside = os.path.realpath(root)
-    escaping = [
-        (rel, target)
-        for rel, target in zip(candidates, _targets(root, candidates), strict=True)
-        if os.path.commonpath([inside, target]) != inside
-    ]
+    defaults = environ.get(DEFAULT_EXCLUDES_ENV)
+    patterns = [*([p.strip() for p in defaults.split(",")] if defaults is not None else DEFAULT_EXCLUDES), *excludes]
+    ignore_files = (".rayignore",) if environ.get(IGNORE_GITIGNORE_ENV) == "1" else (".gitignore", ".rayignore")
+    files: list[str] = []
+    escaping: list[tuple[str, str]] = []
+
+    def matcher(base: Path, lines: Iterable[str]):
+        spec = PathSpec.from_lines("gitwildmatch", lines)
+        return lambda path: spec.match_file(os.path.relpath(path, base))
+
+    def walk(path: Path, real: str, matchers: list, ancestors: frozenset[str]) -> None:
+        """Ray's `_dir_travel`: the ignore files of `path` count for `path` itself and what is under it. `real`:
+        where `path` really is."""
+        matchers = [*matchers, *(_ignore_file(path / name, matcher) for name in ignore_files)]
+        matchers = [m for m in matchers if m is not None]
+        if any(match(path) for match in matchers):
+            return
+        rel = os.path.relpath(path, root)
+        if os.path.commonpath([inside, real]) != inside:
+            escaping.append((rel, real))
+            return
+        if not path.is_dir():
+            if path.is_file():
+                files.append(rel)
+            return
+        if real in ancestors:
+            raise UnsafeWorkingDir(
+                f"{label} {root} has a link that loops: {rel} -> {real}, a directory holding it; remove it, or "
+                f"exclude it ({HOW_TO_EXCLUDE})"
+            )
+        try:
+            children = sorted(path.iterdir())
+        except OSError as exc:
+            raise UnsafeWorkingDir(f"{label} {root}: cannot read {path}: {exc.strerror or exc}") from None
+        for child in children:
+            where = os.path.realpath(child) if child.is_symlink() else os.path.join(real, child.name)
+            walk(child, where, matchers, ancestors | {real})
+
+    walk(root, inside, [matcher(root, patterns)], frozenset())
     if escaping:
         named = ", ".join(f"{rel} -> {target}" for rel, target in escaping[:NAMED])
         more = f" and {len(escaping) - NAMED} more" if len(escaping) > NAMED else ""
         raise UnsafeWorkingDir(
-            f"working directory {root} has links that lead out of it: {named}{more}; remove "
-            "them, or exclude them (.gitignore, or an exclude pattern)"
+            f"{label} {root} has links that lead out of it: {named}{more}; remove them, or exclude them "
+            f"({HOW_TO_EXCLUDE})"
         )
-    return [rel for rel in candidates if (root / rel).is_file()]
+    return sorted(files)
 
 
-def _targets(root: Path, candidates: list[str]) -> list[str]:
-    """Where each candidate really is (os.path.realpath), each directory resolved once: git lists what its index
-    holds, under a directory that has since become a link too."""
-    real_dir = functools.cache(lambda parent: os.path.realpath(root / parent))
-    targets = []
-    for rel in candidates:
-        parent, _, name = rel.rpartition("/")
-        path = os.path.join(real_dir(parent), name)
-        targets.append(os.path.realpath(path) if os.path.islink(path) else path)
-    return targets
-
-
-def _candidates(root: Path) -> list[str]:
-    """What git lists in `root` (it lists a linked directory as one entry, never what is under it), else every
-    file and every linked directory (which os.walk does not enter)."""
-    listed = git.run(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard", timeout_s=60)
-    if listed is not None:
-        return sorted({rel for rel in listed.decode("utf-8", "surrogateescape").split("\0") if rel})
-    return sorted(
-        str(Path(dirpath, name).relative_to(root))
-        for dirpath, dirnames, names in os.walk(root)
-        for name in [*names, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]
-    )
-
-
-def _excluded(rel: str, patterns: list[str]) -> bool:
-    parts = rel.split("/")
-    prefixes = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
-    return any(
-        any(fnmatchcase(prefix, p) for prefix in prefixes) if "/" in p else any(fnmatchcase(part, p) for part in parts)
-        for p in patterns
-    )
+def _ignore_file(path: Path, matcher):
+    """A matcher for the patterns of the ignore file `path`, relative to its directory; None without one."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="surrogateescape") if path.is_file() else None
+    except OSError:
+        return None
+    return None if text is None else matcher(path.parent, text.splitlines())

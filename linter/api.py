@@ -49,6 +49,9 @@ class Loaded:
     verl_version: str  # the schema snapshot the commands are checked against
     version_location: Location  # where a missing snapshot is reported
     recipe: Recipe | None = None  # a recipe's data; None for scripts and for recipes that could not be read
+    # The variant each axis takes when a run chooses none, as label tokens (`RECOMPUTE=selective`): a recipe's
+    # `variant_defaults`, the values a script's switch variables have when its caller sets none
+    variant_defaults: tuple[str, ...] = ()
 
 
 def command_line_overrides(texts: Iterable[str]) -> tuple[LocatedOverride, ...]:
@@ -102,6 +105,7 @@ def load_text(source: TextFile, options: ReadOptions) -> Loaded | None:
             findings(script.problems),
             script.verl_version or options.cli_verl or options.default_verl,
             Location(source.path),
+            variant_defaults=tuple(f"{var}={value or 'unset'}" for var, value in script.defaults.items()),
         )
     if not looks_like_recipe(source.text):
         return None
@@ -115,6 +119,7 @@ def load_text(source: TextFile, options: ReadOptions) -> Loaded | None:
         recipe.verl_version if recipe else options.default_verl,
         _verl_key_location(source),
         recipe,
+        recipe.variant_defaults if recipe else (),
     )
 
 

@@ -3,17 +3,31 @@
 The script is read the way `sapo-lint` reads it (statically, every variant); the model path and the accelerators
 (when `[tool.sapo-lint]` names them) go to `model` and `hardware`, overrides shared by every variant go to
 `overrides`, exported variables shared by every variant to `env`, and the rest to `variants`: one axis per variable
-the script switches on (`device`, `infer_backend`, ...) when the differences factor that way, else a single `variant`
-axis with one entry per combination.
+the script switches on (`device`, `infer_backend`, ...), with the value the script runs with when its caller sets
+none as the axis's `variant_defaults` entry. Variables whose differences do not factor apart (the script sets
+something only for one combination of them) share one axis, `device_infer_backend: {npu-vllm: ..., ...}`: the
+finest grouping that reproduces every variant is chosen.
+
+A value the script takes from the environment it runs in (`$DATA_DIR/x.parquet`, `$(date +%s)`) cannot be known
+here: it becomes `???`, OmegaConf's mandatory value, which the recipe's user must set (RF014 refuses a launch until
+the recipe or the launch's command line does), with a note at the top naming what the script's value used.
+
+`verl:` is the snapshot the script's keys need, decided by linting: every snapshot shipped is tried, and the one
+with the fewest errors is written; among equals the version a plain `sapo-lint` would use (the installed verl,
+`[tool.sapo-lint]`, else the default), else the newest. A script written for an older verl whose keys were renamed
+since gets that verl; one written for verl main gets main's snapshot. `--verl-version` names it instead.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
 
+from .core.command import MUST_BE_SET
+from .core.diagnostics import Severity
 from .core.overrides import MISSING
 from .core.printable import printable
 from .sources.files import TextFile
@@ -27,11 +41,14 @@ _AXIS_NAME = re.compile(r"[^a-z0-9_]")
 _CHOICE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 
 
-def _ident(lo):
-    return lo.key_text
+# Groupings of at most this many switch variables are searched for the finest that factors (Bell(6) = 203 tries);
+# with more, each variable is its own axis or all share one.
+MAX_GROUPED_VARIABLES = 6
 
 
 def _value(lo):
+    if lo.unresolved:  # what the script takes from the environment it runs in: the recipe's user sets it
+        return MUST_BE_SET
     value = lo.parsed.value
     return None if value is MISSING else value
 
@@ -67,22 +84,34 @@ def _choice(value: str) -> str:
     return name if name[0].isalnum() else "v" + name
 
 
-def _factor(commands, base_o: dict, base_e: dict) -> dict | None:
-    """Per-axis deltas that reproduce every variant, or None when the variants do not factor by axis."""
-    axes: dict[str, dict[str, tuple[dict, dict]]] = {}
-    by_axis: dict[tuple[str, str], list] = {}
+def _grouped(variant: str | None, groups: list[tuple[str, ...]]) -> list[tuple[tuple[str, ...], str]]:
+    """A variant's label as (group of variables, their values joined by `-`) for each group it names."""
+    values = dict(_labels(variant))
+    out = []
+    for group in groups:
+        named = [values[var] for var in group if var in values]
+        if named:
+            out.append((group, "-".join(named)))
+    return out
+
+
+def _factor(commands, base_o: dict, base_e: dict, groups: list[tuple[str, ...]]) -> dict | None:
+    """Per-axis deltas (one axis per group of variables) that reproduce every variant, or None when the variants do
+    not factor by these groups."""
+    axes: dict[tuple[str, ...], dict[str, tuple[dict, dict]]] = {}
+    by_axis: dict[tuple, list] = {}
     for c in commands:
-        for var, value in _labels(c.variant):
-            by_axis.setdefault((var, value), []).append(c)
-    for (var, value), cs in by_axis.items():
+        for group, value in _grouped(c.variant, groups):
+            by_axis.setdefault((group, value), []).append(c)
+    for (group, value), cs in by_axis.items():
         o = _common([_minus(_override_map(c), base_o) for c in cs])
         e = _common([_minus(_env_map(c), base_e) for c in cs])
-        axes.setdefault(var, {})[value] = (o, e)
+        axes.setdefault(group, {})[value] = (o, e)
     for c in commands:
         o, e = dict(base_o), dict(base_e)
         seen: set[str] = set()
-        for var, value in _labels(c.variant):
-            do, de = axes[var][value]
+        for group, value in _grouped(c.variant, groups):
+            do, de = axes[group][value]
             if seen & set(do):
                 return None
             seen |= set(do)
@@ -91,6 +120,54 @@ def _factor(commands, base_o: dict, base_e: dict) -> dict | None:
         if o != _override_map(c) or any(not _same(o[k], v) for k, v in _override_map(c).items()) or e != _env_map(c):
             return None
     return axes
+
+
+def _partitions(items: list[str]):
+    """Every way to split `items` into groups (each group in the items' order), most groups first."""
+
+    def split(rest: list[str]):
+        if not rest:
+            yield []
+            return
+        first, others = rest[0], rest[1:]
+        for partition in split(others):
+            yield [(first,), *partition]
+            for i in range(len(partition)):
+                yield [*partition[:i], (first, *partition[i]), *partition[i + 1 :]]
+
+    if len(items) > MAX_GROUPED_VARIABLES:
+        return [[(item,) for item in items], [tuple(items)]]
+    return sorted(split(items), key=len, reverse=True)
+
+
+def _variant_axes(commands, base_o: dict, base_e: dict, defaults: dict[str, str]) -> tuple[dict, dict, list[str]]:
+    """The recipe's `variants` and `variant_defaults`, and notes: the finest grouping of the script's switch
+    variables that reproduces every variant (all of them in one axis always does)."""
+    variables = list(dict.fromkeys(var for c in commands for var, _ in _labels(c.variant)))
+    for groups in _partitions(variables):
+        axes = _factor(commands, base_o, base_e, groups)
+        if axes is not None:
+            break
+    variants, chosen, notes = {}, {}, []
+    for group, choices in axes.items():
+        axis = _AXIS_NAME.sub("_", "_".join(group).lower())
+        if len(group) > 1:
+            notes.append(
+                f"{', '.join(group)} do not factor apart (the script sets something for one combination): "
+                f"the `{axis}` axis holds their combinations"
+            )
+        variants[axis] = {}
+        for value, (o, e) in choices.items():
+            body = {}
+            if o:
+                body["overrides"] = o
+            if e:
+                body["env"] = e
+            variants[axis][_choice(value)] = body or None
+        default = "-".join(defaults[var] for var in group if var in defaults)
+        if _choice(default) in variants[axis] and all(var in defaults for var in group):
+            chosen[axis] = _choice(default)
+    return variants, chosen, notes
 
 
 def _hardware(commands) -> str | dict | None:
@@ -132,7 +209,8 @@ def script_to_recipe(source: TextFile, options) -> tuple[dict, list[str]]:
             if lo.parsed is None:
                 notes.append(f"line {lo.location.line}: `{lo.key_text}` not converted: {lo.syntax_error}")
     name = re.sub(r"^run_", "", path.stem).replace("_", "-")
-    recipe: dict = {"recipe": "sapo-recipe/v1", "name": name, "verl": read.verl_version}
+    verl = _verl_version(replace(read, commands=commands), options)
+    recipe: dict = {"recipe": "sapo-recipe/v1", "name": name, "verl": verl}
     config = commands[0].config_name
     if config in ("ppo_trainer", "ppo_megatron_trainer"):
         recipe["entrypoint"] = "verl.trainer.main_ppo"
@@ -152,32 +230,42 @@ def script_to_recipe(source: TextFile, options) -> tuple[dict, list[str]]:
     if base_e:
         recipe["env"] = base_e
     if len(commands) > 1:
-        axes = _factor(commands, base_o, base_e)
-        variants: dict = {}
-        if axes is not None:
-            for var, choices in axes.items():
-                axis = _AXIS_NAME.sub("_", var.lower())
-                variants[axis] = {}
-                for value, (o, e) in choices.items():
-                    body = {}
-                    if o:
-                        body["overrides"] = o
-                    if e:
-                        body["env"] = e
-                    variants[axis][_choice(value)] = body or None
-        else:
-            notes.append("the variants do not factor by variable; one `variant` axis holds every combination")
-            variants["variant"] = {}
-            for c, o, e in zip(commands, maps, envs, strict=True):
-                body = {}
-                if _minus(o, base_o):
-                    body["overrides"] = _minus(o, base_o)
-                if _minus(e, base_e):
-                    body["env"] = _minus(e, base_e)
-                label = ".".join(f"{k}_{v}" for k, v in _labels(c.variant))
-                variants["variant"][_choice(label)] = body or None
+        defaults = dict(token.split("=", 1) for token in read.variant_defaults)
+        variants, chosen, grouped = _variant_axes(commands, base_o, base_e, defaults)
+        notes.extend(grouped)
         recipe["variants"] = variants
+        if chosen:
+            recipe["variant_defaults"] = chosen
+    notes.extend(_must_be_set(commands))
     return recipe, notes
+
+
+def _must_be_set(commands) -> list[str]:
+    """A note for each key whose value the script takes from where it runs: the recipe has `???` there."""
+    unresolved = {lo.key_text: lo.unresolved for c in commands for lo in c.overrides if lo.parsed and lo.unresolved}
+    return [
+        f"{key}: `{MUST_BE_SET}`, to be set before a launch: the script's value uses {', '.join(used)}"
+        for key, used in unresolved.items()
+    ]
+
+
+def _verl_version(read, options) -> str:
+    """The verl snapshot the script's commands lint with the fewest errors on (see the module docstring)."""
+    from .api import check
+    from .schema import available_verl_versions, version_key
+    from .settings import Settings
+
+    if options.cli_verl:
+        return options.cli_verl
+
+    def errors(version: str) -> int:
+        found = check(replace(read, verl_version=version), Settings())
+        return sum(d.severity == Severity.ERROR for d in found)
+
+    return min(
+        available_verl_versions(),
+        key=lambda version: (errors(version), version != read.verl_version, [-part for part in version_key(version)]),
+    )
 
 
 class _RecipeDumper(yaml.SafeDumper):

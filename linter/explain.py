@@ -381,9 +381,18 @@ class NothingToPlot(ValueError):
     """`--plot` when no variant could be estimated."""
 
 
+class PlotUnavailable(Exception):
+    """`--plot` without matplotlib; the message says how to install it."""
+
+
 def plot(items: list[Item], out: Path, title: str) -> Path:
     """A stacked bar per phase (one panel per variant) with the HBM line and the 90% line."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        from .core.extras import install_command
+
+        raise PlotUnavailable(f"--plot needs matplotlib: {install_command('plot')}") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -452,4 +461,4 @@ def plot(items: list[Item], out: Path, title: str) -> Path:
     return out
 
 
-__all__ = ["HOST_TERMS", "NothingToPlot", "explain_recipe", "plot", "render_text", "to_json"]
+__all__ = ["HOST_TERMS", "NothingToPlot", "PlotUnavailable", "explain_recipe", "plot", "render_text", "to_json"]

@@ -183,7 +183,6 @@ def test_a_run_script_is_pointed_at_convert(tmp_path):
 def test_rerun_replays_the_recorded_plan(tmp_path):
     assert launch(tmp_path, fake_recipe(tmp_path, {"FAKE_EXIT_CODE": 4})).returncode == 4
     first = only_run_dir(tmp_path)
-    time.sleep(1.1)  # run directories are named to the second
     env = {**os.environ, "WANDB_API_KEY": SECRET}
     proc = subprocess.run(
         [*launcher(), "rerun", str(first)], cwd=REPO, capture_output=True, text=True, timeout=120, env=env

@@ -22,7 +22,9 @@ from click.testing import CliRunner
 from sapo_toolkit.launcher import execution, rundir
 from sapo_toolkit.launcher.cli import cli
 from sapo_toolkit.launcher.executors import ray_jobs
+from sapo_toolkit.launcher.gates import EXIT_GATES_FAILED
 from sapo_toolkit.launcher.plan import Facts, LintReport, Plan, plan
+from sapo_toolkit.linter.core.extras import install_command
 from sapo_toolkit.linter.settings import Settings
 
 from .helpers import REPO
@@ -152,7 +154,7 @@ def staged(stage: Path) -> list[str]:
     return sorted(str(p.relative_to(stage)) for p in stage.rglob("*") if p.is_file())
 
 
-def test_the_working_dir_ships_what_git_lists_less_the_excludes(tmp_path):
+def test_the_working_dir_ships_what_ray_would_less_the_excludes(tmp_path):
     root = tmp_path / "repo"
     for rel in (
         "train.py",
@@ -169,9 +171,9 @@ def test_the_working_dir_ships_what_git_lists_less_the_excludes(tmp_path):
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     ray_jobs.stage_working_dir(root, ["runs", "data/*.parquet", "*.txt"], tmp_path / "stage")
     assert staged(tmp_path / "stage") == [".gitignore", "pkg/mod.py", "train.py"]
-    (root / ".git").rename(tmp_path / "git")  # outside a repository: every file, less the excludes
+    (root / ".git").rename(tmp_path / "git")  # outside a repository: the same (Ray reads .gitignore itself)
     ray_jobs.stage_working_dir(root, [], tmp_path / "stage2")
-    assert "outputs/ckpt.bin" in staged(tmp_path / "stage2")
+    assert "outputs/ckpt.bin" not in staged(tmp_path / "stage2")
     assert "pkg/__pycache__/mod.pyc" not in staged(tmp_path / "stage2")
 
 
@@ -193,7 +195,7 @@ def test_without_ray_the_message_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray.job_submission", None)
     with pytest.raises(ray_jobs.RayJobError) as caught:
         ray_jobs.connect("http://127.0.0.1:1")
-    assert caught.value.message == ("running on a Ray cluster needs Ray's job client: pip install 'sapo-toolkit[ray]'")
+    assert caught.value.message == f"running on a Ray cluster needs Ray's job client: {install_command('ray')}"
 
 
 def test_without_an_address_the_message_says_where_to_give_one():
@@ -428,12 +430,12 @@ def _read(path: Path) -> str:
 
 def test_the_recipe_gates_are_judged_on_a_ray_run(tmp_path, ray_address):
     """The job's console lines feed the gates as in a local run: the stand-in's throughput 101, 102, 103 breaks a
-    floor of 102, and --fail-on-gates turns the succeeded job's 0 into 3."""
+    floor of 102, and --fail-on-gates turns the succeeded job's 0 into EXIT_GATES_FAILED."""
     launch, run_dir = make_plan(tmp_path, {"FAKE_EXIT_CODE": 0})
     launch.gates = ({"metric": "perf/throughput", "min": 102},)
     exit_code, _ = run(launch, run_dir, ray_address, fail_on_gates=True)
-    assert exit_code == 3
+    assert exit_code == EXIT_GATES_FAILED
     result = summary(run_dir)
-    assert result["status"] == "succeeded" and result["exit_code"] == 3
+    assert result["status"] == "succeeded" and result["exit_code"] == EXIT_GATES_FAILED
     (verdict,) = result["gates"].values()
     assert verdict["passed"] is False

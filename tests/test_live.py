@@ -12,7 +12,7 @@ import pytest
 
 from sapo_toolkit.launcher.execution import run
 from sapo_toolkit.launcher.executors.local import LocalExecutor
-from sapo_toolkit.launcher.gates import parse_gates
+from sapo_toolkit.launcher.gates import EXIT_GATES_FAILED, parse_gates
 from sapo_toolkit.launcher.live import PLAIN_INTERVAL_S, LiveMonitor
 from sapo_toolkit.launcher.plan import FILE_LOGGER_ENV, LintReport, Plan
 
@@ -72,7 +72,8 @@ def fake_plan(tmp_path: Path, gates: list, env: dict) -> tuple[Plan, Path]:
 
 
 @pytest.mark.parametrize(
-    "trainer_code,fail_on_gates,dip,expected", [(0, True, 2, 3), (0, False, 2, 0), (0, True, 0, 0), (4, True, 2, 4)]
+    "trainer_code,fail_on_gates,dip,expected",
+    [(0, True, 2, EXIT_GATES_FAILED), (0, False, 2, 0), (0, True, 0, 0), (4, True, 2, 4)],
 )
 def test_fail_on_gates_exit_code(tmp_path, capsys, trainer_code, fail_on_gates, dip, expected):
     plan, run_dir = fake_plan(

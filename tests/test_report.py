@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from matplotlib.image import imread
 
 from sapo_toolkit.launcher.cli.report import report
+from sapo_toolkit.launcher.gates import EXIT_GATES_FAILED
 
 from . import synthetic_log
 from .helpers import REPO
@@ -76,7 +77,7 @@ def test_json_verdicts_from_either_form_of_a_plain_log(tmp_path, form):
 
 def test_fail_on_gates(tmp_path):
     run_dir = synthetic_log.write_run_dir(tmp_path / "run", [FLOOR_GATE, RISING_GATE])
-    assert run_report(run_dir, "--fail-on-gates").exit_code == 3
+    assert run_report(run_dir, "--fail-on-gates").exit_code == EXIT_GATES_FAILED
     assert run_report(run_dir).exit_code == 0
     passing = synthetic_log.write_run_dir(tmp_path / "ok", [{**FLOOR_GATE, "after_step": 40}, RISING_GATE])
     assert run_report(passing, "--fail-on-gates").exit_code == 0
@@ -118,8 +119,9 @@ def test_a_failed_run_that_logged_nothing(tmp_path):
         "gates": {
             FLOOR: {
                 "passed": False,
-                "status": "no data",
-                "reason": "0 readings of perf/throughput after step 0; the gate needs 1",
+                "status": "not judged",  # a failed run's: its readings stop where it failed
+                "reason": "the run failed; on its readings so far: 0 readings of perf/throughput after step 0; "
+                "the gate needs 1",
                 "n": 0,
             }
         },

@@ -3,8 +3,8 @@
 
 Exit codes: the trainer's own exit code when it ran (128 + N when signal N ended it; 130 for a stopped Ray job);
 1 when the lint gate refuses the recipe (or `doctor` finds a blocking incompatibility); 2 for a usage error or a
-recipe that cannot be planned; 3 with `--fail-on-gates` when the trainer succeeded but a gate failed. Errors are
-one line on stderr, never a traceback.
+recipe that cannot be planned; 8 (`gates.EXIT_GATES_FAILED`, a code trainers do not commonly use) with
+`--fail-on-gates` when the trainer succeeded but a gate failed. Errors are one line on stderr, never a traceback.
 
 The command group and the entry point; one module per command, each imported only when its command is named.
 Shared options: `options.py`.

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import click
 
-from ..gates import EXIT_GATES_FAILED, evaluate, gate_exit_code, gates_json
+from sapo_toolkit.linter.core.printable import printable
+
+from ..execution import conclude
+from ..gates import EXIT_GATES_FAILED, evaluate, gate_exit_code, gates_json, judged
 from ..report import REPORT_FILE, ReportError, ReportWriteError, load_log, load_run_dir, write_report
 
 
@@ -49,19 +52,22 @@ def report(run_dir, log, recipe, output, title, fmt, fail_on_gates):
     except ReportError as exc:
         raise click.UsageError(str(exc)) from None
     run.title = title or run.title
-    verdicts = evaluate(run.gates, run.table)
+    outcome = None  # a plain log's: unknown, its verdicts as they are
+    if run_dir:  # an ended run that nobody judged gets its metrics.jsonl and verdicts, as every way of following
+        outcome = conclude(run_dir).get("status")
+    verdicts = judged(evaluate(run.gates, run.table), outcome)
     output = output or (run_dir or log.parent) / REPORT_FILE
     try:
-        plots = write_report(run, verdicts, output)
-    except ImportError:
-        raise click.ClickException("plots need matplotlib: pip install 'sapo-toolkit[report]'") from None
+        written = write_report(run, verdicts, output)
     except ReportWriteError as exc:
         raise click.ClickException(str(exc)) from None
+    if written.plots_skipped:
+        click.echo(printable(f"sapo-launch: {written.plots_skipped}"), err=True)
     last = run.table.steps()[-1] if run.table.steps() else 0
     if fmt == "json":
         click.echo(json.dumps({"steps": last, "gates": gates_json(verdicts)}, indent=2, allow_nan=False))
     else:
-        click.echo(f"report: {output} (last step {last}, {plots} plots)")
-        for verdict in verdicts:
-            click.echo(f"gate {verdict.status}: {verdict.gate.name}: {verdict.reason}")
+        click.echo(printable(f"report: {output} (last step {last}, {written.plots} plots)"))
+        for verdict in verdicts:  # metric names from the recipe or the log: escaped
+            click.echo(printable(f"gate {verdict.status}: {verdict.gate.name}: {verdict.reason}"))
     click.get_current_context().exit(gate_exit_code(0, verdicts, fail_on_gates))

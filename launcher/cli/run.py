@@ -14,8 +14,9 @@ import click
 from sapo_toolkit.linter.core.diagnostics import Severity
 from sapo_toolkit.linter.core.printable import printable
 
+from ..executors.ray_jobs import TIMEOUT_ENV
 from ..rundir import EXIT_REFUSED
-from .options import DEVICE, FAIL_ON_GATES, FORMAT
+from .options import DEVICE, FAIL_ON_GATES, FORMAT, jobs_address
 
 
 @click.command("run", context_settings={"ignore_unknown_options": False})
@@ -46,16 +47,45 @@ from .options import DEVICE, FAIL_ON_GATES, FORMAT
 @FAIL_ON_GATES
 @click.option(
     "--address",
-    envvar="RAY_ADDRESS",
     metavar="URL",
-    help="Submit to this Ray cluster's Jobs API (http://head:8265; default $RAY_ADDRESS) instead of running "
-    "here. Needs `pip install 'sapo-toolkit[ray]'`.",
+    callback=jobs_address,
+    help="Submit to this Ray cluster's Jobs API (http://HEAD:8265) instead of running here; default $RAY_ADDRESS "
+    "when it is one (set for ray.init, `auto` or HOST:6379, it is not: the launch stays here). Each request waits "
+    f"at most ${TIMEOUT_ENV} seconds (30). Needs `pip install 'sapo-toolkit[ray]'`.",
 )
 @click.option("--detach", is_flag=True, help="With --address: return once the job is submitted.")
 @click.option(
     "--working-dir",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="With --address: upload this directory as the job's working directory.",
+    help="With --address: upload this directory as the job's working directory (as Ray ships it: .gitignore and "
+    ".rayignore honoured, the runtime_env's excludes left out; at most 100 MiB zipped).",
+)
+@click.option(
+    "--runtime-env",
+    "runtime_env_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="With --address: a YAML runtime_env, as `ray job submit --runtime-env` reads it (verl's "
+    "verl/trainer/runtime_env.yaml, or any): pip, uv, conda, py_modules, excludes, working_dir, env_vars. Its "
+    "fields replace the recipe's `ray.runtime_env` ones; the recipe's env wins over its env_vars.",
+)
+@click.option("--submission-id", metavar="ID", help="With --address: the job's submission id (default: Ray's).")
+@click.option(
+    "--metadata",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="With --address: metadata Ray shows beside the job (repeatable), over the recipe's `ray.metadata`.",
+)
+@click.option(
+    "--entrypoint-num-cpus", type=click.FloatRange(min=0), metavar="N", help="With --address: CPUs for the trainer."
+)
+@click.option(
+    "--entrypoint-num-gpus", type=click.FloatRange(min=0), metavar="N", help="With --address: GPUs for the trainer."
+)
+@click.option(
+    "--entrypoint-resources",
+    metavar="JSON",
+    help='With --address: custom resources for the trainer, a JSON object ({"NPU": 1}).',
 )
 def run(
     recipe,
@@ -71,6 +101,12 @@ def run(
     address,
     detach,
     working_dir,
+    runtime_env_file,
+    submission_id,
+    metadata,
+    entrypoint_num_cpus,
+    entrypoint_num_gpus,
+    entrypoint_resources,
 ):
     """Lint RECIPE for the chosen variant with OVERRIDES (Hydra `key=value`), then run verl's trainer here, or on
     a Ray cluster with --address."""
@@ -78,16 +114,46 @@ def run(
     from sapo_toolkit.linter.settings import SettingsError, load_settings
 
     from .. import device as devices
-    from ..plan import Facts, PlanError, plan
+    from ..plan import Facts, PlanError, RayOptions, plan
 
     if recipe.suffix == ".sh":
         raise click.UsageError(
             f"{recipe} is a run script: launch it by converting it first "
             f"(`sapo-lint convert {recipe} -o recipe.yaml`, then `sapo-launch recipe.yaml`)"
         )
+    notes = []
+    if address is None:
+        address, notes = _environment_address(os.environ)
+    ray_only = {
+        "--detach": detach,
+        "--working-dir": working_dir,
+        "--runtime-env": runtime_env_file,
+        "--submission-id": submission_id,
+        "--metadata": metadata,
+        "--entrypoint-num-cpus": entrypoint_num_cpus,
+        "--entrypoint-num-gpus": entrypoint_num_gpus,
+        "--entrypoint-resources": entrypoint_resources,
+    }
+    given = [flag for flag, value in ray_only.items() if value not in (None, False, ())]
+    if not address and given:
+        raise click.UsageError(f"{', '.join(given)} need{'s' if len(given) == 1 else ''} --address (a Ray cluster)")
+    ray = RayOptions(
+        _runtime_env(runtime_env_file, working_dir),
+        _metadata(metadata),
+        submission_id,
+        entrypoint_num_cpus,
+        entrypoint_num_gpus,
+        _resources(entrypoint_resources),
+    )
     detected = devices.detect_device(None if device == "auto" else device, os.environ, devices.DEFAULT_PROBE)
     facts = Facts(
-        detected.kind, sys.executable, os.getcwd(), os.cpu_count() or 1, datetime.now(timezone.utc), str(runs_dir)
+        detected.kind,
+        sys.executable,
+        os.getcwd(),
+        os.cpu_count() or 1,
+        datetime.now(timezone.utc),
+        str(runs_dir),
+        os.path.expanduser("~"),
     )
     try:
         settings, _ = load_settings(recipe.resolve().parent)
@@ -99,12 +165,13 @@ def run(
             infer_backend=infer_backend,
             variants=variants,
             overrides=overrides,
+            ray=ray,
         )
     except (PlanError, SettingsError, UnreadableFile) as exc:
         hint = "" if detected.kind else f" (no device detected: {detected.how}; pass --device npu|gpu)"
         raise click.UsageError(f"{exc}{hint}") from None
     if dry_run:
-        _print_plan(launch, fmt, secret_env)
+        _print_plan(launch, fmt, secret_env, notes, address)
         sys.exit(EXIT_REFUSED if launch.lint.refuses else 0)
     from .. import rundir
     from ..versions import installed_versions
@@ -120,6 +187,8 @@ def run(
         click.echo(printable(f"sapo-launch: refused: the recipe has lint errors (run directory {run_dir})"), err=True)
         sys.exit(EXIT_REFUSED)
     click.echo(printable(f"sapo-launch: run directory {run_dir}"), err=True)
+    for note in notes:
+        click.echo(printable(f"sapo-launch: {note}"), err=True)
     from ..execution import run as run_plan
 
     if address:
@@ -127,18 +196,72 @@ def run(
 
         sys.exit(
             run_plan(
-                RayExecutor(address, working_dir=working_dir),
+                RayExecutor(address),
                 launch,
                 run_dir,
                 fail_on_gates=fail_on_gates,
                 detach=detach,
             )
         )
-    if detach or working_dir:
-        raise click.UsageError("--detach and --working-dir need --address (a Ray cluster)")
     from ..executors.local import LocalExecutor
 
     sys.exit(run_plan(LocalExecutor(), launch, run_dir, fail_on_gates=fail_on_gates))
+
+
+def _runtime_env(path: Path | None, working_dir: Path | None) -> dict:
+    """The runtime_env of --runtime-env FILE (YAML, as Ray's CLI reads it), with --working-dir over its own."""
+    import yaml
+
+    from ..plan import runtime_env_problem
+
+    runtime_env = {}
+    if path is not None:
+        try:
+            runtime_env = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise click.UsageError(f"--runtime-env {path}: {' '.join(str(exc).split())}") from None
+        problem = runtime_env_problem(runtime_env)
+        if problem:
+            raise click.UsageError(f"--runtime-env {path}: {problem}")
+    return {**runtime_env, **({"working_dir": str(working_dir)} if working_dir is not None else {})}
+
+
+def _metadata(pairs) -> dict[str, str]:
+    metadata = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key:
+            raise click.UsageError(f"--metadata expects KEY=VALUE, got `{pair}`")
+        metadata[key] = value
+    return metadata
+
+
+def _resources(text: str | None) -> dict[str, float]:
+    if text is None:
+        return {}
+    try:
+        resources = json.loads(text)
+    except ValueError:
+        resources = None
+    if not isinstance(resources, dict) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in resources.values()
+    ):
+        raise click.UsageError(f"--entrypoint-resources expects a JSON object of amounts, got `{text}`")
+    return resources
+
+
+def _environment_address(environ) -> tuple[str | None, list[str]]:
+    """$RAY_ADDRESS as the default --address when it is a Jobs API URL; otherwise None, with a note that it was
+    ignored: verl users set it for `ray.init` (`auto`, `HOST:6379`), and a launch with it stays here."""
+    from ..executors.ray_jobs import jobs_address, not_jobs_api, shown_address
+
+    text = environ.get("RAY_ADDRESS")
+    if not text:
+        return None, []
+    why = not_jobs_api(text)
+    if why is None:
+        return jobs_address(text), []
+    return None, [f"RAY_ADDRESS={shown_address(text)} ignored: not a Jobs API address ({why}); the trainer runs here"]
 
 
 def _print_lint(launch) -> None:
@@ -146,10 +269,12 @@ def _print_lint(launch) -> None:
         click.echo(printable(d.text_line()), err=True)
 
 
-def _print_plan(launch, fmt: str, secret_env) -> None:
-    from ..plan import redact
+def _print_plan(launch, fmt: str, secret_env, notes: list[str], address: str | None) -> None:
+    from ..executors.ray_jobs import job_request, shown_request
+    from ..plan import redact, redact_urls
 
     env = redact(launch.env_dict(), secret_env)
+    ray = {"address": redact_urls(address), **shown_request(job_request(launch), secret_env)} if address else None
     if fmt == "json":
         click.echo(
             json.dumps(
@@ -160,9 +285,10 @@ def _print_plan(launch, fmt: str, secret_env) -> None:
                     "run_dir": launch.run_dir,
                     "variant": launch.variant,
                     "device": launch.device,
-                    "notes": list(launch.notes),
+                    "notes": [*launch.notes, *notes],
                     "recipe_hash": launch.recipe_hash,
                     "lint": launch.lint.to_json(),
+                    "ray": ray,
                 },
                 indent=2,
             )
@@ -179,7 +305,15 @@ def _print_plan(launch, fmt: str, secret_env) -> None:
     lines.extend(f"    {o}" for o in overrides)
     lines.append("env")
     lines.extend(f"  {k}={v}" for k, v in env.items())
-    lines.extend(f"note     {n}" for n in launch.notes)
+    if ray:
+        lines.append(f"ray      {ray.pop('address')}: what the Jobs API is sent")
+        for key, value in ray.items():
+            fields = value.items() if key == "runtime_env" else [(None, value)]
+            lines.extend(
+                f"  {key}{'.' + name if name else ''}  {item if isinstance(item, str) else json.dumps(item)}"
+                for name, item in fields
+            )
+    lines.extend(f"note     {n}" for n in (*launch.notes, *notes))
     lines.extend(d.text_line() for d in launch.lint.diagnostics)
     errors, warnings = launch.lint.count(Severity.ERROR), launch.lint.count(Severity.WARNING)
     lines.append(

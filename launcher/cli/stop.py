@@ -13,7 +13,11 @@ from .options import ADDRESS, RUN_DIR
 @RUN_DIR
 @ADDRESS
 def stop_command(run_dir, address):
-    """Stop the Ray job RUN_DIR submitted and wait until it has ended."""
+    """Stop the Ray job RUN_DIR submitted and wait until it has ended (its gates are then judged, as for every
+    ended run)."""
+    from ..execution import conclude
     from ..executors import ray_jobs
 
-    sys.exit(ray_jobs.stop(run_dir, address=address))
+    code = ray_jobs.stop(run_dir, address=address)
+    conclude(run_dir)
+    sys.exit(code)

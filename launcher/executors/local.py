@@ -1,12 +1,12 @@
 """The local executor: run a plan's argv as a child process in its own process group, tee its output to the
-run directory's train.log and the run sequence's sink (`execution.py`: live view, gates), and record the outcome in
-summary.json whatever happens. Exit code: the child's; 128 + N when a signal N ended it; 128 + N for the signal N
-the launcher received when the trainer then exited 0 or died of a signal; 127 when it could not be started.
+run directory's train.log and the live view (`execution.py`), and record the outcome in summary.json whatever
+happens. Exit code: the child's; 128 + N when a signal N ended it; 128 + N for the signal N the launcher received
+when the trainer then exited 0 or died of a signal; 127 when it could not be started.
 
 Stopping, and what is guaranteed:
 - The launcher's first SIGINT, SIGTERM or SIGHUP (as SIGTERM) goes to the trainer's process group; `KILL_GRACE_S`
-  later the group gets SIGKILL; a second signal kills it at once. A SIGHUP the launcher was started ignoring
-  (`nohup`) stays ignored.
+  later the group gets SIGKILL; a second signal kills it at once. Each is noted in the live view. A SIGHUP the
+  launcher was started ignoring (`nohup`) stays ignored.
 - The trainer starts with SIGINT, SIGTERM, SIGHUP and SIGQUIT at their defaults and unblocked, whatever the
   launching shell ignored (`trap '' INT`, a background job).
 - When the trainer exits, what it left in its process group gets SIGTERM, and SIGKILL `KILL_GRACE_S` later if it
@@ -41,16 +41,7 @@ from typing import NamedTuple
 from ..live import LineTail
 from ..metrics import read_files
 from ..plan import METRICS_FILE, Plan
-from ..rundir import (
-    EXIT_LOST,
-    LOG_FILE,
-    SUMMARY_FILE,
-    exit_code_of,
-    launcher_identity,
-    read_summary,
-    settle_lost,
-    write_json,
-)
+from ..rundir import EXIT_LOST, LOG_FILE, exit_code_of, launcher_identity, record_outcome, settle_lost
 
 KILL_GRACE_S = 10.0
 READ_BYTES = 64 * 1024
@@ -104,8 +95,8 @@ class LocalExecutor:
             return LocalRun(None, None, tail, clock), {}
         return LocalRun(proc, _Stopper(proc, tail), tail, clock), {"pid": proc.pid}
 
-    def follow(self, handle: LocalRun, run_dir: Path, sink) -> int:
-        """Tee the trainer's output to train.log and `sink` until it has ended, its process group stopped on
+    def follow(self, handle: LocalRun, run_dir: Path, live) -> int:
+        """Tee the trainer's output to train.log and `live` until it has ended, its process group stopped on
         the launcher's signals (module docstring); record the outcome in summary.json whatever happens."""
         stopper, tail = handle.stopper, handle.tail
         code = None if handle.proc is not None else 127
@@ -122,10 +113,10 @@ class LocalExecutor:
                         def tee(data: bytes) -> None:
                             log.write(data)
                             log.flush()
-                            sink(data)
+                            live.output(data)
                             tail.add(data)
 
-                        code = stopper.pump(tee)
+                        code = stopper.pump(tee, live.message)
                 finally:
                     stopper.end()
                     for s, handler in previous.items():
@@ -139,8 +130,8 @@ class LocalExecutor:
                     exit_code = 128 + forwarded[0]
             else:
                 status = "succeeded" if exit_code == 0 else "failed"
-            summary = read_summary(run_dir)
-            summary.update(
+            record_outcome(
+                run_dir,
                 status=status,
                 exit_code=exit_code,
                 duration_s=round(time.monotonic() - handle.clock, 3),
@@ -148,7 +139,6 @@ class LocalExecutor:
                 last_lines=tail.lines(),
                 signals=[signal.Signals(s).name for s in forwarded],
             )
-            write_json(run_dir / SUMMARY_FILE, summary)
         return exit_code
 
     def stop(self, handle: LocalRun, signum: int) -> None:
@@ -192,11 +182,22 @@ class _Stopper:
     The group is signalled by the trainer's pid, also once the trainer is reaped: Linux does not reuse a pid while
     it names a group with members, so the signal reaches what is left of that group or nobody."""
 
-    __slots__ = ("_done", "_kill_at", "_killed_at", "_watchdog", "_watchdog_pipe", "proc", "received", "tail")
+    __slots__ = (
+        "_done",
+        "_kill_at",
+        "_killed_at",
+        "_notices",
+        "_watchdog",
+        "_watchdog_pipe",
+        "proc",
+        "received",
+        "tail",
+    )
 
     def __init__(self, proc: subprocess.Popen, tail: LineTail):
         self.proc, self.tail = proc, tail
         self.received: list[int] = []
+        self._notices: list[str] = []  # what the signal handler has to say, shown by `pump` (not from a handler)
         self._done = False
         self._kill_at: float | None = None  # when the group gets SIGKILL
         self._killed_at: float | None = None
@@ -216,18 +217,28 @@ class _Stopper:
 
     def on_signal(self, signum: int, _frame) -> None:
         self.received.append(signum)
+        name = signal.Signals(signum).name
         if len(self.received) > 1:
+            self._notices.append(f"{name}: killing the trainer's process group")
             self._kill()
         else:
-            self._signal(signal.SIGTERM if signum == signal.SIGHUP else signum)
+            forwarded = signal.SIGTERM if signum == signal.SIGHUP else signum
+            self._notices.append(
+                f"{name}: stopping the trainer ({signal.Signals(forwarded).name} to its process group, SIGKILL "
+                f"in {KILL_GRACE_S:.0f} s; again to kill it now)"
+            )
+            self._signal(forwarded)
             self._kill_at = time.monotonic() + KILL_GRACE_S
 
-    def pump(self, sink) -> int:
-        """Pass the output to `sink` until the trainer has exited and its output has ended and its group is gone,
-        or the group was killed (module docstring); returns the trainer's return code."""
+    def pump(self, sink, notify) -> int:
+        """Pass the output to `sink` and the stop notices to `notify` until the trainer has exited and its output
+        has ended and its group is gone, or the group was killed (module docstring); returns the trainer's return
+        code."""
         fd = self.proc.stdout.fileno()
         output_ended = False
         while True:
+            while self._notices:
+                notify(self._notices.pop(0))
             now = time.monotonic()
             if self.proc.returncode is None and self.proc.poll() is not None:
                 # The trainer has exited: what it left in its group goes too.

@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from ..core.printable import printable
-from ..explain import NothingToPlot, explain_recipe, plot, render_text, to_json
-from . import EXIT_OK, EXIT_USAGE
+from ..explain import NothingToPlot, PlotUnavailable, explain_recipe, plot, render_text, to_json
+from . import EXIT_OK, EXIT_USAGE, OneLineError
 from .options import ACCELERATOR, OVERRIDES, VERL_VERSION
 
 
@@ -82,6 +82,8 @@ def explain(
             written = plot(items, plot_path, recipe.stem)
         except NothingToPlot as exc:
             raise click.UsageError(str(exc)) from None
+        except PlotUnavailable as exc:
+            raise OneLineError(str(exc)) from None
         except OSError as exc:
             raise click.ClickException(f"cannot write {plot_path}: {exc.strerror or exc}") from None
         click.echo(printable(f"wrote {written}"), err=True)

@@ -9,9 +9,13 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .diagnostics import Location
+from .gates import GateNeeds
 from .model import Accelerator, ModelShape
 from .overrides import OverrideSyntaxError, ParsedOverride, format_override, parse_override
 from .redaction import is_secret_name, redact_assignments
+
+# OmegaConf's mandatory-value marker (`???`): a value a recipe leaves to be set before a launch (RF014)
+MUST_BE_SET = "???"
 
 
 class DeviceSignal(NamedTuple):
@@ -92,6 +96,7 @@ class Command(NamedTuple):
     # is for (`if [ "$DEVICE" == npu ]`), by the region's start byte as in `LocatedOverride.branches`.
     device_signals: tuple[DeviceSignal, ...] = ()
     device_regions: tuple[tuple[int, DeviceSignal], ...] = ()
+    gates: tuple[GateNeeds, ...] = ()  # a recipe's `gates:`, as far as a run must serve them (RF013)
 
     def hydra_overrides(self) -> list[str]:
         """The command's overrides as Hydra command-line arguments that Hydra reads back as exactly these values.

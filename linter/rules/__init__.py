@@ -69,6 +69,8 @@ MODULES: dict[str, str] = {
     "RF010": "rf_recipe",
     "RF011": "rf_recipe",
     "RF012": "rf_recipe",
+    "RF013": "rf013_gate_cannot_be_judged",
+    "RF014": "rf014_value_must_be_set",
     "RF015": "rf015_unknown_entry_module",
     "SH001": "sh_script",
     "SH002": "sh_script",
@@ -113,6 +115,7 @@ MODULES: dict[str, str] = {
 # with the codes it replaces (`without_superseded`). One problem, one finding, and the specific one keeps its fix.
 SUPERSEDES: dict[str, tuple[str, ...]] = {
     "SP001": ("SL001",),  # a nested SAPO tau is an unknown key because it belongs on the actor
+    "RF014": ("SL004", "SL005"),  # `???` is no value of a wrong type or choice: it is none yet
     "RF015": ("SH001",),  # a missing entry module, not the config assumed for it
 }
 

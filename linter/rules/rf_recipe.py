@@ -216,7 +216,8 @@ TOO_MANY_VARIANTS = source_rule(
     Severity.WARNING,
     summary="more variant combinations than are linted (64): the rest are sampled",
     explanation="""Every combination of a recipe's variant axes is linted, up to 64 per file; a recipe whose axes
-    multiply to more is linted on a deterministic sample: the combination of every axis's first value, each
+    multiply to more is linted on a deterministic sample: the combination of every axis's default
+    (`variant_defaults`, else its first value), each
     combination that changes one axis from it, then the rest in product order. The warning says how many there
     are; split the recipe, or lint a chosen combination with `sapo-launch --dry-run`, to check the others.""",
     bad="""
@@ -327,7 +328,7 @@ def _unknown_model(p: UnknownModel):
 def _too_many_variants(p: TooManyVariants):
     return TOO_MANY_VARIANTS.diagnostic(
         p.location,
-        f"{p.total:,} variant combinations; linted {p.linted}: the first "
+        f"{p.total:,} variant combinations; linted {p.linted}: the default (else the first) "
         "value of every axis, each single-axis change from it, then the rest in order",
     )
 

@@ -15,6 +15,7 @@ from ..catalog import ModelNotFound, find_model
 from ..core.budget import check_time
 from ..core.command import RESOURCE_KEYS, Command, EnvVar, LocatedOverride, Stack, merge_overrides, site_limits
 from ..core.diagnostics import Location
+from ..core.gates import GateNeeds, gate_needs
 from ..core.overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse_override
 from ..core.problems import DuplicateKey, InvalidYaml, ReadProblem, SchemaViolation, TooManyVariants, UnknownModel
 from ..core.redaction import REDACTED, is_secret_name
@@ -41,6 +42,8 @@ class Recipe:
     commands: list[Command] = field(default_factory=list)
     verl_version: str | None = None  # as the recipe names it
     config_name: str = DEFAULT_CONFIG_NAME
+    # `variant_defaults:` as label tokens (`RECOMPUTE=selective`): what a launch runs for an axis it does not choose
+    variant_defaults: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -188,6 +191,52 @@ def _within(key: str, tops) -> bool:
     return False
 
 
+def _label_token(axis, name) -> str:
+    """How a variant label names a variant: `DEVICE=npu`."""
+    return f"{str(axis).upper()}={name}"
+
+
+def _variant_defaults(
+    path: str, root: yaml.Node, data: dict, axis_names: list[str], axes: list
+) -> tuple[list[int | None], list[SchemaViolation]]:
+    """For each axis, the index of the variant `variant_defaults:` names for it (None: no default), and a schema
+    violation for each entry that names an axis or a variant the recipe does not have (JSON Schema cannot say it)."""
+    wanted = data.get("variant_defaults") if isinstance(data.get("variant_defaults"), dict) else {}
+    node = yaml_nodes.child(root, "variant_defaults")
+    defaults: list[int | None] = [None] * len(axes)
+    problems = []
+    for axis, value in wanted.items():
+        where = f"variant_defaults.{axis}"
+        if axis not in axis_names:
+            have = ", ".join(axis_names) or "none"
+            message = f"the recipe has no variant axis `{axis}` (its axes: {have})"
+            problems.append(
+                SchemaViolation(location=_location(path, yaml_nodes.key_node(node, axis)), where=where, message=message)
+            )
+            continue
+        i = axis_names.index(axis)
+        names = [token.split("=", 1)[1] for token, _ in axes[i]]
+        if value in names:
+            defaults[i] = names.index(value)
+        else:
+            message = f"`{value}` is not a variant of {axis} (one of {', '.join(names)})"
+            problems.append(
+                SchemaViolation(location=_location(path, yaml_nodes.child(node, axis)), where=where, message=message)
+            )
+    return defaults, problems
+
+
+def _gates(path: str, root: yaml.Node, data: dict) -> tuple[GateNeeds, ...]:
+    """The `gates:` entries the schema accepted (`_without` left the others None), each where it is written."""
+    entries = data.get("gates") if isinstance(data.get("gates"), list) else []
+    node = yaml_nodes.child(root, "gates")
+    return tuple(
+        gate_needs(entry, _location(path, yaml_nodes.child(node, i)))
+        for i, entry in enumerate(entries)
+        if isinstance(entry, dict) and "metric" in entry
+    )
+
+
 def _env(path: str, loader, mapping: yaml.Node | None) -> dict[str, EnvVar]:
     out = {}
     for key_node, value_node in yaml_nodes.mapping_pairs(mapping):
@@ -311,12 +360,12 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
     hardware = data.get("hardware") if isinstance(data.get("hardware"), dict) else {}
     levels, found = accelerator_levels(source.path, options, hardware.get("accelerator"), root)
     problems.extend(found)
-    axes = []
+    axes, axis_names = [], []
     variants_node = yaml_nodes.child(root, "variants")
     for axis_key, axis_node in yaml_nodes.mapping_pairs(variants_node):
         choices = []
         for name_node, body in yaml_nodes.mapping_pairs(axis_node):
-            label = f"{str(axis_key.value).upper()}={name_node.value}"
+            label = _label_token(axis_key.value, name_node.value)
             choices.append(
                 (
                     label,
@@ -328,13 +377,18 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
             )
         if choices:
             axes.append(choices)
+            axis_names.append(str(axis_key.value))
+    defaults, found = _variant_defaults(source.path, root, data, axis_names, axes)
+    problems.extend(found)
+    recipe.variant_defaults = tuple(axes[i][d][0] for i, d in enumerate(defaults) if d is not None)
     base_env = _env(source.path, loader, yaml_nodes.child(root, "env"))
     resources = {
         **dict(options.resources),
         **{k: hardware[k] for k in RESOURCE_KEYS if k in hardware},
         **dict(options.cli_resources),
     }
-    combinations, total = expand(axes)
+    gates = _gates(source.path, root, data)
+    combinations, total = expand(axes, [d or 0 for d in defaults])
     if total > len(combinations):
         problems.append(
             TooManyVariants(
@@ -360,6 +414,7 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
             tuple(env.values()),
             site_limits(resources),
             data.get("entrypoint") if isinstance(data.get("entrypoint"), str) else None,
+            gates,
         )
         accelerator, mismatch = choose(command, levels)
         recipe.commands.append(command._replace(accelerator=accelerator))

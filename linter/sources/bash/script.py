@@ -68,6 +68,7 @@ class ScriptRead:
     problems: list[ReadProblem]  # turned into findings by the SH and RF rules (`rules/sh_script.py`, `rf_recipe.py`)
     verl_version: str | None = None
     switches: dict[str, list[str | None]] = field(default_factory=dict)  # variable -> values enumerated
+    defaults: dict[str, str | None] = field(default_factory=dict)  # variable -> the value it has when none is given
 
 
 _TEST_EXPRESSIONS = ("binary_expression", "parenthesized_expression", "unary_expression")
@@ -573,7 +574,13 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     environment = _environment_inputs(source.path, inputs)
     if environment is not None:
         problems.append(environment)
-    return ScriptRead(commands, problems, verl_version, {var: vals for var, vals in axes})
+    return ScriptRead(
+        commands,
+        problems,
+        verl_version,
+        {var: vals for var, vals in axes},
+        {var: vals[i] for (var, vals), i in zip(axes, defaults, strict=True)},
+    )
 
 
 def _model_path(path_lo: LocatedOverride | None, args) -> str | None:
