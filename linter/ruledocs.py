@@ -10,6 +10,60 @@ HEADER = [
     "",
 ]
 
+# Per family: on which inputs and devices its rules run, and which severity they use when. The device of a variant
+# and how the model is found are one decision each (docs/run-scripts.md); each rule's section says the rest.
+FAMILY_REACH = (
+    (
+        "SL",
+        "every recipe and every trainer command of a run script, both devices",
+        "error where Hydra or verl refuses the command; SL004 an error for a declared type or a key verl reads as "
+        "its default's number or flag, else a warning; SL007 against megatron-core's config on GPU and, on NPU, "
+        "also Megatron-LM's argparse flags and MindSpeed's (a warning naming the pin for a field only a pinned "
+        "Megatron-LM commit has); SL008 and SL010 warnings; SL011 info",
+    ),
+    ("SP", "every command with SAPO settings, both devices", "SP001, SP002 errors; SP003, SP004 warnings; SP005 info"),
+    (
+        "TP",
+        "Megatron commands, both devices; TP003-TP013 only when the model is found",
+        "errors, at the parallel size that breaks the invariant, the world-size lines as related locations",
+    ),
+    ("RC", "Megatron commands, both devices", "errors, at the option whose own check fails in megatron-core"),
+    ("BS", "every trainer command, both devices", "errors: verl's and its configs' start-up checks"),
+    (
+        "MEM",
+        "commands whose model is found, on the accelerator named for the variant's device, else the one assumed "
+        "(Ascend 910B3 for NPU, H100 for GPU)",
+        "error over the accelerator's memory (on an assumed one, only when no accelerator of that kind has "
+        "enough); warning above 90%, or against an assumed host RAM",
+    ),
+    (
+        "CK",
+        "Megatron commands whose model is found; the HCCL or NCCL timeout by device",
+        "CK001, CK003 errors; CK002 an error against a stated disk budget, a warning against the assumed one",
+    ),
+    (
+        "NM",
+        "run scripts under a naming root only (the closest `examples/`, or `[tool.sapo-lint] naming-roots`)",
+        "errors, as verl's own naming check",
+    ),
+    ("OP", "Megatron optimizer settings, both devices", "OP002 error; OP001 warning; OP003 info"),
+    ("PF", "every trainer command; PF004 only Ascend's HCCL variables", "warnings and info: the run works, slower"),
+    (
+        "SH",
+        "run scripts",
+        "SH002 an error only where `bash -n` rejects the script, and the rest is still checked; SH005 error; "
+        "SH001 warning; SH003, SH004 info; SH100 (shellcheck) an error only where the run breaks (SC1017, SC1101, "
+        "SC2276, SC2283, and SC2154 under `set -u` before verl starts), else at most a warning",
+    ),
+    (
+        "RF",
+        "recipes and the reading of every file",
+        "errors for a file that cannot be checked or run as written (RF014: a `???` left unset; RF015: an entry "
+        "module the linted verl does not have); RF005 info when the model is not found; RF008-RF010, RF013 "
+        "warnings",
+    ),
+)
+
 
 def rule_anchor(code: str, name: str) -> str:
     """The anchor of the rule's section heading `## CODE name`, as GitHub (and MkDocs) make it: lower case, the
@@ -18,7 +72,9 @@ def rule_anchor(code: str, name: str) -> str:
 
 
 def rules_markdown(rules: dict) -> str:
-    lines = [*HEADER, "| code | name | severity | what it catches |", "|---|---|---|---|"]
+    lines = [*HEADER, "| family | runs on | severity |", "|---|---|---|"]
+    lines += [f"| {family} | {runs_on} | {severity} |" for family, runs_on, severity in FAMILY_REACH]
+    lines += ["", "| code | name | severity | what it catches |", "|---|---|---|---|"]
     ordered = [rules[code] for code in sorted(rules)]
     for r in ordered:
         summary = _text(" ".join(r.summary.split())).replace("|", "\\|")

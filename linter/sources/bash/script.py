@@ -413,6 +413,7 @@ class Evaluation:
     parsed: _Parsed
     marks: Marks  # marker character -> the construct it stands for, in every variant
     axes: list[tuple[str, list[str | None]]]  # each enumerated variable and its values
+    defaults: list[int]  # per axis, the index of the value the script runs with when nothing is set
     runs: list[tuple[str | None, TrainerCallFinder]]  # (variant label, its evaluation)
     problems: list[ReadProblem]  # what was found on the way (broken continuations, variants left out)
 
@@ -480,7 +481,7 @@ def evaluate(source: TextFile) -> Evaluation:
         problems.append(UndecidedConditions(location=Location(source.path), limit=MAX_VARIANTS, cut=cut))
     if not runs:
         runs = [(None, default)]
-    return Evaluation(parsed, marks, axes, runs, problems)
+    return Evaluation(parsed, marks, axes, defaults, runs, problems)
 
 
 def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
@@ -579,7 +580,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
         problems,
         verl_version,
         {var: vals for var, vals in axes},
-        {var: vals[i] for (var, vals), i in zip(axes, defaults, strict=True)},
+        {var: vals[i] for (var, vals), i in zip(axes, evaluation.defaults, strict=True)},
     )
 
 
