@@ -414,7 +414,7 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
             tuple(env.values()),
             site_limits(resources),
             data.get("entrypoint") if isinstance(data.get("entrypoint"), str) else None,
-            gates,
+            gates=gates,
         )
         accelerator, mismatch = choose(command, levels)
         recipe.commands.append(command._replace(accelerator=accelerator))
