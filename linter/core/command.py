@@ -97,6 +97,9 @@ class Command(NamedTuple):
     device_signals: tuple[DeviceSignal, ...] = ()
     device_regions: tuple[tuple[int, DeviceSignal], ...] = ()
     gates: tuple[GateNeeds, ...] = ()  # a recipe's `gates:`, as far as a run must serve them (RF013)
+    # Hydra's `--config-path` as the trainer call writes it (a directory outside the entry module's own config);
+    # None: the entry module's `@hydra.main` directory
+    config_path: str | None = None
 
     def hydra_overrides(self) -> list[str]:
         """The command's overrides as Hydra command-line arguments that Hydra reads back as exactly these values.

@@ -565,6 +565,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                 tr.module,
                 device_signals=script_signals(ev.ascend_command, overrides, source.path),
                 device_regions=regions,
+                config_path=tr.config_path,
             )
             accelerator, mismatch = choose(command, levels)  # per variant: each device variant gets its own
             commands.append(command._replace(accelerator=accelerator))
