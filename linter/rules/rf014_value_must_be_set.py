@@ -1,5 +1,6 @@
 from ..core.command import MUST_BE_SET
 from ..core.diagnostics import Severity
+from ..core.overrides import format_override
 from ..engine import LintContext, Part
 from ..rulekit.registry import Finding, rule
 
@@ -28,12 +29,17 @@ def check(ctx: LintContext):
     command line, which replaces the recipe's value. An environment variable of the recipe set to `???` is reported
     the same way (it is set in the recipe's `env`). This finding replaces SL004 and SL005 on the same value: `???` is
     no value of the wrong type or choice, it is none yet."""
+    # The last override of a key (at a package: a config-group selection, `actor@actor_rollout_ref.actor`), as a
+    # variant's or the command line's override of it replaces it
+    last = {(ro.parsed.key, ro.parsed.package): ro for ro in ctx.overrides}
     for ro in ctx.overrides:
-        if ro.assigns and ro.parsed.value == MUST_BE_SET and ctx.explicit(ro.path) is ro:
+        p = ro.parsed
+        if p.value == MUST_BE_SET and last[p.key, p.package] is ro:
+            name = p.key if p.package is None else f"{p.key}@{p.package}"
             yield Finding(
                 ro,
-                f"`{ro.path}` is `{MUST_BE_SET}`: it must be set before a launch; set it in the recipe, or on the "
-                f"command line: `sapo-launch RECIPE {ro.path}=VALUE`",
+                f"`{name}` is `{MUST_BE_SET}`: it must be set before a launch; set it in the recipe, or on the "
+                f"command line: `sapo-launch RECIPE {format_override(p.op, p.key, 'VALUE', p.package)}`",
             )
     for var in ctx.command.env if ctx.command else ():
         if var.value == MUST_BE_SET:
