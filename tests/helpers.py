@@ -105,14 +105,15 @@ def contexts(path: Path, resources: dict | None = None):
     return {c.variant: resolve(c, snapshot) for c in read.recipe.commands}
 
 
-def composed(config_dir, config_name, overrides):
-    """The config real Hydra composes from verl's config directory with these command-line overrides."""
+def composed(config_dir, config_name, overrides, hydra_config: bool = False):
+    """The config real Hydra composes from verl's config directory with these command-line overrides; with
+    `hydra_config`, Hydra's own node too (`hydra.runtime.choices`: the option selected for each group)."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(config_dir), version_base=None):
-        return compose(config_name, overrides=overrides)
+        return compose(config_name, overrides=overrides, return_hydra_config=hydra_config)
 
 
 def read_script_findings(source, options) -> SimpleNamespace:
