@@ -1,9 +1,11 @@
 """Shared test helpers (imported by test modules; conftest.py holds only fixtures)."""
 
+import json
 import os
 import re
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,6 +22,8 @@ from sapo_toolkit.linter.sources.recipe import ReadOptions, read_recipe
 from sapo_toolkit.linter.sources.shellcheck import shellcheck_problems
 
 REPO = Path(__file__).resolve().parent.parent
+SCRIPTS = Path(sysconfig.get_path("scripts"))  # console scripts installed with the interpreter running the tests
+ON_RAY = "  trainer.n_gpus_per_node: 0  # sapo-lint: noqa: TP014\n"  # the session's Ray head has no GPU
 
 # Overrides that verl's own start-up checks need on top of its defaults (a micro-batch size for each static
 # batch); appended after a test's own overrides so their line numbers stay put.
@@ -135,3 +139,44 @@ def shellcheck_findings(paths, **options) -> dict[str, list[Diagnostic]]:
         path: sorted(findings(found), key=Diagnostic.sort_key)
         for path, found in shellcheck_problems(paths, **options).items()
     }
+
+
+def launcher() -> list[str]:
+    """`sapo-launch` as a shell runs it: the console script installed with this interpreter, else its module."""
+    exe = SCRIPTS / "sapo-launch"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "sapo_toolkit.launcher"]
+
+
+def sapo_launch(*args, cwd: Path = REPO, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`sapo-launch ARGS` in its own process, its output captured; `env`: variables set on top of this environment."""
+    return subprocess.run(
+        [*launcher(), *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=None if env is None else {**os.environ, **env},
+    )
+
+
+def launch(tmp_path: Path, recipe: Path, *args) -> subprocess.CompletedProcess:
+    """`sapo-launch RECIPE ARGS` with its run directories under `tmp_path/runs`."""
+    return sapo_launch(recipe, "--runs-dir", tmp_path / "runs", *args)
+
+
+def stand_in(folder: Path, env: dict, overrides: str = "", gates: str = "", name: str = "stand-in") -> Path:
+    """A recipe, `folder/NAME.yaml`, that runs the stand-in trainer (tests/fake_trainer.py) with `env`, then
+    `overrides` and `gates` (YAML text)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    recipe = folder / f"{name}.yaml"
+    recipe.write_text(
+        f"recipe: sapo-recipe/v1\nname: {name}\nentrypoint: tests.fake_trainer\nconfig_name: ppo_trainer\n"
+        "overrides:\n  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n"
+        "  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 2\n"
+        "  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 4\n"
+        + overrides
+        + "env:\n"
+        + "".join(f"  {k}: {json.dumps(str(v))}\n" for k, v in env.items())
+        + gates
+    )
+    return recipe

@@ -22,18 +22,15 @@ import os
 import re
 import signal
 import subprocess
-import sysconfig
 from pathlib import Path
 
 import pytest
 
 from sapo_toolkit.launcher.gates import EXIT_GATES_FAILED
 
-from .helpers import REPO
+from .helpers import ON_RAY, REPO, SCRIPTS, sapo_launch, stand_in
 
-SCRIPTS = Path(sysconfig.get_path("scripts"))
 FLOOR_GATE = "gates:\n  - {metric: perf/throughput, min: 100}\n"  # the stand-in's FAKE_DIP_STEP breaks it
-ON_RAY = "  trainer.n_gpus_per_node: 0  # sapo-lint: noqa: TP014\n"  # the test head has no GPU
 NOBODY = "http://127.0.0.1:9"  # the discard port: nothing listens
 
 
@@ -43,30 +40,9 @@ def console(tool: str, *args, timeout: float = 120) -> subprocess.CompletedProce
     )
 
 
-def sapo_launch(*args, **kwargs) -> subprocess.CompletedProcess:
-    return console("sapo-launch", *args, **kwargs)
-
-
 def code_of(proc: subprocess.CompletedProcess) -> int:
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.returncode
-
-
-def stand_in(folder: Path, env: dict, gates: str = "", overrides: str = "") -> Path:
-    """A recipe that runs the stand-in trainer with `env`, then `overrides` and `gates` (YAML text)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    recipe = folder / "stand-in.yaml"
-    recipe.write_text(
-        "recipe: sapo-recipe/v1\nname: stand-in\nentrypoint: tests.fake_trainer\nconfig_name: ppo_trainer\n"
-        "overrides:\n  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n"
-        "  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 2\n"
-        "  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 4\n"
-        + overrides
-        + "env:\n"
-        + "".join(f"  {k}: {json.dumps(str(v))}\n" for k, v in env.items())
-        + gates
-    )
-    return recipe
 
 
 def new_run_dir(runs: Path, before: set) -> Path:
@@ -93,7 +69,7 @@ def test_the_documented_stand_in_launch_runs_end_to_end(tmp_path):
 
 
 def test_fail_on_gates_exits_with_the_gate_code_from_run_status_report_and_rerun(tmp_path):
-    recipe = stand_in(tmp_path, {"FAKE_DIP_STEP": 2}, FLOOR_GATE)
+    recipe = stand_in(tmp_path, {"FAKE_DIP_STEP": 2}, gates=FLOOR_GATE)
     runs = tmp_path / "runs"
     assert code_of(sapo_launch(recipe, "--runs-dir", runs, "--fail-on-gates")) == EXIT_GATES_FAILED
     (run_dir,) = runs.iterdir()
@@ -104,7 +80,7 @@ def test_fail_on_gates_exits_with_the_gate_code_from_run_status_report_and_rerun
 
 
 def test_the_trainers_own_failure_wins_over_a_failed_gate(tmp_path):
-    recipe = stand_in(tmp_path, {"FAKE_DIP_STEP": 2, "FAKE_EXIT_CODE": 5}, FLOOR_GATE)
+    recipe = stand_in(tmp_path, {"FAKE_DIP_STEP": 2, "FAKE_EXIT_CODE": 5}, gates=FLOOR_GATE)
     runs = tmp_path / "runs"
     assert code_of(sapo_launch(recipe, "--runs-dir", runs, "--fail-on-gates")) == 5
     (run_dir,) = runs.iterdir()
@@ -225,7 +201,7 @@ def test_ray_commands_exit_with_the_jobs_codes(tmp_path, ray_address):
     assert code_of(sapo_launch("logs", run_dir)) == 0
     assert code_of(sapo_launch("stop", run_dir)) == 0
     assert code_of(sapo_launch("status", run_dir)) == 130
-    failing = stand_in(tmp_path / "failing", {"FAKE_EXIT_CODE": 5, "FAKE_DIP_STEP": 2}, FLOOR_GATE, ON_RAY)
+    failing = stand_in(tmp_path / "failing", {"FAKE_EXIT_CODE": 5, "FAKE_DIP_STEP": 2}, ON_RAY, FLOOR_GATE)
     before = set(runs.iterdir())
     assert code_of(sapo_launch(failing, *ray, "--fail-on-gates")) == 5
     assert code_of(sapo_launch("status", new_run_dir(runs, before))) == 5

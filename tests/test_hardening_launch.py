@@ -16,8 +16,8 @@ from sapo_toolkit.launcher import git, rundir, workdir
 from sapo_toolkit.launcher.executors import ray_jobs
 from sapo_toolkit.launcher.plan import redact_urls
 
-from .helpers import REPO
-from .test_launch_local import fake_recipe, launch, launcher, only_run_dir
+from .helpers import ON_RAY, REPO, launch, launcher
+from .test_launch_local import fake_recipe, only_run_dir
 
 pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
 
@@ -201,7 +201,7 @@ def test_a_link_out_of_the_working_dir_is_refused_before_submitting(tmp_path, ra
     from ray.job_submission import JobSubmissionClient
 
     root = linked_tree(tmp_path)
-    recipe = fake_recipe(tmp_path, {}, overrides="  trainer.n_gpus_per_node: 0  # sapo-lint: noqa: TP014\n")
+    recipe = fake_recipe(tmp_path, {}, overrides=ON_RAY)
     jobs = len(JobSubmissionClient(ray_address).list_jobs())
     proc = launch(tmp_path, recipe, "--address", ray_address, "--working-dir", str(root))
     assert proc.returncode == 2, proc.stderr
@@ -258,7 +258,7 @@ def test_an_address_password_is_never_written_for_a_job(tmp_path, ray_address): 
     """A job submitted and followed with credentials in the address: they reach Ray, never the run directory or
     the terminal; `status` then needs the address again."""
     address = ray_address.replace("http://", f"http://me:{PASSWORD}@")
-    recipe = fake_recipe(tmp_path, {}, overrides="  trainer.n_gpus_per_node: 0  # sapo-lint: noqa: TP014\n")
+    recipe = fake_recipe(tmp_path, {}, overrides=ON_RAY)
     proc = launch(tmp_path, recipe, "--address", address, "--working-dir", str(REPO))
     assert proc.returncode == 0, proc.stderr
     assert "to http://me:<redacted>@127.0.0.1:" in proc.stderr

@@ -5,9 +5,8 @@ cannot put escape sequences or lines of their own into a text report."""
 import json
 import re
 
-from .helpers import REPO, recipe
+from .helpers import REPO, launch, recipe
 from .test_cli import sapo_lint
-from .test_launch_local import launch
 
 SECRET = "hf_n0t-for-your-eyes"
 SGR = re.compile(r"\x1b\[[0-9;]*m")  # click's colours, with --color always

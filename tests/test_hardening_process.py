@@ -25,8 +25,7 @@ import pytest
 
 from sapo_toolkit.launcher.gates import THEIL_SEN_POINTS
 
-from .helpers import REPO
-from .test_launch_local import launcher
+from .helpers import REPO, launcher
 
 STEPS = 30_000
 RISING = {"metric": "critic/rewards/mean", "trend": "rising"}

@@ -4,16 +4,14 @@ is complete, secrets never reach a file, and a recipe that does not lint never s
 
 import json
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from .helpers import REPO
+from .helpers import REPO, launch, launcher, stand_in
 
 SECRET = "s3cr3t-value-never-written"
 RUN_FILES = {
@@ -27,32 +25,9 @@ RUN_FILES = {
 }
 
 
-def launcher() -> list[str]:
-    exe = shutil.which("sapo-launch")
-    return [exe] if exe else [sys.executable, "-m", "sapo_toolkit.launcher"]
-
-
 def fake_recipe(tmp_path: Path, env: dict, overrides: str = "") -> Path:
-    env_lines = "".join(f'  {k}: "{v}"\n' for k, v in {"WANDB_API_KEY": SECRET, **env}.items())
-    path = tmp_path / "fake.yaml"
-    path.write_text(
-        "recipe: sapo-recipe/v1\nname: fake\nentrypoint: tests.fake_trainer\nconfig_name: ppo_trainer\n"
-        "overrides:\n  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n"
-        "  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 2\n"
-        "  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 4\n" + overrides + "env:\n" + env_lines
-    )
-    return path
-
-
-def launch(tmp_path, recipe, *args, **kwargs):
-    return subprocess.run(
-        [*launcher(), str(recipe), "--runs-dir", str(tmp_path / "runs"), *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        **kwargs,
-    )
+    """The stand-in trainer's recipe, `fake.yaml`, with a secret in its environment (which no file may hold)."""
+    return stand_in(tmp_path, {"WANDB_API_KEY": SECRET, **env}, overrides, name="fake")
 
 
 def only_run_dir(tmp_path) -> Path:

@@ -18,22 +18,9 @@ import pytest
 from sapo_toolkit.launcher.executors import ray_jobs
 from sapo_toolkit.launcher.plan import RayOptions, ray_options
 
-from .helpers import REPO
-from .test_launch_local import fake_recipe, launcher, only_run_dir
+from .helpers import ON_RAY, REPO, launcher, sapo_launch
+from .test_launch_local import fake_recipe, only_run_dir
 from .test_launch_ray import make_plan
-
-ON_RAY = "  trainer.n_gpus_per_node: 0  # sapo-lint: noqa: TP014\n"  # the test head has no GPU
-
-
-def sapo_launch(*args, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*launcher(), *map(str, args)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def error_line(stderr: str) -> str:

@@ -16,8 +16,8 @@ from sapo_toolkit.launcher.gates import EXIT_GATES_FAILED, parse_gates
 from sapo_toolkit.launcher.live import PLAIN_INTERVAL_S, LiveMonitor
 from sapo_toolkit.launcher.plan import FILE_LOGGER_ENV, LintReport, Plan
 
-from .helpers import REPO
-from .test_launch_local import fake_recipe, launch, only_run_dir
+from .helpers import REPO, launch
+from .test_launch_local import fake_recipe, only_run_dir
 
 FLOOR = "perf/throughput >= 100 (every, after 0)"
 RISING = "critic/rewards/mean rising (after 0)"

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
@@ -17,10 +16,9 @@ from sapo_toolkit.launcher.gates import EXIT_GATES_FAILED
 from sapo_toolkit.linter.core.extras import install_command, install_command_for
 
 from . import synthetic_log
-from .helpers import REPO
+from .helpers import REPO, SCRIPTS
 from .test_launch_local import fake_recipe
 
-SCRIPTS = Path(sysconfig.get_path("scripts"))
 FLOOR_GATE = {"metric": "perf/throughput", "min": 100}
 RISING_GATE = {"metric": "critic/rewards/mean", "trend": "rising"}
 FLOOR = "perf/throughput >= 100 (every, after 0)"

@@ -13,8 +13,8 @@ import yaml
 from sapo_toolkit.launcher.plan import Facts, PlanError, plan
 from sapo_toolkit.linter.settings import Settings
 
-from .helpers import REPO, recipe
-from .test_launch_local import launch, launcher, only_run_dir
+from .helpers import REPO, launch, launcher, recipe
+from .test_launch_local import only_run_dir
 
 RECIPES = sorted((REPO / "recipes").glob("*.yaml"))
 FACTS = Facts(None, "/usr/bin/python3", "/work", 16, datetime(2026, 12, 1, tzinfo=timezone.utc), "runs")

@@ -2,8 +2,6 @@
 PNGs, `--format json`, `--fail-on-gates`, and one-line usage errors with exit 2."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,7 +12,7 @@ from sapo_toolkit.launcher.cli.report import report
 from sapo_toolkit.launcher.gates import EXIT_GATES_FAILED
 
 from . import synthetic_log
-from .helpers import REPO
+from .helpers import REPO, sapo_launch
 
 FLOOR_GATE = {"metric": "perf/throughput", "min": 100}
 RISING_GATE = {"metric": "critic/rewards/mean", "trend": "rising"}
@@ -131,14 +129,6 @@ def test_a_failed_run_that_logged_nothing(tmp_path):
     assert not list(run_dir.glob("*.png"))
 
 
-def sapo_launch(*args):
-    """`sapo-launch report ...` through the launcher's own entry point (its one-line error handling)."""
-    code = "import sys; from sapo_toolkit.launcher.cli import main; sys.argv[0] = 'sapo-launch'; main()"
-    return subprocess.run(
-        [sys.executable, "-c", code, "report", *map(str, args)], capture_output=True, text=True, timeout=120, cwd=REPO
-    )
-
-
 @pytest.mark.parametrize(
     "case", ["neither", "both", "missing", "not a run", "bad plan", "bad recipe", "not a recipe", "unwritable"]
 )
@@ -161,7 +151,7 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path, case):
     }[case]
     if case == "bad plan":
         (run_dir / "plan.json").write_text(json.dumps({"gates": [{"metric": "x", "trend": "up"}]}))
-    proc = sapo_launch(*args)
+    proc = sapo_launch("report", *args)
     assert proc.returncode == 2, proc.stderr
     assert len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith("sapo-launch: "), proc.stderr
     assert "Traceback" not in proc.stderr and not proc.stdout

@@ -19,31 +19,17 @@ import pytest
 
 from sapo_toolkit.launcher.gates import EXIT_GATES_FAILED
 
-from .helpers import REPO
-from .test_launch_local import launcher
+from .helpers import ON_RAY, REPO, launcher, sapo_launch, stand_in
 
 FLOOR = "perf/throughput >= 100 (every, after 0)"
 RISING = "critic/rewards/mean rising (after 0)"
 GATES = "gates:\n  - {metric: perf/throughput, min: 100}\n  - {metric: critic/rewards/mean, trend: rising}\n"
-ON_RAY = "  trainer.n_gpus_per_node: 0  # sapo-lint: noqa: TP014\n"  # the test head has no GPU
+CONSOLE_ONLY = "  trainer.logger: [console]\n"
 
 
-def stand_in(folder: Path, env: dict, overrides: str = "", gates: str = GATES) -> Path:
-    """The stand-in trainer's recipe with `env`, extra `overrides` and `gates` (YAML text)."""
-    recipe = folder / "stand-in.yaml"
-    recipe.write_text(
-        "recipe: sapo-recipe/v1\nname: stand-in\nentrypoint: tests.fake_trainer\nconfig_name: ppo_trainer\n"
-        "overrides:\n  actor_rollout_ref.actor.policy_loss.loss_mode: sapo\n"
-        "  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 2\n"
-        "  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 4\n"
-        "  trainer.logger: [console]\n"
-        f"{overrides}env:\n" + "".join(f'  {k}: "{v}"\n' for k, v in env.items()) + gates
-    )
-    return recipe
-
-
-def sapo_launch(*args, cwd: Path = REPO, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([*launcher(), *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+def lifecycle_recipe(folder: Path, env: dict, overrides: str = "", gates: str = GATES) -> Path:
+    """The stand-in trainer's recipe, logging to the console only, with the floor and rising gates by default."""
+    return stand_in(folder, env, CONSOLE_ONLY + overrides, gates)
 
 
 def summary(run_dir: Path) -> dict:
@@ -77,7 +63,7 @@ FLOOR_ONLY = "gates:\n  - {metric: perf/throughput, min: 100}\n"
     ids=["succeeded", "gate-broken", "failed"],
 )
 def test_the_closing_line_and_verdicts_say_how_the_run_ended(tmp_path, env, gates, code, closing, statuses):
-    recipe = stand_in(tmp_path, env, overrides="  trainer.total_training_steps: 3\n", gates=gates)
+    recipe = lifecycle_recipe(tmp_path, env, overrides="  trainer.total_training_steps: 3\n", gates=gates)
     proc = sapo_launch(recipe, "--runs-dir", tmp_path / "runs", "--fail-on-gates")
     assert proc.returncode == code, proc.stderr
     (run_dir,) = run_dirs(tmp_path / "runs")
@@ -112,7 +98,7 @@ def read_until(fd: int, needle: bytes, seen: bytearray, timeout_s: float = 60) -
 def test_the_stop_notice_is_printed_through_the_live_view_on_a_terminal(tmp_path):
     """On a terminal, a line written past the rich view would be drawn over by the next refresh: the notice goes
     through the view (above the bar) on the terminal, the closing line to stderr once the view is closed."""
-    recipe = stand_in(
+    recipe = lifecycle_recipe(
         tmp_path, {"FAKE_STEPS": 300, "FAKE_SLEEP": 0.1}, overrides="  trainer.total_training_steps: 300\n"
     )
     primary, secondary = pty.openpty()
@@ -150,7 +136,7 @@ def test_launches_of_one_recipe_in_the_same_second_each_get_a_directory(tmp_path
     taken = {runs / time.strftime("stand-in-%Y%m%dT%H%M%SZ", time.gmtime(start + s)) for s in range(120)}
     for directory in taken:
         directory.mkdir(parents=True)
-    recipe = stand_in(tmp_path, {}, gates="")
+    recipe = lifecycle_recipe(tmp_path, {}, gates="")
     launches = [
         subprocess.Popen(
             [*launcher(), str(recipe), "--runs-dir", str(runs)],
@@ -174,7 +160,7 @@ def test_launches_of_one_recipe_in_the_same_second_each_get_a_directory(tmp_path
 
 
 def test_rerun_of_a_relative_run_directory(tmp_path):
-    recipe = stand_in(tmp_path, {}, gates="")
+    recipe = lifecycle_recipe(tmp_path, {}, gates="")
     assert sapo_launch(recipe, "--runs-dir", tmp_path / "runs").returncode == 0
     (first,) = run_dirs(tmp_path / "runs")
     proc = sapo_launch("rerun", Path("runs") / first.name, cwd=tmp_path)
@@ -189,7 +175,7 @@ def test_rerun_of_a_relative_run_directory(tmp_path):
 
 
 def test_report_judges_a_run_whose_launcher_was_lost(tmp_path):
-    recipe = stand_in(tmp_path, {"FAKE_STEPS": 300, "FAKE_SLEEP": 0.1, "FAKE_FILE_LOGGER": 0}, gates=FLOOR_ONLY)
+    recipe = lifecycle_recipe(tmp_path, {"FAKE_STEPS": 300, "FAKE_SLEEP": 0.1, "FAKE_FILE_LOGGER": 0}, gates=FLOOR_ONLY)
     child = subprocess.Popen(
         [*launcher(), str(recipe), "--runs-dir", str(tmp_path / "runs")],
         cwd=REPO,
@@ -236,7 +222,7 @@ def test_a_detached_job_is_judged_by_status_and_logs_follow_gives_the_same_files
     """A console-only trainer (no file logger: metrics only in the job's log) breaks the floor on a detached run
     with --fail-on-gates; `status` after its end records metrics.jsonl, the verdicts and the gate's exit code;
     `logs --follow`, twice, writes the same files."""
-    recipe = stand_in(tmp_path, {"FAKE_DIP_STEP": 2, "FAKE_FILE_LOGGER": 0}, overrides=ON_RAY)
+    recipe = lifecycle_recipe(tmp_path, {"FAKE_DIP_STEP": 2, "FAKE_FILE_LOGGER": 0}, overrides=ON_RAY)
     common = ("--runs-dir", tmp_path / "runs", "--address", ray_address, "--working-dir", REPO)
     proc = sapo_launch(recipe, *common, "--detach", "--fail-on-gates")
     assert proc.returncode == 0, proc.stderr
@@ -260,7 +246,7 @@ def test_a_detached_job_is_judged_by_status_and_logs_follow_gives_the_same_files
 
 
 def test_rerun_of_a_ray_run_submits_to_the_same_cluster(tmp_path, ray_address):
-    recipe = stand_in(tmp_path, {"FAKE_EXIT_CODE": 4}, overrides=ON_RAY, gates="")
+    recipe = lifecycle_recipe(tmp_path, {"FAKE_EXIT_CODE": 4}, overrides=ON_RAY, gates="")
     runs = tmp_path / "runs"
     runtime_env = tmp_path / "runtime_env.yaml"
     runtime_env.write_text("env_vars: {EXTRA_SETTING: '1'}\n")
