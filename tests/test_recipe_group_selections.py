@@ -15,7 +15,7 @@ from sapo_toolkit.linter.sources.bash import read_script
 from sapo_toolkit.linter.sources.files import read_text
 from sapo_toolkit.linter.sources.recipe import ReadOptions, read_recipe
 
-from .helpers import composed
+from .helpers import composed, sapo_launch
 
 BASE = (
     "actor_rollout_ref.model.path=Qwen/Qwen3-8B",
@@ -78,14 +78,7 @@ def lint(*paths) -> dict[str, set]:
 
 
 def dry_run(recipe_path, *args) -> subprocess.CompletedProcess:
-    proc = subprocess.run(
-        ["sapo-launch", str(recipe_path), "--dry-run", *args],
-        cwd=recipe_path.parent,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = sapo_launch(recipe_path, "--dry-run", *args, cwd=recipe_path.parent)
     assert proc.returncode in (0, 1), proc.stderr  # 1: the lint gate refuses; the plan is shown either way
     return proc
 
