@@ -238,7 +238,7 @@ def mbridge_git_main_snapshot() -> dict:
     """The mbridge git-main ``save_weights`` snapshot, from the transcribed signature (see the constant above)."""
     module, cname, method = MBRIDGE_METHOD
     index = Index(Path(os.devnull), packages=())
-    index.modules[module] = scan_source(MBRIDGE_GIT_MAIN_SIGNATURE.encode(), module, False, False)
+    index.modules[module] = scan_source(MBRIDGE_GIT_MAIN_SIGNATURE.encode(), module, False)
     cls = index.lookup(module, cname)
     return {
         "format": CONSUMER_FORMAT,

@@ -2,7 +2,9 @@
 
 verl/trainer/ppo/core_algos.py: `@register_policy_loss("...")` (policy_loss.loss_mode), `@register_adv_est(...)`
 (algorithm.adv_estimator; names or AdvantageEstimator members) and the modes `agg_loss` compares loss_agg_mode
-with; verl/workers/rollout/base.py: the keys of `_ROLLOUT_REGISTRY` ((rollout name, mode) tuples).
+with; verl/workers/rollout/base.py: the keys of `_ROLLOUT_REGISTRY` ((rollout name, mode) tuples). A loss mode that
+the callers of `get_policy_loss_fn` handle before they look the registry up is one too (verl 0.4-0.5's actors:
+`if self.config.policy_loss.loss_mode == "vanilla": compute_policy_loss(...) else: get_policy_loss_fn(loss_mode)`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import libcst as cst
+from libcst import matchers
 
 from .source_index import Index, dotted_name, string_value
 
@@ -76,6 +79,31 @@ class _CoreAlgosVisitor(cst.CSTVisitor):
                         self.loss_agg_mode.append(s)
 
 
+class _LossModeCallerVisitor(cst.CSTVisitor):
+    """The string literals that functions calling `get_policy_loss_fn` compare a `loss_mode` with."""
+
+    def __init__(self) -> None:
+        self.loss_mode: list[str] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        calls = matchers.findall(node.body, matchers.Call(func=matchers.Name("get_policy_loss_fn")))
+        if calls:
+            for comparison in matchers.findall(node.body, matchers.Comparison()):
+                operands = [comparison.left] + [c.comparator for c in comparison.comparisons]
+                if any((dotted_name(o) or "").split(".")[-1] == "loss_mode" for o in operands):
+                    self.loss_mode.extend(s for o in operands if (s := string_value(o)) is not None)
+        return not calls  # nested functions are inside the body already searched
+
+
+def _special_cased_loss_modes(package_dir: Path) -> list[str]:
+    visitor = _LossModeCallerVisitor()
+    for path in sorted(package_dir.rglob("*.py")):
+        source = path.read_bytes()
+        if b"get_policy_loss_fn(" in source:
+            cst.parse_module(source).visit(visitor)
+    return visitor.loss_mode
+
+
 def _rollout_registry(source: bytes) -> tuple[list[str], list[str]]:
     """(names, modes) from the keys of the module-level ``_ROLLOUT_REGISTRY`` dict literal."""
     names: list[str] = []
@@ -127,6 +155,8 @@ def registry_choices(package_dir: Path, index: Index) -> Choices:
     core_algos = _CoreAlgosVisitor(enum_value)
     if core.is_file():
         cst.parse_module(core.read_bytes()).visit(core_algos)
+    if core_algos.loss_mode:
+        core_algos.loss_mode.extend(_special_cased_loss_modes(package_dir))
     names, modes = _rollout_registry(rollout_base.read_bytes()) if rollout_base.is_file() else ([], [])
     for label, vals in (
         ("register_policy_loss", core_algos.loss_mode),

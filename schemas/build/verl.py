@@ -15,27 +15,21 @@ from . import SchemaBuildError
 from .compose import ConfigSource, compose_config, config_files_parsed_once
 from .layout import verl_document
 from .registries import registry_choices
-from .source_index import Index, dotted_name, module_name, string_value
+from .source_index import Index, dotted_name, module_name, package_reads, string_value
 from .tree_walker import TreeWalker
 
 log = logging.getLogger(__name__)
 
-# Scanning verl's ~1,000 source files is the slow part of a build: keep the last package's index.
+# Keep the last package's index (its modules are parsed as they are looked up) and read-set.
 _INDEX_CACHE: dict[tuple[str, str], tuple[Index, list[str]]] = {}
 
 
 def _verl_index(package_dir: Path) -> tuple[Index, list[str]]:
-    """(index of every verl module, sorted read-set of all of them)."""
+    """(index of the verl modules, sorted read-set of all of them)."""
     key = (str(package_dir.resolve()), str(package_dir.stat().st_mtime_ns))
     if key not in _INDEX_CACHE:
-        index = Index(package_dir.parent, packages=[package_dir.name])
-        index.scan_package(package_dir, want_reads=True)
-        reads: set[str] = set()
-        for m in index.modules.values():
-            if m is not None:
-                reads.update(m.reads)
         _INDEX_CACHE.clear()
-        _INDEX_CACHE[key] = (index, sorted(reads))
+        _INDEX_CACHE[key] = (Index(package_dir.parent, packages=[package_dir.name]), package_reads(package_dir))
     return _INDEX_CACHE[key]
 
 
@@ -117,7 +111,7 @@ def _includes(yaml_path: Path) -> set[str]:
 def config_sources(package_dir: Path) -> list[ConfigSource]:
     """The primary configs of a verl package: each entry module's ``config_name``, plus every YAML file beside one
     that includes it in its defaults list (``ppo_megatron_trainer``: ``ppo_trainer`` with another
-    ``model_engine``), sorted by name."""
+    ``model_engine``) or that none includes, sorted by name."""
     package_dir = Path(package_dir)
     entry: dict[Path, set[str]] = {}
     for config_name, config_dir in _hydra_entries(package_dir).values():
@@ -125,6 +119,10 @@ def config_sources(package_dir: Path) -> list[ConfigSource]:
             entry.setdefault(config_dir.resolve(), set()).add(config_name)
     known = {name for names in entry.values() for name in names}
     candidates = {p: _includes(p) for d in entry for p in sorted(d.glob("*.yaml"))}
+    # A YAML there that no other includes is a config of its own (verl <= 0.7's ppo_megatron_trainer, run with
+    # `--config-name`), except verl's `_generated_*` flattened references ("only for reference and never used").
+    included = {name for includes in candidates.values() for name in includes}
+    known |= {p.stem for p in candidates if p.stem not in included and not p.stem.startswith("_")}
     while True:  # a config that includes a known one is known too (fully_async_ppo_megatron_trainer)
         more = {p.stem for p, includes in candidates.items() if includes & known} - known
         if not more:
