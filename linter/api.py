@@ -28,6 +28,7 @@ from .schema import (
     SnapshotNotFound,
     installed_verl_version,
     load_snapshot,
+    resolve_verl_version,
 )
 from .settings import Settings
 from .sources.files import TextFile, UnreadableFile, read_text
@@ -70,9 +71,9 @@ def read_options(
     verl, then the built-in defaults. `cli_resources`: site limits from the command line (they win over a
     recipe's `hardware` and `[tool.sapo-lint]`)."""
     return ReadOptions(
-        default_verl=settings.verl_version or installed_verl_version() or DEFAULT_VERL_VERSION,
+        default_verl=resolve_verl_version(settings.verl_version or installed_verl_version() or DEFAULT_VERL_VERSION),
         stack=Stack(settings.megatron_core, settings.mbridge or DEFAULT_MBRIDGE),
-        cli_verl=cli_verl,
+        cli_verl=resolve_verl_version(cli_verl) if cli_verl else None,
         cli_overrides=command_line_overrides(cli_overrides),
         cli_accelerator=cli_accelerator,
         accelerator=settings.accelerator,

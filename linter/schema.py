@@ -35,6 +35,9 @@ class ConfigNotInSnapshot(SnapshotNotFound):
     """The verl version has a snapshot, but not of this config."""
 
 
+_MINOR = re.compile(r"[0-9]+\.[0-9]+")
+
+
 def version_key(version: str) -> tuple:
     return tuple(int(p) if p.isdigit() else -1 for p in version.replace("-", ".").split("."))
 
@@ -42,6 +45,17 @@ def version_key(version: str) -> tuple:
 def available_verl_versions() -> list[str]:
     root = SCHEMA_DIR / "verl"
     return sorted((p.stem for p in root.glob("*.json")), key=version_key)
+
+
+def resolve_verl_version(requested: str) -> str:
+    """The snapshot version a requested verl version names: itself, or for a minor release (`0.6`) the newest
+    snapshot of that minor (`0.6.1`). Anything else comes back unchanged, and loading it reports the snapshots
+    there are."""
+    known = available_verl_versions()
+    if requested in known or not _MINOR.fullmatch(requested):
+        return requested
+    same_minor = [v for v in known if v.split(".")[:2] == requested.split(".")]
+    return same_minor[-1] if same_minor else requested
 
 
 def installed_verl_version() -> str | None:
@@ -261,14 +275,19 @@ def load_snapshot(verl_version: str, config_name: str) -> Snapshot:
 
 
 @cache
-def _tree_of(verl_version: str, config_name: str, key: str) -> Tree | None:
-    versioned = _verl_snapshot(verl_version)
-    if versioned is None or config_name not in versioned.data["configs"]:
+def _tree_of(verl_version: str, config_name: str, selection: tuple[tuple[str, str], ...]) -> Tree | None:
+    """The tree of another version's config that matches a group selection: that version's groups take the
+    selection's option, or their default where the selection does not name them (verl 0.4-0.7's ppo_trainer has no
+    `model_engine`: its one tree matches every selection). None where the version lacks the config, or a group of
+    it lacks the selected option (verl 0.7's ppo_trainer has no `model_engine=megatron`)."""
+    try:
+        other = load_snapshot(verl_version, config_name)
+    except SnapshotNotFound:
         return None
-    tree_set = versioned.data["configs"][config_name]["trees"]
-    if key not in versioned.data["tree_sets"][tree_set]["trees"]:
+    chosen = other.default_selection() | {g: o for g, o in selection if g in other.selecting}
+    if any(chosen[g] not in other.groups[g]["options"] for g in chosen):
         return None
-    return versioned.tree(tree_set, key)
+    return other.tree(chosen)
 
 
 class OtherVersion(NamedTuple):
@@ -284,11 +303,11 @@ def other_versions(
     verl reads a key named `read`, oldest first. Only asked when a key is unknown, so the other files are read
     then, each once (`_verl_snapshot`, `_tree_of` are cached)."""
     out = []
-    key = selection_key(selection)
+    wanted = tuple(sorted(selection.items()))
     for version in available_verl_versions():
         if version == snapshot.verl_version:
             continue
-        tree = _tree_of(version, snapshot.config_name, key)
+        tree = _tree_of(version, snapshot.config_name, wanted)
         if tree is None:
             continue
         versioned = _verl_snapshot(version)

@@ -21,7 +21,7 @@ from ..core.problems import DuplicateKey, InvalidYaml, ReadProblem, SchemaViolat
 from ..core.redaction import REDACTED, is_secret_name
 from ..core.variants import collapse_variants, expand
 from ..rulekit.versions import megatron_core_for
-from ..schema import SCHEMA_DIR
+from ..schema import SCHEMA_DIR, resolve_verl_version
 from . import yaml_nodes
 from .files import TextFile
 from .hardware import RECIPE_FORM, SETTINGS_FORM, AcceleratorLevel, choose, level
@@ -334,7 +334,9 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
     )
 
     stack_data = data.get("stack") if isinstance(data.get("stack"), dict) else {}
-    verl_version = options.cli_verl or data.get("verl") or options.default_verl
+    verl_version = options.cli_verl or (
+        resolve_verl_version(data["verl"]) if data.get("verl") else options.default_verl
+    )
     named_core = stack_data.get("megatron_core")
     megatron_core = str(named_core) if named_core is not None else options.stack.megatron_core
     stack = Stack(

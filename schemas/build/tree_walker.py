@@ -187,12 +187,8 @@ class TreeWalker:
         for path, consumer in FIXED_CONSUMERS:
             e = self.entries.get(path)
             if e is not None and e.get("kind") == "node" and not e.get("target"):
-                e["consumer"] = consumer
-                e["kind"] = "dict"
-                for child, ce in self.entries.items():  # its values are ray's too: a mapping under it is open
-                    if child.startswith(path + ".") and ce.get("kind") == "node" and not ce.get("target"):
-                        ce["kind"] = "dict"
-        for path, e in self.entries.items():
+                self._open_consumer(path, consumer)
+        for path in list(self.entries):
             for suffix, consumer in CONSUMERS:
                 if not path.endswith("." + suffix):
                     continue
@@ -202,9 +198,18 @@ class TreeWalker:
                 # carries `mbridge_config` for every engine.
                 if self.entries.get(f"{role}.megatron", {}).get("kind") not in ("node", "dict"):
                     continue
-                e["consumer"] = consumer
-                if e.get("kind") == "value":
-                    e["kind"] = "dict"
+                self._open_consumer(path, consumer)
+
+    def _open_consumer(self, path: str, consumer: str) -> None:
+        """The library takes the mapping at ``path`` whole: it is open, and so is every mapping under it, whatever
+        the YAML shows (verl 0.5's `override_transformer_config` has keys and no dataclass types it)."""
+        e = self.entries[path]
+        e["consumer"] = consumer
+        if e.get("kind") in ("value", "node") and not e.get("target"):
+            e["kind"] = "dict"
+        for child, ce in self.entries.items():
+            if child.startswith(path + ".") and ce.get("kind") == "node" and not ce.get("target"):
+                ce["kind"] = "dict"
 
     def _follow_interpolations(self) -> None:
         """An interpolation of another key takes that key's kind/consumer (and type, when unannotated)."""
