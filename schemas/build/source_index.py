@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import logging
 import re
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,7 +108,9 @@ def read_names(source: bytes) -> set[str]:
     imports too), ``.get("x")``/``.pop("x")``, ``getattr(o, "x")``/``hasattr``, ``o["x"]``, ``OmegaConf.select``
     paths and ``${oc.select:...}`` paths in strings. Read with ``ast``, every module of verl: libcst took 9 of every
     10 seconds of a build on it."""
-    tree = ast.parse(source)
+    with warnings.catch_warnings():  # invalid escape sequences in verl's strings: Python's to say, not a build's
+        warnings.simplefilter("ignore")
+        tree = ast.parse(source)
     names: set[str] = set()
 
     def add(s: str | None) -> None:
