@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sapo_toolkit.linter.schema import available_verl_versions, load_snapshot
+from sapo_toolkit.linter.schema import available_verl_versions, load_snapshot, resolve_verl_version
 from sapo_toolkit.schemas import build
 
 from .helpers import SCRIPTS, recipe
@@ -184,6 +184,14 @@ def test_project_setting_and_recipe_name_a_minor(tmp_path):
     _, found = _lint(str(path), cwd=tmp_path)
     assert not [d for d in found if d["code"] == "RF001"], found  # the recipe schema takes a minor
     assert "not in verl 0.6.1 `ppo_trainer`" in _unknown(found)[added]
+
+
+def test_a_minor_names_its_newest_snapshot_and_nothing_else_is_guessed():
+    assert resolve_verl_version("0.6") == "0.6.1"
+    assert resolve_verl_version("0.10") == "0.10.0.dev"  # the newest 0.10 snapshot is main's
+    assert resolve_verl_version("0.9.1") == "0.9.1"
+    for unknown in ("0.6.0", "0.3", "0", "0.6.x", "main"):  # reported with the snapshots there are
+        assert resolve_verl_version(unknown) == unknown
 
 
 def test_an_unknown_release_lists_the_snapshots(tmp_path):

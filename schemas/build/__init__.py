@@ -19,6 +19,8 @@ hydra, omegaconf, libcst) on first use.
 Regenerate the committed files with::
 
     sapo-lint schema build --wheel verl-0.9.1-py3-none-any.whl --wheel verl-0.8.0-py3-none-any.whl \
+        --wheel verl-0.7.1-py3-none-any.whl --wheel verl-0.6.1-py3-none-any.whl \
+        --wheel verl-0.5.0-py2.py3-none-any.whl --wheel verl-0.4.1-py2.py3-none-any.whl \
         --verl-root verl-main-1dda039.tar.gz \
         --consumer-wheel megatron_core-0.12.1-....whl ... --consumer-wheel mbridge-0.15.1-py3-none-any.whl \
         --consumer-wheel ray-2.60.0-....whl \
