@@ -11,6 +11,15 @@ from pathlib import Path
 from typing import NamedTuple
 
 from sapo_toolkit import schemas as _schemas_package
+from sapo_toolkit.schemas.build.layout import (
+    applied,
+    nested_in,
+    override_text,
+    placed,
+    region_without,
+    selected_option,
+    subtree_at,
+)
 
 from .core.dotted import ancestors
 
@@ -143,7 +152,7 @@ def selection_key(selection: dict[str, str]) -> str:
 
 
 def tree_entries(snapshot: dict, tree_set: str, key: str) -> dict[str, dict]:
-    """One tree of a verl snapshot file (schemas/FORMAT.md, format 3): the set's `base` (or, for a set that
+    """One tree of a verl snapshot file (schemas/FORMAT.md, format 4): the set's `base` (or, for a set that
     `extends` another, that set's tree of the same key) without the tree's `unset` paths, with its `set` entries
     added or replaced; sorted by path, as built."""
     stored = snapshot["tree_sets"][tree_set]
@@ -160,34 +169,94 @@ def selecting_groups(groups: dict[str, dict]) -> tuple[str, ...]:
     return tuple(sorted(g for g, spec in groups.items() if len(spec["options"]) > 1))
 
 
+def subtree_entries(snapshot: dict, name: str) -> dict[str, dict]:
+    """A group option's subtree (`actor/megatron_actor`), its entries relative to where it lands (`""`: the
+    package's own entry): schemas/FORMAT.md `subtrees`."""
+    stored = snapshot["subtrees"][name]
+    if "entries" in stored:
+        return stored["entries"]
+    region = subtree_at(tree_entries(snapshot, stored["tree_set"], stored["selection"]), stored["package"])
+    return applied(region_without(region, stored.get("except", [])), stored)
+
+
+class GroupChange(NamedTuple):
+    """One config-group override as Hydra applies it to the defaults list before any key is set: another option
+    at a placement (`actor@actor_rollout_ref.actor=dp_actor`), its deletion (`~critic`, `option` None), or an
+    option appended at a package (`+profiler@profiler=profiler`, `append`)."""
+
+    key: str  # the placement's override key; for an append, the key as written (`profiler@profiler`)
+    group: str
+    package: str
+    option: str | None
+    append: bool = False
+
+    @property
+    def text(self) -> str:
+        return ("+" if self.append else "") + override_text(self.key, self.option)
+
+
 class _VerlSnapshot:
     """One parsed `schemas/verl/<version>.json`, shared by its configs; each tree is built on first use."""
 
-    __slots__ = ("_trees", "data", "main_modules", "read_set")
+    __slots__ = ("_subtrees", "_trees", "data", "main_modules", "read_set")
 
     def __init__(self, data: dict) -> None:
         self.data = data
         self.read_set = frozenset(data["read_set"])
         self.main_modules = frozenset(data["main_modules"])
-        self._trees: dict[tuple[str, str], Tree] = {}
+        self._trees: dict[tuple, Tree] = {}
+        self._subtrees: dict[str, dict[str, dict]] = {}
 
     def tree(self, tree_set: str, key: str) -> Tree:
         if (tree_set, key) not in self._trees:
             self._trees[tree_set, key] = Tree(tree_entries(self.data, tree_set, key))
         return self._trees[tree_set, key]
 
+    def subtree(self, name: str) -> dict[str, dict] | None:
+        """`group/option`'s subtree; None for an option that does not compose on its own."""
+        if name not in self.data["subtrees"]:
+            return None
+        if name not in self._subtrees:
+            self._subtrees[name] = subtree_entries(self.data, name)
+        return self._subtrees[name]
+
+    def correction(self, tree_set: str, key: str, text: str) -> dict | None:
+        """What turns the rebuilt tree of one single group override into Hydra's (FORMAT.md `corrections`)."""
+        corrections = self.data["tree_sets"][tree_set].get("corrections", {})
+        return corrections.get(key, {}).get(text) or corrections.get("*", {}).get(text)
+
+    def changed_tree(self, tree_set: str, key: str, changes: tuple[GroupChange, ...], packages: tuple) -> Tree:
+        """Tree `key` after the group overrides `changes`, in defaults-list order: each rebuilt as the option's
+        subtree at its package, with the build's correction of that single override."""
+        if (tree_set, key, changes) not in self._trees:
+            entries = tree_entries(self.data, tree_set, key)
+            for change in changes:
+                subtree = None if change.option is None else self.subtree(f"{change.group}/{change.option}")
+                if change.append:
+                    entries = placed(entries, change.package, subtree, replace=False)
+                    continue
+                entries = placed(entries, change.package, subtree, True, nested_in(change.package, packages))
+                fix = self.correction(tree_set, key, change.text)
+                if fix is not None and "error" not in fix:
+                    entries = applied(entries, fix)
+            self._trees[tree_set, key, changes] = Tree(dict(sorted(entries.items())))
+        return self._trees[tree_set, key, changes]
+
 
 class Snapshot:
     """One trainer config of one verl version: its config groups, verl's read-set, and a tree per selection of the
     groups that have several options (`model_engine` for `ppo_trainer`; `engine` and `optim` for
-    `sft_trainer_engine`)."""
+    `sft_trainer_engine`), rebuilt after config-group overrides of its other placements."""
 
     __slots__ = (
         "_versioned",
         "config_name",
+        "group_options",
         "groups",
         "main_modules",
+        "placements",
         "read_set",
+        "repeatable",
         "selecting",
         "tree_set",
         "verl_version",
@@ -198,6 +267,11 @@ class Snapshot:
         self.config_name = config_name
         config = versioned.data["configs"][config_name]
         self.groups: dict[str, dict] = config["groups"]
+        # override key -> {"group", "package", "default" (as written: `${model_engine}_actor`)}, defaults-list order
+        self.placements: dict[str, dict] = config["defaults"]
+        self.group_options: dict[str, list[str]] = config["options"]  # every group on the search path
+        # `group/option`s that `+group=option` may append where the option already is (FORMAT.md `repeatable`)
+        self.repeatable = frozenset(versioned.data["repeatable"])
         self.tree_set: str = config["trees"]
         self.selecting = selecting_groups(self.groups)
         self.read_set: frozenset[str] = versioned.read_set
@@ -212,9 +286,28 @@ class Snapshot:
     def default_selection(self) -> dict[str, str]:
         return {g: self.groups[g]["default"] for g in self.selecting}
 
-    def tree(self, selection: dict[str, str]) -> Tree:
-        """The tree of a selection of every group in `selecting` (`{"model_engine": "megatron"}`)."""
-        return self._versioned.tree(self.tree_set, selection_key(selection))
+    def tree(self, selection: dict[str, str], changes: tuple[GroupChange, ...] = ()) -> Tree:
+        """The tree of a selection of every group in `selecting` (`{"model_engine": "megatron"}`), after the
+        group overrides `changes` (in defaults-list order) when there are any."""
+        if not changes:
+            return self._versioned.tree(self.tree_set, selection_key(selection))
+        packages = tuple(p["package"] for p in self.placements.values())
+        return self._versioned.changed_tree(self.tree_set, selection_key(selection), changes, packages)
+
+    def selected(self, key: str, selection: dict[str, str]) -> str:
+        """The option a placement selects in a tree selection: its default as written, with `${group}` read from
+        the selection (`${model_engine}_actor` -> `megatron_actor`)."""
+        return selected_option(self.placements[key]["default"], selection)
+
+    def refusal(self, selection: dict[str, str], change: GroupChange) -> str | None:
+        """Hydra's error for a single group override that its defaults list cannot compose (`~model_engine`, which
+        `${model_engine}_actor` needs), as the build recorded it; None when it composes."""
+        fix = self._versioned.correction(self.tree_set, selection_key(selection), change.text)
+        return fix["error"] if fix is not None and "error" in fix else None
+
+    def subtree(self, group: str, option: str) -> dict[str, dict] | None:
+        """A group option's entries relative to where it lands; None when it does not compose on its own."""
+        return self._versioned.subtree(f"{group}/{option}")
 
 
 def version_label(data: dict) -> str:

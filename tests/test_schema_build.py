@@ -393,7 +393,7 @@ def test_committed_verl_snapshots_are_in_the_writers_layout():
     for path in sorted((SCHEMAS / "verl").glob("*.json")):
         text = path.read_text(encoding="utf-8")
         data = json.loads(text)
-        assert data["format"] == 3 and path.stem == data["verl_version"]
+        assert data["format"] == 4 and path.stem == data["verl_version"]
         assert build.snapshot_text(data) == text, path.name
     assert not [p for p in (SCHEMAS / "verl").iterdir() if p.suffix != ".json"]
 

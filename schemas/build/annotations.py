@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import libcst as cst
@@ -28,10 +29,16 @@ def analyze_annotation(index: Index, module: str, code: str | None) -> Annotatio
     if code is None:
         return None
     try:
-        expr = cst.parse_expression(code)
+        expr = _parsed(code)
     except Exception:  # noqa: BLE001 - an annotation libcst cannot parse allows anything
         return Annotation()
     return _annotation(index, module, expr, 0)
+
+
+@cache
+def _parsed(code: str) -> cst.BaseExpression:
+    """libcst's tree of an annotation; a build walks the same dataclass fields for every tree it composes."""
+    return cst.parse_expression(code)
 
 
 def _union(parts: list[Annotation]) -> Annotation:

@@ -1,13 +1,16 @@
-"""How snapshots are laid out as JSON: the verl format 3 document (one file per verl version; each tree set's trees
-stored as a base plus differences) and a deterministic text with one entry per line, so that the committed files,
-and two versions' files, diff well."""
+"""How snapshots are laid out as JSON: the verl format 4 document (one file per verl version; each tree set's trees
+stored as a base plus differences, each group option's subtree once, each single group override as a correction of
+the tree it is rebuilt as) and a deterministic text with one entry per line, so that the committed files, and two
+versions' files, diff well. The tree operations here are the ones the linter's loader applies
+(`sapo_toolkit.linter.schema`): the build stores what they do not give."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-VERL_FORMAT = 3
+VERL_FORMAT = 4
 CONSUMER_FORMAT = 1
 
 # Containers written one item per line (nested: a child's own layout; "*": any key); all else is one compact line.
@@ -16,7 +19,15 @@ _VERL_LAYOUT: dict = {
     "entrypoints": {},
     "main_modules": {},
     "read_set": {},
-    "tree_sets": {"*": {"base": {}, "trees": {"*": {"set": {}, "unset": {}}}}},
+    "repeatable": {},
+    "subtrees": {"*": {"entries": {}, "set": {}, "unset": {}}},
+    "tree_sets": {
+        "*": {
+            "base": {},
+            "trees": {"*": {"set": {}, "unset": {}}},
+            "corrections": {"*": {"*": {"set": {}, "unset": {}}}},
+        }
+    },
 }
 _CONSUMER_LAYOUT: dict = {"classes": {"*": {"fields": {}}}}
 
@@ -50,17 +61,122 @@ def _difference(base: dict[str, dict], tree: dict[str, dict]) -> dict:
     }
 
 
+def applied(tree: dict[str, dict], difference: dict) -> dict[str, dict]:
+    """`tree` without the difference's `unset` paths, with its `set` entries added or replaced (either may be
+    left out)."""
+    unset = set(difference.get("unset", ()))
+    out = {p: e for p, e in tree.items() if p not in unset}
+    out.update(difference.get("set", {}))
+    return out
+
+
+def _under(path: str, package: str) -> bool:
+    return not package or path == package or path.startswith(package + ".")
+
+
+def subtree_at(tree: dict[str, dict], package: str) -> dict[str, dict]:
+    """The entries at and below `package`, relative to it (`""`: the package's own entry)."""
+    cut = len(package) + 1 if package else 0
+    return {(p[cut:] if p != package else ""): e for p, e in tree.items() if _under(p, package)}
+
+
+def selected_option(written: str, selection: dict[str, str]) -> str:
+    """The option a placement's default (`defaults`, as written) selects in a tree selection: `${group}` read from
+    it (`${model_engine}_actor` -> `megatron_actor`)."""
+    return re.sub(r"\$\{([^}]*)\}", lambda m: selection.get(m.group(1), m.group(0)), written)
+
+
+def override_text(key: str, option: str | None) -> str:
+    """A single group override as Hydra writes it, the key of its correction: ``actor@actor_rollout_ref.actor=
+    dp_actor``, ``~critic``."""
+    return f"~{key}" if option is None else f"{key}={option}"
+
+
+def nested_in(package: str, packages) -> tuple[str, ...]:
+    """The placements' `packages` strictly below `package` (a root placement has none: it is everywhere)."""
+    return tuple(p for p in packages if package and p.startswith(package + "."))
+
+
+PLAIN_NODE = {"kind": "node", "type": "dict"}  # a mapping verl's dataclasses say nothing about
+
+
+def region_without(subtree: dict[str, dict], nested: list[str]) -> dict[str, dict]:
+    """A subtree without the relative packages `nested` (what placements nested below its package add)."""
+    return {r: e for r, e in subtree.items() if not any(_under(r, n) for n in nested)}
+
+
+def placed(
+    tree: dict[str, dict],
+    package: str,
+    subtree: dict[str, dict] | None,
+    replace: bool,
+    nested: tuple[str, ...] = (),
+) -> dict[str, dict]:
+    """`tree` with a group option's `subtree` (relative entries, as it composes on its own) at `package`, as the
+    linter rebuilds a group override: replacing what is there (`replace`: a selection `group@package=option`, or a
+    deletion when `subtree` is None) or merged into it (`+group@package=option`). What the placements `nested`
+    below the package put there stays (`model@critic.model`'s `critic.model` under `critic`), above the option's
+    own keys there; after a deletion, under a plain node. Mappings above `package` that the tree lacks become
+    plain nodes, as Hydra creates them."""
+
+    def kept(path: str) -> bool:
+        return any(_under(path, n) for n in nested)
+
+    out = {p: e for p, e in tree.items() if not (replace and _under(p, package) and not kept(p))}
+    if replace and subtree is None and any(_under(p, package) for p in out):
+        out[package] = PLAIN_NODE
+    if subtree is not None:
+        names = package.split(".") if package else []
+        for depth in range(1, len(names)):
+            out.setdefault(".".join(names[:depth]), PLAIN_NODE)
+        for rel, e in subtree.items():
+            path = f"{package}.{rel}" if package and rel else (rel or package)
+            if not (replace and kept(path) and path in out):
+                out[path] = e
+    return out
+
+
+def difference(rebuilt: dict[str, dict], exact: dict[str, dict]) -> dict:
+    """What turns one tree into another: the corrections of the trees the linter rebuilds (`placed`) into the ones
+    Hydra composes, and the subtrees stored as another's (`like`)."""
+    return _difference(rebuilt, exact)
+
+
+def _shared_corrections(by_selection: dict[str, dict[str, dict]]) -> dict[str, dict[str, dict]]:
+    """Selection -> group override -> correction, with each override's most common correction (when not empty and
+    shared) under `"*"`, for every selection that does not list its own; empty ones are left out otherwise."""
+    empty = {"set": {}, "unset": []}
+    shared: dict[str, dict] = {}
+    for text in sorted({t for fixes in by_selection.values() for t in fixes}):
+        keys = [_entry_key(fixes[text]) for fixes in by_selection.values() if text in fixes]
+        common = max(keys, key=lambda k: (keys.count(k), -keys.index(k)))
+        if keys.count(common) > 1 and common != _entry_key(empty):
+            shared[text] = json.loads(common)
+    out: dict[str, dict[str, dict]] = {"*": shared} if shared else {}
+    for selection, fixes in by_selection.items():
+        own = {t: f for t, f in fixes.items() if f != shared.get(t, empty)}
+        if own:
+            out[selection] = own
+    return out
+
+
 def verl_document(
     version: str,
     source: str,
     commit: str | None,
     configs: dict[str, dict],
     tree_sets: dict[str, dict[str, dict[str, dict]]],
+    corrections: dict[str, dict[str, dict[str, dict]]],
+    subtrees: dict[str, dict],
+    repeatable: list[str],
     read_set: list[str],
     entrypoints: dict[str, str],
     main_modules: list[str],
 ) -> dict:
-    """The format 3 snapshot of one verl version (FORMAT.md); ``tree_sets``: name -> selection key -> full tree."""
+    """The format 4 snapshot of one verl version (FORMAT.md); ``tree_sets``: name -> selection key -> full tree;
+    ``corrections``: name -> selection key -> group override -> correction (every override the build composed);
+    ``subtrees``: `group/option` -> its subtree (a tree set's tree's region, changed, or the entries);
+    ``repeatable``: the `group/option`s Hydra takes a second time where they already are."""
     stored: dict[str, dict] = {}
     for name, trees in tree_sets.items():
         base, differences = split_trees(trees)
@@ -72,11 +188,16 @@ def verl_document(
                 if sum(len(d["set"]) + len(d["unset"]) for d in extended.values()) < size:
                     stored[name] = {"extends": other, "trees": extended}
                     break
+        shared = _shared_corrections(corrections[name])
+        if shared:
+            stored[name]["corrections"] = shared
     doc = {
         "format": VERL_FORMAT,
         "verl_version": version,
         "source": source,
         "configs": configs,
+        "repeatable": repeatable,
+        "subtrees": subtrees,
         "tree_sets": stored,
         "read_set": read_set,
         "entrypoints": entrypoints,

@@ -12,8 +12,16 @@ import libcst as cst
 from omegaconf import DictConfig, OmegaConf
 
 from . import SchemaBuildError
-from .compose import ConfigSource, compose_config, config_files_parsed_once
-from .layout import verl_document
+from .compose import (
+    PROBE_PACKAGE,
+    ComposedConfig,
+    ConfigSource,
+    Workspace,
+    compose_config,
+    config_files_parsed_once,
+    probe_options,
+)
+from .layout import difference, nested_in, placed, region_without, subtree_at, verl_document
 from .registries import registry_choices
 from .source_index import Index, dotted_name, module_name, package_reads, string_value
 from .tree_walker import TreeWalker
@@ -139,9 +147,10 @@ def config_sources(package_dir: Path) -> list[ConfigSource]:
 
 
 def build_verl_snapshot(package_dir: Path, version: str, source: str, commit: str | None = None) -> dict:
-    """The format 3 snapshot of the verl package in ``package_dir`` (FORMAT.md): every config of
-    ``config_sources`` with its groups, one key tree per selection of its tree-selecting groups (configs with the
-    same trees share one tree set), the read-set, the entry modules and the modules ``python -m`` runs."""
+    """The format 4 snapshot of the verl package in ``package_dir`` (FORMAT.md): every config of
+    ``config_sources`` with its groups and placements, one key tree per selection of its tree-selecting groups,
+    each single group override's correction (configs with the same trees and corrections share one tree set),
+    every group option's subtree, the read-set, the entry modules and the modules ``python -m`` runs."""
     package_dir = Path(package_dir)
     if not (package_dir / "trainer" / "config" / "ppo_trainer.yaml").is_file():
         raise SchemaBuildError(f"{package_dir}: no trainer/config/ppo_trainer.yaml")
@@ -152,24 +161,44 @@ def build_verl_snapshot(package_dir: Path, version: str, source: str, commit: st
     index, read_set = _verl_index(package_dir)
     choices = registry_choices(package_dir, index)
     problems: list[str] = []
-    walked: dict[str, dict[str, dict]] = {}  # composed container (as JSON) -> its tree: configs share most of them
+    workspace = Workspace()
+    # Shorter names first, so that a tree set is named after the config the others extend (ppo_trainer).
+    ordered = sorted(sources, key=lambda s: (len(s.name), s.name))
+    with config_files_parsed_once():
+        composed = {src.name: compose_config(src, workspace) for src in ordered}
+        walker = _Walker(index, choices, problems)
+        trees = {
+            n: {k: walker.walk(s.container, c.groups) for k, s in c.selections.items()} for n, c in composed.items()
+        }
+        exact = {name: _exact_trees(c, walker) for name, c in composed.items()}
+        standalone = _standalone_subtrees(ordered, composed, walker, workspace)
     configs: dict[str, dict] = {}
     tree_sets: dict[str, dict[str, dict[str, dict]]] = {}
-    # Shorter names first, so that a tree set is named after the config the others extend (ppo_trainer).
-    with config_files_parsed_once():
-        composed_configs = [(src, compose_config(src)) for src in sorted(sources, key=lambda s: (len(s.name), s.name))]
-    for src, composed in composed_configs:
-        trees = {}
-        for key, container in composed.containers.items():
-            text = json.dumps(container, sort_keys=True)
-            if text not in walked:
-                walked[text] = TreeWalker(index, choices, composed.groups, problems).walk(container)
-            trees[key] = walked[text]
-        same = next((name for name, other in tree_sets.items() if other == trees), None)
+    corrections: dict[str, dict[str, dict[str, dict]]] = {}
+    for name, c in composed.items():
+        fixes = _corrections(c, trees[name], exact[name], standalone)
+        same = next((n for n in tree_sets if tree_sets[n] == trees[name] and corrections[n] == fixes), None)
         if same is None:
-            same = src.name
-            tree_sets[same] = trees
-        configs[src.name] = {"groups": composed.groups, "trees": same}
+            same = name
+            tree_sets[name], corrections[name] = trees[name], fixes
+        configs[name] = {
+            "defaults": {p.key: {"default": p.default, "group": p.group, "package": p.package} for p in c.placements},
+            "groups": c.groups,
+            "options": c.options,
+            "trees": same,
+        }
+    regions = [
+        (name, key, p, c)
+        for name, c in composed.items()
+        if name in tree_sets
+        for key in sorted(trees[name])
+        for p in c.placements
+        if p.package
+    ]
+    subtrees = {go: _stored_form(go, entries, regions, trees) for go, entries in sorted(standalone.items())}
+    repeatable = sorted(
+        {f"{key.split('@')[0]}/{c.choices[key]}" for c in workspace.pool for key in c.repeatable if key in c.choices}
+    )
     for p in sorted(set(problems)):
         log.info("schema build (verl %s): %s", version, p)
     return verl_document(
@@ -178,7 +207,96 @@ def build_verl_snapshot(package_dir: Path, version: str, source: str, commit: st
         commit,
         configs,
         tree_sets,
+        corrections,
+        subtrees,
+        repeatable,
         read_set,
         entrypoint_defaults(package_dir),
         main_modules(package_dir),
     )
+
+
+class _Walker:
+    """Each composed container walked once (configs and overrides share many)."""
+
+    def __init__(self, index: Index, choices, problems: list[str]) -> None:
+        self.index, self.choices, self.problems = index, choices, problems
+        self._walked: dict[str, dict[str, dict]] = {}
+        self._by_id: dict[int, tuple[dict, dict[str, dict]]] = {}
+
+    def walk(self, container: dict, groups: dict[str, dict]) -> dict[str, dict]:
+        if id(container) in self._by_id:
+            return self._by_id[id(container)][1]
+        text = json.dumps(container, sort_keys=True)
+        if text not in self._walked:
+            self._walked[text] = TreeWalker(self.index, self.choices, groups, self.problems).walk(container)
+        self._by_id[id(container)] = (container, self._walked[text])  # the container kept: its id stays its own
+        return self._walked[text]
+
+
+def _exact_trees(c: ComposedConfig, walker: _Walker) -> dict[str, dict[str, dict | str]]:
+    """Selection -> single group override -> the tree Hydra composes with it, or Hydra's error."""
+    return {
+        key: {t: r if isinstance(r, str) else walker.walk(r, c.groups) for t, r in sorted(c.overrides[key].items())}
+        for key in sorted(c.overrides)
+    }
+
+
+def _standalone_subtrees(ordered: list[ConfigSource], composed, walker: _Walker, workspace) -> dict[str, dict]:
+    """`group/option` -> the entries of each option of each group on a config's search path (the first config
+    that has the group), composed on its own as `+group@package=option` appends it at a new package."""
+    out: dict[str, dict] = {}
+    seen: set[str] = set()
+    for src in ordered:
+        c = composed[src.name]
+        wanted = [(g, o) for g, options in c.options.items() for o in options if f"{g}/{o}" not in seen]
+        seen.update(f"{g}/{o}" for g, o in wanted)
+        for go, container in probe_options(src, wanted, workspace).items():
+            out[go] = subtree_at(walker.walk({PROBE_PACKAGE: container}, c.groups), PROBE_PACKAGE)
+    return out
+
+
+def _stored_form(name: str, entries: dict[str, dict], regions, trees) -> dict:
+    """How a subtree is stored (FORMAT.md `subtrees`): as the region of a tree where its group is placed (without
+    what the placements nested below that package add, `except`), with the differences, or as its entries;
+    whichever is the smallest."""
+    group = name.split("/")[0]
+    forms = [{"entries": entries}]
+    for config, key, p, c in regions:
+        if p.group != group:
+            continue
+        region = subtree_at(trees[config][key], p.package)
+        nested = [n[len(p.package) + 1 :] for n in nested_in(p.package, (q.package for q in c.placements))]
+        for without in ([], nested) if nested else ([],):
+            base = region_without(region, without)
+            diff = {k: v for k, v in difference(base, entries).items() if v}
+            forms.append(
+                {
+                    "package": p.package,
+                    "selection": key,
+                    "tree_set": config,
+                    **({"except": without} if without else {}),
+                    **diff,
+                }
+            )
+    return min(forms, key=lambda f: len(json.dumps(f, sort_keys=True)))
+
+
+def _corrections(c: ComposedConfig, trees, exact, standalone) -> dict[str, dict[str, dict]]:
+    """Selection -> group override -> what turns the linter's rebuilt tree (`placed`) into the exact one, or
+    `{"error": message}` for an override Hydra refuses."""
+    placements = {p.key: p for p in c.placements}
+    out: dict[str, dict[str, dict]] = {}
+    for key in sorted(exact):
+        out[key] = {}
+        for text in sorted(exact[key]):
+            result = exact[key][text]
+            if isinstance(result, str):
+                out[key][text] = {"error": result}
+                continue
+            placement_key, _, option = text.lstrip("~").partition("=")
+            p = placements[placement_key]
+            subtree = standalone.get(f"{p.group}/{option}") if option else None
+            nested = nested_in(p.package, (n.package for n in c.placements))
+            out[key][text] = difference(placed(trees[key], p.package, subtree, True, nested), result)
+    return out
