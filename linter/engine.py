@@ -18,8 +18,8 @@ from .core.command import Command, LocatedOverride, Stack
 from .core.diagnostics import Diagnostic, Location
 from .core.dotted import ancestors
 from .core.model import Accelerator, ModelShape
-from .core.overrides import ParsedOverride
-from .schema import DEFAULT_RAY, Consumer, Snapshot, Tree, load_consumer
+from .core.overrides import MISSING, ParsedOverride
+from .schema import DEFAULT_RAY, Consumer, GroupChange, Snapshot, Tree, load_consumer
 
 _NOT_FOUND = object()
 # The integers verl can use: its sizes and counts end up in torch, NumPy and Ray, which hold 64-bit integers.
@@ -61,9 +61,13 @@ class ResolvedOverride(NamedTuple):
     anchor: str  # for an absent key, its deepest existing ancestor ('' = root)
     group: dict | None = None  # the config-group spec when the key selects a group
     # The root of the subtree this key lies in when the snapshot cannot judge it ('' = the whole config): a config
-    # group option the snapshot does not hold (`actor@actor_rollout_ref.actor=mlite_actor`), or Hydra's own `hydra`
-    # node. The schema rules (SL001, SL003-SL006) skip such keys; SL011 reports the group options.
+    # group option from a directory `hydra.searchpath` adds (`actor@actor_rollout_ref.actor=mlite_actor`), or
+    # Hydra's own `hydra` node. The schema rules (SL001, SL003-SL006) skip such keys; SL011 reports the options.
     outside: str | None = None
+    refused: str | None = None  # a config-group override Hydra refuses at the defaults list: its message (SL012)
+    # A key the config lacks because a group override replaced the option that has it: which, for SL001
+    # (`exists in `actor/megatron_actor`, not in `actor/dp_actor` (...)`).
+    replaced: str | None = None
 
     @property
     def path(self) -> str:
@@ -317,27 +321,14 @@ def searchpath(command: Command) -> list[str]:
     return found
 
 
-def _external_groups(command: Command, groups: dict, added_dirs: list[str]) -> dict[str, ParsedOverride]:
-    """Subtree root -> the group override that fills it with a config the snapshot does not hold.
-
-    `group@package=option` replaces the subtree at `package` (a group path `a/b` without a package: `a.b`, Hydra's
-    default package). The snapshot holds the options of `model_engine` only, so any other group's option is
-    outside it, verl's own options too. `hydra.searchpath` appends config directories after verl's (Hydra searches
-    them in order: verl's own configs keep precedence), so it adds options without changing the ones verl has; a
-    `model_engine` option verl lacks may then come from there, and since `model_engine` picks every role's config
-    (`${model_engine}_actor`), the whole config is outside the snapshot."""
-    external: dict[str, ParsedOverride] = {}
-    for lo in command.overrides:
-        p = lo.parsed
-        if p is None or p.op == "delete" or p.key.startswith(hydra_keys.ROOT + "/"):
-            continue
-        spec = groups.get(p.key)
-        if spec is not None and p.package is None:
-            if added_dirs and p.value not in spec["options"]:
-                external[""] = p
-        elif p.package is not None or "/" in p.key:
-            external[_package_root(p)] = p
-    return external
+def outside_verl(entry: str) -> bool:
+    """Whether a `hydra.searchpath` entry may hold configs verl does not: verl's experimental configs name verl's own
+    directory (`pkg://verl.trainer.config`, `file://verl/trainer/config` from the checkout), which adds none."""
+    for scheme, sep in (("pkg://", "."), ("file://", "/")):
+        if entry.startswith(scheme):
+            rest = entry[len(scheme) :]
+            return not (rest == "verl" or rest.startswith("verl" + sep))
+    return True
 
 
 def _package_root(p: ParsedOverride) -> str:
@@ -354,7 +345,134 @@ def _outside(key: str, roots) -> str | None:
     return next((r for r in roots if r == "" or key == r or key.startswith(r + ".")), None)
 
 
-def _merged(overrides, view: ConfigView):
+class GroupOverride(NamedTuple):
+    """What one config-group override does, decided as Hydra applies it to the defaults list (hydra-core
+    `_internal/defaults_list.py`, `Overrides`), before any key is set."""
+
+    spec: dict  # ResolvedOverride.group: {"default": the option selected before it (None: none), "options": [...]}
+    change: GroupChange | None = None  # what it changes in the tree (None: nothing, or refused)
+    refused: str | None = None  # Hydra's refusal at the defaults list (SL012)
+    outside: str | None = None  # the subtree it fills from a config outside verl (SL011)
+
+
+def _is_group_override(p: ParsedOverride, snapshot: Snapshot) -> bool:
+    """Hydra's test: the key names a config group on the search path and the value is not a mapping (a mapping is
+    set on the config's key of that name)."""
+    return p.key in snapshot.group_options and not p.is_sweep and not (p.op != "delete" and isinstance(p.value, dict))
+
+
+def _group_override(
+    lo: LocatedOverride, snapshot: Snapshot, selection: dict[str, str], added: bool
+) -> GroupOverride | None:
+    """The verdict on one override that Hydra takes as a config-group override (None for any other); `added`:
+    `hydra.searchpath` names a directory outside verl, where options verl lacks may come from."""
+    p = lo.parsed
+    key = p.key + (f"@{p.package}" if p.package is not None else "")
+    if not _is_group_override(p, snapshot):
+        if p.package is None or hydra_keys.is_hydra_key(p.key):
+            return None
+        if added:  # the group may be in the added directory
+            return GroupOverride({"default": None, "options": []}, outside=_package_root(p))
+        return GroupOverride(
+            {"default": None, "options": []},
+            refused=f"Override {lo.key_text}={p.value} looks like a config group override, but config group "
+            f"'{p.key}' does not exist.",
+        )
+    options = snapshot.group_options[p.key]
+    placement = snapshot.placements.get(key)
+    current = snapshot.selected(key, selection) if placement is not None else None
+    spec = {"default": current, "options": options}
+    value = p.value
+    if p.op == "force_add":
+        return GroupOverride(spec, refused=f"force-add of config groups is not supported: '{lo.key_text}={value}'")
+    if p.op == "delete":
+        wanted = None if value is MISSING else value
+        if placement is None or (wanted is not None and wanted != current):
+            named = key if wanted is None else f"{key}={wanted}"
+            return GroupOverride(spec, refused=f"Could not delete '{named}'. No match in the defaults list")
+        return GroupOverride(spec, GroupChange(key, p.key, placement["package"], None))
+    if isinstance(value, list):  # several options at once: merged in order, which the snapshot does not rebuild
+        return GroupOverride(spec, outside=placement["package"] if placement else _package_root(p))
+    if not isinstance(value, str):
+        return GroupOverride(
+            spec, refused=f"Config group override must be a string or a list. Got {type(value).__name__}"
+        )
+    if p.op == "set" and placement is None:
+        same_group = sorted(k for k, pl in snapshot.placements.items() if pl["group"] == p.key)
+        hint = (
+            f" Did you mean to override {'one of ' if len(same_group) > 1 else ''}{', '.join(same_group)}?"
+            if same_group
+            else " No match in the defaults list."
+        )
+        return GroupOverride(
+            spec, refused=f"Could not override '{key}'.{hint} To append to your default list use +{key}={value}"
+        )
+    if value not in options:  # SL005 (Hydra: Could not find 'group/option'), or from an added directory
+        package = placement["package"] if p.op == "set" and placement else _package_root(p)
+        return GroupOverride(spec, outside=package if added else None)
+    if p.op == "add":
+        if placement is not None and value == current and f"{p.key}/{value}" in snapshot.repeatable:
+            return GroupOverride({"default": None, "options": options})  # Hydra takes the same option again
+        if placement is not None:  # SL002: Hydra's `Multiple values for ...`
+            return GroupOverride(spec)
+        if snapshot.subtree(p.key, value) is None:  # does not compose on its own: not rebuilt
+            return GroupOverride(spec, outside=_package_root(p))
+        return GroupOverride(spec, GroupChange(key, p.key, _package_root(p), value, append=True))
+    if value == current or key in snapshot.selecting:  # the tree's own selection (model_engine) picks the tree
+        return GroupOverride(spec)
+    return GroupOverride(spec, GroupChange(key, p.key, placement["package"], value))
+
+
+def group_overrides(command: Command, snapshot: Snapshot, selection: dict[str, str]) -> dict[int, GroupOverride]:
+    """`id(override)` -> its verdict, for each override that Hydra takes as a config-group override or as a
+    `group@package` whose group does not exist. Hydra applies all of them to the defaults list before any key
+    override, whatever their place in the command; a later one of the same key replaces an earlier one."""
+    added = any(outside_verl(entry) for entry in searchpath(command))
+    out: dict[int, GroupOverride] = {}
+    last: dict[str, int] = {}
+    for lo in command.overrides:
+        if lo.parsed is None:
+            continue
+        verdict = _group_override(lo, snapshot, selection, added)
+        if verdict is None:
+            continue
+        if verdict.change is not None:
+            refusal = snapshot.refusal(selection, verdict.change)
+            if refusal is not None:  # composes nowhere in this selection (`~model_engine`)
+                verdict = verdict._replace(change=None, refused=refusal)
+            else:
+                earlier = last.get(verdict.change.key)
+                if earlier is not None and out[earlier].change is not None:
+                    out[earlier] = out[earlier]._replace(change=None)
+                last[verdict.change.key] = id(lo)
+        out[id(lo)] = verdict
+    return out
+
+
+def _changes(snapshot: Snapshot, verdicts: Iterable[GroupOverride]) -> tuple[GroupChange, ...]:
+    """The changes to the tree, in defaults-list order (appends last, as Hydra appends them)."""
+    order = {key: n for n, key in enumerate(snapshot.placements)}
+    changes = [v.change for v in verdicts if v.change is not None]
+    return tuple(sorted(changes, key=lambda c: (c.append, order.get(c.key, len(order)))))
+
+
+def _replaced(path: str, base: Tree, changes: tuple[GroupChange, ...], snapshot: Snapshot, selection) -> str | None:
+    """For a key the changed tree lacks but the selection's own tree has: which override took it away, as
+    SL001 says it (`exists in `actor/megatron_actor`, not in `actor/dp_actor``)."""
+    entry = base.get(path)
+    if entry is None or entry.get("declared_only"):
+        return None
+    for c in reversed(changes):
+        if c.append or not (path == c.package or path.startswith(c.package + ".") or not c.package):
+            continue
+        old = f"{c.group}/{snapshot.selected(c.key, selection)}"
+        if c.option is None:
+            return f"exists in `{old}`, which `~{c.key}` removes"
+        return f"exists in `{old}`, not in `{c.group}/{c.option}` (`{c.key}={c.option}`)"
+    return None
+
+
+def _merged(overrides, view: ConfigView, group: dict[int, GroupOverride]):
     """The overrides as Hydra applies them: a mapping value set on a config node or a non-null dict is merged key
     by key (`OmegaConf.update(..., merge=True)`), so each key in it is checked as the dotted override it amounts
     to, at the line it was written; `+`/`++` merge without struct mode, as `++` does. Expanded lazily: whether a
@@ -363,10 +481,9 @@ def _merged(overrides, view: ConfigView):
         p = lo.parsed
         if (
             p is None
+            or id(lo) in group
             or p.op == "delete"
             or not isinstance(p.value, dict)
-            or p.package is not None
-            or "/" in p.key
             or hydra_keys.is_hydra_key(p.key)
             or not view.merges_into(p.key)
         ):
@@ -397,20 +514,32 @@ def _merged_keys(lo: LocatedOverride, op: str, inner: dict, below: str, mapping:
 
 
 def resolve(command: Command, snapshot: Snapshot) -> LintContext:
-    """Apply the command's overrides in order, as Hydra does at compose time."""
+    """Apply the command's overrides as Hydra does at compose time: the config-group overrides to the defaults
+    list first, then every other override in order."""
     groups = snapshot.groups
     selection = snapshot.default_selection()  # the groups that pick the tree: model_engine; engine, optim (SFT)
     for lo in command.overrides:
         p = lo.parsed
-        if p is not None and p.key in selection and p.op == "set" and p.value in groups[p.key]["options"]:
+        if (
+            p is not None
+            and p.key in selection
+            and p.package is None
+            and p.op == "set"
+            and p.value in groups[p.key]["options"]
+        ):
             selection[p.key] = p.value
     model_engine = selection.get("model_engine", "")
-    tree = snapshot.tree(selection)
+    verdicts = group_overrides(command, snapshot, selection)
+    changes = _changes(snapshot, verdicts.values())
+    base = snapshot.tree(selection)
+    tree = snapshot.tree(selection, changes)
     view = ConfigView(tree)
-    external = _external_groups(command, groups, searchpath(command))
+    # Subtrees filled from a config outside verl: `model_engine`'s package is the root (it picks every role's
+    # config: `${model_engine}_actor`), so an option of it verl lacks leaves the whole config unchecked.
+    external = {v.outside for v in verdicts.values() if v.outside is not None}
     resolved: list[ResolvedOverride] = []
     broken: list[LocatedOverride] = []
-    for lo in _merged(command.overrides, view):
+    for lo in _merged(command.overrides, view, verdicts):
         p = lo.parsed
         if p is None:
             broken.append(lo)
@@ -420,15 +549,12 @@ def resolve(command: Command, snapshot: Snapshot) -> LintContext:
         if hydra_keys.is_hydra_key(p.key):
             resolved.append(ResolvedOverride(lo, p, None, True, None, "", None, hydra_keys.ROOT))
             continue
-        if p.package is not None or "/" in p.key:  # selects a group option: nothing of the tree is set
-            root = _package_root(p)
-            resolved.append(ResolvedOverride(lo, p, None, False, None, "", None, root if root in external else None))
+        verdict = verdicts.get(id(lo))
+        if verdict is not None:
+            current, spec = verdict.spec["default"], verdict.spec
+            resolved.append(ResolvedOverride(lo, p, None, True, current, "", spec, verdict.outside, verdict.refused))
             continue
         outside = _outside(p.key, external)
-        group = groups.get(p.key)
-        if group is not None:
-            resolved.append(ResolvedOverride(lo, p, None, True, group["default"], "", group, outside))
-            continue
         existed, current = view.lookup(p.key)
         if outside is not None:  # the key may well be in the external config: keep its value for the other rules
             resolved.append(
@@ -437,7 +563,8 @@ def resolve(command: Command, snapshot: Snapshot) -> LintContext:
             view.apply(p)
             continue
         anchor = "" if existed else view.anchor(p.key)
-        resolved.append(ResolvedOverride(lo, p, tree.get(p.key), existed, current, anchor))
+        replaced = None if existed or not changes else _replaced(p.key, base, changes, snapshot, selection)
+        resolved.append(ResolvedOverride(lo, p, tree.get(p.key), existed, current, anchor, replaced=replaced))
         if p.op == "delete" or (existed or p.op != "set"):
             view.apply(p)
     return LintContext(
@@ -523,12 +650,15 @@ __all__ = [
     "OUT_OF_RANGE",
     "SEPARATED_ROLLOUT_ENTRY_MODULES",
     "ConfigView",
+    "GroupOverride",
     "LintContext",
     "Part",
     "ResolvedOverride",
     "Suggestions",
     "beyond_int64",
+    "group_overrides",
     "lint_command",
+    "outside_verl",
     "parts_run",
     "resolve",
 ]

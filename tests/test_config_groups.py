@@ -1,5 +1,6 @@
-"""Config-group options outside the snapshot (SL011) and Hydra's own `hydra.*` keys: what the schema rules
-(SL001, SL003-SL006) leave alone, and what they still report."""
+"""Config-group options from a directory outside verl (SL011) and Hydra's own `hydra.*` keys: what the schema rules
+(SL001, SL003-SL006) leave alone, and what they still report. Group selections of verl's own options:
+tests/test_group_selections.py."""
 
 from sapo_toolkit.linter.core.hydra_keys import is_hydra_key
 
@@ -67,8 +68,12 @@ def test_searchpath_makes_an_unknown_model_engine_option_external(lint_text):
 
 
 def test_global_package_puts_the_whole_config_outside(lint_text):
-    found = lint_text(
-        "overrides:\n  actor@_global_: mlite_actor\n  actor_rollout_ref.actor.engine.tp: 2\n  trainer.nope: 1\n"
-    )
+    searchpath = "overrides:\n  hydra.searchpath: [pkg://verl_mlite.config]\n"
+    found = lint_text(searchpath + "  +actor@_global_: mlite_actor\n  actor_rollout_ref.actor.engine.tp: 2\n")
     assert not schema_findings(found)
     assert "the whole config" in only(found, "SL011")[0].message
+    # without the search path verl has no such option; and `actor@_global_` is no placement of verl's config
+    assert codes(schema_findings(lint_text("overrides:\n  +actor@_global_: mlite_actor\n"))) == ["SL005"]
+    assert [d.code for d in lint_text(searchpath + "  actor@_global_: mlite_actor\n") if d.code[:2] == "SL"] == [
+        "SL012"
+    ]

@@ -89,6 +89,7 @@ MODULES: dict[str, str] = {
     "SL009": "sl009_override_syntax",
     "SL010": "sl010_breaks_inherited_node",
     "SL011": "sl011_unchecked_config_group",
+    "SL012": "sl012_config_group_override",
     "SP001": "sp001_sapo_tau_nested",
     "SP002": "sp002_sapo_tau_range",
     "SP003": "sp003_sapo_tau_order",

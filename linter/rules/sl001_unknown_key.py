@@ -32,7 +32,9 @@ def check(ctx: LintContext):
     a fuzzy search each: a file gets them for its first 100 unknown names (here and in SL003, SL005, SL006, SL007),
     and the findings about the others say that none is given. The `+` fix is safe (`--fix`); renaming an unknown key
     to the nearest real one is unsafe (`--fix --unsafe-fixes`): the near spelling is a guess at the key meant, and
-    the renamed override sets whatever that key does."""
+    the renamed override sets whatever that key does. A group override replaces a whole subtree before any key is
+    set (`actor@actor_rollout_ref.actor=dp_actor` under `model_engine=megatron`): a key only the replaced option has
+    is unknown too, and the message names both options."""
     for ro in ctx.overrides:
         if ro.parsed.op != "set" or ro.group is not None or ro.existed or ro.outside is not None:
             continue
@@ -44,6 +46,8 @@ def check(ctx: LintContext):
                 "to override a key that is not in the config: add it with `+`",
                 fix="+" + ro.override.key_text,
             )
+        elif ro.replaced is not None:  # a group override replaced the option that has the key
+            yield Finding(ro, f"unknown key `{ro.path}`: it {ro.replaced}, so Hydra refuses it at compose")
         elif anchor is not None and anchor["kind"] == "dict":
             yield Finding(
                 ro,

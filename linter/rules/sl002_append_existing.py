@@ -28,11 +28,11 @@ def check(ctx: LintContext):
     for ro in ctx.overrides:
         if ro.parsed.op != "add":
             continue
-        if ro.group is not None:
+        if ro.group is not None and ro.current is not None:
             yield Finding(
                 ro,
-                f"`+{ro.path}` adds a second selection to the config group `{ro.path}`, which already "
-                f"selects `{ro.current}`; Hydra fails with `Multiple values for {ro.path}`",
+                f"`+{plain_key(ro)}` adds a second selection to the config group `{ro.path}`, which already "
+                f"selects `{ro.current}`; Hydra fails with `Multiple values for {plain_key(ro)}`",
                 fix=plain_key(ro),
             )
         elif ro.existed and ro.current is not None:

@@ -27,7 +27,7 @@ def check(ctx: LintContext):
     first `update_actor`, after a complete rollout. A bad group option fails at compose
     (`Could not find 'model_engine/foo'`). The allowed values come from verl's own source for the version."""
     for ro in ctx.overrides:
-        if not ro.assigns or ro.parsed.is_sweep or ro.outside is not None:
+        if not ro.assigns or ro.parsed.is_sweep or ro.outside is not None or ro.refused is not None:
             continue
         value = ro.parsed.value
         if ro.group is not None:
@@ -35,8 +35,8 @@ def check(ctx: LintContext):
             if value not in options:
                 yield Finding(
                     ro,
-                    f"no config `{ro.path}/{value}` in verl {ctx.snapshot.verl_version}: the options are "
-                    f"{', '.join(options)}.{nearest(ctx, value, options)}",
+                    f"Could not find '{ro.path}/{value}' (Hydra, at compose): the options of `{ro.path}` in verl "
+                    f"{ctx.snapshot.verl_version} are {', '.join(options)}.{nearest(ctx, value, options)}",
                 )
             continue
         choices = (ro.entry or {}).get("choices")
