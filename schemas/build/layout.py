@@ -7,6 +7,7 @@ versions' files, diff well. The tree operations here are the ones the linter's l
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -54,9 +55,25 @@ def split_trees(trees: dict[str, dict[str, dict]]) -> tuple[dict[str, dict], dic
     return base, {selection: _difference(base, tree) for selection, tree in trees.items()}
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Whether two JSON values are written the same (`json.dumps` with sorted keys, without the cost of writing
+    them: a build compares a million entries): a bool is no number, an int no float, -0.0 no 0.0, NaN is NaN."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, float):
+        return (a == b and math.copysign(1.0, a) == math.copysign(1.0, b)) or (a != a and b != b)
+    return a == b
+
+
 def _difference(base: dict[str, dict], tree: dict[str, dict]) -> dict:
     return {
-        "set": {p: e for p, e in tree.items() if _entry_key(base.get(p)) != _entry_key(e)},
+        "set": {p: e for p, e in tree.items() if p not in base or not _same(base[p], e)},
         "unset": [p for p in base if p not in tree],
     }
 
