@@ -11,10 +11,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
+from .core.checked import NotChecked, not_checked_because
 from .core.command import Command, LocatedOverride, Stack, locate_override, site_limits
 from .core.diagnostics import Diagnostic, Location
-from .core.problems import NoSnapshot
+from .core.problems import NoSnapshot, ReadProblem
 from .core.variants import collapse_variants, matches
 from .engine import LintContext, Suggestions, lint_command
 from .engine import resolve as resolve_against
@@ -52,6 +54,14 @@ class Loaded:
     # The variant each axis takes when a run chooses none, as label tokens (`RECOMPUTE=selective`): a recipe's
     # `variant_defaults`, the values a script's switch variables have when its caller sets none
     variant_defaults: tuple[str, ...] = ()
+    problems: tuple[ReadProblem, ...] = ()  # what `diagnostics` were made from: why nothing may be checked
+
+
+class FileCheck(NamedTuple):
+    """`check_file`'s answer: every finding, and why no trainer command of the file was checked (None: one was)."""
+
+    diagnostics: list[Diagnostic]
+    not_checked: NotChecked | None
 
 
 def command_line_overrides(texts: Iterable[str]) -> tuple[LocatedOverride, ...]:
@@ -106,6 +116,7 @@ def load_text(source: TextFile, options: ReadOptions) -> Loaded | None:
             script.verl_version or options.cli_verl or options.default_verl,
             Location(source.path),
             variant_defaults=tuple(f"{var}={value or 'unset'}" for var, value in script.defaults.items()),
+            problems=tuple(script.problems),
         )
     if not looks_like_recipe(source.text):
         return None
@@ -120,23 +131,35 @@ def load_text(source: TextFile, options: ReadOptions) -> Loaded | None:
         _verl_key_location(source),
         recipe,
         recipe.variant_defaults if recipe else (),
+        tuple(read.problems),
     )
 
 
 def check(loaded: Loaded, settings: Settings, extra: Iterable[Diagnostic] = ()) -> list[Diagnostic]:
+    """Every finding for one loaded file (`check_file`)."""
+    return check_file(loaded, settings, extra).diagnostics
+
+
+def check_file(loaded: Loaded, settings: Settings, extra: Iterable[Diagnostic] = ()) -> FileCheck:
     """Every finding for one loaded file, variants collapsed, `# sapo-lint: noqa` applied: the file's own
     diagnostics, `extra` ones found elsewhere (shellcheck), the naming rules for scripts, and every enabled rule
-    over every command. Not filtered by `select`/`ignore` (the caller decides). A recipe that violates its schema
-    (RF001) gets no config rule: the rules would judge a config the recipe does not describe (a recipe of only
-    `recipe:` has no overrides, so every required setting looks missing)."""
+    over every command; and whether any command was checked against a snapshot (`core.checked`). Not filtered by
+    `select`/`ignore` (the caller decides). A recipe that violates its schema (RF001) gets no config rule: the rules
+    would judge a config the recipe does not describe (a recipe of only `recipe:` has no overrides, so every
+    required setting looks missing)."""
     found = [*loaded.diagnostics, *extra]
     if loaded.kind == "script" and loaded.commands:  # a run script; a helper without a trainer call is no example
         from .rules.nm_naming import naming_diagnostics
 
         found.extend(naming_diagnostics(Path(loaded.source.path), settings.naming_scope()))
+    problems = list(loaded.problems)
+    checked = 0
     if loaded.commands and not any(d.code == RECIPE_SCHEMA.code for d in loaded.diagnostics):
-        found.extend(_lint_commands(loaded, load_rules(settings.enabled)))
-    return _without_noqa(loaded.source, without_superseded(found), continued_lines=loaded.kind == "script")
+        checked, unchecked, linted = _lint_commands(loaded, load_rules(settings.enabled))
+        problems.extend(unchecked)
+        found.extend(findings(unchecked) + linted)
+    diagnostics = _without_noqa(loaded.source, without_superseded(found), continued_lines=loaded.kind == "script")
+    return FileCheck(diagnostics, None if checked else not_checked_because(problems))
 
 
 def resolve(command: Command, verl_version: str) -> LintContext:
@@ -150,22 +173,32 @@ def select(commands: list[Command], wanted: Iterable[str]) -> list[Command]:
     return [c for c in commands if matches(c.variant, wanted)]
 
 
-def _lint_commands(loaded: Loaded, rules) -> list[Diagnostic]:
-    """Every command (variant) against its config's snapshot, findings collapsed over the variants."""
+def _lint_commands(loaded: Loaded, rules) -> tuple[int, list[NoSnapshot], list[Diagnostic]]:
+    """Every command (variant) against its config's snapshot: how many were checked, the configs (or the version)
+    without one, and the findings, collapsed over the variants."""
     snapshots: dict[str, Snapshot] = {}
     unchecked: list[NoSnapshot] = []
+    version = loaded.verl_version
     try:
         for name in dict.fromkeys(c.config_name for c in loaded.commands):
             try:
-                snapshots[name] = load_snapshot(loaded.verl_version, name)
+                snapshots[name] = load_snapshot(version, name)
             except ConfigNotInSnapshot as exc:  # the version is known: the other configs are still checked
-                unchecked.append(NoSnapshot(location=loaded.version_location, reason=str(exc), config_only=True))
+                unchecked.append(
+                    NoSnapshot(
+                        location=loaded.version_location,
+                        reason=str(exc),
+                        config_only=True,
+                        verl_version=version,
+                        config_name=name,
+                    )
+                )
     except SnapshotNotFound as exc:
-        return findings([NoSnapshot(location=loaded.version_location, reason=str(exc))])
+        return 0, [NoSnapshot(location=loaded.version_location, reason=str(exc), verl_version=version)], []
     checked = [c for c in loaded.commands if c.config_name in snapshots]
     suggestions = Suggestions()  # the file's variants share its did-you-mean suggestions
     per_variant = [without_superseded(lint_command(c, snapshots[c.config_name], rules, suggestions)) for c in checked]
-    return findings(unchecked) + collapse_variants(per_variant, [c.variant for c in checked])
+    return len(checked), unchecked, collapse_variants(per_variant, [c.variant for c in checked])
 
 
 def _verl_key_location(source: TextFile) -> Location:
@@ -223,4 +256,15 @@ def _without_noqa(source: TextFile, diagnostics: list[Diagnostic], continued_lin
     return kept
 
 
-__all__ = ["Loaded", "UnreadableFile", "check", "command_line_overrides", "load", "read_options", "resolve", "select"]
+__all__ = [
+    "FileCheck",
+    "Loaded",
+    "UnreadableFile",
+    "check",
+    "check_file",
+    "command_line_overrides",
+    "load",
+    "read_options",
+    "resolve",
+    "select",
+]

@@ -29,6 +29,7 @@ KEYS = {
     "megatron-core-version": ("megatron_core", str, "megatron-core snapshot for pass-through dict checks"),
     "mbridge-version": ("mbridge", str, "mbridge snapshot (a release such as 0.15.1, or git-main)"),
     "warnings-as-errors": ("warnings_as_errors", bool, "exit 1 on warnings too"),
+    "strict": ("strict", bool, "exit 1 when a file is not checked (a script with no trainer command excepted)"),
     "shellcheck": ("shellcheck", bool, "run shellcheck on scripts (SH<SC number> findings); false = --no-shellcheck"),
     "naming-roots": (
         "naming_roots",
@@ -57,6 +58,7 @@ class Settings:
     megatron_core: str | None = None
     mbridge: str | None = None
     warnings_as_errors: bool = False
+    strict: bool = False
     shellcheck: bool = True
     # None: verl's own check_example_naming root and ignores (linter/rules/nm_naming.py)
     naming_roots: list[str] | None = None

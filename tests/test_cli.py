@@ -64,7 +64,16 @@ def test_json_output_follows_the_contract(tmp_path):
     proc = sapo_lint(str(tmp_path), "--format", "json")
     report = json.loads(proc.stdout)
     assert set(report) == {"version", "diagnostics", "summary"} and report["version"] == 1
-    assert report["summary"] == {"files": 2, "error": 1, "warning": 0, "info": 0}
+    assert report["summary"] == {
+        "files": 2,
+        "error": 1,
+        "warning": 0,
+        "info": 0,
+        "checked": 2,
+        "not_checked": 0,
+        "not_checked_reasons": [],
+        "not_checked_files": [],
+    }
     (d,) = report["diagnostics"]
     assert set(d) == {
         "path",

@@ -199,3 +199,5 @@ class InternalError(ReadProblem):
 class NoSnapshot(ReadProblem):
     reason: str  # `schema.SnapshotNotFound`'s or `ConfigNotInSnapshot`'s message
     config_only: bool = False  # the version is known, one trainer config is not: its commands alone go unchecked
+    verl_version: str = ""  # the version looked up, and the config (the summary names them: `core.checked`)
+    config_name: str = ""
