@@ -157,6 +157,22 @@ class UnknownEntryModule(ReadProblem):
 
 
 @dataclass(frozen=True, kw_only=True)
+class UnresolvedEntryModule(ReadProblem):
+    """A trainer call starts a module of the script's own (`python3 -m recipe.x.main_ppo`, `python3 train.py`) whose
+    config cannot be found: `reason` says why. Its overrides are not checked."""
+
+    module: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExitsBeforeTrainer(ReadProblem):
+    """Every way through a run script exits (at `location`) before its trainer command (at `trainer_line`)."""
+
+    trainer_line: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class ShellcheckComment(ReadProblem):
     """One of shellcheck's findings, as its JSON gives it."""
 

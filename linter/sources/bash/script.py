@@ -27,6 +27,7 @@ from ...core.problems import (
     BashSyntaxError,
     BrokenContinuation,
     EnvironmentInputs,
+    ExitsBeforeTrainer,
     NotAnOverride,
     Passthrough,
     ReadProblem,
@@ -34,6 +35,7 @@ from ...core.problems import (
     Unevaluated,
     UnknownEntryModule,
     UnknownModel,
+    UnresolvedEntryModule,
     UnresolvedKey,
     VariantsSampled,
 )
@@ -41,6 +43,7 @@ from ...core.variants import MAX_VARIANTS, collapse_variants, expand
 from ...rulekit.versions import megatron_core_for
 from ...rules import reaches_model_rules
 from ...schema import entrypoints
+from ..entry_module import resolve_entry, search_roots, start_directories
 from ..files import TextFile
 from ..hardware import choose
 from ..recipe import DEFAULT_CONFIG_NAME, ReadOptions, accelerator_levels
@@ -50,7 +53,7 @@ from .interpreter import Interpreter
 from .markers import ARGUMENTS, Marks, construct_text, environment_name, markers, readable
 from .parse import byte_column, node_location, parse
 from .syntax import syntax_problem
-from .trainer_call import TrainerCallFinder
+from .trainer_call import TrainerCall, TrainerCallFinder
 
 # The value an override gets when part of it cannot be evaluated: an interpolation, so that type and range
 # rules leave it alone while key rules still apply.
@@ -341,7 +344,7 @@ def _broken_continuations(parsed: _Parsed, path: str) -> list[BrokenContinuation
             continue
         words = sum(1 for c in n.named_children if c.type not in ("variable_assignment", "file_redirect", "comment"))
         where = node_location(path, parsed.lines, n)
-        if before is not None and b"verl." in parsed.src[before.start_byte : before.end_byte]:
+        if before is not None and TrainerCallFinder.watches(parsed.src[before.start_byte : before.end_byte]):
             end = before.end_point[0] + 1
             between = [parsed.lines[i].strip() for i in range(end, where.line - 1)]
             cause = "a comment line" if any(line.startswith(b"#") for line in between) else "a blank line"
@@ -426,15 +429,28 @@ def evaluate(source: TextFile) -> Evaluation:
     free: set[str] = set()
 
     def run(env: dict[str, str], decisions: dict[int, bool]) -> TrainerCallFinder:
-        ev = TrainerCallFinder(
-            source.path, parsed.src, parsed.lines, env, marks, frozenset(named), frozenset(free), decisions, locations
-        )
-        ev.run(parsed.root)
-        return ev
+        """One way through the script. A way that exits before the trainer call after finding a variable empty
+        (`[ -z "$DATA" ] && exit 1`) is evaluated again with the variable given by the caller (the way on which it
+        is set), until a way reaches the trainer or no variable is left to give; the conditions that way cannot
+        decide then fork as any others do (`if [ -n "$DATA" ]; then ...; else exit 1; fi`). A variable the script
+        switches on over named values is no such parameter: its unset variant stops there by design."""
+        required: frozenset[str] = frozenset()
+        while True:
+            ev = TrainerCallFinder(
+                source.path, parsed.src, parsed.lines, env, marks, switches, frozenset(free), decisions, locations,
+                required=required,
+            )  # fmt: skip
+            ev.run(parsed.root)
+            more = ev.tested_empty.keys() - required - enumerated
+            if ev.exited is None or ev.trainers or not more:
+                return ev
+            required |= more
 
     probe = Interpreter(source.path, parsed.src, parsed.lines, {}, marks, locations=locations)
     named, literal_defaults, aliases = _collect_switches(probe, parsed.root)
     named = _through_aliases(named, aliases)
+    switches = frozenset(named)
+    enumerated = {var for var, values in named.items() if any(values)}
     default = run({}, {})
     axes: list[tuple[str, list[str | None]]] = []
     defaults: list[int] = []  # per axis, the index of the value the script runs with when nothing is set
@@ -480,8 +496,25 @@ def evaluate(source: TextFile) -> Evaluation:
     if cut:
         problems.append(UndecidedConditions(location=Location(source.path), limit=MAX_VARIANTS, cut=cut))
     if not runs:
+        trainer = _first_trainer_command(parsed)
+        if default.exited is not None and trainer is not None and not cut and total == len(chosen):
+            problems.append(ExitsBeforeTrainer(location=default.exited, trainer_line=trainer.start_point[0] + 1))
         runs = [(None, default)]
     return Evaluation(parsed, marks, axes, defaults, runs, problems)
+
+
+def _first_trainer_command(parsed: _Parsed):
+    """The first command of the script that may be a trainer call, as written; None when there is none."""
+    first = None
+    stack = [parsed.root]
+    while stack:
+        n = stack.pop()
+        if not TrainerCallFinder.watches(parsed.src[n.start_byte : n.end_byte]):
+            continue
+        if n.type == "command" and (first is None or n.start_byte < first.start_byte):
+            first = n
+        stack.extend(n.named_children)
+    return first
 
 
 def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
@@ -504,10 +537,20 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     models: dict[str | None, tuple[object, UnknownModel | None]] = {}
     inputs: dict[str, Location] = {}  # unresolved construct -> where it first reaches the trainer
     known: dict[tuple[str, Location], LocatedOverride] = {}
+    configs: dict[tuple, tuple[tuple[str, str, str | None] | None, ReadProblem | None]] = {}
     for label, ev in runs:
         check_time(f"assembling the trainer call of {label or 'the script'}")
         found: list[ReadProblem] = [Unevaluated(location=u.location, message=u.message) for u in ev.unevaluated]
         for tr in ev.trainers:
+            key = (tr.module, tr.is_file, tr.cwd, tr.env.get("PYTHONPATH"), tr.config_name, tr.config_path)
+            if key not in configs:  # resolved once; reported in every variant that runs it
+                configs[key] = _entry_config(tr, entry, verl_version, source.path, marks)
+            resolved, problem = configs[key]
+            if problem is not None:
+                found.append(problem)
+            if resolved is None:  # a wrapper entry module whose config cannot be found: nothing to check
+                continue
+            module, config_name, config_path = resolved
             overrides = []
             for text, loc in tr.args:
                 for ch in markers(text, marks):
@@ -520,19 +563,6 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                     overrides.append(lo)
             if tr.passthrough is not None:
                 found.append(Passthrough(location=tr.passthrough))
-            config_name = tr.config_name
-            if config_name is None:
-                config_name = entry.get(tr.module)
-                if config_name is None:
-                    found.append(
-                        UnknownEntryModule(
-                            location=tr.node_loc,
-                            module=tr.module,
-                            verl_version=verl_version,
-                            assumed=DEFAULT_CONFIG_NAME,
-                        )
-                    )
-                    config_name = DEFAULT_CONFIG_NAME
             path_lo = next(
                 (
                     lo
@@ -543,7 +573,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                 ),
                 None,
             )
-            if not reaches_model_rules(tr.module):  # an SFT or eval entry: no rule needs the model (no RF005)
+            if not reaches_model_rules(module):  # an SFT or eval entry: no rule needs the model (no RF005)
                 model = None
             else:
                 mpath = _model_path(path_lo, tr.args)
@@ -562,10 +592,10 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                 None,
                 tuple(tr.env.values()),
                 site_limits({**dict(options.resources), **dict(options.cli_resources)}),
-                tr.module,
+                module,
                 device_signals=script_signals(ev.ascend_command, overrides, source.path),
                 device_regions=regions,
-                config_path=tr.config_path,
+                config_path=config_path,
             )
             accelerator, mismatch = choose(command, levels)  # per variant: each device variant gets its own
             commands.append(command._replace(accelerator=accelerator))
@@ -583,6 +613,40 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
         {var: vals for var, vals in axes},
         {var: vals[i] for (var, vals), i in zip(axes, evaluation.defaults, strict=True)},
     )
+
+
+def _call_directories(tr: TrainerCall, script: str, marks: Marks) -> tuple[list[Path], list[Path]]:
+    """(the directories a trainer call may run in, where its `python -m` imports from: each of them, then its
+    `PYTHONPATH`), from the script's `cd` and `PYTHONPATH` (`sources.entry_module`)."""
+    cwd = None if tr.cwd is None or markers(tr.cwd, marks) else tr.cwd  # an unknown `cd`: as if there were none
+    pythonpath = tr.env["PYTHONPATH"].value.split(":") if "PYTHONPATH" in tr.env else []
+    starts = start_directories(Path(script), cwd)
+    return starts, search_roots(starts, [p for p in pythonpath if "$" not in p and "`" not in p])
+
+
+def _entry_config(
+    tr: TrainerCall, entry: dict[str, str], verl_version: str, script: str, marks: Marks
+) -> tuple[tuple[str, str, str | None] | None, ReadProblem | None]:
+    """(the entry module the rules see, the config name, the config directory: None for verl's own) of a trainer
+    call, or None when its config cannot be found; and what to report about it. verl's own entry module composes its
+    `@hydra.main` default (`schemas/verl/<version>.json`'s `entrypoints`) unless the call names one; a module of the
+    script's own is read for its `@hydra.main` (`sources.entry_module`) unless the call names both the config and
+    its directory."""
+    if tr.module.startswith("verl."):
+        name = tr.config_name or entry.get(tr.module)
+        if name is not None:
+            return (tr.module, name, tr.config_path), None
+        unknown = UnknownEntryModule(
+            location=tr.node_loc, module=tr.module, verl_version=verl_version, assumed=DEFAULT_CONFIG_NAME
+        )
+        return (tr.module, DEFAULT_CONFIG_NAME, tr.config_path), unknown
+    if tr.config_name is not None and tr.config_path is not None:  # Hydra's options name it: the module need not
+        return (tr.module, tr.config_name, tr.config_path), None
+    starts, roots = _call_directories(tr, script, marks)
+    found = resolve_entry(tr.module, tr.is_file, starts, roots, entry)
+    if isinstance(found, str):
+        return None, UnresolvedEntryModule(location=tr.node_loc, module=tr.module, reason=found)
+    return (found.entry_module, tr.config_name or found.config_name, tr.config_path or found.config_path), None
 
 
 def _model_path(path_lo: LocatedOverride | None, args) -> str | None:
