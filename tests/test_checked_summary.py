@@ -28,12 +28,15 @@ def reasons_tree(root: Path) -> Path:
     script(root / "custom.sh", f"{TRAINER} --config-name my_cfg trainer.nnodes=1")
     write(root / "old.yaml", "verl: '0.0.1'\noverrides:\n  trainer.nnodes: 1\n")  # a version with no snapshot
     (root / "broken.yaml").write_text("recipe: sapo-recipe/v1\noverrides: [\n", encoding="utf-8")
+    script(root / "retired.sh", "echo retired; exit 1", f"{TRAINER} trainer.nnodes=1")
+    script(root / "wrapper.sh", "python3 -m recipe.mine.main_ppo trainer.nnodes=1")  # no such module
     return root
 
 
 SUMMARY = (
-    "Checked 1 of 5 files; 4 not checked: invalid recipe (1), no snapshot for verl 0.0.1 (1), "
-    "unknown config `my_cfg` (1), no trainer command (1)."
+    "Checked 1 of 7 files; 6 not checked: every path exits before the trainer (1), invalid recipe (1), "
+    "no snapshot for verl 0.0.1 (1), unknown config `my_cfg` (1), unresolved entry module `recipe.mine.main_ppo` "
+    "(1), no trainer command (1)."
 )
 
 
@@ -41,7 +44,7 @@ def test_each_reason_is_counted_in_the_summary_line(tmp_path):
     proc = sapo_lint(str(reasons_tree(tmp_path)), "--no-shellcheck")
     assert proc.returncode == 1, proc.stderr  # the broken recipe and the missing snapshot are errors
     last = proc.stdout.splitlines()[-1]
-    assert last.startswith("Found ") and last.endswith(" in 5 files. " + SUMMARY), last
+    assert last.startswith("Found ") and last.endswith(" in 7 files. " + SUMMARY), last
     assert "All checks passed" not in proc.stdout
 
 
@@ -52,7 +55,9 @@ def test_verbose_names_each_file_not_checked(tmp_path):
         f"{root / 'broken.yaml'}: not checked: invalid recipe",
         f"{root / 'custom.sh'}: not checked: unknown config `my_cfg`",
         f"{root / 'old.yaml'}: not checked: no snapshot for verl 0.0.1",
+        f"{root / 'retired.sh'}: not checked: every path exits before the trainer",
         f"{root / 'setup.sh'}: not checked: no trainer command",
+        f"{root / 'wrapper.sh'}: not checked: unresolved entry module `recipe.mine.main_ppo`",
         SUMMARY,
     ]
 
@@ -100,18 +105,26 @@ def test_out_of_time_and_internal_errors_are_reasons(tmp_path):
 def test_json_summary_adds_the_counts_and_reasons(tmp_path):
     root = reasons_tree(tmp_path)
     summary = json.loads(sapo_lint(str(root), "--no-shellcheck", "--format", "json").stdout)["summary"]
-    assert {k: summary[k] for k in ("files", "checked", "not_checked")} == {"files": 5, "checked": 1, "not_checked": 4}
+    assert {k: summary[k] for k in ("files", "checked", "not_checked")} == {"files": 7, "checked": 1, "not_checked": 6}
     assert summary["not_checked_reasons"] == [
+        {"reason": "exits-before-trainer", "message": "every path exits before the trainer", "files": 1},
         {"reason": "invalid-recipe", "message": "invalid recipe", "files": 1},
         {"reason": "no-snapshot", "message": "no snapshot for verl 0.0.1", "files": 1},
         {"reason": "unknown-config", "message": "unknown config `my_cfg`", "files": 1},
+        {
+            "reason": "unresolved-entry-module",
+            "message": "unresolved entry module `recipe.mine.main_ppo`",
+            "files": 1,
+        },
         {"reason": "no-trainer-command", "message": "no trainer command", "files": 1},
     ]
     assert [(Path(f["path"]).name, f["reason"]) for f in summary["not_checked_files"]] == [
         ("broken.yaml", "invalid-recipe"),
         ("custom.sh", "unknown-config"),
         ("old.yaml", "no-snapshot"),
+        ("retired.sh", "exits-before-trainer"),
         ("setup.sh", "no-trainer-command"),
+        ("wrapper.sh", "unresolved-entry-module"),
     ]
 
 
@@ -120,7 +133,7 @@ def test_sarif_has_a_notification_per_file_not_checked_and_validates(tmp_path):
     doc = json.loads(sapo_lint(".", "--no-shellcheck", "--format", "sarif", cwd=tmp_path).stdout)
     validate(doc)
     (run,) = doc["runs"]
-    assert run["properties"] == {"files": 5, "checked": 1, "notChecked": 4}
+    assert run["properties"] == {"files": 7, "checked": 1, "notChecked": 6}
     (invocation,) = run["invocations"]
     assert invocation["executionSuccessful"] is True
     notified = [
@@ -136,7 +149,14 @@ def test_sarif_has_a_notification_per_file_not_checked_and_validates(tmp_path):
         ("broken.yaml", "warning", "invalid-recipe", "not checked: invalid recipe"),
         ("custom.sh", "warning", "unknown-config", "not checked: unknown config `my_cfg`"),
         ("old.yaml", "warning", "no-snapshot", "not checked: no snapshot for verl 0.0.1"),
+        ("retired.sh", "warning", "exits-before-trainer", "not checked: every path exits before the trainer"),
         ("setup.sh", "note", "no-trainer-command", "not checked: no trainer command"),
+        (
+            "wrapper.sh",
+            "warning",
+            "unresolved-entry-module",
+            "not checked: unresolved entry module `recipe.mine.main_ppo`",
+        ),
     ]
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from .problems import (
+    ExitsBeforeTrainer,
     FileUnreadable,
     InternalError,
     InvalidYaml,
@@ -21,6 +22,7 @@ from .problems import (
     OutOfTimeBudget,
     ReadProblem,
     SchemaViolation,
+    UnresolvedEntryModule,
 )
 
 
@@ -50,6 +52,8 @@ BECAUSE: dict[type[ReadProblem], Callable[[ReadProblem], NotChecked]] = {
     OutOfTimeBudget: lambda p: NotChecked("out-of-time", "out of time"),
     InvalidYaml: lambda p: NotChecked("invalid-recipe", "invalid recipe"),
     SchemaViolation: lambda p: NotChecked("invalid-recipe", "invalid recipe"),
+    ExitsBeforeTrainer: lambda p: NotChecked("exits-before-trainer", "every path exits before the trainer"),
+    UnresolvedEntryModule: lambda p: NotChecked("unresolved-entry-module", f"unresolved entry module `{p.module}`"),
     NoSnapshot: _no_snapshot,
 }
 
