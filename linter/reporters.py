@@ -36,9 +36,17 @@ def summary(diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFi
 
 
 def _reasons(not_checked: NotCheckedFiles) -> list[tuple[NotChecked, int]]:
-    """Each reason with its number of files: the most frequent first, files with no trainer command last."""
-    counts = Counter(why for _, why in not_checked)
-    return sorted(counts.items(), key=lambda item: (item[0] == NO_TRAINER_COMMAND, -item[1], item[0].message))
+    """Each reason with its number of files, the most frequent first, files with no trainer command last. A reason
+    met with different details (two unknown configs) is named without them (`unknown config (2)`): the summary stays
+    one line; the findings, --verbose and JSON's `not_checked_files` name each."""
+    by_reason: dict[str, list[NotChecked]] = {}
+    for _, why in not_checked:
+        by_reason.setdefault(why.reason, []).append(why)
+    grouped = [
+        (found[0] if len(set(found)) == 1 else NotChecked(reason, reason.replace("-", " ")), len(found))
+        for reason, found in by_reason.items()
+    ]
+    return sorted(grouped, key=lambda item: (item[0] == NO_TRAINER_COMMAND, -item[1], item[0].message))
 
 
 def render_json(diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFiles = ()) -> str:
