@@ -73,8 +73,8 @@ class DefaultToCheck(DefaultCommandGroup):
 def cli():
     """Check verl SAPO training recipes before they reach a cluster.
 
-    `sapo-lint [PATH]...` lints recipes (YAML with a top-level `recipe:` key) under the given files and
-    directories (default: the current directory)."""
+    `sapo-lint [PATH]...` lints recipes (YAML with a top-level `recipe:` key) and run scripts (*.sh) under the
+    given files and directories (default: the current directory). Exit codes: `sapo-lint check --help`."""
 
 
 class OneLineError(click.ClickException):
