@@ -89,7 +89,7 @@ CHECKED = {
     "pythonpath": "export PYTHONPATH=lib:$PYTHONPATH\npython3 -m mypkg.entry",
 }
 UNRESOLVED = {
-    "missing": ("python3 -m recipe.missing.main", "`recipe/missing/main.py` is not found"),
+    "missing": ("python3 -m recipe.missing.main", "`recipe/missing/main.py` is not in the directory"),
     "no_hydra": ("python3 -m recipe.no_hydra.main", "has no `@hydra.main`"),
     "computed": ("python3 -m recipe.computed.main", "computes its `config_name`"),
 }

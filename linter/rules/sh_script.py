@@ -319,6 +319,5 @@ def _exits_before_trainer(p: ExitsBeforeTrainer):
 def _unresolved_entry_module(p: UnresolvedEntryModule):
     return UNRESOLVED_ENTRY_MODULE.diagnostic(
         p.location,
-        f"the overrides are not checked: the config of entry module `{p.module}` cannot be found ({p.reason}); "
-        "name it with --config-path and --config-name",
+        f"the overrides of entry module `{p.module}` are not checked: its config cannot be found: {p.reason}",
     )

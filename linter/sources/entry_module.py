@@ -74,7 +74,8 @@ def resolve_entry(
     path = _find_file(written, starts) if is_file else _find_module(written, roots)
     if path is None:
         source = written if is_file else written.replace(".", "/") + ".py"
-        return f"`{source}` is not found from {starts[0]} up to {starts[-1]}" + ("" if is_file else " or on PYTHONPATH")
+        where = "" if is_file else ", nor on its PYTHONPATH"
+        return f"`{source}` is not in the directory the script runs it from (its own or any above it){where}"
     shown = _shown(path, starts)
     try:
         module = parse_module(path.read_bytes())
