@@ -64,10 +64,16 @@ MODULES = {
     ),
     # computes its config name
     "recipe/computed/main.py": (
-        "import os\nimport hydra\n\n"
+        "import os\nimport hydra\nfrom verl.trainer.main_ppo import run_ppo\n\n"
         '@hydra.main(config_path="config", config_name=os.environ["CFG"], version_base=None)\n'
-        "def main(config):\n    pass\n"
+        "def main(config):\n    run_ppo(config)\n"
     ),
+    # another trainer, on a Hydra config of its own: no verl in it
+    "other/trainer/ppo.py": (
+        'import hydra\nfrom other.workers import Actor\n\n@hydra.main(config_path="config", config_name="ppo")\n'
+        "def main(config):\n    Actor(config).fit()\n"
+    ),
+    "other/trainer/config/ppo.yaml": "actor:\n  lr: 1.0e-6\n",
     # a file run from the directory the script `cd`s into, and a module on the PYTHONPATH it sets
     "tools/train.py": (
         'import hydra\n\n@hydra.main(config_path="pkg://verl.trainer.config", config_name="ppo_trainer")\n'
@@ -127,6 +133,7 @@ def repo(tmp_path_factory) -> Path:
     (scripts / "custom.sh").write_text(f"#!/bin/bash\npython3 -m recipe.custom.main_ppo {OVERRIDES}\n")
     (scripts / "not_a_trainer.sh").write_text(
         "#!/bin/bash\npython3 -m recipe.prep --out data.parquet\npython3 tools/prep.py --local_dir=x\n"
+        "torchrun --nproc_per_node=4 -m other.trainer.ppo actor.lr=1e-6 trainer.total_steps=2\n"
     )
     return root
 
@@ -161,7 +168,7 @@ def test_a_wrapper_whose_config_cannot_be_found_is_one_note_saying_why(name, fin
     assert UNRESOLVED[name][1] in found[0]["message"]
 
 
-def test_a_module_without_hydra_overrides_is_no_trainer_call(findings):
+def test_a_module_without_hydra_overrides_or_verl_is_no_trainer_call(findings):
     assert findings["not_a_trainer"] == []
 
 

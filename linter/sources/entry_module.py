@@ -16,7 +16,9 @@ own: the command is checked as verl's trainer with that config name, against the
 directory holding the config is a custom one (`EntryConfig.config_path`, absolute). A module without `@hydra.main`
 that calls a verl entry module's `main` (`from verl.trainer.main_ppo import main`) runs verl's trainer with its
 config; one whose config directory does not hold the config but that calls verl's `main` or `run_ppo` is checked as
-verl's trainer with that config name. Anything else cannot be resolved: the reason says why."""
+verl's trainer with that config name. A module that neither composes verl's config nor calls anything of verl is a
+program of its own (another trainer's, on a Hydra config of its own): no verl trainer call. Anything else cannot be
+resolved: the reason says why."""
 
 from __future__ import annotations
 
@@ -66,9 +68,10 @@ def search_roots(starts: Iterable[Path], pythonpath: Iterable[str]) -> list[Path
 
 def resolve_entry(
     written: str, is_file: bool, starts: list[Path], roots: list[Path], verl_entries: Mapping[str, str]
-) -> EntryConfig | str:
+) -> EntryConfig | str | None:
     """The config of the module `written` (a dotted name, or a file's path when `is_file`), or why it cannot be
-    found. `verl_entries`: verl's entry modules and their default config names, for a module that delegates."""
+    found; None for a module that is no verl trainer. `verl_entries`: verl's entry modules and their default config
+    names, for a module that delegates."""
     from ...schemas.build.hydra_main import called_names, hydra_mains, parse_module  # libcst: only for a wrapper
 
     path = _find_file(written, starts) if is_file else _find_module(written, roots)
@@ -90,24 +93,27 @@ def resolve_entry(
     )
     entry_module = delegate or written
     mains = hydra_mains(module)
-    if not mains:
+    main = mains[0] if mains else None
+    named = main is not None and not main.unread and main.config_name and main.config_path is not None
+    name = main.config_name.removesuffix(".yaml") if named else ""
+    directory = _config_directory(main.config_path, path, roots) if named else None
+    if named and (directory is None or _in_verl_package(directory)):
+        return EntryConfig(entry_module, name, None)
+    if not any(c.split(".")[0] == "verl" for c in calls):
+        return None  # a program of its own, on a config of its own (another trainer's): no verl trainer call
+    if main is None:
         runs_main = next((m for m in verl_entries if f"{m}.main" in calls), None)
         if runs_main is not None:
             return EntryConfig(runs_main, verl_entries[runs_main], None)
         if delegate is not None:
             return f"{shown} has no `@hydra.main`: it builds the config it passes to `{delegate}` itself"
         return f"{shown} has no `@hydra.main`"
-    main = mains[0]
     if main.unread:
         return f"the `@hydra.main` of {shown} computes its {' and '.join(f'`{a}`' for a in main.unread)}"
     if not main.config_name:
         return f"the `@hydra.main` of {shown} names no `config_name`"
-    name = main.config_name.removesuffix(".yaml")
     if main.config_path is None:
         return f"the `@hydra.main` of {shown} names no `config_path`"
-    directory = _config_directory(main.config_path, path, roots)
-    if directory is None or _in_verl_package(directory):
-        return EntryConfig(entry_module, name, None)
     if (directory / f"{name}.yaml").is_file():
         return EntryConfig(entry_module, name, str(directory))
     if delegate is not None:  # verl's trainer, with a config name the linted verl may ship

@@ -548,7 +548,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
             resolved, problem = configs[key]
             if problem is not None:
                 found.append(problem)
-            if resolved is None:  # a wrapper entry module whose config cannot be found: nothing to check
+            if resolved is None:  # a module whose config cannot be found, or none of verl's: nothing to check
                 continue
             module, config_name, config_path = resolved
             overrides = []
@@ -628,10 +628,10 @@ def _entry_config(
     tr: TrainerCall, entry: dict[str, str], verl_version: str, script: str, marks: Marks
 ) -> tuple[tuple[str, str, str | None] | None, ReadProblem | None]:
     """(the entry module the rules see, the config name, the config directory: None for verl's own) of a trainer
-    call, or None when its config cannot be found; and what to report about it. verl's own entry module composes its
-    `@hydra.main` default (`schemas/verl/<version>.json`'s `entrypoints`) unless the call names one; a module of the
-    script's own is read for its `@hydra.main` (`sources.entry_module`) unless the call names both the config and
-    its directory."""
+    call, or None when its config cannot be found or it is not verl's trainer; and what to report about it. verl's
+    own entry module composes its `@hydra.main` default (`schemas/verl/<version>.json`'s `entrypoints`) unless the
+    call names one; a module of the script's own is read for its `@hydra.main` (`sources.entry_module`) unless the
+    call names both the config and its directory."""
     if tr.module.startswith("verl."):
         name = tr.config_name or entry.get(tr.module)
         if name is not None:
@@ -644,6 +644,8 @@ def _entry_config(
         return (tr.module, tr.config_name, tr.config_path), None
     starts, roots = _call_directories(tr, script, marks)
     found = resolve_entry(tr.module, tr.is_file, starts, roots, entry)
+    if found is None:  # a program of its own that takes Hydra overrides: not verl's trainer
+        return None, None
     if isinstance(found, str):
         return None, UnresolvedEntryModule(location=tr.node_loc, module=tr.module, reason=found)
     return (found.entry_module, tr.config_name or found.config_name, tr.config_path or found.config_path), None
