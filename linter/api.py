@@ -24,16 +24,16 @@ from .rules import findings, load_rules, without_superseded
 from .rules.rf_recipe import RECIPE_SCHEMA
 from .schema import (
     DEFAULT_MBRIDGE,
-    DEFAULT_VERL_VERSION,
     ConfigNotInSnapshot,
     Snapshot,
     SnapshotNotFound,
-    installed_verl_version,
     load_snapshot,
+    newest_release,
 )
 from .settings import Settings
 from .sources.files import TextFile, UnreadableFile, read_text
 from .sources.recipe import ReadOptions, Recipe, looks_like_recipe, read_recipe
+from .verl_source import COMMAND_LINE, RECIPE, UnresolvedConfig, VerlChoice, choose, config_for, named
 
 RECIPE_SUFFIXES = (".yaml", ".yml")
 SCRIPT_SUFFIXES = (".sh",)
@@ -55,6 +55,7 @@ class Loaded:
     # `variant_defaults`, the values a script's switch variables have when its caller sets none
     variant_defaults: tuple[str, ...] = ()
     problems: tuple[ReadProblem, ...] = ()  # what `diagnostics` were made from: why nothing may be checked
+    verl: VerlChoice | None = None  # which verl, found where (`verl_source`); None: a script with no trainer call
 
 
 class FileCheck(NamedTuple):
@@ -76,11 +77,12 @@ def read_options(
     cli_accelerator: str | None = None,
     cli_resources: dict | None = None,
 ) -> ReadOptions:
-    """Defaults for every file of a run: the command line first, then `[tool.sapo-lint]`, then the installed
-    verl, then the built-in defaults. `cli_resources`: site limits from the command line (they win over a
-    recipe's `hardware` and `[tool.sapo-lint]`)."""
+    """Defaults for every file of a run: the command line first, then `[tool.sapo-lint]`, then the built-in
+    defaults; each file's verl is found in `verl_source`'s order. `cli_resources`: site limits from the command line
+    (they win over a recipe's `hardware` and `[tool.sapo-lint]`)."""
     return ReadOptions(
-        default_verl=settings.verl_version or installed_verl_version() or DEFAULT_VERL_VERSION,
+        default_verl=newest_release(),
+        verl_pin=settings.verl_version,
         stack=Stack(settings.megatron_core, settings.mbridge or DEFAULT_MBRIDGE),
         cli_verl=cli_verl,
         cli_overrides=command_line_overrides(cli_overrides),
@@ -117,21 +119,34 @@ def load_text(source: TextFile, options: ReadOptions) -> Loaded | None:
             Location(source.path),
             variant_defaults=tuple(f"{var}={value or 'unset'}" for var, value in script.defaults.items()),
             problems=tuple(script.problems),
+            verl=script.verl,
         )
     if not looks_like_recipe(source.text):
         return None
     read = read_recipe(source, options)
+    verl = None
+    if read.recipe is not None:
+        if options.cli_verl:
+            verl = named(options.cli_verl, COMMAND_LINE)
+        elif read.recipe.data.get("verl") is not None:
+            verl = named(read.recipe.verl_version, RECIPE)
+        else:
+            verl = choose(source.path, None, options.verl_pin)
+            if verl.snapshot != read.recipe.verl_version:
+                read = read_recipe(source, options._replace(default_verl=verl.snapshot))
     recipe = read.recipe
+    problems = [*read.problems, *(verl.passed_over if verl is not None else ())]
     return Loaded(
         source,
         "recipe",
         recipe.commands if recipe else [],
-        findings(read.problems),
+        findings(problems),
         recipe.verl_version if recipe else options.default_verl,
         _verl_key_location(source),
         recipe,
         recipe.variant_defaults if recipe else (),
-        tuple(read.problems),
+        tuple(problems),
+        verl,
     )
 
 
@@ -174,30 +189,39 @@ def select(commands: list[Command], wanted: Iterable[str]) -> list[Command]:
 
 
 def _lint_commands(loaded: Loaded, rules) -> tuple[int, list[NoSnapshot], list[Diagnostic]]:
-    """Every command (variant) against its config's snapshot: how many were checked, the configs (or the version)
-    without one, and the findings, collapsed over the variants."""
-    snapshots: dict[str, Snapshot] = {}
+    """Every command (variant) against its config's snapshot (a config directory of its own composed as Hydra would:
+    `verl_source.config_for`): how many were checked, the configs (or the version) without one, and the findings,
+    collapsed over the variants."""
+    snapshots: dict[tuple[str | None, str], Snapshot | None] = {}  # (config directory, name) -> its snapshot
     unchecked: list[NoSnapshot] = []
     version = loaded.verl_version
     try:
-        for name in dict.fromkeys(c.config_name for c in loaded.commands):
+        for command in loaded.commands:
+            config = (command.config_path, command.config_name)
+            if config in snapshots:
+                continue
+            snapshots[config] = None
             try:
-                snapshots[name] = load_snapshot(version, name)
-            except ConfigNotInSnapshot as exc:  # the version is known: the other configs are still checked
+                reference, name = config_for(version, loaded.verl, command, loaded.source.path)
+                snapshots[config] = load_snapshot(reference, name)
+            except (ConfigNotInSnapshot, UnresolvedConfig) as exc:  # the version is known: other configs are checked
                 unchecked.append(
                     NoSnapshot(
                         location=loaded.version_location,
                         reason=str(exc),
                         config_only=True,
                         verl_version=version,
-                        config_name=name,
+                        config_name=command.config_name,
                     )
                 )
     except SnapshotNotFound as exc:
         return 0, [NoSnapshot(location=loaded.version_location, reason=str(exc), verl_version=version)], []
-    checked = [c for c in loaded.commands if c.config_name in snapshots]
+    checked = [c for c in loaded.commands if snapshots[c.config_path, c.config_name] is not None]
     suggestions = Suggestions()  # the file's variants share its did-you-mean suggestions
-    per_variant = [without_superseded(lint_command(c, snapshots[c.config_name], rules, suggestions)) for c in checked]
+    per_variant = [
+        without_superseded(lint_command(c, snapshots[c.config_path, c.config_name], rules, suggestions))
+        for c in checked
+    ]
     return len(checked), unchecked, collapse_variants(per_variant, [c.variant for c in checked])
 
 

@@ -22,6 +22,7 @@ from .rules.sh_shellcheck import SAID_BETTER_BY, UNSET_UNDER_NOUNSET, in_run_scr
 from .settings import Settings, SettingsFinder
 from .sources.files import TextFile, UnreadableFile, is_regular_file
 from .sources.recipe import ReadOptions
+from .verl_source import VerlChoice
 
 SKIP_DIRS = {
     ".git",
@@ -47,6 +48,7 @@ class LintResult:
     named_but_skipped: int = 0  # files named on the command line that are neither recipe nor script (`_not_lintable`)
     # (path, why) of each linted file none of whose trainer commands was checked (`core.checked`), in file order
     not_checked: list[tuple[str, NotChecked]] = field(default_factory=list)
+    verl: dict[str, VerlChoice] = field(default_factory=dict)  # path -> the verl its trainer commands were linted with
 
 
 def discover(paths: list[Path], settings_for: Callable[[Path], Settings]) -> tuple[list[Path], list[tuple[Path, str]]]:
@@ -174,6 +176,8 @@ def lint_paths(
             diagnostics.extend(outcome.diagnostics)
             if outcome.not_checked is not None:
                 result.not_checked.append((str(path), outcome.not_checked))
+            if outcome.verl is not None:
+                result.verl[str(path)] = outcome.verl
             if progress is not None:
                 progress(done, len(files))
     result.diagnostics = _shown_once(diagnostics, settings_for)
@@ -206,12 +210,13 @@ def lint_text(
         int(outcome.unreadable),
         int(outcome.named_but_skipped),
         [] if outcome.not_checked is None else [(source.path, outcome.not_checked)],
+        {} if outcome.verl is None else {source.path: outcome.verl},
     )
 
 
 def _checked(loaded: api.Loaded, settings: Settings, shellcheck: list[Diagnostic]) -> FileOutcome:
     diagnostics, not_checked = api.check_file(loaded, settings, _shown(shellcheck, loaded, settings))
-    return FileOutcome(True, False, False, diagnostics, not_checked)
+    return FileOutcome(True, False, False, diagnostics, not_checked, loaded.verl)
 
 
 class FileOutcome(NamedTuple):
@@ -223,6 +228,7 @@ class FileOutcome(NamedTuple):
     named_but_skipped: bool
     diagnostics: list[Diagnostic]
     not_checked: NotChecked | None = None
+    verl: VerlChoice | None = None  # the verl its trainer commands were linted with (`verl_source`)
 
 
 def _failed(problem: ReadProblem, unreadable: bool = False) -> FileOutcome:

@@ -9,10 +9,12 @@ from .core.checked import NO_TRAINER_COMMAND, NotChecked
 from .core.diagnostics import Applicability, Diagnostic, Severity
 from .core.printable import printable
 from .sarif import render_sarif
+from .verl_source import VerlChoice
 
 FORMATS = ("text", "json", "github", "sarif")
 
 NotCheckedFiles = list[tuple[str, NotChecked]]  # (path, why) of each linted file none of whose commands was checked
+VerlOfFiles = dict[str, VerlChoice]  # path -> the verl its trainer commands were linted with (`verl_source`)
 
 
 def summary(diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFiles = ()) -> dict:
@@ -49,12 +51,17 @@ def _reasons(not_checked: NotCheckedFiles) -> list[tuple[NotChecked, int]]:
     return sorted(grouped, key=lambda item: (item[0] == NO_TRAINER_COMMAND, -item[1], item[0].message))
 
 
-def render_json(diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFiles = ()) -> str:
+def render_json(
+    diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFiles = (), verl: VerlOfFiles | None = None
+) -> str:
+    """The findings, the summary, and per file with a trainer command the verl it was linted with (`verl`: path ->
+    `{"version", "source", "path", "snapshot"}`, `VerlChoice.as_dict`)."""
     return json.dumps(
         {
             "version": 1,
             "diagnostics": [d.as_dict() for d in diagnostics],
             "summary": summary(diagnostics, files, not_checked),
+            "verl": {path: choice.as_dict() for path, choice in (verl or {}).items()},
         },
         indent=2,
     )
@@ -72,18 +79,33 @@ def render_text(
     summary: bool = True,
     not_checked: NotCheckedFiles = (),
     verbose: bool = False,
+    verl: VerlOfFiles | None = None,
 ) -> str:
     """One line per finding (the code coloured by severity with `color`), then, with `verbose`, a line per file not
-    checked, then the summary line unless not `summary` (--quiet). What a file name or file text holds is escaped
-    (`_printable_line`): a finding is one line, whatever the file says."""
+    checked, then which verl was linted against (`_verl_notes`) and the summary line, unless not `summary`
+    (--quiet). What a file name or file text holds is escaped (`_printable_line`): a finding is one line, whatever
+    the file says."""
     lines = [_printable_line(d, f"{_BOLD_COLOR[d.severity]}{d.code}{_RESET}" if color else None) for d in diagnostics]
-    return "\n".join([*lines, *_footer(diagnostics, files, not_checked, verbose)] if summary else lines)
+    return "\n".join([*lines, *_footer(diagnostics, files, not_checked, verbose, verl or {})] if summary else lines)
 
 
-def _footer(diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFiles, verbose: bool) -> list[str]:
-    """What the text report ends with: with `verbose`, a line per file not checked; the summary line."""
+def _footer(
+    diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFiles, verbose: bool, verl: VerlOfFiles
+) -> list[str]:
+    """What the text report ends with: with `verbose`, a line per file not checked; which verl; the summary line."""
     listed = [printable(f"{path}: not checked: {why.message}") for path, why in not_checked] if verbose else []
-    return [*listed, _summary_line(diagnostics, files, not_checked)]
+    return [*listed, *_verl_notes(verl), _summary_line(diagnostics, files, not_checked)]
+
+
+def _verl_notes(verl: VerlOfFiles) -> list[str]:
+    """One line per verl the run linted against (`Linted against verl 0.10.0.dev from verl (source tree in the
+    repository, snapshot cached).`), with how many files each when there are several."""
+    counts = Counter(choice.describe() for choice in verl.values())
+    many = len(counts) > 1
+    return [
+        printable(f"Linted against {said}" + (f" ({n} {'file' if n == 1 else 'files'})." if many else "."))
+        for said, n in counts.items()
+    ]
 
 
 def _printable_line(d: Diagnostic, code: str | None = None) -> str:
@@ -198,9 +220,10 @@ def render_statistics_text(
     summary: bool = True,
     not_checked: NotCheckedFiles = (),
     verbose: bool = False,
+    verl: VerlOfFiles | None = None,
 ) -> str:
-    """One line per code (count, code, severity, how many fixable, unsafe and hints, name), then the usual summary
-    line."""
+    """One line per code (count, code, severity, how many fixable, unsafe and hints, name), then the usual footer
+    (`render_text`)."""
     rows = [
         (r, ", ".join(f"{r['fixes'][a.value]} {word}" for a, word in _FIX_COUNTED.items() if r["fixes"][a.value]))
         for r in statistics(diagnostics)
@@ -210,15 +233,19 @@ def render_statistics_text(
         printable(f"{r['count']:>6}  {r['code']:<7} {r['severity']:<8} {fixes:<{width}} {r['name']}")
         for r, fixes in rows
     ]
-    return "\n".join([*lines, *_footer(diagnostics, files, not_checked, verbose)] if summary else lines)
+    return "\n".join([*lines, *_footer(diagnostics, files, not_checked, verbose, verl or {})] if summary else lines)
 
 
-def render_statistics_json(diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFiles = ()) -> str:
+def render_statistics_json(
+    diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFiles = (), verl: VerlOfFiles | None = None
+) -> str:
+    """The counts per code, the summary and the verl of each file (`render_json`)."""
     return json.dumps(
         {
             "version": 1,
             "statistics": statistics(diagnostics),
             "summary": summary(diagnostics, files, not_checked),
+            "verl": {path: choice.as_dict() for path, choice in (verl or {}).items()},
         },
         indent=2,
     )

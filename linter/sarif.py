@@ -58,6 +58,7 @@ from urllib.parse import quote
 from .core.checked import NO_TRAINER_COMMAND, NotChecked
 from .core.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
 from .ruledocs import rule_anchor
+from .verl_source import VerlChoice
 
 LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 OVERRIDE_SOURCE = "--override"  # api.py: command-line overrides are located as `--override:N`
@@ -66,7 +67,14 @@ FINGERPRINT = "sapoLintFinding/v1"
 DESCRIPTION_LIMIT = 1024  # GitHub code scanning: shortDescription.text and fullDescription.text
 
 
-def render_sarif(diagnostics: list[Diagnostic], files: int, not_checked: list[tuple[str, NotChecked]] = ()) -> str:
+def render_sarif(
+    diagnostics: list[Diagnostic],
+    files: int,
+    not_checked: list[tuple[str, NotChecked]] = (),
+    verl: dict[str, VerlChoice] | None = None,
+) -> str:
+    """SARIF 2.1.0 (the module docstring); the run's `properties` say how many files were checked, and per file with
+    a trainer command the verl it was linted with (`verl`: path -> `VerlChoice.as_dict`), as the JSON does."""
     from . import __version__
 
     root = Path.cwd()
@@ -94,7 +102,12 @@ def render_sarif(diagnostics: list[Diagnostic], files: int, not_checked: list[tu
                 "toolExecutionNotifications": [_not_checked(path, why, root) for path, why in not_checked],
             }
         ],
-        "properties": {"files": files, "checked": files - len(not_checked), "notChecked": len(not_checked)},
+        "properties": {
+            "files": files,
+            "checked": files - len(not_checked),
+            "notChecked": len(not_checked),
+            "verl": {path: choice.as_dict() for path, choice in (verl or {}).items()},
+        },
     }
     doc = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [run]}
     return json.dumps(doc, indent=2)

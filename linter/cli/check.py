@@ -223,11 +223,12 @@ def check(
             summary=not quiet,
             not_checked=result.not_checked,
             verbose=verbose,
+            verl=result.verl,
         )
     elif fmt == "github":
         output = render(result.diagnostics, result.files, not_checked=result.not_checked, verbose=verbose)
     else:
-        output = render(result.diagnostics, result.files, not_checked=result.not_checked)
+        output = render(result.diagnostics, result.files, not_checked=result.not_checked, verl=result.verl)
     _write(output, output_file, colored)
     if result.unreadable:
         sys.exit(EXIT_USAGE)

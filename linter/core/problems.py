@@ -217,3 +217,12 @@ class NoSnapshot(ReadProblem):
     config_only: bool = False  # the version is known, one trainer config is not: its commands alone go unchecked
     verl_version: str = ""  # the version looked up, and the config (the summary names them: `core.checked`)
     config_name: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SnapshotNotBuilt(ReadProblem):
+    """A verl source tree (or installed verl) the file would be linted against cannot be snapshotted: `reason` says
+    why; the next verl in `verl_source`'s order is used instead."""
+
+    tree: str  # the package directory
+    reason: str

@@ -43,6 +43,8 @@ from ...core.variants import MAX_VARIANTS, collapse_variants, expand
 from ...rulekit.versions import megatron_core_for
 from ...rules import reaches_model_rules
 from ...schema import entrypoints
+from ...verl_source import VerlChoice
+from ...verl_source import choose as choose_verl
 from ..entry_module import resolve_entry, search_roots, start_directories
 from ..files import TextFile
 from ..hardware import choose
@@ -72,6 +74,7 @@ class ScriptRead:
     verl_version: str | None = None
     switches: dict[str, list[str | None]] = field(default_factory=dict)  # variable -> values enumerated
     defaults: dict[str, str | None] = field(default_factory=dict)  # variable -> the value it has when none is given
+    verl: VerlChoice | None = None  # the verl its trainer calls are checked against; None: it makes none
 
 
 _TEST_EXPRESSIONS = ("binary_expression", "parenthesized_expression", "unary_expression")
@@ -518,15 +521,21 @@ def _first_trainer_command(parsed: _Parsed):
 
 
 def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
-    """The commands the script runs, one per trainer call in each variant, and what was reported on the way."""
-    verl_version = options.cli_verl or options.default_verl
+    """The commands the script runs, one per trainer call in each variant, and what was reported on the way. The
+    verl they are checked against is found from where the first trainer call runs (`verl_source.choose`)."""
+    evaluation = evaluate(source)
+    parsed, marks, axes, runs = evaluation.parsed, evaluation.marks, evaluation.axes, evaluation.runs
+    first = next((tr for _, ev in runs for tr in ev.trainers), None)
+    verl = None
+    if first is not None:
+        roots = _call_directories(first, source.path, marks)[1]
+        verl = choose_verl(source.path, options.cli_verl, options.verl_pin, roots, source.text)
+    verl_version = verl.snapshot if verl is not None else options.cli_verl or options.default_verl
     stack = options.stack._replace(
         megatron_core=options.stack.megatron_core or megatron_core_for(verl_version),
         megatron_pin=megatron_pin(source.text),
     )
-    evaluation = evaluate(source)
-    parsed, marks, axes, runs = evaluation.parsed, evaluation.marks, evaluation.axes, evaluation.runs
-    problems = evaluation.problems
+    problems = [*evaluation.problems, *(verl.passed_over if verl is not None else ())]
     levels, unknown_accelerators = accelerator_levels(source.path, options)
     problems.extend(unknown_accelerators)
     entry = entrypoints(verl_version)
@@ -595,7 +604,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                 module,
                 device_signals=script_signals(ev.ascend_command, overrides, source.path),
                 device_regions=regions,
-                config_path=config_path,
+                config_path=config_path and readable(config_path, marks),
             )
             accelerator, mismatch = choose(command, levels)  # per variant: each device variant gets its own
             commands.append(command._replace(accelerator=accelerator))
@@ -612,6 +621,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
         verl_version,
         {var: vals for var, vals in axes},
         {var: vals[i] for (var, vals), i in zip(axes, evaluation.defaults, strict=True)},
+        verl,
     )
 
 
