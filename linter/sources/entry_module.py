@@ -16,7 +16,7 @@ own: the command is checked as verl's trainer with that config name, against the
 directory holding the config is a custom one (`EntryConfig.config_path`, absolute). A module without `@hydra.main`
 that calls a verl entry module's `main` (`from verl.trainer.main_ppo import main`) runs verl's trainer with its
 config; one whose config directory does not hold the config but that calls verl's `main` or `run_ppo` is checked as
-verl's trainer with that config name. A module that neither composes verl's config nor calls anything of verl is a
+verl's trainer with that config name. A module that neither composes verl's config nor imports anything of verl is a
 program of its own (another trainer's, on a Hydra config of its own): no verl trainer call. Anything else cannot be
 resolved: the reason says why."""
 
@@ -72,14 +72,19 @@ def resolve_entry(
     """The config of the module `written` (a dotted name, or a file's path when `is_file`), or why it cannot be
     found; None for a module that is no verl trainer. `verl_entries`: verl's entry modules and their default config
     names, for a module that delegates."""
-    from ...schemas.build.hydra_main import called_names, hydra_mains, parse_module  # libcst: only for a wrapper
+    from ...schemas.build.hydra_main import (
+        called_names,
+        hydra_mains,
+        imported_names,
+        parse_module,
+    )  # libcst: only for a wrapper
 
     path = _find_file(written, starts) if is_file else _find_module(written, roots)
     if path is None:
         source = written if is_file else written.replace(".", "/") + ".py"
         where = "" if is_file else ", nor on its PYTHONPATH"
         return f"`{source}` is not in the directory the script runs it from (its own or any above it){where}"
-    shown = _shown(path, starts)
+    shown = f"`{written}`" if is_file else f"`{_module_file(written, path)}`"
     try:
         module = parse_module(path.read_bytes())
     except OSError as exc:
@@ -99,7 +104,7 @@ def resolve_entry(
     directory = _config_directory(main.config_path, path, roots) if named else None
     if named and (directory is None or _in_verl_package(directory)):
         return EntryConfig(entry_module, name, None)
-    if not any(c.split(".")[0] == "verl" for c in calls):
+    if not any(name.split(".")[0] == "verl" for name in imported_names(module)):
         return None  # a program of its own, on a config of its own (another trainer's): no verl trainer call
     if main is None:
         runs_main = next((m for m in verl_entries if f"{m}.main" in calls), None)
@@ -118,7 +123,7 @@ def resolve_entry(
         return EntryConfig(entry_module, name, str(directory))
     if delegate is not None:  # verl's trainer, with a config name the linted verl may ship
         return EntryConfig(entry_module, name, None)
-    return f"the `@hydra.main` of {shown} names config `{name}`, which is not in {directory}"
+    return f"the `@hydra.main` of {shown} names config `{name}` in `{main.config_path}`, which holds no `{name}.yaml`"
 
 
 def _find_module(dotted: str, roots: list[Path]) -> Path | None:
@@ -156,11 +161,7 @@ def _in_verl_package(directory: Path) -> bool:
     return any(d.name == "verl" and (d / "trainer" / "config").is_dir() for d in directory.parents)
 
 
-def _shown(path: Path, starts: list[Path]) -> str:
-    """The module's file as messages name it: relative to the first start directory above it."""
-    for start in starts:
-        try:
-            return f"`{path.relative_to(start)}`"
-        except ValueError:
-            continue
-    return f"`{path}`"
+def _module_file(dotted: str, path: Path) -> str:
+    """The module's file as `python -m` names it, from the directory it is imported from (`recipe/x/main.py`)."""
+    parts = dotted.split(".")
+    return "/".join([*parts, "__main__.py"] if path.name == "__main__.py" else [*parts[:-1], parts[-1] + ".py"])

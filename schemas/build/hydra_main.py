@@ -70,6 +70,13 @@ def called_names(module: cst.Module) -> frozenset[str]:
     return frozenset(out)
 
 
+def imported_names(module: cst.Module) -> frozenset[str]:
+    """What the module's absolute imports name, anywhere in it (`verl.trainer.main_ppo.run_ppo`, `ray`)."""
+    visitor = _Calls()
+    module.visit(visitor)
+    return frozenset(visitor.imports.values())
+
+
 class _Calls(cst.CSTVisitor):
     def __init__(self) -> None:
         self.imports: dict[str, str] = {}  # name bound -> what it names (a module, or a module's attribute)
@@ -82,8 +89,9 @@ class _Calls(cst.CSTVisitor):
                 continue
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 self.imports[alias.asname.name.value] = full
-            else:  # `import a.b.c` binds `a`
+            else:  # `import a.b.c` binds `a`, and names a.b.c
                 self.imports[full.split(".")[0]] = full.split(".")[0]
+                self.imports.setdefault(full, full)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         base = dotted_name(node.module) if node.module is not None else None
