@@ -4,15 +4,17 @@ Assignments (`+=`, arrays with computed, negative and sparse indices, `[k]=v` el
 `export`/`readonly` with `-a`/`-A`/`-i`/`-x`, `unset` of a variable or an element), the word expansions of
 `expansion`, arithmetic commands (`(( n += 1 ))`, `let`), the builtins that assign (`printf -v`, and `read` and
 `mapfile` from a here-string, split on IFS), `set --` and `shift`, `case`/`if` on variables with compound conditions
-(`[ a ] && { [ b ] || [ c ]; }`, `[[ a && b ]]`, `!`, `test`), `exit`, and functions called by name with their
-arguments as positional parameters, their `local`s and `return`. The statements tree-sitter still finds inside a
+(`[ a ] && { [ b ] || [ c ]; }`, `[[ a && b ]]`, `!`, `test`), `exit`, `cd`/`pushd`/`popd` (the directory a
+command runs in: `cwd`), and functions called by name with their arguments as positional parameters, their `local`s
+and `return`. The statements tree-sitter still finds inside a
 part it could not read (an ERROR node) are evaluated too. A value that cannot be evaluated holds a marker
 character standing for the construct, so
 that callers can tell where it ends up. A condition that cannot be decided but guards something that can change
 what a watched command receives is a free boolean: the variant's `decisions` say which way it goes, and a condition
 met without one takes the `else` way and is recorded in `undecided`, so that the caller can evaluate the other way
-as another variant. What is skipped although it can change what a watched command receives (a loop around one, a
-`case` on a computed word, `source`) is recorded as unevaluated.
+as another variant. A variable a test finds empty is recorded (`tested_empty`); one the variant evaluates as
+`required` holds the caller's value from such a test on. What is skipped although it can change what a watched
+command receives (a loop around one, a `case` on a computed word, `source`) is recorded as unevaluated.
 This module evaluates the statements; `Interpreter` subclasses `Conditions` (tests, in `conditions`), which
 subclasses `Expansion` (words and arithmetic, in `expansion`).
 """

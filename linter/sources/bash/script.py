@@ -4,7 +4,9 @@ Every variable that a `case` or an `if` comparison switches on is enumerated ove
 branches name plus the script's own default; one the script computes (`DEVICE=${DEVICE:-$(probe)}`) is enumerated
 over the values named for it only. Within each combination, a condition that cannot be decided statically but
 guards an assignment or the trainer call is taken both ways (`cond@LINE:COL=true|false` in the variant's label).
-Ways that `exit` before the trainer call are dropped. At most `core.variants.MAX_VARIANTS` variants are evaluated.
+Ways that `exit` before the trainer call are dropped, after a way that exits on a variable found empty
+(`[ -z "$DATA" ] && exit 1`) has been evaluated again with the caller giving it; when every way exits, that is
+SH006. At most `core.variants.MAX_VARIANTS` variants are evaluated.
 What cannot be evaluated is carried through as a marker: on an override's value it is kept on the override
 (`LocatedOverride.unresolved`) for SH001's rule to judge against the schema; in a key it is SH001 here; and every
 value the trainer's arguments take from the environment is listed once per file (SH004).
