@@ -98,8 +98,8 @@ def _footer(
 
 
 def _verl_notes(verl: VerlOfFiles) -> list[str]:
-    """One line per verl the run linted against (`Linted against verl 0.10.0.dev from verl (source tree in the
-    repository, snapshot cached).`), with how many files each when there are several."""
+    """One line per verl the run linted against (`Linted against verl 0.10.0.dev from ./verl (source tree, snapshot
+    cached).`), with how many files each when there are several."""
     counts = Counter(choice.describe() for choice in verl.values())
     many = len(counts) > 1
     return [

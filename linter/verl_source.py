@@ -104,14 +104,16 @@ class VerlChoice(NamedTuple):
         return {"version": self.version, "source": self.source, "path": _shown(self.path), "snapshot": self.state}
 
     def describe(self) -> str:
-        """The text report's note: `verl 0.10.0.dev from verl (source tree in the repository, snapshot cached)`."""
+        """The text report's note: `verl 0.10.0.dev from ./verl (source tree, snapshot cached)`."""
         snapshot = "committed snapshot" if self.cached is None else f"snapshot {self.state}"
+        where = _shown(self.path)
+        where = where if where is None or os.path.isabs(where) else os.path.join(".", where)
         if self.source == SOURCE_TREE:
-            return f"verl {self.version} from {_shown(self.path)} (source tree in the repository, {snapshot})"
+            return f"verl {self.version} from {where} (source tree, {snapshot})"
         if self.source == INSTALLED:
-            return f"verl {self.version} installed at {_shown(self.path)} ({snapshot})"
+            return f"verl {self.version} installed at {where} ({snapshot})"
         if self.source == PIN:
-            return f"verl {self.version} pinned in {_shown(self.path)} (snapshot {self.snapshot})"
+            return f"verl {self.version} pinned in {where} (snapshot {self.snapshot})"
         if self.source == COMMAND_LINE:
             return f"verl {self.version} (--verl-version)"
         if self.source == RECIPE:
@@ -401,8 +403,8 @@ def _cached(key: str, build) -> tuple[str, bool] | str:
                 reason = " ".join(str(exc).split()) or type(exc).__name__
                 _write(failed, reason)
                 return reason
-    if _write(snapshot, json.dumps(document, sort_keys=True, separators=(",", ":"))):
-        return str(snapshot), False
+        if _write(snapshot, json.dumps(document, sort_keys=True, separators=(",", ":"))):  # before the lock goes
+            return str(snapshot), False
     return _scratch(key, document), False
 
 
@@ -525,7 +527,10 @@ def _config_for(snapshot: str, verl: VerlChoice | None, command: Command, file: 
     written = command.config_path
     if written is None:
         return snapshot, command.config_name
-    if _UNRESOLVED.search(written):
+    anchored = _anchored(written, file)
+    if anchored is not None:  # `$(pwd)/config`, `$(dirname "$0")/config`: a directory on this machine
+        written = str(next((d for d in anchored if d.is_dir()), anchored[0]))
+    elif _UNRESOLVED.search(written):
         raise UnresolvedConfig(f"--config-path `{written}` is not known statically")
     package = Path(verl.package_dir) if verl is not None and verl.package_dir is not None else None
     directory = _config_directory(written, command.entry_module, package, file)
@@ -542,6 +547,43 @@ def _config_for(snapshot: str, verl: VerlChoice | None, command: Command, file: 
         )
     search = _search_path(command, yaml_file, package, file)
     return _custom_snapshot(snapshot, package, directory, command.config_name, search), command.config_name
+
+
+# How scripts name the directory they are started in, and their own directory (bash's idioms, as the bash reader shows
+# a construct it does not evaluate): a `--config-path` starting with one is a directory on this machine.
+_STARTED_IN = re.compile(r"\$\(\s*pwd(?:\s+-[LP])?\s*\)|`pwd`|\$\{PWD\}|\$PWD")
+_OWN_DIRECTORY = re.compile(r"\$\(.*\bdirname\b.*(?:\$0\b|\$\{0\}|BASH_SOURCE).*\)", re.DOTALL)
+
+
+def _anchored(written: str, file: str) -> list[Path] | None:
+    """The directories a path may be that starts with the directory the script is started in (`$(pwd)/x`, `$PWD/x`:
+    each directory from the script's own up to the repository root, as `import_roots` takes them) or with the
+    script's own (`$(dirname "$0")/x`, `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/x`); None for any other."""
+    head = _leading_construct(written)
+    rest = written[len(head) :] if head else ""
+    if not head or (rest and not rest.startswith("/")) or _UNRESOLVED.search(rest):
+        return None
+    own = Path(os.path.abspath(file)).parent
+    if _STARTED_IN.fullmatch(head):
+        bases = repository_dirs(own)
+    elif _OWN_DIRECTORY.fullmatch(head):
+        bases = [own]
+    else:
+        return None
+    return [Path(os.path.normpath(base / rest.lstrip("/"))) for base in bases]
+
+
+def _leading_construct(text: str) -> str:
+    """The `$(...)` (parentheses balanced), `` `...` `` or `$NAME`/`${NAME}` that `text` starts with, else ''."""
+    if text.startswith("$("):
+        depth = 0
+        for i, ch in enumerate(text):
+            depth += (ch == "(") - (ch == ")")
+            if depth == 0 and ch == ")":
+                return text[: i + 1]
+        return ""
+    m = re.match(r"`[^`]*`|\$\{[^}]*\}|\$\w+", text)
+    return m[0] if m else ""
 
 
 def _config_directory(written: str, module: str | None, package: Path | None, file: str) -> Path | None:
