@@ -2,15 +2,15 @@
 
 For each file, the first of these that applies:
 
-1. `--verl-version` on the command line: the user named it for the run, so it wins over everything below. A minor
-   alone (`0.6`) or a release without a snapshot of its own takes the newest snapshot of that minor
-   (`schema.committed_for`).
-2. A recipe's `verl:`: the file names the verl it is for.
+1. `--verl-version` on the command line: the user named it for the run, so it wins over everything below (an
+   explicit flag that a discovered tree overrode would be a surprise).
+2. A recipe's `verl:`: the file names the verl it is for; over what is discovered, under the command line.
 3. A verl source tree: a `verl/` package with `trainer/config/` in a directory Python would import `verl` from when
    the script runs (`python -m` looks in the working directory, then in `PYTHONPATH`): the directory the script
    `cd`s into, else the one it is started from, each directory from the file's own up to the repository root (the
    closest directory above holding `.git`, else the filesystem root) tried as the start, then the script's
-   `PYTHONPATH` entries from there (`import_roots`). A vendored, often modified verl is what the repository runs.
+   `PYTHONPATH` entries from there (the bash reader's `sources.entry_module`). A vendored, often modified verl is
+   what the repository runs.
 4. The verl installed in the environment that runs sapo-lint, located with `importlib.util.find_spec("verl")`: a
    top-level package is found, never imported. A release installed from the package index (its dist-info holds no
    `direct_url.json`) that has a committed snapshot is checked against that snapshot; any other (an editable
@@ -138,8 +138,9 @@ def choose(
     file: str, cli_verl: str | None, pin: str | None, roots: Iterable[Path] | None = None, text: str | None = None
 ) -> VerlChoice:
     """The verl `file` is linted against (the module docstring's order). `pin`: `[tool.sapo-lint] verl-version`;
-    `roots`: where Python imports `verl` from when the script runs (`import_roots`; default: as if it ran from its
-    own directory or one above it, without a `cd` or `PYTHONPATH`); `text`: the script's, for `pip install` pins."""
+    `roots`: where Python imports `verl` from when the script runs (default: as if it ran from its own directory
+    or one above it up to the repository root, without a `cd` or `PYTHONPATH`); `text`: the script's, for `pip
+    install` pins."""
     if cli_verl:
         return named(cli_verl, COMMAND_LINE)
     passed_over: list[SnapshotNotBuilt] = []
@@ -152,7 +153,8 @@ def choose(
         where = str(package_dir)
         return VerlChoice(built[0], version, source, where, built[1], where, tuple(passed_over))
 
-    for package_dir in source_trees(import_roots(file) if roots is None else roots):
+    own = Path(os.path.abspath(file)).parent
+    for package_dir in source_trees(repository_dirs(own) if roots is None else roots):
         chosen = from_files(package_dir, _tree_version(package_dir), SOURCE_TREE)
         if chosen is not None:
             return chosen
@@ -183,21 +185,6 @@ def repository_dirs(directory: Path) -> list[Path]:
     while not (out[-1] / ".git").exists() and out[-1].parent != out[-1]:
         out.append(out[-1].parent)
     return out
-
-
-def import_roots(file: str, cwd: str | None = None, pythonpath: Iterable[str] = ()) -> list[Path]:
-    """Where `python -m` finds a top-level package for a script `file` that `cd`s into `cwd` (None: none; relative:
-    from where the script is started) with `pythonpath` (entries as the script sets them, relative ones from the
-    working directory): for each directory the script may be started from (its own, up to the repository root),
-    the working directory, then the `PYTHONPATH` entries; each once, in that order."""
-    roots: dict[Path, None] = {}
-    for start in repository_dirs(Path(os.path.abspath(file)).parent):
-        here = start if cwd is None else Path(os.path.normpath(start / cwd))
-        roots[here] = None
-        roots.update((Path(os.path.normpath(here / entry)), None) for entry in pythonpath if entry)
-        if cwd is not None and os.path.isabs(cwd):
-            break
-    return list(roots)
 
 
 def source_trees(roots: Iterable[Path]) -> list[Path]:
@@ -557,7 +544,7 @@ _OWN_DIRECTORY = re.compile(r"\$\(.*\bdirname\b.*(?:\$0\b|\$\{0\}|BASH_SOURCE).*
 
 def _anchored(written: str, file: str) -> list[Path] | None:
     """The directories a path may be that starts with the directory the script is started in (`$(pwd)/x`, `$PWD/x`:
-    each directory from the script's own up to the repository root, as `import_roots` takes them) or with the
+    each directory from the script's own up to the repository root, `repository_dirs`) or with the
     script's own (`$(dirname "$0")/x`, `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/x`); None for any other."""
     head = _leading_construct(written)
     rest = written[len(head) :] if head else ""
@@ -711,7 +698,6 @@ __all__ = [
     "VerlChoice",
     "choose",
     "config_for",
-    "import_roots",
     "named",
     "repository_dirs",
 ]
