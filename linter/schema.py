@@ -265,6 +265,13 @@ def _verl_snapshot(snapshot: str) -> _VerlSnapshot | None:
         return None
 
 
+def snapshot_document(snapshot: str) -> dict | None:
+    """The whole snapshot of a reference, as its file holds it (what a custom config's snapshot takes verl's read-set
+    and entry modules from); None when there is none."""
+    versioned = _verl_snapshot(snapshot)
+    return versioned.data if versioned is not None else None
+
+
 def snapshot_version(snapshot: str) -> str:
     """The verl version of a snapshot reference (a built snapshot's own; a committed one is named by it)."""
     versioned = _verl_snapshot(snapshot) if is_built(snapshot) else None

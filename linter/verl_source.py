@@ -64,11 +64,11 @@ from .core.problems import SnapshotNotBuilt
 from .core.user_cache import user_cache_dir
 from .engine import searchpath
 from .schema import (
-    _verl_snapshot,
     committed_for,
     installed_verl_version,
     load_snapshot,
     newest_release,
+    snapshot_document,
     snapshot_version,
 )
 
@@ -111,7 +111,7 @@ class VerlChoice(NamedTuple):
         if self.source == SOURCE_TREE:
             return f"verl {self.version} from {where} (source tree, {snapshot})"
         if self.source == INSTALLED:
-            return f"verl {self.version} installed at {where} ({snapshot})"
+            return f"verl {self.version} installed{f' at {where}' if where else ''} ({snapshot})"
         if self.source == PIN:
             return f"verl {self.version} pinned in {where} (snapshot {self.snapshot})"
         if self.source == COMMAND_LINE:
@@ -248,10 +248,20 @@ def _pin(file: Path, setting: str | None, text: str | None) -> tuple[str, str] |
     directory = Path(os.path.abspath(file)).parent
     top = repository_dirs(directory)[-1]
     for place in dict.fromkeys([directory, *([top] if (top / ".git").exists() else [])]):
-        for candidate in [*sorted(place.glob("requirements*.txt")), place / "pyproject.toml"]:
-            found = _pinned_in(candidate)
-            if found is not None:
-                return _release(found[0]), f"{candidate}:{found[1]}"
+        found = _pinned_in_directory(place)
+        if found is not None:
+            return found
+    return None
+
+
+@cache
+def _pinned_in_directory(place: Path) -> tuple[str, str] | None:
+    """(the version, where) of the first `verl==X` in the directory's `requirements*.txt`, then its `pyproject.toml`;
+    read once per run for all the files beside them."""
+    for candidate in [*sorted(place.glob("requirements*.txt")), place / "pyproject.toml"]:
+        found = _pinned_in(candidate)
+        if found is not None:
+            return _release(found[0]), f"{candidate}:{found[1]}"
     return None
 
 
@@ -676,10 +686,10 @@ def _custom_snapshot(snapshot: str, package: Path, directory: Path, name: str, s
     def build() -> dict:
         from sapo_toolkit.schemas.build import ConfigSource, build_custom_snapshot
 
-        base = _verl_snapshot(snapshot)
+        base = snapshot_document(snapshot)
         if base is None:  # the verl snapshot itself is missing: RF004 reports it for the file
             raise UnresolvedConfig(f"no snapshot of verl {snapshot}")
-        return build_custom_snapshot(base.data, package, ConfigSource(name, directory, search))
+        return build_custom_snapshot(base, package, ConfigSource(name, directory, search))
 
     built = _cached(key.hexdigest()[:40], build)
     if isinstance(built, str):
