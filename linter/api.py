@@ -33,7 +33,7 @@ from .schema import (
 from .settings import Settings
 from .sources.files import TextFile, UnreadableFile, read_text
 from .sources.recipe import ReadOptions, Recipe, looks_like_recipe, read_recipe
-from .verl_source import COMMAND_LINE, RECIPE, UnresolvedConfig, VerlChoice, choose, config_for, named
+from .verl_source import COMMAND_LINE, RECIPE, VerlChoice, choose, config_for, named
 
 RECIPE_SUFFIXES = (".yaml", ".yml")
 SCRIPT_SUFFIXES = (".sh",)
@@ -177,9 +177,12 @@ def check_file(loaded: Loaded, settings: Settings, extra: Iterable[Diagnostic] =
     return FileCheck(diagnostics, None if checked else not_checked_because(problems))
 
 
-def resolve(command: Command, verl_version: str) -> LintContext:
-    """One command resolved against its snapshot, as the rules see it. Raises `schema.SnapshotNotFound`."""
-    return resolve_against(command, load_snapshot(verl_version, command.config_name))
+def resolve(command: Command, verl_version: str, loaded: Loaded | None = None) -> LintContext:
+    """One command resolved against its snapshot, as the rules see it; `loaded`: the file it comes from, where it
+    names a config directory of its own (`verl_source.config_for`). Raises `schema.SnapshotNotFound`."""
+    file = loaded.source.path if loaded is not None else ""
+    reference, name = config_for(verl_version, loaded.verl if loaded is not None else None, command, file)
+    return resolve_against(command, load_snapshot(reference, name))
 
 
 def select(commands: list[Command], wanted: Iterable[str]) -> list[Command]:
@@ -204,7 +207,7 @@ def _lint_commands(loaded: Loaded, rules) -> tuple[int, list[NoSnapshot], list[D
             try:
                 reference, name = config_for(version, loaded.verl, command, loaded.source.path)
                 snapshots[config] = load_snapshot(reference, name)
-            except (ConfigNotInSnapshot, UnresolvedConfig) as exc:  # the version is known: other configs are checked
+            except ConfigNotInSnapshot as exc:  # the version is known: the other configs are still checked
                 unchecked.append(
                     NoSnapshot(
                         location=loaded.version_location,

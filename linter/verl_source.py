@@ -64,6 +64,7 @@ from .core.problems import SnapshotNotBuilt
 from .core.user_cache import user_cache_dir
 from .engine import searchpath
 from .schema import (
+    ConfigNotInSnapshot,
     committed_for,
     installed_verl_version,
     load_snapshot,
@@ -486,8 +487,9 @@ def _builder_quiet() -> Iterator[None]:
 # --- custom configs ----------------------------------------------------------------------------------------------
 
 
-class UnresolvedConfig(LookupError):
-    """A command's config directory cannot be composed; the message says why (one line)."""
+class UnresolvedConfig(ConfigNotInSnapshot):
+    """A command's config directory cannot be composed: no snapshot holds its config; the message says why (one
+    line)."""
 
 
 # Hydra's `pkg://` and `file://` search path entries.
