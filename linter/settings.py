@@ -25,7 +25,11 @@ KEYS = {
     "select": ("select", list, "rule codes or prefixes to enable (default: all)"),
     "ignore": ("ignore", list, "rule codes or prefixes to disable"),
     "exclude": ("exclude", list, "glob patterns of paths not to lint"),
-    "verl-version": ("verl_version", str, "verl schema snapshot when a recipe names none"),
+    "verl-version": (
+        "verl_version",
+        str,
+        "a verl pin: the release files are linted against where no verl source tree or installed verl is found",
+    ),
     "megatron-core-version": ("megatron_core", str, "megatron-core snapshot for pass-through dict checks"),
     "mbridge-version": ("mbridge", str, "mbridge snapshot (a release such as 0.15.1, or git-main)"),
     "warnings-as-errors": ("warnings_as_errors", bool, "exit 1 on warnings too"),

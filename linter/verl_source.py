@@ -643,7 +643,9 @@ def _first_dir(relative: Path, file: str, package: Path | None) -> Path | None:
 def _search_path(command: Command, yaml_file: Path, package: Path, file: str) -> tuple[Path, ...]:
     """The directories Hydra searches after the primary config's: the command's `hydra.searchpath`, else the
     config's own, each entry as a directory (those that are not found are left out: Hydra does not find them
-    either)."""
+    either), then verl's own config directory, which verl's configs are written to be composed with (`- ppo_trainer`,
+    `- /ppo_trainer@_here_`). Never empty: the builder then passes it to Hydra in place of the config's own list, so
+    that Hydra never imports a package a `pkg://` entry names (the linted repository's code is never run)."""
     entries = searchpath(command)
     if not entries:
         import yaml
@@ -670,6 +672,7 @@ def _search_path(command: Command, yaml_file: Path, package: Path, file: str) ->
                 found = _first_dir(written, file, package)
         if found is not None and found.is_dir():
             out[Path(os.path.realpath(found))] = None
+    out[Path(os.path.realpath(package / "trainer" / "config"))] = None
     return tuple(out)
 
 

@@ -313,3 +313,23 @@ def test_an_installed_verl_is_found_without_importing_it(tmp_path):
     found = report("run.sh", cwd=tmp_path, cache=tmp_path / "cache", env=env)
     assert found["verl"]["run.sh"]["snapshot"] == "built"
     assert not [c for c in codes(found, "run.sh") if c[0] == "SL001"]  # tiny_knob: the installed tree's own key
+
+
+def test_composing_a_custom_config_never_imports_a_package_its_search_path_names(tmp_path):
+    (tmp_path / ".git").mkdir()
+    tiny_verl(tmp_path)
+    site = tmp_path / "site"
+    (site / "evilpkg").mkdir(parents=True)
+    imported = tmp_path / "imported"
+    (site / "evilpkg" / "__init__.py").write_text(f"open({str(imported)!r}, 'w').close()\n")
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "c.yaml").write_text(
+        "hydra:\n  searchpath:\n    - pkg://evilpkg\n\ndefaults:\n  - ppo_trainer\n  - _self_\n\nextra:\n  k: 1\n"
+    )  # verl's config directory is on the search path all the same
+    (tmp_path / "run.sh").write_text(
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=../../configs --config-name=c \\\n"
+        "    extra.k=2 extra.kk=1 trainer.tiny_knob=3\n"
+    )
+    found = report("run.sh", cwd=tmp_path, cache=tmp_path / "cache", env={"PYTHONPATH": str(site)})
+    assert [m.split("`")[1] for c, m in codes(found, "run.sh") if c == "SL001"] == ["extra.kk"]
+    assert not imported.exists()
