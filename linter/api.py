@@ -11,10 +11,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
+from .core.checked import NotChecked, not_checked_because
 from .core.command import Command, LocatedOverride, Stack, locate_override, site_limits
 from .core.diagnostics import Diagnostic, Location
-from .core.problems import NoSnapshot
+from .core.problems import NoSnapshot, ReadProblem
 from .core.variants import collapse_variants, matches
 from .engine import LintContext, Suggestions, lint_command
 from .engine import resolve as resolve_against
@@ -22,17 +24,17 @@ from .rules import findings, load_rules, without_superseded
 from .rules.rf_recipe import RECIPE_SCHEMA
 from .schema import (
     DEFAULT_MBRIDGE,
-    DEFAULT_VERL_VERSION,
     ConfigNotInSnapshot,
     Snapshot,
     SnapshotNotFound,
-    installed_verl_version,
     load_snapshot,
+    newest_release,
     resolve_verl_version,
 )
 from .settings import Settings
 from .sources.files import TextFile, UnreadableFile, read_text
 from .sources.recipe import ReadOptions, Recipe, looks_like_recipe, read_recipe
+from .verl_source import COMMAND_LINE, RECIPE, VerlChoice, choose, config_for, named
 
 RECIPE_SUFFIXES = (".yaml", ".yml")
 SCRIPT_SUFFIXES = (".sh",)
@@ -53,6 +55,15 @@ class Loaded:
     # The variant each axis takes when a run chooses none, as label tokens (`RECOMPUTE=selective`): a recipe's
     # `variant_defaults`, the values a script's switch variables have when its caller sets none
     variant_defaults: tuple[str, ...] = ()
+    problems: tuple[ReadProblem, ...] = ()  # what `diagnostics` were made from: why nothing may be checked
+    verl: VerlChoice | None = None  # which verl, found where (`verl_source`); None: a script with no trainer call
+
+
+class FileCheck(NamedTuple):
+    """`check_file`'s answer: every finding, and why no trainer command of the file was checked (None: one was)."""
+
+    diagnostics: list[Diagnostic]
+    not_checked: NotChecked | None
 
 
 def command_line_overrides(texts: Iterable[str]) -> tuple[LocatedOverride, ...]:
@@ -67,11 +78,12 @@ def read_options(
     cli_accelerator: str | None = None,
     cli_resources: dict | None = None,
 ) -> ReadOptions:
-    """Defaults for every file of a run: the command line first, then `[tool.sapo-lint]`, then the installed
-    verl, then the built-in defaults. `cli_resources`: site limits from the command line (they win over a
-    recipe's `hardware` and `[tool.sapo-lint]`)."""
+    """Defaults for every file of a run: the command line first, then `[tool.sapo-lint]`, then the built-in
+    defaults; each file's verl is found in `verl_source`'s order. `cli_resources`: site limits from the command line
+    (they win over a recipe's `hardware` and `[tool.sapo-lint]`)."""
     return ReadOptions(
-        default_verl=resolve_verl_version(settings.verl_version or installed_verl_version() or DEFAULT_VERL_VERSION),
+        default_verl=newest_release(),
+        verl_pin=settings.verl_version,
         stack=Stack(settings.megatron_core, settings.mbridge or DEFAULT_MBRIDGE),
         cli_verl=resolve_verl_version(cli_verl) if cli_verl else None,
         cli_overrides=command_line_overrides(cli_overrides),
@@ -107,42 +119,71 @@ def load_text(source: TextFile, options: ReadOptions) -> Loaded | None:
             script.verl_version or options.cli_verl or options.default_verl,
             Location(source.path),
             variant_defaults=tuple(f"{var}={value or 'unset'}" for var, value in script.defaults.items()),
+            problems=tuple(script.problems),
+            verl=script.verl,
         )
     if not looks_like_recipe(source.text):
         return None
     read = read_recipe(source, options)
+    verl = None
+    if read.recipe is not None:
+        if options.cli_verl:
+            verl = named(options.cli_verl, COMMAND_LINE)
+        elif read.recipe.data.get("verl") is not None:
+            verl = named(read.recipe.verl_version, RECIPE)
+        else:
+            verl = choose(source.path, None, options.verl_pin)
+            if verl.snapshot != read.recipe.verl_version:
+                read = read_recipe(source, options._replace(default_verl=verl.snapshot))
     recipe = read.recipe
+    problems = [*read.problems, *(verl.passed_over if verl is not None else ())]
     return Loaded(
         source,
         "recipe",
         recipe.commands if recipe else [],
-        findings(read.problems),
+        findings(problems),
         recipe.verl_version if recipe else options.default_verl,
         _verl_key_location(source),
         recipe,
         recipe.variant_defaults if recipe else (),
+        tuple(problems),
+        verl,
     )
 
 
 def check(loaded: Loaded, settings: Settings, extra: Iterable[Diagnostic] = ()) -> list[Diagnostic]:
+    """Every finding for one loaded file (`check_file`)."""
+    return check_file(loaded, settings, extra).diagnostics
+
+
+def check_file(loaded: Loaded, settings: Settings, extra: Iterable[Diagnostic] = ()) -> FileCheck:
     """Every finding for one loaded file, variants collapsed, `# sapo-lint: noqa` applied: the file's own
     diagnostics, `extra` ones found elsewhere (shellcheck), the naming rules for scripts, and every enabled rule
-    over every command. Not filtered by `select`/`ignore` (the caller decides). A recipe that violates its schema
-    (RF001) gets no config rule: the rules would judge a config the recipe does not describe (a recipe of only
-    `recipe:` has no overrides, so every required setting looks missing)."""
+    over every command; and whether any command was checked against a snapshot (`core.checked`). Not filtered by
+    `select`/`ignore` (the caller decides). A recipe that violates its schema (RF001) gets no config rule: the rules
+    would judge a config the recipe does not describe (a recipe of only `recipe:` has no overrides, so every
+    required setting looks missing)."""
     found = [*loaded.diagnostics, *extra]
     if loaded.kind == "script" and loaded.commands:  # a run script; a helper without a trainer call is no example
         from .rules.nm_naming import naming_diagnostics
 
         found.extend(naming_diagnostics(Path(loaded.source.path), settings.naming_scope()))
+    problems = list(loaded.problems)
+    checked = 0
     if loaded.commands and not any(d.code == RECIPE_SCHEMA.code for d in loaded.diagnostics):
-        found.extend(_lint_commands(loaded, load_rules(settings.enabled)))
-    return _without_noqa(loaded.source, without_superseded(found), continued_lines=loaded.kind == "script")
+        checked, unchecked, linted = _lint_commands(loaded, load_rules(settings.enabled))
+        problems.extend(unchecked)
+        found.extend(findings(unchecked) + linted)
+    diagnostics = _without_noqa(loaded.source, without_superseded(found), continued_lines=loaded.kind == "script")
+    return FileCheck(diagnostics, None if checked else not_checked_because(problems))
 
 
-def resolve(command: Command, verl_version: str) -> LintContext:
-    """One command resolved against its snapshot, as the rules see it. Raises `schema.SnapshotNotFound`."""
-    return resolve_against(command, load_snapshot(verl_version, command.config_name))
+def resolve(command: Command, verl_version: str, loaded: Loaded | None = None) -> LintContext:
+    """One command resolved against its snapshot, as the rules see it; `loaded`: the file it comes from, where it
+    names a config directory of its own (`verl_source.config_for`). Raises `schema.SnapshotNotFound`."""
+    file = loaded.source.path if loaded is not None else ""
+    reference, name = config_for(verl_version, loaded.verl if loaded is not None else None, command, file)
+    return resolve_against(command, load_snapshot(reference, name))
 
 
 def select(commands: list[Command], wanted: Iterable[str]) -> list[Command]:
@@ -151,22 +192,41 @@ def select(commands: list[Command], wanted: Iterable[str]) -> list[Command]:
     return [c for c in commands if matches(c.variant, wanted)]
 
 
-def _lint_commands(loaded: Loaded, rules) -> list[Diagnostic]:
-    """Every command (variant) against its config's snapshot, findings collapsed over the variants."""
-    snapshots: dict[str, Snapshot] = {}
+def _lint_commands(loaded: Loaded, rules) -> tuple[int, list[NoSnapshot], list[Diagnostic]]:
+    """Every command (variant) against its config's snapshot (a config directory of its own composed as Hydra would:
+    `verl_source.config_for`): how many were checked, the configs (or the version) without one, and the findings,
+    collapsed over the variants."""
+    snapshots: dict[tuple[str | None, str], Snapshot | None] = {}  # (config directory, name) -> its snapshot
     unchecked: list[NoSnapshot] = []
+    version = loaded.verl_version
     try:
-        for name in dict.fromkeys(c.config_name for c in loaded.commands):
+        for command in loaded.commands:
+            config = (command.config_path, command.config_name)
+            if config in snapshots:
+                continue
+            snapshots[config] = None
             try:
-                snapshots[name] = load_snapshot(loaded.verl_version, name)
+                reference, name = config_for(version, loaded.verl, command, loaded.source.path)
+                snapshots[config] = load_snapshot(reference, name)
             except ConfigNotInSnapshot as exc:  # the version is known: the other configs are still checked
-                unchecked.append(NoSnapshot(location=loaded.version_location, reason=str(exc), config_only=True))
+                unchecked.append(
+                    NoSnapshot(
+                        location=loaded.version_location,
+                        reason=str(exc),
+                        config_only=True,
+                        verl_version=version,
+                        config_name=command.config_name,
+                    )
+                )
     except SnapshotNotFound as exc:
-        return findings([NoSnapshot(location=loaded.version_location, reason=str(exc))])
-    checked = [c for c in loaded.commands if c.config_name in snapshots]
+        return 0, [NoSnapshot(location=loaded.version_location, reason=str(exc), verl_version=version)], []
+    checked = [c for c in loaded.commands if snapshots[c.config_path, c.config_name] is not None]
     suggestions = Suggestions()  # the file's variants share its did-you-mean suggestions
-    per_variant = [without_superseded(lint_command(c, snapshots[c.config_name], rules, suggestions)) for c in checked]
-    return findings(unchecked) + collapse_variants(per_variant, [c.variant for c in checked])
+    per_variant = [
+        without_superseded(lint_command(c, snapshots[c.config_path, c.config_name], rules, suggestions))
+        for c in checked
+    ]
+    return len(checked), unchecked, collapse_variants(per_variant, [c.variant for c in checked])
 
 
 def _verl_key_location(source: TextFile) -> Location:
@@ -224,4 +284,15 @@ def _without_noqa(source: TextFile, diagnostics: list[Diagnostic], continued_lin
     return kept
 
 
-__all__ = ["Loaded", "UnreadableFile", "check", "command_line_overrides", "load", "read_options", "resolve", "select"]
+__all__ = [
+    "FileCheck",
+    "Loaded",
+    "UnreadableFile",
+    "check",
+    "check_file",
+    "command_line_overrides",
+    "load",
+    "read_options",
+    "resolve",
+    "select",
+]

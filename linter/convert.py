@@ -68,7 +68,8 @@ def _common(maps: list[dict]) -> dict:
 
 
 def _same(a, b) -> bool:
-    return type(a) is type(b) and a == b
+    """The same value written: of one type and equal, NaN included (`x=nan` in two variants is one value)."""
+    return type(a) is type(b) and (a == b or (a != a and b != b))
 
 
 def _minus(m: dict, base: dict) -> dict:
@@ -117,7 +118,8 @@ def _factor(commands, base_o: dict, base_e: dict, groups: list[tuple[str, ...]])
             seen |= set(do)
             o.update(do)
             e.update(de)
-        if o != _override_map(c) or any(not _same(o[k], v) for k, v in _override_map(c).items()) or e != _env_map(c):
+        written = _override_map(c)
+        if o.keys() != written.keys() or any(not _same(o[k], v) for k, v in written.items()) or e != _env_map(c):
             return None
     return axes
 

@@ -107,7 +107,7 @@ def explain_recipe(
     items = []
     for command in commands:
         try:
-            ctx = api.resolve(command, loaded.verl_version)
+            ctx = api.resolve(command, loaded.verl_version, loaded)
         except SnapshotNotFound as exc:
             return [], [str(exc)]
         if command.model is None:

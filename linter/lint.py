@@ -8,19 +8,21 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
 from . import api
 from .core.budget import FILE_TIME_BUDGET_S, OutOfTime, time_budget
+from .core.checked import NotChecked, not_checked_because
 from .core.diagnostics import Diagnostic, Location
-from .core.problems import FileUnreadable, InternalError, NotLintable, OutOfTimeBudget
+from .core.problems import FileUnreadable, InternalError, NotLintable, OutOfTimeBudget, ReadProblem
 from .rules import findings
 from .rules.sh_shellcheck import SAID_BETTER_BY, UNSET_UNDER_NOUNSET, in_run_script, reported_by_default
 from .settings import Settings, SettingsFinder
 from .sources.files import TextFile, UnreadableFile, is_regular_file
 from .sources.recipe import ReadOptions
+from .verl_source import VerlChoice
 
 SKIP_DIRS = {
     ".git",
@@ -44,6 +46,9 @@ class LintResult:
     files: int  # files linted (recipes and scripts), unreadable ones included
     unreadable: int  # files and directories that could not be read
     named_but_skipped: int = 0  # files named on the command line that are neither recipe nor script (`_not_lintable`)
+    # (path, why) of each linted file none of whose trainer commands was checked (`core.checked`), in file order
+    not_checked: list[tuple[str, NotChecked]] = field(default_factory=list)
+    verl: dict[str, VerlChoice] = field(default_factory=dict)  # path -> the verl its trainer commands were linted with
 
 
 def discover(paths: list[Path], settings_for: Callable[[Path], Settings]) -> tuple[list[Path], list[tuple[Path, str]]]:
@@ -156,24 +161,27 @@ def lint_paths(
             try:
                 loaded = api.load(path, options[id(file_settings)])
             except UnreadableFile as exc:
-                return FileOutcome(
-                    True, True, False, findings([FileUnreadable(location=Location(str(path)), reason=str(exc))])
-                )
+                return _failed(FileUnreadable(location=Location(str(path)), reason=str(exc)), unreadable=True)
             if loaded is None:
                 return _not_lintable(str(path)) if path in explicit else FileOutcome(False, False, False, [])
-            return FileOutcome(True, False, False, _findings(loaded, file_settings, shellcheck.get(str(path), ())))
+            return _checked(loaded, file_settings, shellcheck.get(str(path), ()))
 
         return _within_budget(str(path), lint)
 
     with _outcomes(files, lint_file) as outcomes:
-        for done, outcome in enumerate(outcomes, 1):
+        for done, (path, outcome) in enumerate(zip(files, outcomes, strict=True), 1):  # in file order
             result.files += outcome.linted
             result.unreadable += outcome.unreadable
             result.named_but_skipped += outcome.named_but_skipped
             diagnostics.extend(outcome.diagnostics)
+            if outcome.not_checked is not None:
+                result.not_checked.append((str(path), outcome.not_checked))
+            if outcome.verl is not None:
+                result.verl[str(path)] = outcome.verl
             if progress is not None:
                 progress(done, len(files))
     result.diagnostics = _shown_once(diagnostics, settings_for)
+    result.not_checked.sort(key=lambda item: item[0])  # as the findings are: by path
     return result
 
 
@@ -193,7 +201,7 @@ def lint_text(
         if loaded is None:
             return _not_lintable(source.path)
         found = _shellcheck_text(source) if loaded.kind == "script" and settings.shellcheck else []
-        return FileOutcome(True, False, False, _findings(loaded, settings, found))
+        return _checked(loaded, settings, found)
 
     outcome = _within_budget(source.path, lint)
     return LintResult(
@@ -201,20 +209,32 @@ def lint_text(
         int(outcome.linted),
         int(outcome.unreadable),
         int(outcome.named_but_skipped),
+        [] if outcome.not_checked is None else [(source.path, outcome.not_checked)],
+        {} if outcome.verl is None else {source.path: outcome.verl},
     )
 
 
-def _findings(loaded: api.Loaded, settings: Settings, shellcheck: list[Diagnostic]) -> list[Diagnostic]:
-    return api.check(loaded, settings, _shown(shellcheck, loaded, settings))
+def _checked(loaded: api.Loaded, settings: Settings, shellcheck: list[Diagnostic]) -> FileOutcome:
+    diagnostics, not_checked = api.check_file(loaded, settings, _shown(shellcheck, loaded, settings))
+    return FileOutcome(True, False, False, diagnostics, not_checked, loaded.verl)
 
 
 class FileOutcome(NamedTuple):
-    """What linting one file gave: whether it counts as linted, unreadable, named but not lintable; its findings."""
+    """What linting one file gave: whether it counts as linted, unreadable, named but not lintable; its findings;
+    why none of its trainer commands was checked (None: one was, or it is not linted)."""
 
     linted: bool
     unreadable: bool
     named_but_skipped: bool
     diagnostics: list[Diagnostic]
+    not_checked: NotChecked | None = None
+    verl: VerlChoice | None = None  # the verl its trainer commands were linted with (`verl_source`)
+
+
+def _failed(problem: ReadProblem, unreadable: bool = False) -> FileOutcome:
+    """A linted file that could not be checked at all (unreadable, out of time, sapo-lint failed on it): the
+    problem's finding, and the problem as the reason (`core.checked`)."""
+    return FileOutcome(True, unreadable, False, findings([problem]), not_checked_because([problem]))
 
 
 def _not_lintable(path: str) -> FileOutcome:
@@ -235,16 +255,9 @@ def _within_budget(path: str, lint: Callable[[], FileOutcome]) -> FileOutcome:
         with time_budget(FILE_TIME_BUDGET_S):
             return lint()
     except OutOfTime as exc:
-        return FileOutcome(
-            True,
-            False,
-            False,
-            findings([OutOfTimeBudget(location=Location(path), limit_s=FILE_TIME_BUDGET_S, stage=exc.stage)]),
-        )
+        return _failed(OutOfTimeBudget(location=Location(path), limit_s=FILE_TIME_BUDGET_S, stage=exc.stage))
     except Exception as exc:  # noqa: BLE001 - one file's bug is that file's finding, not the end of the run
-        return FileOutcome(
-            True, True, False, findings([InternalError(location=Location(path), raised_where=_raised_where(exc))])
-        )
+        return _failed(InternalError(location=Location(path), raised_where=_raised_where(exc)), unreadable=True)
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))

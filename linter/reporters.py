@@ -5,21 +5,64 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+from .core.checked import NO_TRAINER_COMMAND, NotChecked
 from .core.diagnostics import Applicability, Diagnostic, Severity
 from .core.printable import printable
 from .sarif import render_sarif
+from .verl_source import VerlChoice
 
 FORMATS = ("text", "json", "github", "sarif")
 
+NotCheckedFiles = list[tuple[str, NotChecked]]  # (path, why) of each linted file none of whose commands was checked
+VerlOfFiles = dict[str, VerlChoice]  # path -> the verl its trainer commands were linted with (`verl_source`)
 
-def summary(diagnostics: list[Diagnostic], files: int) -> dict:
+
+def summary(diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFiles = ()) -> dict:
+    """The counts of findings by severity; how many of the `files` were checked and how many not, the reasons with
+    how many files each (`not_checked_reasons`, as the text summary names them), and each file not checked."""
     counts = Counter(d.severity.value for d in diagnostics)
-    return {"files": files, "error": counts["error"], "warning": counts["warning"], "info": counts["info"]}
+    return {
+        "files": files,
+        "error": counts["error"],
+        "warning": counts["warning"],
+        "info": counts["info"],
+        "checked": files - len(not_checked),
+        "not_checked": len(not_checked),
+        "not_checked_reasons": [
+            {"reason": why.reason, "message": why.message, "files": n} for why, n in _reasons(not_checked)
+        ],
+        "not_checked_files": [
+            {"path": path, "reason": why.reason, "message": why.message} for path, why in not_checked
+        ],
+    }
 
 
-def render_json(diagnostics: list[Diagnostic], files: int) -> str:
+def _reasons(not_checked: NotCheckedFiles) -> list[tuple[NotChecked, int]]:
+    """Each reason with its number of files, the most frequent first, files with no trainer command last. A reason
+    met with different details (two unknown configs) is named without them (`unknown config (2)`): the summary stays
+    one line; the findings, --verbose and JSON's `not_checked_files` name each."""
+    by_reason: dict[str, list[NotChecked]] = {}
+    for _, why in not_checked:
+        by_reason.setdefault(why.reason, []).append(why)
+    grouped = [
+        (found[0] if len(set(found)) == 1 else NotChecked(reason, reason.replace("-", " ")), len(found))
+        for reason, found in by_reason.items()
+    ]
+    return sorted(grouped, key=lambda item: (item[0] == NO_TRAINER_COMMAND, -item[1], item[0].message))
+
+
+def render_json(
+    diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFiles = (), verl: VerlOfFiles | None = None
+) -> str:
+    """The findings, the summary, and per file with a trainer command the verl it was linted with (`verl`: path ->
+    `{"version", "source", "path", "snapshot"}`, `VerlChoice.as_dict`)."""
     return json.dumps(
-        {"version": 1, "diagnostics": [d.as_dict() for d in diagnostics], "summary": summary(diagnostics, files)},
+        {
+            "version": 1,
+            "diagnostics": [d.as_dict() for d in diagnostics],
+            "summary": summary(diagnostics, files, not_checked),
+            "verl": {path: choice.as_dict() for path, choice in (verl or {}).items()},
+        },
         indent=2,
     )
 
@@ -29,16 +72,40 @@ _BOLD_COLOR = {Severity.ERROR: "\x1b[31m\x1b[1m", Severity.WARNING: "\x1b[33m\x1
 _RESET = "\x1b[0m"
 
 
-def render_text(diagnostics: list[Diagnostic], files: int, color: bool = False, summary: bool = True) -> str:
-    """One line per finding (the code coloured by severity with `color`), then the summary line unless not
-    `summary` (--quiet). What a file name or file text holds is escaped (`_printable_line`): a finding is one
-    line, whatever the file says."""
-    lines = []
-    for d in diagnostics:
-        lines.append(_printable_line(d, f"{_BOLD_COLOR[d.severity]}{d.code}{_RESET}" if color else None))
-    if summary:
-        lines.append(_summary_line(diagnostics, files))
-    return "\n".join(lines)
+def render_text(
+    diagnostics: list[Diagnostic],
+    files: int,
+    color: bool = False,
+    summary: bool = True,
+    not_checked: NotCheckedFiles = (),
+    verbose: bool = False,
+    verl: VerlOfFiles | None = None,
+) -> str:
+    """One line per finding (the code coloured by severity with `color`), then, with `verbose`, a line per file not
+    checked, then which verl was linted against (`_verl_notes`) and the summary line, unless not `summary`
+    (--quiet). What a file name or file text holds is escaped (`_printable_line`): a finding is one line, whatever
+    the file says."""
+    lines = [_printable_line(d, f"{_BOLD_COLOR[d.severity]}{d.code}{_RESET}" if color else None) for d in diagnostics]
+    return "\n".join([*lines, *_footer(diagnostics, files, not_checked, verbose, verl or {})] if summary else lines)
+
+
+def _footer(
+    diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFiles, verbose: bool, verl: VerlOfFiles
+) -> list[str]:
+    """What the text report ends with: with `verbose`, a line per file not checked; which verl; the summary line."""
+    listed = [printable(f"{path}: not checked: {why.message}") for path, why in not_checked] if verbose else []
+    return [*listed, *_verl_notes(verl), _summary_line(diagnostics, files, not_checked)]
+
+
+def _verl_notes(verl: VerlOfFiles) -> list[str]:
+    """One line per verl the run linted against (`Linted against verl 0.10.0.dev from ./verl (source tree, snapshot
+    cached).`), with how many files each when there are several."""
+    counts = Counter(choice.describe() for choice in verl.values())
+    many = len(counts) > 1
+    return [
+        printable(f"Linted against {said}" + (f" ({n} {'file' if n == 1 else 'files'})." if many else "."))
+        for said, n in counts.items()
+    ]
 
 
 def _printable_line(d: Diagnostic, code: str | None = None) -> str:
@@ -54,12 +121,27 @@ def _printable_line(d: Diagnostic, code: str | None = None) -> str:
     ).text_line(code)
 
 
-def _summary_line(diagnostics: list[Diagnostic], files: int) -> str:
-    s = summary(diagnostics, files)
+def _summary_line(diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFiles = ()) -> str:
+    """`Found 2 error(s), ... in 30 files.` or `All checks passed (30 files).`; where a file was not checked, instead
+    of the second and after the first, `Checked 28 of 30 files; 2 not checked: unknown config `my_cfg` (1), no
+    trainer command (1).` (escaped: a config name is the file's text). Never that all checks passed when none ran."""
     noun = "file" if files == 1 else "files"
+    found = ""
     if diagnostics:
-        return f"Found {s['error']} error(s), {s['warning']} warning(s), {s['info']} info(s) in {files} {noun}."
-    return f"All checks passed ({files} {noun})."
+        counts = Counter(d.severity for d in diagnostics)
+        found = (
+            f"Found {counts[Severity.ERROR]} error(s), {counts[Severity.WARNING]} warning(s), "
+            f"{counts[Severity.INFO]} info(s) in {files} {noun}."
+        )
+    if not_checked:
+        reasons = ", ".join(f"{why.message} ({n})" for why, n in _reasons(not_checked))
+        coverage = f"Checked {files - len(not_checked)} of {files} {noun}; {len(not_checked)} not checked: {reasons}."
+        return printable(f"{found} {coverage}" if found else coverage)
+    if found:
+        return found
+    return (
+        f"All checks passed ({files} {noun})." if files else "Nothing checked: no recipe or run script among the files."
+    )
 
 
 def _escape_data(text: str) -> str:
@@ -72,7 +154,11 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def render_github(diagnostics: list[Diagnostic], files: int) -> str:
+def render_github(
+    diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFiles = (), verbose: bool = False
+) -> str:
+    """A workflow annotation per finding, then one per file not checked: a warning for a file that could not be
+    checked, a notice (with `verbose` only) for a script with no trainer command."""
     level = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
     lines = []
     for d in diagnostics:
@@ -84,6 +170,12 @@ def render_github(diagnostics: list[Diagnostic], files: int) -> str:
         # An annotation has one location: the related ones are named in its message, as in the text output.
         message = f"{d.message} ({d.see_also()})" if d.related else d.message
         lines.append(f"::{level[d.severity]} {props}::{_escape_data(message)}")
+    for path, why in not_checked:
+        if why == NO_TRAINER_COMMAND and not verbose:
+            continue
+        annotation = "notice" if why == NO_TRAINER_COMMAND else "warning"
+        props = f"file={_escape_property(path)},title={_escape_property('sapo-lint: not checked')}"
+        lines.append(f"::{annotation} {props}::{_escape_data(f'not checked: {why.message}')}")
     return "\n".join(lines)
 
 
@@ -121,9 +213,17 @@ def statistics(diagnostics: list[Diagnostic]) -> list[dict]:
 _FIX_COUNTED = {Applicability.SAFE: "fixable", Applicability.UNSAFE: "unsafe", Applicability.DISPLAY_ONLY: "hint(s)"}
 
 
-def render_statistics_text(diagnostics: list[Diagnostic], files: int, color: bool = False, summary: bool = True) -> str:
-    """One line per code (count, code, severity, how many fixable, unsafe and hints, name), then the usual summary
-    line."""
+def render_statistics_text(
+    diagnostics: list[Diagnostic],
+    files: int,
+    color: bool = False,
+    summary: bool = True,
+    not_checked: NotCheckedFiles = (),
+    verbose: bool = False,
+    verl: VerlOfFiles | None = None,
+) -> str:
+    """One line per code (count, code, severity, how many fixable, unsafe and hints, name), then the usual footer
+    (`render_text`)."""
     rows = [
         (r, ", ".join(f"{r['fixes'][a.value]} {word}" for a, word in _FIX_COUNTED.items() if r["fixes"][a.value]))
         for r in statistics(diagnostics)
@@ -133,12 +233,21 @@ def render_statistics_text(diagnostics: list[Diagnostic], files: int, color: boo
         printable(f"{r['count']:>6}  {r['code']:<7} {r['severity']:<8} {fixes:<{width}} {r['name']}")
         for r, fixes in rows
     ]
-    return "\n".join([*lines, _summary_line(diagnostics, files)] if summary else lines)
+    return "\n".join([*lines, *_footer(diagnostics, files, not_checked, verbose, verl or {})] if summary else lines)
 
 
-def render_statistics_json(diagnostics: list[Diagnostic], files: int) -> str:
+def render_statistics_json(
+    diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFiles = (), verl: VerlOfFiles | None = None
+) -> str:
+    """The counts per code, the summary and the verl of each file (`render_json`)."""
     return json.dumps(
-        {"version": 1, "statistics": statistics(diagnostics), "summary": summary(diagnostics, files)}, indent=2
+        {
+            "version": 1,
+            "statistics": statistics(diagnostics),
+            "summary": summary(diagnostics, files, not_checked),
+            "verl": {path: choice.as_dict() for path, choice in (verl or {}).items()},
+        },
+        indent=2,
     )
 
 

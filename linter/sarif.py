@@ -31,7 +31,14 @@ scanning") and how it is met here:
   the fix's `properties`;
 - findings of `--override` (the command line, no file) get a logical location named as in the text output
   (`--override:N`), not a fake path. GitHub code scanning displays only results with a file location: these are
-  for other SARIF consumers, and CI runs that upload to code scanning lint files, not `--override`.
+  for other SARIF consumers, and CI runs that upload to code scanning lint files, not `--override`;
+- whether each file was checked (`core.checked`): the run's `properties` count the files (`files`, `checked`,
+  `notChecked`), and its one invocation has a `toolExecutionNotifications` entry per file not checked (SARIF
+  3.20.21: what kept the tool from analysing a target), at that file, its message `not checked: <reason>` and its
+  `properties.reason` the reason's identifier; level `warning`, or `note` for a script with no trainer command
+  (nothing to check). Never `error`: SARIF's appendix I reads an error notification as a run whose results may all
+  be incomplete, and some consumers then reject the whole report (GitLab's SARIF converter did); and
+  `executionSuccessful` stays true, since the run itself completed.
 
 Limits GitHub states: 20 runs per file (here 1), 25,000 rules and 25,000 results per run (over 25,000 results
 the upload is rejected, and only the 5,000 most severe are shown), 1,000 locations per result (here 1), rule names
@@ -48,8 +55,10 @@ from functools import cache
 from pathlib import Path, PurePath
 from urllib.parse import quote
 
+from .core.checked import NO_TRAINER_COMMAND, NotChecked
 from .core.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
 from .ruledocs import rule_anchor
+from .verl_source import VerlChoice
 
 LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 OVERRIDE_SOURCE = "--override"  # api.py: command-line overrides are located as `--override:N`
@@ -58,7 +67,14 @@ FINGERPRINT = "sapoLintFinding/v1"
 DESCRIPTION_LIMIT = 1024  # GitHub code scanning: shortDescription.text and fullDescription.text
 
 
-def render_sarif(diagnostics: list[Diagnostic], files: int) -> str:
+def render_sarif(
+    diagnostics: list[Diagnostic],
+    files: int,
+    not_checked: list[tuple[str, NotChecked]] = (),
+    verl: dict[str, VerlChoice] | None = None,
+) -> str:
+    """SARIF 2.1.0 (the module docstring); the run's `properties` say how many files were checked, and per file with
+    a trainer command the verl it was linted with (`verl`: path -> `VerlChoice.as_dict`), as the JSON does."""
     from . import __version__
 
     root = Path.cwd()
@@ -80,6 +96,18 @@ def render_sarif(diagnostics: list[Diagnostic], files: int) -> str:
         "originalUriBaseIds": {SRCROOT: {"uri": root.as_uri().rstrip("/") + "/"}},
         "columnKind": "unicodeCodePoints",
         "results": results,
+        "invocations": [
+            {
+                "executionSuccessful": True,
+                "toolExecutionNotifications": [_not_checked(path, why, root) for path, why in not_checked],
+            }
+        ],
+        "properties": {
+            "files": files,
+            "checked": files - len(not_checked),
+            "notChecked": len(not_checked),
+            "verl": {path: choice.as_dict() for path, choice in (verl or {}).items()},
+        },
     }
     doc = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [run]}
     return json.dumps(doc, indent=2)
@@ -184,6 +212,15 @@ def _result(d: Diagnostic, index: dict[str, int], root: Path, spans: _Spans) -> 
     if d.fix and d.fix.applicability is not Applicability.DISPLAY_ONLY and not _is_command_line(d.location):
         result["fixes"] = [_fix(d.fix, d.location.path, root, spans)]
     return result
+
+
+def _not_checked(path: str, why: NotChecked, root: Path) -> dict:
+    return {
+        "level": "note" if why == NO_TRAINER_COMMAND else "warning",
+        "message": {"text": f"not checked: {why.message}"},
+        "locations": [{"physicalLocation": {"artifactLocation": artifact_location(path, root)}}],
+        "properties": {"reason": why.reason},
+    }
 
 
 def _link_text(text: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -52,19 +53,42 @@ def version_key(version: str) -> tuple:
 
 
 def available_verl_versions() -> list[str]:
+    """The verl versions with a committed snapshot (`schemas/verl/<version>.json`), oldest first."""
     root = SCHEMA_DIR / "verl"
     return sorted((p.stem for p in root.glob("*.json")), key=version_key)
 
 
-def resolve_verl_version(requested: str) -> str:
-    """The snapshot version a requested verl version names: itself, or for a minor release (`0.6`) the newest
-    snapshot of that minor (`0.6.1`). Anything else comes back unchanged, and loading it reports the snapshots
-    there are."""
+def _is_release(version: str) -> bool:
+    return all(part.isdigit() for part in version.split("."))
+
+
+def newest_release() -> str:
+    """The newest committed snapshot of a verl release (a `.dev` snapshot of verl main is used only when named):
+    what a file is linted against when nothing says which verl it runs."""
+    releases = [v for v in available_verl_versions() if _is_release(v)]
+    return releases[-1] if releases else DEFAULT_VERL_VERSION
+
+
+def committed_for(version: str) -> str | None:
+    """The committed snapshot for a verl version a pin or the command line names: that version's own, else the newest
+    of the same minor (`0.6.1` -> `0.6.3`; a minor alone, `0.6`, names its newest), else None."""
     known = available_verl_versions()
-    if requested in known or not _MINOR.fullmatch(requested):
+    if version in known:
+        return version
+    minor = version.split(".")[:2]
+    if len(minor) < 2 or not all(part.isdigit() for part in minor):
+        return None
+    same = [v for v in known if v.split(".")[:2] == minor]
+    return same[-1] if same else None
+
+
+def resolve_verl_version(requested: str) -> str:
+    """The snapshot version a verl version named on the command line or in a recipe stands for: itself, or for a
+    minor release (`0.6`) the newest snapshot of that minor (`0.6.1`). Anything else comes back unchanged, and
+    loading it reports the snapshots there are (a pin is looser: `committed_for`)."""
+    if not _MINOR.fullmatch(requested):
         return requested
-    same_minor = [v for v in known if v.split(".")[:2] == requested.split(".")]
-    return same_minor[-1] if same_minor else requested
+    return committed_for(requested) or requested
 
 
 def installed_verl_version() -> str | None:
@@ -324,22 +348,46 @@ def version_label(data: dict) -> str:
 _VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+-]*")
 
 
+def is_built(snapshot: str) -> bool:
+    """Whether a snapshot reference names a built snapshot file (an absolute path: `verl_source` builds them from a
+    verl source tree and caches them) rather than a committed version."""
+    return os.path.isabs(snapshot)
+
+
 @cache
-def _verl_snapshot(verl_version: str) -> _VerlSnapshot | None:
-    """The parsed snapshot file of a verl version, read once for all its configs; None when there is none."""
-    if not _VERSION.fullmatch(verl_version) or ".." in verl_version:
+def _verl_snapshot(snapshot: str) -> _VerlSnapshot | None:
+    """The parsed snapshot of a reference, read once for all its configs; None when there is none. A reference is a
+    verl version with a committed snapshot (`schemas/verl/<version>.json`), or the path of a built snapshot file."""
+    if is_built(snapshot):
+        path = Path(snapshot)
+    elif not _VERSION.fullmatch(snapshot) or ".." in snapshot:
         return None
-    path = SCHEMA_DIR / "verl" / f"{verl_version}.json"
-    if not path.is_file():
+    else:
+        path = SCHEMA_DIR / "verl" / f"{snapshot}.json"
+    try:
+        return _VerlSnapshot(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):  # none (a cache file removed since: the next run builds it again)
         return None
-    return _VerlSnapshot(json.loads(path.read_text(encoding="utf-8")))
+
+
+def snapshot_document(snapshot: str) -> dict | None:
+    """The whole snapshot of a reference, as its file holds it (what a custom config's snapshot takes verl's read-set
+    and entry modules from); None when there is none."""
+    versioned = _verl_snapshot(snapshot)
+    return versioned.data if versioned is not None else None
+
+
+def snapshot_version(snapshot: str) -> str:
+    """The verl version of a snapshot reference (a built snapshot's own; a committed one is named by it)."""
+    versioned = _verl_snapshot(snapshot) if is_built(snapshot) else None
+    return versioned.data["verl_version"] if versioned is not None else snapshot
 
 
 @cache
 def entrypoints(verl_version: str) -> dict[str, str]:
-    """Entry module -> default config name, the `entrypoints` of `schemas/verl/<version>.json` (built from verl's
-    `@hydra.main` decorators by `schemas.build.entrypoint_defaults`); the newest snapshot's when the version has
-    none."""
+    """Entry module -> default config name, the `entrypoints` of a snapshot (`verl_version`: a reference, as
+    `_verl_snapshot` takes; built from verl's `@hydra.main` decorators by `schemas.build.entrypoint_defaults`); the
+    newest snapshot's when the version has none."""
     versioned = _verl_snapshot(verl_version)
     if versioned is None:
         known = available_verl_versions()
@@ -351,7 +399,8 @@ def entrypoints(verl_version: str) -> dict[str, str]:
 
 @cache
 def load_snapshot(verl_version: str, config_name: str) -> Snapshot:
-    """Raises `SnapshotNotFound` for an unknown version or config, or a version that is not a plain version string."""
+    """One config of a snapshot (`verl_version`: a reference, as `_verl_snapshot` takes). Raises `SnapshotNotFound`
+    for an unknown version or config, or a version that is not a plain version string."""
     versioned = _verl_snapshot(verl_version)
     if versioned is None:
         known = ", ".join(available_verl_versions()) or "none"
@@ -361,7 +410,7 @@ def load_snapshot(verl_version: str, config_name: str) -> Snapshot:
         )
     if config_name not in versioned.data["configs"]:
         raise ConfigNotInSnapshot(
-            f"the verl {verl_version} snapshot has no config '{config_name}' (it has: "
+            f"the verl {version_label(versioned.data)} snapshot has no config '{config_name}' (it has: "
             f"{', '.join(sorted(versioned.data['configs']))})"
         )
     return Snapshot(versioned, config_name)

@@ -25,10 +25,15 @@ KEYS = {
     "select": ("select", list, "rule codes or prefixes to enable (default: all)"),
     "ignore": ("ignore", list, "rule codes or prefixes to disable"),
     "exclude": ("exclude", list, "glob patterns of paths not to lint"),
-    "verl-version": ("verl_version", str, "verl schema snapshot when a recipe names none"),
+    "verl-version": (
+        "verl_version",
+        str,
+        "a verl pin: the release files are linted against where no verl source tree or installed verl is found",
+    ),
     "megatron-core-version": ("megatron_core", str, "megatron-core snapshot for pass-through dict checks"),
     "mbridge-version": ("mbridge", str, "mbridge snapshot (a release such as 0.15.1, or git-main)"),
     "warnings-as-errors": ("warnings_as_errors", bool, "exit 1 on warnings too"),
+    "strict": ("strict", bool, "exit 1 when a file is not checked (a script with no trainer command excepted)"),
     "shellcheck": ("shellcheck", bool, "run shellcheck on scripts (SH<SC number> findings); false = --no-shellcheck"),
     "naming-roots": (
         "naming_roots",
@@ -57,6 +62,7 @@ class Settings:
     megatron_core: str | None = None
     mbridge: str | None = None
     warnings_as_errors: bool = False
+    strict: bool = False
     shellcheck: bool = True
     # None: verl's own check_example_naming root and ignores (linter/rules/nm_naming.py)
     naming_roots: list[str] | None = None

@@ -63,8 +63,19 @@ def test_json_output_follows_the_contract(tmp_path):
     (tmp_path / "ci.yaml").write_text("on: push\n")  # not a recipe: skipped
     proc = sapo_lint(str(tmp_path), "--format", "json")
     report = json.loads(proc.stdout)
-    assert set(report) == {"version", "diagnostics", "summary"} and report["version"] == 1
-    assert report["summary"] == {"files": 2, "error": 1, "warning": 0, "info": 0}
+    assert set(report) == {"version", "diagnostics", "summary", "verl"} and report["version"] == 1
+    newest = {"version": "0.9.1", "source": "newest", "path": None, "snapshot": "committed"}
+    assert report["verl"] == {str(tmp_path / "a.yaml"): newest, str(tmp_path / "b.yaml"): newest}
+    assert report["summary"] == {
+        "files": 2,
+        "error": 1,
+        "warning": 0,
+        "info": 0,
+        "checked": 2,
+        "not_checked": 0,
+        "not_checked_reasons": [],
+        "not_checked_files": [],
+    }
     (d,) = report["diagnostics"]
     assert set(d) == {
         "path",
@@ -334,7 +345,7 @@ def test_statistics_text_and_json(tmp_path):
     proc = sapo_lint(str(path), "--statistics", "--format", "json")
     assert proc.returncode == 1
     report = json.loads(proc.stdout)
-    assert set(report) == {"version", "statistics", "summary"}
+    assert set(report) == {"version", "statistics", "summary", "verl"}
     rows = {r["code"]: r for r in report["statistics"]}
     assert rows["SL001"] == {
         "code": "SL001",

@@ -4,6 +4,7 @@ own axis with the script's default as the axis's default, variables that do not 
 the snapshot the script's keys lint clean on."""
 
 import json
+import math
 import subprocess
 
 import pytest
@@ -152,3 +153,16 @@ def test_verl_is_the_snapshot_the_scripts_keys_lint_clean_on(tmp_path, extra, ve
     assert proc.returncode == 0, proc.stdout
     _, named, _ = convert(tmp_path, switches(extra), "--verl-version", "0.9.1")
     assert named["verl"] == "0.9.1"
+
+
+def test_a_nan_value_in_a_variant_is_one_value_like_any_other(tmp_path):
+    """NaN is not equal to itself: a variant's `x=nan` (written twice, a key set again) failed every grouping of
+    the switch variables, so convert stopped with an internal error. Found by the property test of convert."""
+    script = (
+        "DEVICE=${DEVICE:-gpu}\n"
+        'if [ "$DEVICE" = npu ]; then EXTRA=(trainer.project_name=a); else EXTRA=(trainer.project_name=nan); fi\n'
+        'python3 -m verl.trainer.main_ppo trainer.project_name=nan "${EXTRA[@]}"\n'
+    )
+    _, recipe, _ = convert(tmp_path, script)
+    assert recipe["variants"]["device"]["npu"]["overrides"] == {"trainer.project_name": "a"}
+    assert math.isnan(recipe["variants"]["device"]["gpu"]["overrides"]["trainer.project_name"])  # YAML's .nan

@@ -622,3 +622,16 @@ def test_doctor_refuses_a_file_that_is_not_a_recipe(tmp_path):
     path.write_text("hello\n")
     result = CliRunner().invoke(doctor, [str(path)])
     assert result.exit_code == 2 and "not a recipe" in result.stderr
+
+
+def test_read_recipe_facts_takes_the_device_the_linter_decides(tmp_path):
+    """A script that states its device only through `trainer.device` (no DEVICE switch) or only through the branch
+    its overrides are written in: the doctor sees the device the linter's rules see (`core.device`)."""
+    stated = tmp_path / "run_stated.sh"
+    stated.write_text("python3 -m verl.trainer.main_ppo trainer.device=npu trainer.n_gpus_per_node=8\n")
+    branch = tmp_path / "run_branch.sh"
+    branch.write_text(
+        'if python3 -c "import torch_npu"; then\n    python3 -m verl.trainer.main_ppo trainer.n_gpus_per_node=16\nfi\n'
+    )
+    assert [v.device for v in read_recipe_facts(stated).variants] == ["npu"]
+    assert [v.device for v in read_recipe_facts(branch).variants] == ["npu"]

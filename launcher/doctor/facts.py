@@ -131,15 +131,19 @@ class Report(NamedTuple):
 # ------------------------------------------------------------------------------------------------ the recipe
 
 
-def _device_of(variant: str | None, accelerator) -> str | None:
-    for token in (variant or "").split(","):
-        axis, _, value = token.partition("=")
-        if axis.strip().upper() == "DEVICE":
-            return {"npu": "npu", "gpu": "gpu", "cuda": "gpu"}.get(value.strip().lower())
-    if getattr(accelerator, "assumed", ""):  # the linter's assumption for an unnamed accelerator says nothing here
+def _device_of(command) -> str | None:
+    """The device a variant states, by the linter's own decision (`core.device.stated_device`: `trainer.device`,
+    `VERL_ENGINE_DEVICE`, the variant's label, the device branch its overrides are written in), else the
+    accelerator the user named; None when neither says (an assumed accelerator was itself derived from this)."""
+    from sapo_toolkit.linter.core.device import stated_device
+
+    stated = stated_device(command)
+    if stated is not None:
+        return stated.kind
+    accelerator = command.accelerator
+    if accelerator is None or accelerator.assumed:
         return None
-    device = getattr(accelerator, "device", None)
-    return device if device in ("npu", "gpu") else None
+    return accelerator.device if accelerator.device in ("npu", "gpu") else None
 
 
 def _int_or_none(value) -> int | None:
@@ -213,7 +217,7 @@ def read_recipe_facts(path: Path, settings=None) -> RecipeFacts:
         variants.append(
             VariantFacts(
                 command.variant,
-                _device_of(command.variant, command.accelerator),
+                _device_of(command),
                 _int_or_none(n_gpus),
                 _int_or_none(nnodes),
                 rollout if isinstance(rollout, str) else None,

@@ -58,11 +58,24 @@ from .options import ACCELERATOR, OVERRIDES, VERL_VERSION
 @click.option("--statistics", is_flag=True, help="Counts per rule code instead of the findings (text or json).")
 @click.option("--warnings-as-errors", is_flag=True, help="Exit 1 on warnings too.")
 @click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 1 when a file was not checked (a trainer command that could not be checked against verl's schema; "
+    "a script with no trainer command does not count). Also [tool.sapo-lint] strict = true.",
+)
+@click.option(
     "--exit-zero",
     is_flag=True,
     help="Exit 0 even when there are findings (2 still means a usage error or an unreadable file).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Only the findings: no summary line, no notes on stderr.")
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Name each file not checked, scripts with no trainer command included (text, github; json and sarif "
+    "always do).",
+)
 @click.option(
     "-o",
     "--output-file",
@@ -99,13 +112,24 @@ def check(
     add_noqa,
     statistics,
     warnings_as_errors,
+    strict,
     exit_zero,
     quiet,
+    verbose,
     output_file,
     stdin_filename,
     color,
 ):
-    """Lint recipes under PATHS (`-`: standard input, with --stdin-filename)."""
+    """Lint recipes and run scripts under PATHS (`-`: standard input, with --stdin-filename).
+
+    \b
+    Exit codes:
+      0    no errors
+      1    errors (warnings too with --warnings-as-errors; a file not checked with --strict)
+      2    a usage error, a bad [tool.sapo-lint], or a file that could not be read
+      130  interrupted (Ctrl-C)
+    """
+    from ..core.checked import fails_strict
     from ..lint import lint_paths, lint_text
     from ..reporters import RENDER, STATISTICS
     from ..settings import SettingsError, SettingsFinder, unknown_codes
@@ -142,6 +166,7 @@ def check(
             *_comma_separated(extend_exclude),
         ]
         settings.warnings_as_errors = warnings_as_errors or settings.warnings_as_errors
+        settings.strict = strict or settings.strict
         settings.shellcheck = settings.shellcheck and not no_shellcheck
 
     finder = SettingsFinder(adjust)
@@ -167,7 +192,7 @@ def check(
             d.severity.value == "error"
             or (d.severity.value == "warning" and finder.for_path(Path(d.location.path)).warnings_as_errors)
             for d in result.diagnostics
-        )
+        ) or any(fails_strict(why) and finder.for_path(Path(path)).strict for path, why in result.not_checked)
     except SettingsError as exc:  # a configuration error: one line naming the file and key, no usage boilerplate
         raise OneLineError(str(exc)) from None
 
@@ -191,9 +216,19 @@ def check(
     render = (STATISTICS if statistics else RENDER)[fmt]
     colored = fmt == "text" and _color(color, output_file)
     if fmt == "text":
-        output = render(result.diagnostics, result.files, color=colored, summary=not quiet)
+        output = render(
+            result.diagnostics,
+            result.files,
+            color=colored,
+            summary=not quiet,
+            not_checked=result.not_checked,
+            verbose=verbose,
+            verl=result.verl,
+        )
+    elif fmt == "github":
+        output = render(result.diagnostics, result.files, not_checked=result.not_checked, verbose=verbose)
     else:
-        output = render(result.diagnostics, result.files)
+        output = render(result.diagnostics, result.files, not_checked=result.not_checked, verl=result.verl)
     _write(output, output_file, colored)
     if result.unreadable:
         sys.exit(EXIT_USAGE)

@@ -157,6 +157,22 @@ class UnknownEntryModule(ReadProblem):
 
 
 @dataclass(frozen=True, kw_only=True)
+class UnresolvedEntryModule(ReadProblem):
+    """A trainer call starts a module of the script's own (`python3 -m recipe.x.main_ppo`, `python3 train.py`) whose
+    config cannot be found: `reason` says why. Its overrides are not checked."""
+
+    module: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExitsBeforeTrainer(ReadProblem):
+    """Every way through a run script exits (at `location`) before its trainer command (at `trainer_line`)."""
+
+    trainer_line: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class ShellcheckComment(ReadProblem):
     """One of shellcheck's findings, as its JSON gives it."""
 
@@ -199,3 +215,14 @@ class InternalError(ReadProblem):
 class NoSnapshot(ReadProblem):
     reason: str  # `schema.SnapshotNotFound`'s or `ConfigNotInSnapshot`'s message
     config_only: bool = False  # the version is known, one trainer config is not: its commands alone go unchecked
+    verl_version: str = ""  # the version looked up, and the config (the summary names them: `core.checked`)
+    config_name: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SnapshotNotBuilt(ReadProblem):
+    """A verl source tree (or installed verl) the file would be linted against cannot be snapshotted: `reason` says
+    why; the next verl in `verl_source`'s order is used instead."""
+
+    tree: str  # the package directory
+    reason: str

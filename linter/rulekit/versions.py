@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ..engine import LintContext
-from ..schema import DEFAULT_MEGATRON_CORE, OtherVersion, other_versions
+from ..schema import DEFAULT_MEGATRON_CORE, OtherVersion, other_versions, snapshot_version
 
 # The megatron-core a verl version runs with, where verl names one. verl main runs from a checkout, which `uv sync`
 # installs with megatron-core built from a git tag: pyproject.toml `[tool.uv.sources] megatron-core = { git =
@@ -27,8 +27,9 @@ PAIRED_MEGATRON_CORE = {"0.4.1": "0.12.1", "0.5.0": "0.12.1", "0.6.1": "0.13.1",
 
 def megatron_core_for(verl_version: str) -> str:
     """The megatron-core snapshot to check `verl_version`'s pass-through dicts against when neither the recipe's
-    `stack`, `[tool.sapo-lint] megatron-core-version` nor the command line names one."""
-    return PAIRED_MEGATRON_CORE.get(verl_version, DEFAULT_MEGATRON_CORE)
+    `stack`, `[tool.sapo-lint] megatron-core-version` nor the command line names one (`verl_version`: a snapshot
+    reference; a built snapshot's verl version is its own)."""
+    return PAIRED_MEGATRON_CORE.get(snapshot_version(verl_version), DEFAULT_MEGATRON_CORE)
 
 
 def _advice(ctx: LintContext, found: list[OtherVersion], what: str) -> str:

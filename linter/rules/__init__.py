@@ -77,6 +77,8 @@ MODULES: dict[str, str] = {
     "SH003": "sh_script",
     "SH004": "sh_script",
     "SH005": "sh_script",
+    "SH006": "sh_script",
+    "SH007": "sh_script",
     "SH100": "sh_shellcheck",
     "SL001": "sl001_unknown_key",
     "SL002": "sl002_append_existing",

@@ -13,6 +13,7 @@ from ..core.problems import (
     NotLintable,
     OutOfTimeBudget,
     SchemaViolation,
+    SnapshotNotBuilt,
     TooManyVariants,
     UnknownAcceleratorName,
     UnknownModel,
@@ -96,7 +97,12 @@ UNKNOWN_VERSION = source_rule(
     be checked, which is an error rather than a silent pass; the message lists the versions that have
     snapshots. A snapshot holds every trainer config its verl ships (`ppo_trainer`, `sft_trainer_engine`, the
     fully-async and one-step-off trainers, ...); a command that names another config (`--config-name`) is one
-    info saying its overrides were not checked, and the file's other checks still run.""",
+    info saying its overrides were not checked, and the file's other checks still run. A config directory of the
+    command's own (`--config-path`, a wrapper module's `@hydra.main`) is composed as Hydra composes it and checked;
+    one that cannot be (a directory not known statically or missing, a config Hydra cannot compose, no verl config
+    files on this machine to compose it with) is that info too, saying why. A verl source tree of the repository, or
+    an installed verl, that cannot be snapshotted is a warning saying why: the file is linted against the next verl
+    found (docs/run-scripts.md, "Which verl").""",
     bad="""
     recipe: sapo-recipe/v1
     name: demo
@@ -372,6 +378,15 @@ def _no_snapshot(p: NoSnapshot):
             p.location, f"{p.reason}: the overrides of its commands are not checked", severity=Severity.INFO
         )
     return UNKNOWN_VERSION.diagnostic(p.location, p.reason)
+
+
+@reads(SnapshotNotBuilt)
+def _snapshot_not_built(p: SnapshotNotBuilt):
+    return UNKNOWN_VERSION.diagnostic(
+        p.location,
+        f"the verl at {p.tree} cannot be snapshotted ({p.reason}); linted against the next verl found instead",
+        severity=Severity.WARNING,
+    )
 
 
 @reads(NotLintable)

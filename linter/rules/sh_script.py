@@ -6,11 +6,13 @@ from ..core.problems import (
     BashSyntaxError,
     BrokenContinuation,
     EnvironmentInputs,
+    ExitsBeforeTrainer,
     NotAnOverride,
     Passthrough,
     UndecidedConditions,
     Unevaluated,
     UnknownEntryModule,
+    UnresolvedEntryModule,
     UnresolvedKey,
     VariantsSampled,
 )
@@ -157,6 +159,54 @@ ENVIRONMENT_INPUTS = source_rule(
 )
 
 
+EXITS_BEFORE_TRAINER = source_rule(
+    "SH006",
+    "exits-before-trainer",
+    Severity.WARNING,
+    summary="every way through the run script exits before its trainer command: nothing is checked",
+    explanation="""The script reaches `exit` before the trainer command on every way through it: whatever the
+    variables it switches on hold, whichever way each condition goes. The trainer never runs, and nothing the
+    command sets is checked. A guard on a parameter the caller gives (`[ -z "$DATA" ] && { echo usage; exit 1; }`,
+    `if [ ! -f "$DATA" ]; then exit 1; fi`, `${DATA:?}`) is not such an exit: the way on which the parameter is
+    set is checked, with its value unknown. Reported at the `exit` that ends the script when it runs with its
+    defaults; delete it, or the trainer command if the script is kept only as a stub.""",
+    bad="""
+    echo "moved to run_qwen3_8b.sh"
+    exit 1
+    python3 -m verl.trainer.main_ppo trainer.nnodes=1
+    """,
+    good="""
+    [ -z "$DATA" ] && { echo "usage: DATA=... $0"; exit 1; }
+    python3 -m verl.trainer.main_ppo data.train_files="$DATA" trainer.nnodes=1
+    """,
+    module=__name__,
+)
+
+UNRESOLVED_ENTRY_MODULE = source_rule(
+    "SH007",
+    "unresolved-entry-module",
+    Severity.INFO,
+    summary="the trainer command starts a module of the repository's own whose config cannot be found: its "
+    "overrides are not checked",
+    explanation="""A run script that starts its own entry module with Hydra overrides (`python3 -m
+    recipe.dapo.main_dapo data.train_files=...`, `python3 train.py trainer.nnodes=1`) is checked against the config
+    that module's `@hydra.main(config_path=..., config_name=...)` names: the module is found in the script's
+    repository (from the directory the script `cd`s into, or its own and each one above it up to the repository
+    root, and on the `PYTHONPATH` it sets) and read without being imported. A config directory of verl's
+    (`verl/trainer/config`) is checked as verl's trainer with that config; one that calls verl's `main` without a
+    `@hydra.main` of its own runs verl's. When the module's source is not found, has no `@hydra.main`, or computes
+    its config name, this note says why and the command's overrides are not checked. Name the config on the
+    command (`--config-path` and `--config-name`), or lint from the repository the script belongs to.""",
+    bad="""
+    python3 -m recipe.missing.main_ppo trainer.nnodes=1
+    """,
+    good="""
+    python3 -m verl.trainer.main_ppo trainer.nnodes=1
+    """,
+    module=__name__,
+)
+
+
 @reads(Unevaluated)
 def _unevaluated(p: Unevaluated):
     return UNRESOLVED.diagnostic(p.location, p.message)
@@ -253,4 +303,21 @@ def _environment_inputs(p: EnvironmentInputs):
         f"the trainer's arguments take values from {', '.join(parts)}; "
         "they are checked by key only (pass real values with --override to check "
         "them)",
+    )
+
+
+@reads(ExitsBeforeTrainer)
+def _exits_before_trainer(p: ExitsBeforeTrainer):
+    return EXITS_BEFORE_TRAINER.diagnostic(
+        p.location,
+        f"every way through the script exits before the trainer command (line {p.trainer_line}): the `exit` "
+        f"at line {p.location.line} ends it when it runs with its defaults, and nothing the command sets is checked",
+    )
+
+
+@reads(UnresolvedEntryModule)
+def _unresolved_entry_module(p: UnresolvedEntryModule):
+    return UNRESOLVED_ENTRY_MODULE.diagnostic(
+        p.location,
+        f"the overrides of entry module `{p.module}` are not checked: its config cannot be found: {p.reason}",
     )

@@ -293,7 +293,7 @@ def accelerator_levels(
 class ReadOptions(NamedTuple):
     """What the command line and `[tool.sapo-lint]` add to every file read in one run."""
 
-    default_verl: str
+    default_verl: str  # the snapshot a file is checked against when nothing else says which verl it runs
     stack: Stack
     cli_verl: str | None = None
     cli_overrides: tuple[LocatedOverride, ...] = ()
@@ -303,6 +303,7 @@ class ReadOptions(NamedTuple):
     # `hardware` refines, and the command line's, which win over both.
     resources: tuple[tuple[str, float], ...] = ()
     cli_resources: tuple[tuple[str, float], ...] = ()
+    verl_pin: str | None = None  # `[tool.sapo-lint] verl-version`: a pin, in `verl_source`'s order
 
 
 def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:

@@ -32,6 +32,7 @@ from typing import NamedTuple
 
 from ..core.diagnostics import Location
 from ..core.problems import ShellcheckComment, ShellcheckNotRun
+from ..core.user_cache import user_cache_dir
 from .files import UnreadableFile, read_text, write_atomically
 
 try:
@@ -67,13 +68,8 @@ class TransientFailure(str):
 
 
 def default_cache_dir() -> Path:
-    """`$SAPO_LINT_CACHE_DIR/shellcheck`, else `$XDG_CACHE_HOME/sapo-lint/shellcheck`, else ~/.cache/..."""
-    root = os.environ.get("SAPO_LINT_CACHE_DIR")
-    if root:
-        return Path(root) / "shellcheck"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
-    return base / "sapo-lint" / "shellcheck"
+    """`shellcheck/` in the user cache directory (`core.user_cache`)."""
+    return user_cache_dir() / "shellcheck"
 
 
 def find_shellcheck() -> str | None:

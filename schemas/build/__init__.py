@@ -9,6 +9,8 @@ hydra, omegaconf, libcst) on first use.
 * ``locate_verl`` -> ``LocatedVerl(package_dir, version, source, commit)`` (distributions.py)
 * ``build_verl_snapshot`` -> the snapshot of one verl version (every trainer config it ships);
   ``entrypoint_defaults``, ``config_sources`` (verl.py)
+* ``build_custom_snapshot`` -> the snapshot of one config of a repository's own, composed with verl's configs on its
+  search path (custom.py; ``ConfigSource``: compose.py)
 * ``build_consumer_snapshot``, ``mbridge_git_main_snapshot`` -> megatron-core / mbridge / ray snapshots (consumers.py;
   Megatron-LM's argparse flags of a source archive: megatron_arguments.py)
 * ``mindspeed_snapshot`` -> the transcribed MindSpeed (Ascend) snapshot (mindspeed.py)
@@ -40,6 +42,8 @@ class SchemaBuildError(Exception):
 _EXPORTS = {
     "locate_verl": "distributions",
     "build_verl_snapshot": "verl",
+    "build_custom_snapshot": "custom",
+    "ConfigSource": "compose",
     "entrypoint_defaults": "verl",
     "config_sources": "verl",
     "build_consumer_snapshot": "consumers",

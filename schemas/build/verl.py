@@ -8,7 +8,6 @@ import logging
 import re
 from pathlib import Path
 
-import libcst as cst
 from omegaconf import DictConfig, OmegaConf
 
 from . import SchemaBuildError
@@ -21,9 +20,10 @@ from .compose import (
     config_files_parsed_once,
     probe_options,
 )
+from .hydra_main import hydra_mains, parse_module
 from .layout import difference, nested_in, placed, region_without, subtree_at, verl_document
 from .registries import registry_choices
-from .source_index import Index, dotted_name, module_name, package_reads, string_value
+from .source_index import Index, module_name, package_reads
 from .tree_walker import TreeWalker
 
 log = logging.getLogger(__name__)
@@ -53,21 +53,13 @@ def _hydra_entries(package_dir: Path) -> dict[str, tuple[str, Path]]:
             continue
         if b"hydra" not in source or b"config_name" not in source:
             continue
-        try:
-            module = cst.parse_module(source)
-        except cst.ParserSyntaxError:  # pragma: no cover - files libcst cannot parse
+        module = parse_module(source)
+        if module is None:  # pragma: no cover - files libcst cannot parse
             continue
         name, _ = module_name(package_dir.parent, path)
-        for stmt in module.body:
-            if not isinstance(stmt, cst.FunctionDef):
-                continue
-            for dec in stmt.decorators:
-                call = dec.decorator
-                if not isinstance(call, cst.Call) or dotted_name(call.func) not in ("hydra.main", "main"):
-                    continue
-                kw = {a.keyword.value: string_value(a.value) for a in call.args if a.keyword is not None}
-                if kw.get("config_name"):
-                    out[name] = (kw["config_name"].removesuffix(".yaml"), path.parent / (kw.get("config_path") or "."))
+        for main in hydra_mains(module):
+            if main.config_name:
+                out[name] = (main.config_name.removesuffix(".yaml"), path.parent / (main.config_path or "."))
     return dict(sorted(out.items()))
 
 

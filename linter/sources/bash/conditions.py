@@ -2,7 +2,8 @@
 
 Each evaluates to True/False when that is known statically and to None otherwise; the interpreter decides what an
 undecidable condition does. A switch variable's value met in a test is recorded (`observed`,
-`unresolved_switches`), so that the script's reader can enumerate the variants.
+`unresolved_switches`), so that the script's reader can enumerate the variants; so is a variable found empty where a
+test asks whether it is (`tested_empty`): a guard (`[ -z "$DATA" ] && exit 1`) on a parameter the caller must give.
 """
 
 from __future__ import annotations
@@ -13,14 +14,27 @@ import re
 from ...core.command import DeviceSignal
 from ...core.device import ASCEND_SOFTWARE, device_word
 from .expansion import Expansion
-from .markers import markers
+from .markers import NEVER_SET, markers
 
 GLOB_CHAR = re.compile(r"[*?\[]")  # a word holding one is a pattern
 
 
 class Conditions(Expansion):
-    """Evaluates tests for the interpreter, which subclasses it: it sets up `observed` and `unresolved_switches`,
-    and each test counts a step toward its limit (`_step`)."""
+    """Evaluates tests for the interpreter, which subclasses it: it sets up `observed`, `unresolved_switches`,
+    `required` and `tested_empty`, and each test counts a step toward its limit (`_step`)."""
+
+    def emptiness_tested(self, n) -> None:
+        """`n` is an operand of a test for emptiness (`-z "$X"`, `-n`, `[ "$X" ]`, `"$X" == ""`). A variable empty
+        there is recorded (`tested_empty`): when the way through the script then exits, it is a parameter the caller
+        must give. In a variant evaluated with it `required`, this is the way on which the caller gave it: from here
+        on it holds the caller's value, unknown like any variable the script never sets."""
+        var = switch_variable(self, n)
+        if var is None or "".join(f for f, _ in self.word(n, split=False)):
+            return
+        if var in self.required:
+            self.set_var(var, self.mark(f"${var}", NEVER_SET))
+        else:
+            self.tested_empty.setdefault(var, self.loc(n))
 
     def test_command(self, n) -> bool | None:
         """`[ ... ]` / `[[ ... ]]`: True/False when decidable, else None."""
@@ -32,11 +46,14 @@ class Conditions(Expansion):
         """The `test` (or `[`) command, on its expanded words."""
         self._step()
         args = [c for c in n.named_children if c != n.child_by_field_name("name") and c.type != "file_redirect"]
+        bracket = self.text(n.child_by_field_name("name")) == "["
+        for c in _emptiness_operands(self, args, bracket):
+            self.emptiness_tested(c)
         for c in args:
             if switch_variable(self, c) is not None:
                 self.scalar(c)  # records the value a switch variable is tested with
         words = [f for c in args for f, _ in self.word(c, split=True)]
-        if self.text(n.child_by_field_name("name")) == "[":
+        if bracket:
             if not words or words[-1] != "]":
                 return None
             words = words[:-1]
@@ -57,6 +74,7 @@ class Conditions(Expansion):
                 v = self.test(operand)
                 return None if v is None else not v
             if op in ("-n", "-z"):
+                self.emptiness_tested(operand)
                 s = self.scalar(operand)
                 if s is None:
                     return None
@@ -73,6 +91,10 @@ class Conditions(Expansion):
                 if op in ("&&", "-a"):
                     return False if False in (a, b) else (None if None in (a, b) else True)
                 return True if True in (a, b) else (None if None in (a, b) else False)
+            if op in ("==", "=", "!="):
+                for operand, other in ((left, right), (right, left)):
+                    if _empty_literal(self, other):
+                        self.emptiness_tested(operand)
             a, b = self.scalar(left), self.scalar(right)
             if a is None or b is None:
                 return None
@@ -82,6 +104,7 @@ class Conditions(Expansion):
                 return same if op != "!=" else not same
             return _compare(a, op, b)
         if t in ("word", "string", "raw_string", "concatenation", "simple_expansion", "expansion", "number"):
+            self.emptiness_tested(n)
             s = self.scalar(n)  # a lone operand: true when not empty
             return None if s is None else bool(s)
         return None
@@ -104,6 +127,27 @@ class Conditions(Expansion):
         # a literal is compared as it is: fnmatch compiles each pattern to a regex, in a cache that a `case` of
         # 50,000 items would only churn
         return fnmatch.fnmatchcase(subject, pat) if GLOB_CHAR.search(pat) else subject == pat
+
+
+def _empty_literal(ev: Expansion, n) -> bool:
+    """Whether a test operand is written as the empty string (`""`, `''`)."""
+    return ev.text(n) in ('""', "''")
+
+
+def _emptiness_operands(ev: Expansion, args: list, bracket: bool) -> list:
+    """The operands that a `test` command's arguments (`[`'s when `bracket`, the last of them `]`) test for emptiness:
+    `-z X`, `-n X`, `X`, `! X`, `X = ""` (also `==`, `!=`, either way round)."""
+    words = args[:-1] if bracket and args and ev.text(args[-1]) == "]" else args
+    if words and ev.text(words[0]) == "!":
+        words = words[1:]
+    texts = [ev.text(w) for w in words]
+    if len(words) == 1:
+        return words
+    if len(words) == 2 and texts[0] in ("-z", "-n"):
+        return words[1:]
+    if len(words) == 3 and texts[1] in ("=", "==", "!="):
+        return [operand for operand, other in ((words[0], words[2]), (words[2], words[0])) if _empty_literal(ev, other)]
+    return []
 
 
 _BINARY_TESTS = ("=", "==", "!=", "-eq", "-ne", "-lt", "-gt", "-le", "-ge", "-nt", "-ot", "-ef", "<", ">")

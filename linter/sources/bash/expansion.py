@@ -346,8 +346,10 @@ class Expansion:
         use_word = (not is_set or (op.startswith(":") and empty)) if kind in ("-", "=", "?") else is_set
         if kind == "+" and op.startswith(":") and is_set and empty:
             use_word = False
-        if kind == "?" and use_word:  # the caller must set it: an input like any unset variable
+        if kind == "?" and use_word:  # the caller must set it: an input like any unset variable, from here on too
             name = self.text(target) if target.type == "variable_name" else None
+            if name:
+                self.set_var(name, self.mark(f"${name}", NEVER_SET))
             b.expanded(self.mark(f"${name}", NEVER_SET) if name else self.mark(raw), quoted, split)
             return
         if not use_word:

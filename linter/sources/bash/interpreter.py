@@ -4,15 +4,17 @@ Assignments (`+=`, arrays with computed, negative and sparse indices, `[k]=v` el
 `export`/`readonly` with `-a`/`-A`/`-i`/`-x`, `unset` of a variable or an element), the word expansions of
 `expansion`, arithmetic commands (`(( n += 1 ))`, `let`), the builtins that assign (`printf -v`, and `read` and
 `mapfile` from a here-string, split on IFS), `set --` and `shift`, `case`/`if` on variables with compound conditions
-(`[ a ] && { [ b ] || [ c ]; }`, `[[ a && b ]]`, `!`, `test`), `exit`, and functions called by name with their
-arguments as positional parameters, their `local`s and `return`. The statements tree-sitter still finds inside a
+(`[ a ] && { [ b ] || [ c ]; }`, `[[ a && b ]]`, `!`, `test`), `exit`, `cd`/`pushd`/`popd` (the directory a
+command runs in: `cwd`), and functions called by name with their arguments as positional parameters, their `local`s
+and `return`. The statements tree-sitter still finds inside a
 part it could not read (an ERROR node) are evaluated too. A value that cannot be evaluated holds a marker
 character standing for the construct, so
 that callers can tell where it ends up. A condition that cannot be decided but guards something that can change
 what a watched command receives is a free boolean: the variant's `decisions` say which way it goes, and a condition
 met without one takes the `else` way and is recorded in `undecided`, so that the caller can evaluate the other way
-as another variant. What is skipped although it can change what a watched command receives (a loop around one, a
-`case` on a computed word, `source`) is recorded as unevaluated.
+as another variant. A variable a test finds empty is recorded (`tested_empty`); one the variant evaluates as
+`required` holds the caller's value from such a test on. What is skipped although it can change what a watched
+command receives (a loop around one, a `case` on a computed word, `source`) is recorded as unevaluated.
 This module evaluates the statements; `Interpreter` subclasses `Conditions` (tests, in `conditions`), which
 subclasses `Expansion` (words and arithmetic, in `expansion`).
 """
@@ -59,10 +61,14 @@ class _Exit(Exception):
 
 class Interpreter(Conditions):
     """Evaluates one variant of a script (one environment). A subclass names the commands it looks for
-    (`watched_text`, `watched_name`) and receives every command's expanded fields (`on_command`)."""
+    (`watches`, `watched_name`) and receives every command's expanded fields (`on_command`)."""
 
-    watched_text: bytes | None = None  # source text that marks a watched command
     watched_name = ""  # what a watched command is, for messages
+
+    @staticmethod
+    def watches(text: bytes) -> bool:
+        """Whether source text holds a watched command (or may: it is a cheap test on the text as written)."""
+        return False
 
     def __init__(
         self,
@@ -75,6 +81,7 @@ class Interpreter(Conditions):
         free: frozenset[str] = frozenset(),
         decisions: dict[int, bool] | None = None,
         locations: dict | None = None,
+        required: frozenset[str] = frozenset(),
     ):
         self.path, self.src, self.lines = path, src, lines
         # (row, column) -> Location: the same in every variant of the script, so shared across them
@@ -83,9 +90,16 @@ class Interpreter(Conditions):
         # enumerated variables whose own value cannot be evaluated: an unresolved assignment keeps the variant's value
         self.free = {name: env[name] for name in free if name in env}
         self.decisions = decisions or {}  # condition key -> the way this variant takes it
+        # variables the caller gives: where a test finds one empty, it holds the caller's value (`emptiness_tested`)
+        self.required = required
+        self.tested_empty: dict[str, Location] = {}  # variables found empty by a test for it, and where first
         self.taken: dict[int, Decision] = {}  # the undecidable conditions met, in order, and the way taken
         self.undecided: list[int] = []  # keys of those met without a decision (taken as false)
         self.exited: Location | None = None  # where the script exited, if it did
+        # The directory `cd` (`pushd`, `popd`) moved to, as written (relative: to where the script is started; a
+        # marker where it is not known); None: where the script is started.
+        self.cwd: str | None = None
+        self.cwd_stack: list[str | None] = []  # `pushd`'s
         self.vars: dict[str, str | list[tuple[str, Location] | None]] = dict(env)
         self.positional: list[tuple[str, Location]] | None = None  # `$1`...: None for the script's own arguments
         self.associative: set[str] = set()  # arrays declared `-A`: their elements are not followed
@@ -153,11 +167,13 @@ class Interpreter(Conditions):
         elif t == "command":
             self.command(n)
         elif t == "subshell":
+            cwd = self.cwd
             try:
                 for c in n.named_children:
                     self.stmt(c)
             except _Exit:
                 pass  # `exit` in ( ... ) ends the subshell only
+            self.cwd = cwd  # so does a `cd` in it
         elif t == "compound_statement" and n.children and n.children[0].type == "((":
             self.arith_text(f"$(({self.text(n)[2:-2]}))")  # `(( n += 1 ))`: its assignments take effect
         elif t in ("redirected_statement", "pipeline", "compound_statement", "program"):
@@ -190,7 +206,7 @@ class Interpreter(Conditions):
         # other statements (heredocs, ...) set nothing a later command receives
 
     def _has_watched_text(self, n) -> bool:
-        return self.watched_text is not None and self.watched_text in self.src[n.start_byte : n.end_byte]
+        return self.watches(self.src[n.start_byte : n.end_byte])
 
     def status(self, n) -> bool | None:
         """Run one statement and say whether it succeeds: True/False when that is known statically, else None."""
@@ -592,6 +608,9 @@ class Interpreter(Conditions):
             if self.positional is not None:
                 self.positional = self.positional[count:]
             return True
+        if head in ("cd", "pushd", "popd"):
+            self.change_directory(n, head, [w for w in words if not w.startswith("-") or w == "-"])
+            return True
         if head == "let":
             for w in words:
                 self.arith_text(f"$(({w}))")
@@ -604,6 +623,22 @@ class Interpreter(Conditions):
             self.read(n, head, words)
             return True
         return False
+
+    def change_directory(self, n, head: str, words: list[str]) -> None:
+        """`cd DIR`, `pushd DIR`, `popd`: the directory the commands after it run in (`cwd`)."""
+        if head == "popd":
+            if self.cwd_stack:
+                self.cwd = self.cwd_stack.pop()
+            return
+        if head == "pushd":
+            self.cwd_stack.append(self.cwd)
+        target = words[0] if words else None
+        if target is None or target == "-" or target.startswith("~"):
+            self.cwd = self.mark(self.text(n))  # `$HOME` or the one before: not followed
+        elif target.startswith("/") or self.cwd is None:
+            self.cwd = target
+        else:
+            self.cwd = f"{self.cwd.rstrip('/')}/{target}"
 
     def read(self, n, head: str, words: list[str]) -> None:
         """`read [-r] [-a A] NAMES <<< word` and `mapfile -t A <<< word`: the here-string split as bash splits it;

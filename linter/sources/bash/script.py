@@ -4,7 +4,9 @@ Every variable that a `case` or an `if` comparison switches on is enumerated ove
 branches name plus the script's own default; one the script computes (`DEVICE=${DEVICE:-$(probe)}`) is enumerated
 over the values named for it only. Within each combination, a condition that cannot be decided statically but
 guards an assignment or the trainer call is taken both ways (`cond@LINE:COL=true|false` in the variant's label).
-Ways that `exit` before the trainer call are dropped. At most `core.variants.MAX_VARIANTS` variants are evaluated.
+Ways that `exit` before the trainer call are dropped, after a way that exits on a variable found empty
+(`[ -z "$DATA" ] && exit 1`) has been evaluated again with the caller giving it; when every way exits, that is
+SH006. At most `core.variants.MAX_VARIANTS` variants are evaluated.
 What cannot be evaluated is carried through as a marker: on an override's value it is kept on the override
 (`LocatedOverride.unresolved`) for SH001's rule to judge against the schema; in a key it is SH001 here; and every
 value the trainer's arguments take from the environment is listed once per file (SH004).
@@ -27,6 +29,7 @@ from ...core.problems import (
     BashSyntaxError,
     BrokenContinuation,
     EnvironmentInputs,
+    ExitsBeforeTrainer,
     NotAnOverride,
     Passthrough,
     ReadProblem,
@@ -34,6 +37,7 @@ from ...core.problems import (
     Unevaluated,
     UnknownEntryModule,
     UnknownModel,
+    UnresolvedEntryModule,
     UnresolvedKey,
     VariantsSampled,
 )
@@ -41,6 +45,9 @@ from ...core.variants import MAX_VARIANTS, collapse_variants, expand
 from ...rulekit.versions import megatron_core_for
 from ...rules import reaches_model_rules
 from ...schema import entrypoints
+from ...verl_source import VerlChoice
+from ...verl_source import choose as choose_verl
+from ..entry_module import resolve_entry, search_roots, start_directories
 from ..files import TextFile
 from ..hardware import choose
 from ..recipe import DEFAULT_CONFIG_NAME, ReadOptions, accelerator_levels
@@ -50,7 +57,7 @@ from .interpreter import Interpreter
 from .markers import ARGUMENTS, Marks, construct_text, environment_name, markers, readable
 from .parse import byte_column, node_location, parse
 from .syntax import syntax_problem
-from .trainer_call import TrainerCallFinder
+from .trainer_call import TrainerCall, TrainerCallFinder
 
 # The value an override gets when part of it cannot be evaluated: an interpolation, so that type and range
 # rules leave it alone while key rules still apply.
@@ -69,6 +76,7 @@ class ScriptRead:
     verl_version: str | None = None
     switches: dict[str, list[str | None]] = field(default_factory=dict)  # variable -> values enumerated
     defaults: dict[str, str | None] = field(default_factory=dict)  # variable -> the value it has when none is given
+    verl: VerlChoice | None = None  # the verl its trainer calls are checked against; None: it makes none
 
 
 _TEST_EXPRESSIONS = ("binary_expression", "parenthesized_expression", "unary_expression")
@@ -341,7 +349,7 @@ def _broken_continuations(parsed: _Parsed, path: str) -> list[BrokenContinuation
             continue
         words = sum(1 for c in n.named_children if c.type not in ("variable_assignment", "file_redirect", "comment"))
         where = node_location(path, parsed.lines, n)
-        if before is not None and b"verl." in parsed.src[before.start_byte : before.end_byte]:
+        if before is not None and TrainerCallFinder.watches(parsed.src[before.start_byte : before.end_byte]):
             end = before.end_point[0] + 1
             between = [parsed.lines[i].strip() for i in range(end, where.line - 1)]
             cause = "a comment line" if any(line.startswith(b"#") for line in between) else "a blank line"
@@ -426,15 +434,28 @@ def evaluate(source: TextFile) -> Evaluation:
     free: set[str] = set()
 
     def run(env: dict[str, str], decisions: dict[int, bool]) -> TrainerCallFinder:
-        ev = TrainerCallFinder(
-            source.path, parsed.src, parsed.lines, env, marks, frozenset(named), frozenset(free), decisions, locations
-        )
-        ev.run(parsed.root)
-        return ev
+        """One way through the script. A way that exits before the trainer call after finding a variable empty
+        (`[ -z "$DATA" ] && exit 1`) is evaluated again with the variable given by the caller (the way on which it
+        is set), until a way reaches the trainer or no variable is left to give; the conditions that way cannot
+        decide then fork as any others do (`if [ -n "$DATA" ]; then ...; else exit 1; fi`). A variable the script
+        switches on over named values is no such parameter: its unset variant stops there by design."""
+        required: frozenset[str] = frozenset()
+        while True:
+            ev = TrainerCallFinder(
+                source.path, parsed.src, parsed.lines, env, marks, switches, frozenset(free), decisions, locations,
+                required=required,
+            )  # fmt: skip
+            ev.run(parsed.root)
+            more = ev.tested_empty.keys() - required - enumerated
+            if ev.exited is None or ev.trainers or not more:
+                return ev
+            required |= more
 
     probe = Interpreter(source.path, parsed.src, parsed.lines, {}, marks, locations=locations)
     named, literal_defaults, aliases = _collect_switches(probe, parsed.root)
     named = _through_aliases(named, aliases)
+    switches = frozenset(named)
+    enumerated = {var for var, values in named.items() if any(values)}
     default = run({}, {})
     axes: list[tuple[str, list[str | None]]] = []
     defaults: list[int] = []  # per axis, the index of the value the script runs with when nothing is set
@@ -480,20 +501,43 @@ def evaluate(source: TextFile) -> Evaluation:
     if cut:
         problems.append(UndecidedConditions(location=Location(source.path), limit=MAX_VARIANTS, cut=cut))
     if not runs:
+        trainer = _first_trainer_command(parsed)
+        if default.exited is not None and trainer is not None and not cut and total == len(chosen):
+            problems.append(ExitsBeforeTrainer(location=default.exited, trainer_line=trainer.start_point[0] + 1))
         runs = [(None, default)]
     return Evaluation(parsed, marks, axes, defaults, runs, problems)
 
 
+def _first_trainer_command(parsed: _Parsed):
+    """The first command of the script that may be a trainer call, as written; None when there is none."""
+    first = None
+    stack = [parsed.root]
+    while stack:
+        n = stack.pop()
+        if not TrainerCallFinder.watches(parsed.src[n.start_byte : n.end_byte]):
+            continue
+        if n.type == "command" and (first is None or n.start_byte < first.start_byte):
+            first = n
+        stack.extend(n.named_children)
+    return first
+
+
 def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
-    """The commands the script runs, one per trainer call in each variant, and what was reported on the way."""
-    verl_version = options.cli_verl or options.default_verl
+    """The commands the script runs, one per trainer call in each variant, and what was reported on the way. The
+    verl they are checked against is found from where the first trainer call runs (`verl_source.choose`)."""
+    evaluation = evaluate(source)
+    parsed, marks, axes, runs = evaluation.parsed, evaluation.marks, evaluation.axes, evaluation.runs
+    first = next((tr for _, ev in runs for tr in ev.trainers), None)
+    verl = None
+    if first is not None:
+        roots = _call_directories(first, source.path, marks)[1]
+        verl = choose_verl(source.path, options.cli_verl, options.verl_pin, roots, source.text)
+    verl_version = verl.snapshot if verl is not None else options.cli_verl or options.default_verl
     stack = options.stack._replace(
         megatron_core=options.stack.megatron_core or megatron_core_for(verl_version),
         megatron_pin=megatron_pin(source.text),
     )
-    evaluation = evaluate(source)
-    parsed, marks, axes, runs = evaluation.parsed, evaluation.marks, evaluation.axes, evaluation.runs
-    problems = evaluation.problems
+    problems = [*evaluation.problems, *(verl.passed_over if verl is not None else ())]
     levels, unknown_accelerators = accelerator_levels(source.path, options)
     problems.extend(unknown_accelerators)
     entry = entrypoints(verl_version)
@@ -504,10 +548,20 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     models: dict[str | None, tuple[object, UnknownModel | None]] = {}
     inputs: dict[str, Location] = {}  # unresolved construct -> where it first reaches the trainer
     known: dict[tuple[str, Location], LocatedOverride] = {}
+    configs: dict[tuple, tuple[tuple[str, str, str | None] | None, ReadProblem | None]] = {}
     for label, ev in runs:
         check_time(f"assembling the trainer call of {label or 'the script'}")
         found: list[ReadProblem] = [Unevaluated(location=u.location, message=u.message) for u in ev.unevaluated]
         for tr in ev.trainers:
+            key = (tr.module, tr.is_file, tr.cwd, tr.env.get("PYTHONPATH"), tr.config_name, tr.config_path)
+            if key not in configs:  # resolved once; reported in every variant that runs it
+                configs[key] = _entry_config(tr, entry, verl_version, source.path, marks)
+            resolved, problem = configs[key]
+            if problem is not None:
+                found.append(problem)
+            if resolved is None:  # a module whose config cannot be found, or none of verl's: nothing to check
+                continue
+            module, config_name, config_path = resolved
             overrides = []
             for text, loc in tr.args:
                 for ch in markers(text, marks):
@@ -520,19 +574,6 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                     overrides.append(lo)
             if tr.passthrough is not None:
                 found.append(Passthrough(location=tr.passthrough))
-            config_name = tr.config_name
-            if config_name is None:
-                config_name = entry.get(tr.module)
-                if config_name is None:
-                    found.append(
-                        UnknownEntryModule(
-                            location=tr.node_loc,
-                            module=tr.module,
-                            verl_version=verl_version,
-                            assumed=DEFAULT_CONFIG_NAME,
-                        )
-                    )
-                    config_name = DEFAULT_CONFIG_NAME
             path_lo = next(
                 (
                     lo
@@ -543,7 +584,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                 ),
                 None,
             )
-            if not reaches_model_rules(tr.module):  # an SFT or eval entry: no rule needs the model (no RF005)
+            if not reaches_model_rules(module):  # an SFT or eval entry: no rule needs the model (no RF005)
                 model = None
             else:
                 mpath = _model_path(path_lo, tr.args)
@@ -562,10 +603,10 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                 None,
                 tuple(tr.env.values()),
                 site_limits({**dict(options.resources), **dict(options.cli_resources)}),
-                tr.module,
+                module,
                 device_signals=script_signals(ev.ascend_command, overrides, source.path),
                 device_regions=regions,
-                config_path=tr.config_path,
+                config_path=config_path and readable(config_path, marks),
             )
             accelerator, mismatch = choose(command, levels)  # per variant: each device variant gets its own
             commands.append(command._replace(accelerator=accelerator))
@@ -582,7 +623,44 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
         verl_version,
         {var: vals for var, vals in axes},
         {var: vals[i] for (var, vals), i in zip(axes, evaluation.defaults, strict=True)},
+        verl,
     )
+
+
+def _call_directories(tr: TrainerCall, script: str, marks: Marks) -> tuple[list[Path], list[Path]]:
+    """(the directories a trainer call may run in, where its `python -m` imports from: each of them, then its
+    `PYTHONPATH`), from the script's `cd` and `PYTHONPATH` (`sources.entry_module`)."""
+    cwd = None if tr.cwd is None or markers(tr.cwd, marks) else tr.cwd  # an unknown `cd`: as if there were none
+    pythonpath = tr.env["PYTHONPATH"].value.split(":") if "PYTHONPATH" in tr.env else []
+    starts = start_directories(Path(script), cwd)
+    return starts, search_roots(starts, [p for p in pythonpath if "$" not in p and "`" not in p])
+
+
+def _entry_config(
+    tr: TrainerCall, entry: dict[str, str], verl_version: str, script: str, marks: Marks
+) -> tuple[tuple[str, str, str | None] | None, ReadProblem | None]:
+    """(the entry module the rules see, the config name, the config directory: None for verl's own) of a trainer
+    call, or None when its config cannot be found or it is not verl's trainer; and what to report about it. verl's
+    own entry module composes its `@hydra.main` default (`schemas/verl/<version>.json`'s `entrypoints`) unless the
+    call names one; a module of the script's own is read for its `@hydra.main` (`sources.entry_module`) unless the
+    call names both the config and its directory."""
+    if tr.module.startswith("verl."):
+        name = tr.config_name or entry.get(tr.module)
+        if name is not None:
+            return (tr.module, name, tr.config_path), None
+        unknown = UnknownEntryModule(
+            location=tr.node_loc, module=tr.module, verl_version=verl_version, assumed=DEFAULT_CONFIG_NAME
+        )
+        return (tr.module, DEFAULT_CONFIG_NAME, tr.config_path), unknown
+    if tr.config_name is not None and tr.config_path is not None:  # Hydra's options name it: the module need not
+        return (tr.module, tr.config_name, tr.config_path), None
+    starts, roots = _call_directories(tr, script, marks)
+    found = resolve_entry(tr.module, tr.is_file, starts, roots, entry)
+    if found is None:  # a program of its own that takes Hydra overrides: not verl's trainer
+        return None, None
+    if isinstance(found, str):
+        return None, UnresolvedEntryModule(location=tr.node_loc, module=tr.module, reason=found)
+    return (found.entry_module, tr.config_name or found.config_name, tr.config_path or found.config_path), None
 
 
 def _model_path(path_lo: LocatedOverride | None, args) -> str | None:

@@ -1,7 +1,9 @@
-"""Recognising verl trainer calls in a script being evaluated: `python3 -m verl.<module> ...` (also `torchrun`,
+"""Recognising trainer calls in a script being evaluated: `python3 -m verl.<module> ...` (also `torchrun`,
 a versioned or absolute interpreter, interpreter options before `-m` with their values, and a launcher held in an
-array), with Hydra's `--config-name`/`-cn` and `--config-path`/`-cp` taken out of the overrides; and the first
-other command that runs Ascend software, for the device the variant runs on."""
+array), and a wrapper entry module given Hydra overrides (`python3 -m recipe.dapo.main_dapo data.x=1`,
+`python3 train.py trainer.y=2`: the script's own module, whose `@hydra.main` the reader finds), with Hydra's
+`--config-name`/`-cn` and `--config-path`/`-cp` taken out of the overrides; and the first other command that runs
+Ascend software, for the device the variant runs on."""
 
 from __future__ import annotations
 
@@ -14,6 +16,17 @@ from .device_signals import ascend_command
 from .interpreter import PASSTHROUGH_FIELD, Interpreter
 
 _PYTHON = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun)$")
+# An argument Hydra reads: an override (`data.train_files=x`, `+a.b=1`, `~a.b`, `seed=1`) or a config option. A
+# module that is not verl's is a trainer call only when given one: `python3 -m examples.prep --out x` is not.
+_HYDRA_ARGUMENT = re.compile(
+    r"(?:\+\+|\+|~)?[A-Za-z_][\w-]*(?:\.[\w-]+)*(?:@[\w.]+)?="  # sets a key
+    r"|~[A-Za-z_][\w-]*(?:\.[\w-]+)*$"  # deletes one
+    r"|(?:--config-(?:name|path)|-c[np])(?:=|$)"
+)
+# The same as the script's text shows it, for `watches`: a Python or torchrun command and a dotted override, a
+# config option or an array's elements (`"${ARGS[@]}"`) in the same statement.
+_PYTHON_TEXT = re.compile(rb"\b(?:python[\d.]*|torchrun)\s")
+_HYDRA_TEXT = re.compile(rb"(?:^|[\s\"'(])[+~]{0,2}[A-Za-z_][\w-]*\.[\w.-]*=|--config-(?:name|path)\b|\[[@*]\]\}")
 
 
 @dataclass(slots=True)
@@ -21,19 +34,24 @@ class TrainerCall:
     """One trainer invocation found while evaluating a variant."""
 
     node_loc: Location
-    module: str
+    module: str  # `verl.trainer.main_ppo`, a wrapper's `recipe.dapo.main_dapo`, or a file's path as written
     config_name: str | None
     config_path: str | None
     args: list[tuple[str, Location]]
     env: dict[str, EnvVar]
     passthrough: Location | None
+    is_file: bool = False  # `module` is a file run as `python3 path/to/train.py`
+    cwd: str | None = None  # the directory the script `cd`s into before the call (`Interpreter.cwd`)
 
 
 class TrainerCallFinder(Interpreter):
     """Evaluates one variant of a script and records the verl trainer calls it makes."""
 
-    watched_text = b"verl."
     watched_name = "the trainer"
+
+    @staticmethod
+    def watches(text: bytes) -> bool:
+        return b"verl." in text or bool(_PYTHON_TEXT.search(text) and _HYDRA_TEXT.search(text))
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -54,12 +72,16 @@ class TrainerCallFinder(Interpreter):
                 j = 0
                 while j < len(rest) and rest[j][0].startswith("-") and rest[j][0] not in ("-m", "--module"):
                     j += 2 if _takes_value(base, rest[j][0]) else 1  # interpreter options (-u, -X dev, --nnodes 2)
-                if j + 1 < len(rest) and rest[j][0] in ("-m", "--module") and rest[j + 1][0].startswith("verl."):
-                    module = rest[j + 1][0]
-                    self._trainer(n, module, rest[j + 2 :], assignments, passthrough)
+                if j + 1 < len(rest) and rest[j][0] in ("-m", "--module"):
+                    module, args = rest[j + 1][0], rest[j + 2 :]
+                    if module.startswith("verl.") or _hydra_arguments(args):
+                        self._trainer(n, module, args, assignments, passthrough)
+                        return
+                elif j < len(rest) and rest[j][0].endswith(".py") and _hydra_arguments(rest[j + 1 :]):
+                    self._trainer(n, rest[j][0], rest[j + 1 :], assignments, passthrough, is_file=True)
                     return
 
-    def _trainer(self, n, module, args, assignments, passthrough) -> None:
+    def _trainer(self, n, module, args, assignments, passthrough, is_file=False) -> None:
         config_name = config_path = None
         out = []
         k = 0
@@ -87,7 +109,13 @@ class TrainerCallFinder(Interpreter):
             k += 1
         # the command's own prefix assignments win over exported variables of the same name
         env = {name: EnvVar(name, value, loc) for name, (value, loc) in {**self.exported, **assignments}.items()}
-        self.trainers.append(TrainerCall(self.loc(n), module, config_name, config_path, out, env, passthrough))
+        self.trainers.append(
+            TrainerCall(self.loc(n), module, config_name, config_path, out, env, passthrough, is_file, self.cwd)
+        )
+
+
+def _hydra_arguments(args: list[tuple[str, Location]]) -> bool:
+    return any(_HYDRA_ARGUMENT.match(text) for text, _ in args)
 
 
 # Options written apart from their value (`python3 -X faulthandler -m ...`, `torchrun --nnodes 2 -m ...`): Python's

@@ -1,0 +1,718 @@
+"""Which verl a file is linted against, and that verl's snapshot (SPEC §5).
+
+For each file, the first of these that applies:
+
+1. `--verl-version` on the command line: the user named it for the run, so it wins over everything below (an
+   explicit flag that a discovered tree overrode would be a surprise).
+2. A recipe's `verl:`: the file names the verl it is for; over what is discovered, under the command line.
+3. A verl source tree: a `verl/` package with `trainer/config/` in a directory Python would import `verl` from when
+   the script runs (`python -m` looks in the working directory, then in `PYTHONPATH`): the directory the script
+   `cd`s into, else the one it is started from, each directory from the file's own up to the repository root (the
+   closest directory above holding `.git`, else the filesystem root) tried as the start, then the script's
+   `PYTHONPATH` entries from there (the bash reader's `sources.entry_module`). A vendored, often modified verl is
+   what the repository runs.
+4. The verl installed in the environment that runs sapo-lint, located with `importlib.util.find_spec("verl")`: a
+   top-level package is found, never imported. A release installed from the package index (its dist-info holds no
+   `direct_url.json`) that has a committed snapshot is checked against that snapshot; any other (an editable
+   install, one from a directory, an archive or git, a version without a committed snapshot) is snapshotted from its
+   files, like a source tree.
+5. A pin, the first found: `pip install verl==X` (or `uv add verl==X`) in the script, comments included (a set-up
+   note says what to install); `[tool.sapo-lint] verl-version`; `verl==X` in a `requirements*.txt` or in the
+   dependencies of a `pyproject.toml`, beside the file, then at the repository root. Only `==` (or `===`, `==X.*`)
+   names a release: a range pins nothing. The snapshot is `schema.committed_for(X)`; a pin without one is checked
+   against X itself, which RF004 reports as having no snapshot.
+6. The newest committed snapshot of a verl release (`schema.newest_release`).
+
+A source tree (3, and 4 where it is not a release from the index) is snapshotted with the builder of `sapo-lint
+schema build --verl-root` (`schemas.build.build_verl_snapshot`: verl, torch and megatron are never imported) and
+cached under `verl/` in the user cache directory (`core.user_cache`: `$SAPO_LINT_CACHE_DIR`, else
+`$XDG_CACHE_HOME/sapo-lint`, else `~/.cache/sapo-lint`), named by a hash of what the builder reads (every `*.py` and
+`*.yaml` file of the package and its `version/version`, by path and content), the snapshot format and sapo-toolkit's
+version. The hash is itself cached by the files' paths, sizes and modification times, so that an unchanged tree is
+not read again on the next run. A build holds a lock on its entry, so that concurrent runs (pre-commit starts
+several) build a tree once, the others waiting for it and reading the result; files are written atomically. A tree
+that cannot be built is one warning (RF004), remembered in the cache too, and the next source in the order is used.
+
+A command that names a config directory of its own (`--config-path`, or a wrapper module's `@hydra.main`) is checked
+against that config composed as Hydra composes it (`config_for`), snapshotted and cached the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
+from typing import NamedTuple
+
+from sapo_toolkit.atomicio import write_atomically
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from .core.budget import not_counted
+from .core.command import Command
+from .core.diagnostics import Location
+from .core.problems import SnapshotNotBuilt
+from .core.user_cache import user_cache_dir
+from .engine import searchpath
+from .schema import (
+    ConfigNotInSnapshot,
+    committed_for,
+    installed_verl_version,
+    load_snapshot,
+    newest_release,
+    snapshot_document,
+    snapshot_version,
+)
+
+# Where each choice comes from (`VerlChoice.source`, the JSON's `verl.source`), in the order they are tried.
+COMMAND_LINE, RECIPE, SOURCE_TREE, INSTALLED, PIN, NEWEST = (
+    "command-line",
+    "recipe",
+    "source-tree",
+    "installed",
+    "pin",
+    "newest",
+)
+
+
+class VerlChoice(NamedTuple):
+    """The verl one file is linted against: where it was found, and the snapshot of it."""
+
+    snapshot: str  # what `schema.load_snapshot` takes: a committed version, or the path of a built snapshot
+    version: str  # verl's own version
+    source: str  # COMMAND_LINE, RECIPE, SOURCE_TREE, INSTALLED, PIN or NEWEST
+    path: str | None = None  # the package directory (a source tree, an installed verl), or the file that pins it
+    cached: bool | None = None  # a built snapshot: True read from the cache, False built by this run; else None
+    package_dir: str | None = None  # where verl's own files are (its config YAML), when they are on this machine
+    passed_over: tuple[SnapshotNotBuilt, ...] = ()  # the source trees tried first that could not be snapshotted
+
+    @property
+    def state(self) -> str:
+        """`committed` (a committed snapshot), `cached` (built by an earlier run) or `built` (by this one)."""
+        return "committed" if self.cached is None else "cached" if self.cached else "built"
+
+    def as_dict(self) -> dict:
+        """The JSON's per-file `verl` object."""
+        return {"version": self.version, "source": self.source, "path": _shown(self.path), "snapshot": self.state}
+
+    def describe(self) -> str:
+        """The text report's note: `verl 0.10.0.dev from ./verl (source tree, snapshot cached)`."""
+        snapshot = "committed snapshot" if self.cached is None else f"snapshot {self.state}"
+        where = _shown(self.path)
+        where = where if where is None or os.path.isabs(where) else os.path.join(".", where)
+        if self.source == SOURCE_TREE:
+            return f"verl {self.version} from {where} (source tree, {snapshot})"
+        if self.source == INSTALLED:
+            return f"verl {self.version} installed{f' at {where}' if where else ''} ({snapshot})"
+        if self.source == PIN:
+            return f"verl {self.version} pinned in {where} (snapshot {self.snapshot})"
+        if self.source == COMMAND_LINE:
+            return f"verl {self.version} (--verl-version)"
+        if self.source == RECIPE:
+            return f"verl {self.version} (the recipe's `verl:`)"
+        return f"verl {self.version} (the newest committed snapshot: no verl source tree, installed verl or pin found)"
+
+
+def _shown(path: str | None) -> str | None:
+    """A path relative to the working directory when it is below it, as the file paths of a report are."""
+    if path is None or not os.path.isabs(path):
+        return path
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
+def named(version: str, source: str) -> VerlChoice:
+    """The choice of the version the command line (`COMMAND_LINE`) or a recipe (`RECIPE`) names, as named."""
+    return VerlChoice(version, version, source)
+
+
+def choose(
+    file: str, cli_verl: str | None, pin: str | None, roots: Iterable[Path] | None = None, text: str | None = None
+) -> VerlChoice:
+    """The verl `file` is linted against (the module docstring's order). `pin`: `[tool.sapo-lint] verl-version`;
+    `roots`: where Python imports `verl` from when the script runs (default: as if it ran from its own directory
+    or one above it up to the repository root, without a `cd` or `PYTHONPATH`); `text`: the script's, for `pip
+    install` pins."""
+    if cli_verl:
+        return named(cli_verl, COMMAND_LINE)
+    passed_over: list[SnapshotNotBuilt] = []
+
+    def from_files(package_dir: Path, version: str, source: str) -> VerlChoice | None:
+        built = _tree_snapshot(package_dir, version, f"{source} verl")
+        if isinstance(built, str):
+            passed_over.append(SnapshotNotBuilt(location=Location(file), tree=str(package_dir), reason=built))
+            return None
+        where = str(package_dir)
+        return VerlChoice(built[0], version, source, where, built[1], where, tuple(passed_over))
+
+    own = Path(os.path.abspath(file)).parent
+    for package_dir in source_trees(repository_dirs(own) if roots is None else roots):
+        chosen = from_files(package_dir, _tree_version(package_dir), SOURCE_TREE)
+        if chosen is not None:
+            return chosen
+    installed = _installed()
+    if installed is not None:
+        package_dir, version, from_index = installed
+        if package_dir is None or (from_index and committed_for(version) == version):
+            where = package_dir and str(package_dir)
+            return VerlChoice(version, version, INSTALLED, where, package_dir=where, passed_over=tuple(passed_over))
+        chosen = from_files(package_dir, version, INSTALLED)
+        if chosen is not None:
+            return chosen
+    found = _pin(Path(file), pin, text)
+    if found is not None:
+        version, where = found
+        return VerlChoice(committed_for(version) or version, version, PIN, where, passed_over=tuple(passed_over))
+    newest = newest_release()
+    return VerlChoice(newest, newest, NEWEST, passed_over=tuple(passed_over))
+
+
+# --- where verl is imported from ---------------------------------------------------------------------------------
+
+
+def repository_dirs(directory: Path) -> list[Path]:
+    """`directory` and each directory above it up to the repository root (the closest one holding `.git`), else up
+    to the filesystem root."""
+    out = [directory]
+    while not (out[-1] / ".git").exists() and out[-1].parent != out[-1]:
+        out.append(out[-1].parent)
+    return out
+
+
+def source_trees(roots: Iterable[Path]) -> list[Path]:
+    """The verl packages under `roots` (`<root>/verl` holding `trainer/config/`), first found first, each once."""
+    found: dict[str, Path] = {}
+    for root in roots:
+        package = root / "verl"
+        if (package / "trainer" / "config").is_dir():
+            found.setdefault(os.path.realpath(package), package)
+    return list(found.values())
+
+
+def _tree_version(package_dir: Path) -> str:
+    try:
+        return (package_dir / "version" / "version").read_text(encoding="utf-8").strip() or "unknown"
+    except (OSError, UnicodeDecodeError):
+        return "unknown"
+
+
+@cache
+def _installed() -> tuple[Path | None, str, bool] | None:
+    """(the installed verl's package directory, its version, whether it is a release from the package index), or
+    None. A dist-info without the package (a broken install) still names a version; no directory then."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("verl")  # a top-level name: located, not imported
+    except (ImportError, ValueError):
+        spec = None
+    locations = (spec.submodule_search_locations or []) if spec is not None else []
+    package = next((Path(p) for p in locations if (Path(p) / "trainer" / "config").is_dir()), None)
+    if package is None:
+        version = installed_verl_version()
+        return None if version is None else (None, version, True)
+    from importlib import metadata
+
+    try:
+        distribution = metadata.distribution("verl")
+    except metadata.PackageNotFoundError:  # on the path without being installed (a checkout in PYTHONPATH)
+        return package, _tree_version(package), False
+    return package, distribution.version, distribution.read_text("direct_url.json") is None
+
+
+# --- pins --------------------------------------------------------------------------------------------------------
+
+# `verl==0.6.1`, `"verl[vllm]==0.6.1"`, `verl===0.6.1`, `verl==0.6.*` (PEP 508 / PEP 440): one release, or one minor.
+_REQUIREMENT = r"(?<![\w.-])verl(?:\s*\[[^\]\n]*\])?\s*===?\s*v?(?P<version>\d+(?:\.\d+)*(?:\.\*|[0-9A-Za-z.+!-]*))"
+_INSTALL_PIN = re.compile(r"\b(?:pip3?\s+install|uv\s+add)\b[^\n]*?" + _REQUIREMENT)
+_REQUIREMENT_LINE = re.compile(r"^\s*" + _REQUIREMENT + r"\s*(?:;|#|$)", re.MULTILINE)
+
+
+def _pin(file: Path, setting: str | None, text: str | None) -> tuple[str, str] | None:
+    """(the version, where it is pinned) for the first pin found (the module docstring's order), or None."""
+    if text is not None:
+        for number, line in enumerate(text.splitlines(), 1):
+            m = _INSTALL_PIN.search(line)
+            if m:
+                return _release(m["version"]), f"{file}:{number}"
+    if setting:
+        return setting, "[tool.sapo-lint] verl-version"
+    directory = Path(os.path.abspath(file)).parent
+    top = repository_dirs(directory)[-1]
+    for place in dict.fromkeys([directory, *([top] if (top / ".git").exists() else [])]):
+        found = _pinned_in_directory(place)
+        if found is not None:
+            return found
+    return None
+
+
+@cache
+def _pinned_in_directory(place: Path) -> tuple[str, str] | None:
+    """(the version, where) of the first `verl==X` in the directory's `requirements*.txt`, then its `pyproject.toml`;
+    read once per run for all the files beside them."""
+    for candidate in [*sorted(place.glob("requirements*.txt")), place / "pyproject.toml"]:
+        found = _pinned_in(candidate)
+        if found is not None:
+            return _release(found[0]), f"{candidate}:{found[1]}"
+    return None
+
+
+def _release(version: str) -> str:
+    return version.removesuffix(".*")
+
+
+def _pinned_in(path: Path) -> tuple[str, int] | None:
+    """(the version, its line) of a `verl==X` requirement in a requirements file or a pyproject.toml's dependencies
+    (`[project] dependencies`, `optional-dependencies`, `[dependency-groups]`)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if path.name != "pyproject.toml":
+        m = _REQUIREMENT_LINE.search(text)
+        return (m["version"], text.count("\n", 0, m.start()) + 1) if m else None
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return None
+    project = document.get("project") if isinstance(document.get("project"), dict) else {}
+    lists = [
+        project.get("dependencies"),
+        *_values(project.get("optional-dependencies")),
+        *_values(document.get("dependency-groups")),
+    ]
+    for requirement in (r for group in lists if isinstance(group, list) for r in group if isinstance(r, str)):
+        m = re.match(r"\s*" + _REQUIREMENT + r"\s*(?:;|$)", requirement)
+        if m:
+            return m["version"], text.count("\n", 0, text.find(requirement)) + 1
+    return None
+
+
+def _values(table) -> list:
+    return list(table.values()) if isinstance(table, dict) else []
+
+
+# --- snapshots of source trees, cached ---------------------------------------------------------------------------
+
+_BUILT: dict[str, tuple[str, bool] | str] = {}  # per process: key -> (snapshot path, was cached) or why not built
+
+
+def _tree_snapshot(package_dir: Path, version: str, what: str) -> tuple[str, bool] | str:
+    """(the path of the snapshot of the verl package in `package_dir`, whether it was in the cache already), or why
+    it cannot be built (one line); `what` it is, for the snapshot's `source`. Looked up once per process."""
+    real = os.path.realpath(package_dir)
+    if real not in _BUILT:
+        key = _content_key(Path(real), version)
+
+        def build() -> dict:
+            from sapo_toolkit.schemas.build import build_verl_snapshot
+
+            return build_verl_snapshot(Path(real), version, f"{what} (content {key[:16]})")
+
+        _BUILT[real] = _cached(key, build)
+    return _BUILT[real]
+
+
+def _builder_stamp() -> str:
+    """What else a snapshot depends on: the snapshot format the builder writes, and sapo-toolkit's version."""
+    from sapo_toolkit.schemas.build.layout import VERL_FORMAT
+
+    from . import __version__
+
+    return f"format {VERL_FORMAT}\0sapo-toolkit {__version__}\0"
+
+
+def _tree_files(package_dir: Path) -> list[tuple[str, int, int]]:
+    """(path relative to the package, size, modification time in ns) of each file the builder reads: every `*.py`
+    and `*.yaml` file, and `version/version`; sorted. `__pycache__` and hidden directories are not walked."""
+    out = []
+    pending = [package_dir]
+    while pending:
+        directory = pending.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__" and not entry.name.startswith("."):
+                        pending.append(Path(entry.path))
+                elif entry.name.endswith((".py", ".yaml")) or entry.path.endswith(os.path.join("version", "version")):
+                    st = entry.stat()
+                    out.append((os.path.relpath(entry.path, package_dir), st.st_size, st.st_mtime_ns))
+            except OSError:
+                continue
+    return sorted(out)
+
+
+def _content_key(package_dir: Path, version: str) -> str:
+    """The hash of what the builder reads (and of `_builder_stamp`, and the version): looked up first by the files'
+    paths, sizes and modification times in the cache's `stat/`, so that an unchanged tree is only listed."""
+    files = _tree_files(package_dir)
+    stamp = _builder_stamp() + f"verl {version}\0"
+    listing = hashlib.blake2b((stamp + str(package_dir) + "\0" + repr(files)).encode("utf-8", "surrogateescape"))
+    memo = _cache_dir() / "stat" / listing.hexdigest()[:40]
+    try:
+        known = memo.read_text(encoding="ascii").strip()
+        if re.fullmatch(r"[0-9a-f]{40}", known):
+            return known
+    except (OSError, UnicodeDecodeError):
+        pass
+    content = hashlib.blake2b(stamp.encode("utf-8"))
+    for relative, _, _ in files:
+        try:
+            data = (package_dir / relative).read_bytes()
+        except OSError:
+            data = b""
+        content.update(f"{relative}\0{len(data)}\0".encode("utf-8", "surrogateescape"))
+        content.update(data)
+    key = content.hexdigest()[:40]
+    _write(memo, key)
+    return key
+
+
+def _cached(key: str, build) -> tuple[str, bool] | str:
+    """(the path of the snapshot `key`, whether it was cached) or why it cannot be built, from the cache or by
+    `build()` (then stored: the snapshot, or the reason). Concurrent runs build a key once: the first holds its
+    lock, the others wait for it and read what it stored."""
+    directory = _cache_dir()
+    snapshot, failed = directory / f"{key}.json", directory / f"{key}.failed"
+    found = _stored(snapshot, failed)
+    if found is not None:
+        return found
+    with _locked(directory / f"{key}.lock"):
+        found = _stored(snapshot, failed)  # built by another run while this one waited
+        if found is not None:
+            return found
+        with not_counted(), _builder_quiet():
+            try:
+                document = build()
+            except Exception as exc:  # noqa: BLE001 - any failure of the builder is a reason, never a traceback
+                reason = " ".join(str(exc).split()) or type(exc).__name__
+                _write(failed, reason)
+                return reason
+        if _write(snapshot, json.dumps(document, sort_keys=True, separators=(",", ":"))):  # before the lock goes
+            return str(snapshot), False
+    return _scratch(key, document), False
+
+
+def _stored(snapshot: Path, failed: Path) -> tuple[str, bool] | str | None:
+    """What the cache holds for a key: (the snapshot's path, True), or why it could not be built; None: nothing."""
+    if snapshot.is_file():
+        return str(snapshot), True
+    try:
+        return failed.read_text(encoding="utf-8").strip() or "the build failed"
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _cache_dir() -> Path:
+    return user_cache_dir() / "verl"
+
+
+def _write(path: Path, text: str) -> bool:
+    """Write a cache file atomically; False when the cache cannot be written (it is then no cache, not an error)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, text)
+        return True
+    except OSError:
+        return False
+
+
+_SCRATCH: list[str] = []
+
+
+def _scratch(key: str, document: dict) -> str:
+    """A snapshot written where this run can read it, when the cache cannot be written: a temporary directory,
+    removed at exit."""
+    import atexit
+    import shutil
+    import tempfile
+
+    if not _SCRATCH:
+        _SCRATCH.append(tempfile.mkdtemp(prefix="sapo-lint-verl-"))
+        atexit.register(shutil.rmtree, _SCRATCH[0], True)
+    path = Path(_SCRATCH[0], f"{key}.json")
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return str(path)
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on `path` (POSIX `flock`), waited for; none where it cannot be taken (no `fcntl`, a cache
+    that cannot be written)."""
+    try:
+        import fcntl
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(path, "a")  # noqa: SIM115 - held until the block ends
+    except (ImportError, OSError):
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextmanager
+def _builder_quiet() -> Iterator[None]:
+    """The builder logs what it could not type (`schema build: found no ... values`) for `sapo-lint schema build`;
+    while linting, that is not the user's business: its records stop at a handler of their own unless the program
+    configured logging."""
+    import logging
+
+    logger = logging.getLogger("sapo_toolkit.schemas.build")
+    quiet = logging.NullHandler()
+    logger.addHandler(quiet)
+    try:
+        yield
+    finally:
+        logger.removeHandler(quiet)
+
+
+# --- custom configs ----------------------------------------------------------------------------------------------
+
+
+class UnresolvedConfig(ConfigNotInSnapshot):
+    """A command's config directory cannot be composed: no snapshot holds its config; the message says why (one
+    line)."""
+
+
+# Hydra's `pkg://` and `file://` search path entries.
+_PKG, _FILE = "pkg://", "file://"
+_VERL_CONFIG = ("verl", "trainer", "config")
+# A value the bash reader could not evaluate holds a private-use character from U+F0000 (`sources.bash.markers`),
+# or reads `$NAME`.
+_UNRESOLVED = re.compile("[\U000f0000-\U0010ffff$`]")
+
+
+def config_for(snapshot: str, verl: VerlChoice | None, command: Command, file: str) -> tuple[str, str]:
+    """(the snapshot reference, the config name) that `command` of `file` is checked against, for the verl snapshot
+    `snapshot` of `verl` (`_config_for`). Raises `UnresolvedConfig`, its message naming the config."""
+    try:
+        return _config_for(snapshot, verl, command, file)
+    except UnresolvedConfig as exc:
+        raise UnresolvedConfig(f"config `{command.config_name}`: {exc}") from None
+
+
+def _config_for(snapshot: str, verl: VerlChoice | None, command: Command, file: str) -> tuple[str, str]:
+    """(the snapshot reference, the config name) that `command` is checked against: verl's snapshot, unless the
+    command names a config directory of its own (`Command.config_path`), which is then composed as Hydra would and
+    snapshotted (`schemas.build.build_custom_snapshot`, cached like a tree) with verl's own config files (`verl`'s
+    package directory). Raises `UnresolvedConfig`.
+
+    The directory is Hydra's `--config-path`: absolute; `pkg://a.b` (package a.b's directory); or relative to the
+    directory of the module that declares `@hydra.main` (`hydra/_internal/utils.py` `compute_search_path_dir`: Hydra
+    sees a module run with `-m` as `__main__`, its file's directory is the base), which for `python -m
+    verl.trainer.main_ppo` is verl's `trainer/`: `--config-path=config` is verl's own. A directory inside verl's
+    package, or whose path ends in `verl/trainer/config` (another machine's verl), is verl's own config directory.
+    The config's `hydra.searchpath` (the command's `hydra.searchpath=[...]` override, else the config's own) is
+    followed: `pkg://verl.x` in verl's package, `file://` and other `pkg://` entries from the directory holding
+    verl's package, else the repository root."""
+    written = command.config_path
+    if written is None:
+        return snapshot, command.config_name
+    anchored = _anchored(written, file)
+    if anchored is not None:  # `$(pwd)/config`, `$(dirname "$0")/config`: a directory on this machine
+        written = str(next((d for d in anchored if d.is_dir()), anchored[0]))
+    elif _UNRESOLVED.search(written):
+        raise UnresolvedConfig(f"--config-path `{written}` is not known statically")
+    package = Path(verl.package_dir) if verl is not None and verl.package_dir is not None else None
+    directory = _config_directory(written, command.entry_module, package, file)
+    if directory is None or (package is not None and _inside(directory, package) and _ships(snapshot, command)):
+        return snapshot, command.config_name  # verl's own config directory, or one of verl's configs
+    yaml_file = directory / f"{command.config_name}.yaml"
+    if not yaml_file.is_file():
+        raise UnresolvedConfig(f"--config-path `{written}` ({directory}) holds no `{command.config_name}.yaml`")
+    if package is None:
+        raise UnresolvedConfig(
+            f"composing `{yaml_file}` needs verl's own config files, and the verl linted against "
+            f"({snapshot_version(snapshot)}) has none on this machine: a verl source tree in the repository or an "
+            "installed verl has them"
+        )
+    search = _search_path(command, yaml_file, package, file)
+    return _custom_snapshot(snapshot, package, directory, command.config_name, search), command.config_name
+
+
+# How scripts name the directory they are started in, and their own directory (bash's idioms, as the bash reader shows
+# a construct it does not evaluate): a `--config-path` starting with one is a directory on this machine.
+_STARTED_IN = re.compile(r"\$\(\s*pwd(?:\s+-[LP])?\s*\)|`pwd`|\$\{PWD\}|\$PWD")
+_OWN_DIRECTORY = re.compile(r"\$\(.*\bdirname\b.*(?:\$0\b|\$\{0\}|BASH_SOURCE).*\)", re.DOTALL)
+
+
+def _anchored(written: str, file: str) -> list[Path] | None:
+    """The directories a path may be that starts with the directory the script is started in (`$(pwd)/x`, `$PWD/x`:
+    each directory from the script's own up to the repository root, `repository_dirs`) or with the
+    script's own (`$(dirname "$0")/x`, `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/x`); None for any other."""
+    head = _leading_construct(written)
+    rest = written[len(head) :] if head else ""
+    if not head or (rest and not rest.startswith("/")) or _UNRESOLVED.search(rest):
+        return None
+    own = Path(os.path.abspath(file)).parent
+    if _STARTED_IN.fullmatch(head):
+        bases = repository_dirs(own)
+    elif _OWN_DIRECTORY.fullmatch(head):
+        bases = [own]
+    else:
+        return None
+    return [Path(os.path.normpath(base / rest.lstrip("/"))) for base in bases]
+
+
+def _leading_construct(text: str) -> str:
+    """The `$(...)` (parentheses balanced), `` `...` `` or `$NAME`/`${NAME}` that `text` starts with, else ''."""
+    if text.startswith("$("):
+        depth = 0
+        for i, ch in enumerate(text):
+            depth += (ch == "(") - (ch == ")")
+            if depth == 0 and ch == ")":
+                return text[: i + 1]
+        return ""
+    m = re.match(r"`[^`]*`|\$\{[^}]*\}|\$\w+", text)
+    return m[0] if m else ""
+
+
+def _config_directory(written: str, module: str | None, package: Path | None, file: str) -> Path | None:
+    """The directory a `--config-path` names, or None for verl's own config directory. Raises `UnresolvedConfig`."""
+    if written.startswith(_PKG):
+        dotted = written[len(_PKG) :].strip("/").replace("/", ".")
+        if dotted == "verl" or dotted.startswith("verl."):
+            return None
+        found = _first_dir(Path(*dotted.split(".")), file, package)
+        if found is None:
+            raise UnresolvedConfig(f"--config-path `{written}`: package `{dotted}` is not found in the repository")
+        return found
+    if os.path.isabs(written):
+        directory = Path(os.path.normpath(written))
+    elif module is not None and module.startswith("verl."):
+        relative = Path(*module.split(".")[1:-1], written)
+        inside = os.path.normpath(relative)
+        if package is None:
+            if inside.startswith(".."):
+                raise UnresolvedConfig(
+                    f"--config-path `{written}` is relative to `{module}`'s directory in verl's package (Hydra), "
+                    "outside it, and no verl source tree or installed verl was found"
+                )
+            return None
+        directory = Path(os.path.normpath(package / relative))
+    else:
+        raise UnresolvedConfig(
+            f"--config-path `{written}` is relative to the directory of the file of `{module}`, the module that "
+            "declares `@hydra.main` (Hydra), which is not resolved"
+        )
+    if directory.is_dir():
+        return directory
+    if directory.parts[-3:] == _VERL_CONFIG:
+        return None  # verl's own config directory, on the machine the script was written on
+    raise UnresolvedConfig(f"--config-path `{written}` is {directory}, which does not exist")
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    real, top = os.path.realpath(path), os.path.realpath(directory)
+    return real == top or real.startswith(top + os.sep)
+
+
+def _ships(snapshot: str, command: Command) -> bool:
+    """Whether verl's snapshot holds the command's config (one verl ships, in a directory of its package)."""
+    try:
+        load_snapshot(snapshot, command.config_name)
+    except LookupError:
+        return False
+    return True
+
+
+def _first_dir(relative: Path, file: str, package: Path | None) -> Path | None:
+    """`relative` from the directory holding verl's package, else from each directory up to the repository root."""
+    bases = ([package.parent] if package is not None else []) + repository_dirs(Path(os.path.abspath(file)).parent)
+    return next((base / relative for base in bases if (base / relative).is_dir()), None)
+
+
+def _search_path(command: Command, yaml_file: Path, package: Path, file: str) -> tuple[Path, ...]:
+    """The directories Hydra searches after the primary config's: the command's `hydra.searchpath`, else the
+    config's own, each entry as a directory (those that are not found are left out: Hydra does not find them
+    either), then verl's own config directory, which verl's configs are written to be composed with (`- ppo_trainer`,
+    `- /ppo_trainer@_here_`). Never empty: the builder then passes it to Hydra in place of the config's own list, so
+    that Hydra never imports a package a `pkg://` entry names (the linted repository's code is never run)."""
+    entries = searchpath(command)
+    if not entries:
+        import yaml
+
+        try:
+            document = yaml.safe_load(yaml_file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            document = None
+        hydra = document.get("hydra") if isinstance(document, dict) else None
+        listed = hydra.get("searchpath") if isinstance(hydra, dict) else None
+        entries = [str(e) for e in listed] if isinstance(listed, list) else []
+    out: dict[Path, None] = {}
+    for entry in entries:
+        if entry.startswith(_PKG):
+            parts = entry[len(_PKG) :].strip("/").replace("/", ".").split(".")
+            found = package.joinpath(*parts[1:]) if parts[0] == "verl" else _first_dir(Path(*parts), file, package)
+        else:
+            written = Path(entry.removeprefix(_FILE))
+            if written.parts[-3:] == _VERL_CONFIG:
+                found = package / "trainer" / "config"
+            elif written.is_absolute():
+                found = written
+            else:
+                found = _first_dir(written, file, package)
+        if found is not None and found.is_dir():
+            out[Path(os.path.realpath(found))] = None
+    out[Path(os.path.realpath(package / "trainer" / "config"))] = None
+    return tuple(out)
+
+
+def _custom_snapshot(snapshot: str, package: Path, directory: Path, name: str, search: tuple[Path, ...]) -> str:
+    """The reference of the snapshot of config `name` in `directory`, with the verl of `snapshot` whose files are in
+    `package`: built (`_cached`) or cached. Raises `UnresolvedConfig` with the builder's reason."""
+    key = hashlib.blake2b(f"{_builder_stamp()}custom {name}\0{snapshot}\0{directory}\0".encode())
+    for d in (directory, *search):
+        key.update(f"{d}\0".encode())
+        for path in sorted(d.rglob("*.yaml")):
+            try:
+                key.update(f"{path.relative_to(d)}\0".encode() + path.read_bytes())
+            except OSError:
+                continue
+
+    def build() -> dict:
+        from sapo_toolkit.schemas.build import ConfigSource, build_custom_snapshot
+
+        base = snapshot_document(snapshot)
+        if base is None:  # the verl snapshot itself is missing: RF004 reports it for the file
+            raise UnresolvedConfig(f"no snapshot of verl {snapshot}")
+        return build_custom_snapshot(base, package, ConfigSource(name, directory, search))
+
+    built = _cached(key.hexdigest()[:40], build)
+    if isinstance(built, str):
+        raise UnresolvedConfig(f"config `{directory / name}.yaml` cannot be composed: {built}")
+    return built[0]
+
+
+__all__ = [
+    "COMMAND_LINE",
+    "INSTALLED",
+    "NEWEST",
+    "PIN",
+    "RECIPE",
+    "SOURCE_TREE",
+    "UnresolvedConfig",
+    "VerlChoice",
+    "choose",
+    "config_for",
+    "named",
+    "repository_dirs",
+]
