@@ -4,41 +4,29 @@ verl's own configs (FORMAT.md), for the linter to check a run against it."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
-from .compose import ConfigSource, compose_config, config_files_parsed_once
-from .layout import verl_document
+from .compose import ConfigSource
 from .registries import registry_choices
 from .source_index import Index
-from .tree_walker import TreeWalker
-
-log = logging.getLogger(__name__)
+from .verl import configs_snapshot
 
 
 def build_custom_snapshot(verl: dict, package_dir: Path, config: ConfigSource) -> dict:
     """A snapshot holding one config, `config`, for the verl whose snapshot is `verl` and whose package is in
-    `package_dir`: composed with hydra-core for every selection of its tree-selecting groups (`config.search_path`
-    names the directories Hydra searches after `config.config_dir`, verl's `trainer/config` among them, as absolute
-    paths), each tree walked against the dataclasses its `_target_`s name, read from the sources under the directory
-    holding `verl/` (verl's, and a vendoring repository's own), and verl's read-set, entry modules and main modules
-    taken from `verl`. Raises `SchemaBuildError` (one line) when Hydra cannot compose it."""
+    `package_dir`: composed with hydra-core like verl's own configs (`config.search_path` names the directories
+    Hydra searches after `config.config_dir`, verl's `trainer/config` among them, as absolute paths), each tree
+    walked against the dataclasses its `_target_`s name, read from the sources under the directory holding `verl/`
+    (verl's, and a vendoring repository's own), and verl's read-set, entry modules and main modules taken from
+    `verl`. Raises `SchemaBuildError` (one line) when Hydra cannot compose it."""
     index = Index(Path(package_dir).parent)  # parsed on demand: only the modules a `_target_` names
-    choices = registry_choices(Path(package_dir), index)
-    problems: list[str] = []
-    with config_files_parsed_once():
-        composed = compose_config(config)
-    walked: dict[str, dict[str, dict]] = {}
-    for key, container in composed.containers.items():
-        walked[key] = TreeWalker(index, choices, composed.groups, problems).walk(container)
-    for p in sorted(set(problems)):
-        log.info("schema build (config %s): %s", config.name, p)
-    return verl_document(
+    return configs_snapshot(
+        [config],
+        index,
+        registry_choices(Path(package_dir), index),
         verl["verl_version"],
         f"config {config.config_dir / config.name}.yaml composed with verl {verl['verl_version']}",
         verl.get("commit"),
-        {config.name: {"groups": composed.groups, "trees": config.name}},
-        {config.name: walked},
         verl["read_set"],
         verl["entrypoints"],
         verl["main_modules"],

@@ -151,11 +151,37 @@ def build_verl_snapshot(package_dir: Path, version: str, source: str, commit: st
         raise SchemaBuildError(f"{package_dir}: no entry module's @hydra.main names ppo_trainer")
 
     index, read_set = _verl_index(package_dir)
-    choices = registry_choices(package_dir, index)
+    return configs_snapshot(
+        sources,
+        index,
+        registry_choices(package_dir, index),
+        version,
+        source,
+        commit,
+        read_set,
+        entrypoint_defaults(package_dir),
+        main_modules(package_dir),
+    )
+
+
+def configs_snapshot(
+    sources: list[ConfigSource],
+    index: Index,
+    choices,
+    version: str,
+    source: str,
+    commit: str | None,
+    read_set: list[str],
+    entrypoints: dict[str, str],
+    mains: list[str],
+) -> dict:
+    """The format 4 snapshot of the configs in ``sources`` (composed with hydra-core, their trees walked against the
+    dataclasses ``index`` finds), with the read-set, entry modules and main modules given: what
+    ``build_verl_snapshot`` writes for verl's own configs and ``custom.build_custom_snapshot`` for one of a team's."""
     problems: list[str] = []
     workspace = Workspace()
     # Shorter names first, so that a tree set is named after the config the others extend (ppo_trainer).
-    ordered = sorted(sources, key=lambda s: (len(s.name), s.name))
+    ordered = sorted(sources, key=lambda src: (len(src.name), src.name))
     with config_files_parsed_once():
         composed = {src.name: compose_config(src, workspace) for src in ordered}
         walker = _Walker(index, choices, problems)
@@ -203,8 +229,8 @@ def build_verl_snapshot(package_dir: Path, version: str, source: str, commit: st
         subtrees,
         repeatable,
         read_set,
-        entrypoint_defaults(package_dir),
-        main_modules(package_dir),
+        entrypoints,
+        mains,
     )
 
 
