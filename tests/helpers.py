@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -180,3 +181,20 @@ def stand_in(folder: Path, env: dict, overrides: str = "", gates: str = "", name
         + gates
     )
     return recipe
+
+
+def sapo_lint_json(*args: str, cwd: Path) -> dict:
+    """`sapo-lint --format json` on verl 0.9.1's snapshot, without shellcheck, with a cache directory of the
+    test's own; the parsed report (exit 0 or 1 expected)."""
+    exe = shutil.which("sapo-lint")
+    cmd = [exe] if exe else [sys.executable, "-m", "sapo_toolkit.linter"]
+    proc = subprocess.run(
+        [*cmd, "--format", "json", "--no-shellcheck", "--verl-version", "0.9.1", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NO_COLOR": "1", "SAPO_LINT_CACHE_DIR": str(cwd / ".cache")},
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)

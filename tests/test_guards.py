@@ -5,14 +5,11 @@ is written by the test and linted through the console script."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from .helpers import sapo_lint_json
 
 TRAINER = (
     "python3 -m verl.trainer.main_ppo data.train_files=$DATA trainer.totl_epochs=3 "
@@ -36,21 +33,6 @@ GUARDS = {
 DEFAULTS = {"unset": "", "empty-default": "DATA=${DATA:-}\n", "empty": 'DATA=""\n'}
 
 
-def sapo_lint(*args: str, cwd: Path) -> dict:
-    exe = shutil.which("sapo-lint")
-    cmd = [exe] if exe else [sys.executable, "-m", "sapo_toolkit.linter"]
-    proc = subprocess.run(
-        [*cmd, "--format", "json", "--no-shellcheck", "--verl-version", "0.9.1", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "NO_COLOR": "1", "SAPO_LINT_CACHE_DIR": str(cwd / ".cache")},
-    )
-    assert proc.returncode in (0, 1), proc.stderr
-    return json.loads(proc.stdout)
-
-
 def write(path: Path, text: str) -> Path:
     path.write_text("#!/bin/bash\n" + text, encoding="utf-8")
     return path
@@ -64,7 +46,7 @@ def guarded(tmp_path_factory) -> dict[str, list[dict]]:
     for guard, text in GUARDS.items():
         for default, before in DEFAULTS.items():
             write(root / f"{guard}.{default}.sh", before + text + "\n" + TRAINER)
-    out = sapo_lint(str(root), cwd=root)
+    out = sapo_lint_json(str(root), cwd=root)
     found: dict[str, list[dict]] = {path.name: [] for path in root.glob("*.sh")}
     for d in out["diagnostics"]:
         found[Path(d["path"]).name].append(d)
@@ -92,7 +74,7 @@ def test_a_switch_with_a_guard_keeps_only_its_named_values(tmp_path):
         "case $DEVICE in\n  npu) EPOCHS=1;;\n  gpu) EPOCHS=2;;\nesac\n"
         "python3 -m verl.trainer.main_ppo trainer.total_epochs=$EPOCHS trainer.device=$DEVICE trainer.totl_epochs=1\n",
     )
-    out = sapo_lint(str(script), cwd=tmp_path)
+    out = sapo_lint_json(str(script), cwd=tmp_path)
     codes = [d["code"] for d in out["diagnostics"]]
     assert "SH001" not in codes and "SH006" not in codes, out
     assert codes.count("SL001") == 1  # the same finding in both variants, collapsed
@@ -104,13 +86,13 @@ def test_a_required_parameter_in_an_if_else_takes_the_way_that_sets_it(tmp_path)
         'if [ -n "$DATA" ]; then\n  ARGS=(data.train_files=$DATA)\nelse\n  echo "need DATA"; exit 1\nfi\n'
         'python3 -m verl.trainer.main_ppo "${ARGS[@]}" trainer.totl_epochs=3\n',
     )
-    out = sapo_lint(str(script), cwd=tmp_path)
+    out = sapo_lint_json(str(script), cwd=tmp_path)
     assert "SL001" in [d["code"] for d in out["diagnostics"]], out
 
 
 def test_a_script_that_exits_on_every_way_is_a_finding(tmp_path):
     script = write(tmp_path / "run.sh", 'echo "moved to run_new.sh"\nexit 1\n' + TRAINER)
-    out = sapo_lint(str(script), cwd=tmp_path)
+    out = sapo_lint_json(str(script), cwd=tmp_path)
     found = [d for d in out["diagnostics"] if d["code"] == "SH006"]
     assert len(found) == 1 and found[0]["severity"] == "warning", out
     assert (found[0]["line"], "line 4" in found[0]["message"]) == (3, True)
@@ -124,11 +106,11 @@ def test_an_unsupported_value_that_exits_is_no_finding(tmp_path):
         'case "${MODE:-a}" in\n  a) N=1;;\n  b) N=2;;\n  *) echo unsupported; exit 1;;\nesac\n'
         "python3 -m verl.trainer.main_ppo trainer.total_epochs=$N\n",
     )
-    out = sapo_lint(str(script), cwd=tmp_path)
+    out = sapo_lint_json(str(script), cwd=tmp_path)
     assert "SH006" not in [d["code"] for d in out["diagnostics"]], out
 
 
 def test_a_helper_script_that_exits_is_no_finding(tmp_path):
     script = write(tmp_path / "setup.sh", "pip install -e .\nexit 0\n")
-    out = sapo_lint(str(script), cwd=tmp_path)
+    out = sapo_lint_json(str(script), cwd=tmp_path)
     assert out["diagnostics"] == []

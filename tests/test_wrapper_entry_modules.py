@@ -5,17 +5,14 @@ SH007 note saying why, never "All checks passed" with nothing checked. The repos
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from sapo_toolkit.linter.api import load, read_options
 from sapo_toolkit.linter.settings import Settings
+
+from .helpers import sapo_lint_json
 
 OVERRIDES = (
     "actor_rollout_ref.model.path=Qwen/Qwen3-8B actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2 "
@@ -101,21 +98,6 @@ UNRESOLVED = {
 }
 
 
-def sapo_lint(*args: str, cwd: Path) -> dict:
-    exe = shutil.which("sapo-lint")
-    cmd = [exe] if exe else [sys.executable, "-m", "sapo_toolkit.linter"]
-    proc = subprocess.run(
-        [*cmd, "--format", "json", "--no-shellcheck", "--verl-version", "0.9.1", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "NO_COLOR": "1", "SAPO_LINT_CACHE_DIR": str(cwd / ".cache")},
-    )
-    assert proc.returncode in (0, 1), proc.stderr
-    return json.loads(proc.stdout)
-
-
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("repo")
@@ -140,7 +122,7 @@ def repo(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def linted(repo) -> dict:
-    return sapo_lint("scripts", cwd=repo)
+    return sapo_lint_json("scripts", cwd=repo)
 
 
 @pytest.fixture(scope="module")
