@@ -3,22 +3,29 @@
 before the fixes each took from 9 s to over 3 minutes, or crashed the whole run."""
 
 import json
+import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from .helpers import HEADER
 
 SAPO_LINT = str(Path(sys.executable).with_name("sapo-lint"))
-BOUND_S = 20  # wall time for the whole run, start-up included; each input takes well under 5 s
+# CPU time of the whole run (sapo-lint and its workers), start-up included; each input takes well under 5 s. CPU
+# time, not wall time: the defects were CPU-bound, and a busy machine (CI beside other jobs) stretches wall time.
+BOUND_S = 20
 TYPO = HEADER + "overrides:\n  trainer.nnodez: 1\n"  # a file beside the hostile one: its finding must be reported
 
 
 def lint(root: Path, *options: str, program: tuple[str, ...] = (SAPO_LINT,)):
     """`sapo-lint --format json --no-shellcheck .` in `root`: the process, the findings per path (relative to
-    `root`) and the wall time."""
-    start = time.monotonic()
+    `root`) and the CPU time it used."""
+
+    def cpu() -> float:
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return used.ru_utime + used.ru_stime
+
+    start = cpu()
     proc = subprocess.run(
         [*program, "--format", "json", "--no-shellcheck", *options, "."],
         cwd=root,
@@ -27,7 +34,7 @@ def lint(root: Path, *options: str, program: tuple[str, ...] = (SAPO_LINT,)):
         timeout=10 * BOUND_S,
         check=False,
     )
-    elapsed = time.monotonic() - start
+    elapsed = cpu() - start
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr[-2000:]
     found: dict[str, list[dict]] = {}
     for d in json.loads(proc.stdout)["diagnostics"]:
