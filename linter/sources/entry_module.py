@@ -27,6 +27,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+from ..verl_source import repository_dirs
+
 # Functions of a verl entry module that run its trainer: the `@hydra.main` one, and what it hands the config to.
 _RUNS_TRAINER = ("main", "run_ppo")
 
@@ -43,18 +45,11 @@ def start_directories(script: Path, cwd: str | None) -> list[Path]:
     """The directories the call may run in: the one the script `cd`s into (`cwd`, None: none), taken from each
     directory the script may be started from (its own, up to the repository root)."""
     starts = []
-    for base in _up_to_repository_root(script.resolve().parent):
+    for base in repository_dirs(script.resolve().parent):
         starts.append(base if cwd is None else Path(os.path.normpath(base / cwd)))
         if cwd is not None and os.path.isabs(cwd):
             break
     return list(dict.fromkeys(starts))
-
-
-def _up_to_repository_root(directory: Path) -> list[Path]:
-    out = [directory]
-    while not (out[-1] / ".git").exists() and out[-1].parent != out[-1]:
-        out.append(out[-1].parent)
-    return out
 
 
 def search_roots(starts: Iterable[Path], pythonpath: Iterable[str]) -> list[Path]:
