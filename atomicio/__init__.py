@@ -1,5 +1,6 @@
-"""Atomic file replacement, shared by the launcher (run directories, reports), the linter (`--fix`, `convert`,
-caches) and the snapshot generator.
+"""Safe file I/O, shared by the launcher (run directories, reports), the linter (`--fix`, `convert`, caches) and the
+snapshot generator: atomic replacement (`write_atomically`), and the one bounded reader of files that someone else
+may have written (`read_regular`: a linted repository's files, its verl tree, caches).
 
 A package of its own at the bottom of the project: it imports nothing else of it (a contract in pyproject.toml), so
 every other package may import it. Standard library only.
@@ -11,6 +12,42 @@ import errno
 import os
 import stat
 from pathlib import Path
+
+
+class UnreadableError(OSError):
+    """A file `read_regular` refuses: the message says why, in one line (`strerror`), without the file's content."""
+
+
+def read_regular(path: str | os.PathLike, limit: int, *, follow_symlinks: bool = True) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes. The file is opened without blocking and checked on the
+    open descriptor (no window between a check and the read), so a FIFO, device or socket is refused, never waited
+    on; `follow_symlinks=False` refuses a symbolic link too (`O_NOFOLLOW`: a planted link cannot redirect the read).
+    Raises `UnreadableError` (or the `OSError` of a missing or forbidden file)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | (0 if follow_symlinks else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_symlinks:
+            raise UnreadableError(errno.ELOOP, "a symbolic link, not followed", str(path)) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnreadableError(errno.EINVAL, "not a regular file (a FIFO, device or socket)", str(path))
+        if info.st_size > limit:
+            raise UnreadableError(errno.EFBIG, f"{info.st_size} bytes, over the bound of {limit}", str(path))
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:  # grew while being read
+            raise UnreadableError(errno.EFBIG, f"over the bound of {limit} bytes", str(path))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def write_atomically(path: Path, content: str | bytes) -> None:

@@ -314,9 +314,10 @@ def _tree_snapshot(package_dir: Path, version: str, what: str) -> tuple[str, boo
         key = _content_key(Path(real), version)
 
         def build() -> dict:
-            from sapo_toolkit.schemas.build import build_verl_snapshot
+            from sapo_toolkit.schemas.build.isolated import build_isolated
 
-            return build_verl_snapshot(Path(real), version, f"{what} (content {key[:16]})")
+            source = f"{what} (content {key[:16]})"
+            return build_isolated({"kind": "verl", "package_dir": real, "version": version, "source": source})
 
         _BUILT[real] = _cached(key, build)
     return _BUILT[real]
@@ -394,7 +395,7 @@ def _cached(key: str, build) -> tuple[str, bool] | str:
         found = _stored(snapshot, failed)  # built by another run while this one waited
         if found is not None:
             return found
-        with not_counted(), _builder_quiet():
+        with not_counted():
             try:
                 document = build()
             except Exception as exc:  # noqa: BLE001 - any failure of the builder is a reason, never a traceback
@@ -466,22 +467,6 @@ def _locked(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-@contextmanager
-def _builder_quiet() -> Iterator[None]:
-    """The builder logs what it could not type (`schema build: found no ... values`) for `sapo-lint schema build`;
-    while linting, that is not the user's business: its records stop at a handler of their own unless the program
-    configured logging."""
-    import logging
-
-    logger = logging.getLogger("sapo_toolkit.schemas.build")
-    quiet = logging.NullHandler()
-    logger.addHandler(quiet)
-    try:
-        yield
-    finally:
-        logger.removeHandler(quiet)
 
 
 # --- custom configs ----------------------------------------------------------------------------------------------
@@ -689,12 +674,13 @@ def _custom_snapshot(snapshot: str, package: Path, directory: Path, name: str, s
                 continue
 
     def build() -> dict:
-        from sapo_toolkit.schemas.build import ConfigSource, build_custom_snapshot
+        from sapo_toolkit.schemas.build.isolated import build_isolated
 
         base = snapshot_document(snapshot)
         if base is None:  # the verl snapshot itself is missing: RF004 reports it for the file
             raise UnresolvedConfig(f"no snapshot of verl {snapshot}")
-        return build_custom_snapshot(base, package, ConfigSource(name, directory, search))
+        config = {"name": name, "config_dir": str(directory), "search_path": [str(d) for d in search]}
+        return build_isolated({"kind": "custom", "base": base, "package_dir": str(package), "config": config})
 
     built = _cached(key.hexdigest()[:40], build)
     if isinstance(built, str):

@@ -198,3 +198,20 @@ def sapo_lint_json(*args: str, cwd: Path) -> dict:
     )
     assert proc.returncode in (0, 1), proc.stderr
     return json.loads(proc.stdout)
+
+
+def tiny_verl(root: Path, version: str = "0.0.1", entry: bool = True) -> Path:
+    """A verl package the builder accepts in a second: one config, the entry module naming it."""
+    package = root / "verl"
+    (package / "trainer" / "config").mkdir(parents=True)
+    (package / "version").mkdir()
+    (package / "version" / "version").write_text(version)
+    (package / "__init__.py").write_text("")
+    (package / "trainer" / "__init__.py").write_text("")
+    (package / "trainer" / "config" / "ppo_trainer.yaml").write_text("trainer:\n  nnodes: 1\n  tiny_knob: 2\n")
+    if entry:
+        (package / "trainer" / "main_ppo.py").write_text(
+            "import hydra\n\n\n@hydra.main(config_path='config', config_name='ppo_trainer', version_base=None)\n"
+            "def main(config):\n    pass\n\n\nif __name__ == '__main__':\n    main()\n"
+        )
+    return package

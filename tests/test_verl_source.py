@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from sapo_toolkit.linter.schema import committed_for, newest_release
-from tests.helpers import REPO
+from tests.helpers import REPO, tiny_verl
 
 ARCHIVE = REPO.parent / "shared" / "verl-src" / "verl-main-1dda039.tar.gz"
 needs_verl_main = pytest.mark.skipif(not ARCHIVE.is_file(), reason=f"no {ARCHIVE}")
@@ -195,23 +195,6 @@ def test_a_config_path_of_the_repository_is_composed_with_verls_configs(vendored
     assert any("Did you mean `my_custom.gamma`?" in m for c, m in found if c == "SL001")
     (unresolved,) = [m for c, m in found if c == "RF004"]
     assert "config `my_cfg`: --config-path `$CONFIG_DIR` is not known statically" in unresolved
-
-
-def tiny_verl(root: Path, version: str = "0.0.1", entry: bool = True) -> Path:
-    """A verl package the builder accepts in a second: one config, the entry module naming it."""
-    package = root / "verl"
-    (package / "trainer" / "config").mkdir(parents=True)
-    (package / "version").mkdir()
-    (package / "version" / "version").write_text(version)
-    (package / "__init__.py").write_text("")
-    (package / "trainer" / "__init__.py").write_text("")
-    (package / "trainer" / "config" / "ppo_trainer.yaml").write_text("trainer:\n  nnodes: 1\n  tiny_knob: 2\n")
-    if entry:
-        (package / "trainer" / "main_ppo.py").write_text(
-            "import hydra\n\n\n@hydra.main(config_path='config', config_name='ppo_trainer', version_base=None)\n"
-            "def main(config):\n    pass\n\n\nif __name__ == '__main__':\n    main()\n"
-        )
-    return package
 
 
 TINY = "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.tiny_knob=3\n"

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
+import errno
 import stat
 from pathlib import Path
 from typing import NamedTuple
 
 # One definition, in schemas (the linter imports schemas, never the reverse); re-exported for --fix, convert, caches.
-from sapo_toolkit.atomicio import write_atomically
+from sapo_toolkit.atomicio import UnreadableError, read_regular, write_atomically
 
 __all__ = ["MAX_BYTES", "TextFile", "UnreadableFile", "read_text", "write_atomically"]
 
@@ -33,25 +33,16 @@ def is_regular_file(path: Path) -> bool:
 
 
 def read_text(path: Path) -> TextFile:
-    """The file's text. Only regular files are read: the file is opened without blocking and checked on the open
-    descriptor (no window between a check and the read), so a FIFO or device never hangs a run."""
+    """The file's text. Only regular files are read (`read_regular`: checked on the open descriptor), so a FIFO or
+    device never hangs a run."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        data = read_regular(path, MAX_BYTES)
+    except UnreadableError as exc:
+        if exc.errno == errno.EFBIG:
+            raise UnreadableFile(f"file is over {MAX_BYTES // 2**20} MiB; sapo-lint reads files up to that") from None
+        raise UnreadableFile(f"{exc.strerror}; only regular files are read") from None
     except OSError as exc:
         raise UnreadableFile(f"cannot read: {exc.strerror or exc}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise UnreadableFile("not a regular file (a FIFO, device or socket); only regular files are read")
-        if info.st_size > MAX_BYTES:
-            raise UnreadableFile(
-                f"file is {info.st_size / 2**20:.1f} MiB; sapo-lint reads files up to {MAX_BYTES // 2**20} MiB"
-            )
-        data = _read_all(fd, MAX_BYTES + 1)
-    except OSError as exc:
-        raise UnreadableFile(f"cannot read: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
     return decode_text(str(path), data)
 
 
@@ -66,14 +57,3 @@ def decode_text(name: str, data: bytes) -> TextFile:
     except UnicodeDecodeError as exc:
         raise UnreadableFile(f"not UTF-8 text (invalid byte at offset {exc.start})") from None
     return TextFile(name, text)
-
-
-def _read_all(fd: int, limit: int) -> bytes:
-    chunks, size = [], 0
-    while size < limit:
-        chunk = os.read(fd, min(1 << 20, limit - size))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)

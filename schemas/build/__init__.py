@@ -38,6 +38,14 @@ class SchemaBuildError(Exception):
     """A snapshot cannot be built; the message is one line for the CLI."""
 
 
+class ResolverRefused(SchemaBuildError):
+    """A config asked for a resolver's value (`${oc.env:...}`); a build of untrusted files never evaluates one
+    (isolated.py)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"a config uses the resolver `{name}`, which a snapshot build never evaluates")
+
+
 # Public name -> the submodule that defines it.
 _EXPORTS = {
     "locate_verl": "distributions",

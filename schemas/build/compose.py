@@ -34,6 +34,12 @@ from omegaconf import DictConfig, OmegaConf
 from . import SchemaBuildError
 from .layout import override_text, selected_option
 
+# The build's bounds, in units of work (a repository's tree is untrusted input: 2^k group selections, thousands of
+# options, alias bombs, huge files). verl main needs 80 compositions; its largest config file is 40 KB, 1,800 nodes.
+MAX_COMPOSITIONS = 400
+MAX_YAML_BYTES = 4 * 1024 * 1024
+MAX_YAML_NODES = 200_000  # after expanding aliases
+
 # A package no verl config uses: where the options of groups that no config places are composed on their own.
 PROBE_PACKAGE = "_sapo_lint_probe"
 # An override key Hydra's grammar can write: a group path of names, then an optional @package. Nested defaults of
@@ -113,6 +119,7 @@ class Workspace:
     another's), and each config's result by the identity of its selections' defaults lists."""
 
     pool: list[Composition] = field(default_factory=list)
+    compositions: int = 0  # counted against MAX_COMPOSITIONS
     by_identity: dict[tuple, ComposedConfig] = field(default_factory=dict)
     contents: dict[tuple[str, str], tuple[str, frozenset[str], frozenset[str]]] = field(default_factory=dict)
     _signatures: dict[tuple[int, str], tuple] = field(default_factory=dict)
@@ -136,11 +143,23 @@ def selecting_groups(groups: dict[str, dict]) -> list[str]:
 
 
 def _overrides(source: ConfigSource) -> list[str]:
-    # verl's experimental configs name `file://verl/trainer/config` (relative to the working directory) on their
-    # `hydra.searchpath`; the build gives the absolute directory instead.
-    if not source.search_path:
-        return []
-    return ["hydra.searchpath=[" + ",".join(f"file://{p}" for p in source.search_path) + "]"]
+    """The search path of every composition, given explicitly: the config's directory, then the directories of its
+    `hydra.searchpath` as the build resolved them (absolute, existing). Hydra then never reads the config's own
+    `hydra.searchpath` entries, so a `pkg://` entry never imports a package and no resolver in it is evaluated."""
+    entries = [f"file://{p}" for p in source.dirs if Path(p).is_dir()]
+    if not entries:
+        raise SchemaBuildError(f"{source.config_dir}: not a directory")
+    text = "hydra.searchpath=[" + ",".join(_quoted(e) for e in entries) + "]"
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if OverridesParser.create().parse_override(text).value() != entries:  # a path Hydra's grammar cannot quote
+        raise SchemaBuildError(f"{source.config_dir}: a directory on its search path cannot be written for Hydra")
+    return [text]
+
+
+def _quoted(text: str) -> str:
+    """A Hydra quoted string: backslashes before a quote and at the end doubled, the quote escaped."""
+    return "'" + re.sub(r"(\\*)(?='|$)", r"\1\1", text).replace("'", "\\'") + "'"
 
 
 def group_options(source: ConfigSource) -> dict[str, list[str]]:
@@ -168,6 +187,7 @@ def config_files_parsed_once() -> Iterator[None]:
     def load_parsed_once(file_):
         text = file_.read() if hasattr(file_, "read") else Path(file_).read_text(encoding="utf-8")
         if text not in parsed:
+            _within_bounds(text, getattr(file_, "name", file_))
             parsed[text] = parse(io.StringIO(text))
         return copy.deepcopy(parsed[text])
 
@@ -176,6 +196,37 @@ def config_files_parsed_once() -> Iterator[None]:
         yield
     finally:
         OmegaConf.load = staticmethod(parse)
+
+
+def _within_bounds(text: str, name: object) -> None:
+    """Raise `SchemaBuildError` for a config file over `MAX_YAML_BYTES`, or over `MAX_YAML_NODES` once its aliases
+    are expanded (counted on PyYAML's node graph, where an alias is a shared node: linear in the text)."""
+    import yaml
+
+    if len(text) > MAX_YAML_BYTES:
+        raise SchemaBuildError(f"config file {name} is over {MAX_YAML_BYTES} bytes (the build's bound)")
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return  # OmegaConf reports it as it parses
+    sizes: dict[int, int] = {}
+    pending = [(root, False)] if root is not None else []
+    while pending:  # post-order without recursion: a node's size is 1 + its children's, each computed once
+        node, expanded = pending.pop()
+        if id(node) in sizes:
+            continue
+        children = (
+            [c for pair in node.value for c in pair]
+            if isinstance(node, yaml.MappingNode)
+            else (node.value if isinstance(node, yaml.SequenceNode) else [])
+        )
+        if expanded:
+            sizes[id(node)] = min(1 + sum(sizes.get(id(c), 0) for c in children), MAX_YAML_NODES + 1)
+        else:
+            pending.append((node, True))
+            pending.extend((c, False) for c in children if id(c) not in sizes)
+    if root is not None and sizes[id(root)] > MAX_YAML_NODES:
+        raise SchemaBuildError(f"config file {name} expands to over {MAX_YAML_NODES} nodes (the build's bound)")
 
 
 @contextmanager
@@ -207,6 +258,12 @@ class _Composer:
         self.leaf_keys: set[str] = set()  # override keys of the first composition's options without a defaults list
 
     def compose(self, overrides: list[str], placements: bool = False) -> Composition:
+        self.workspace.compositions += 1
+        if self.workspace.compositions > MAX_COMPOSITIONS:
+            raise SchemaBuildError(
+                f"{self.source.name}: composing its group selections and options takes over {MAX_COMPOSITIONS} "
+                "Hydra compositions (the build's bound)"
+            )
         record: list = []
         with _defaults_lists_recorded(record):
             cfg = compose(config_name=self.source.name, overrides=self.base + overrides)
@@ -622,12 +679,21 @@ def compose_config(source: ConfigSource, workspace: Workspace) -> ComposedConfig
     try:
         with initialize_config_dir(config_dir=str(source.config_dir), version_base=None, job_name="sapo_lint_schema"):
             return _ConfigComposition(source, workspace).run()
-    except SchemaBuildError:
-        raise
     except Exception as e:  # noqa: BLE001 - hydra and omegaconf errors alike become one CLI line
-        msg = " ".join(str(e).split())
-        raise SchemaBuildError(
-            f"hydra compose of {source.config_dir / source.name}.yaml failed: {type(e).__name__}: {msg[:300]}"
-        ) from None
+        raise _composition_error(e, source) from None
     finally:
         GlobalHydra.instance().clear()
+
+
+def _composition_error(e: Exception, source: ConfigSource) -> SchemaBuildError:
+    """The one line for a config Hydra cannot compose. The builder's own error (a bound, a refused resolver: in
+    `e` or what caused it) as it is; Hydra's message is never quoted, as it may hold text the config computed: the
+    config, the exception's type and, for a missing config, the entry Hydra looked for."""
+    seen = e
+    while seen is not None:
+        if isinstance(seen, SchemaBuildError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    missing = getattr(e, "missing_cfg_file", None)
+    entry = f": its defaults list names `{missing}`, which is not found" if isinstance(missing, str) else ""
+    return SchemaBuildError(f"hydra cannot compose {source.config_dir / source.name}.yaml ({type(e).__name__}){entry}")

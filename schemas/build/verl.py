@@ -90,13 +90,18 @@ def _search_path(package_dir: Path, yaml_path: Path) -> tuple[Path, ...]:
     ``file://verl/trainer/config`` (relative to the directory verl runs from, the one holding the package) or
     ``pkg://verl.trainer.config`` (verl main 1dda039, verl/experimental/fully_async_policy/config/)."""
     cfg = OmegaConf.load(yaml_path)
-    entries = OmegaConf.select(cfg, "hydra.searchpath", default=None) or []
+    # Read as written: an entry that interpolates (`file://${oc.env:X}`) is never resolved, and not followed.
+    written = OmegaConf.to_container(cfg, resolve=False) if isinstance(cfg, DictConfig) else {}
+    hydra = written.get("hydra") if isinstance(written.get("hydra"), dict) else {}
+    entries = hydra.get("searchpath") if isinstance(hydra.get("searchpath"), list) else []
     dirs = []
     for entry in entries:
-        if isinstance(entry, str) and entry.startswith("file://"):
+        if not isinstance(entry, str) or "${" in entry:
+            continue
+        if entry.startswith("file://"):
             p = Path(entry[len("file://") :])
             dirs.append(p if p.is_absolute() else package_dir.parent / p)
-        elif isinstance(entry, str) and entry.startswith("pkg://"):
+        elif entry.startswith("pkg://"):
             dirs.append(package_dir.parent.joinpath(*entry[len("pkg://") :].split(".")))
     return tuple(d.resolve() for d in dirs if d.is_dir())
 
