@@ -18,11 +18,14 @@ class UnreadableError(OSError):
     """A file `read_regular` refuses: the message says why, in one line (`strerror`), without the file's content."""
 
 
-def read_regular(path: str | os.PathLike, limit: int, *, follow_symlinks: bool = True) -> bytes:
+def read_regular(
+    path: str | os.PathLike, limit: int, *, follow_symlinks: bool = True, owner: int | None = None
+) -> bytes:
     """The bytes of a regular file of at most `limit` bytes. The file is opened without blocking and checked on the
     open descriptor (no window between a check and the read), so a FIFO, device or socket is refused, never waited
-    on; `follow_symlinks=False` refuses a symbolic link too (`O_NOFOLLOW`: a planted link cannot redirect the read).
-    Raises `UnreadableError` (or the `OSError` of a missing or forbidden file)."""
+    on; `follow_symlinks=False` refuses a symbolic link too (`O_NOFOLLOW`: a planted link cannot redirect the read);
+    `owner`: a file another user owns is refused. Raises `UnreadableError` (or the `OSError` of a missing or
+    forbidden file)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | (0 if follow_symlinks else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags)
@@ -34,6 +37,8 @@ def read_regular(path: str | os.PathLike, limit: int, *, follow_symlinks: bool =
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise UnreadableError(errno.EINVAL, "not a regular file (a FIFO, device or socket)", str(path))
+        if owner is not None and info.st_uid != owner:
+            raise UnreadableError(errno.EPERM, "owned by another user", str(path))
         if info.st_size > limit:
             raise UnreadableError(errno.EFBIG, f"{info.st_size} bytes, over the bound of {limit}", str(path))
         chunks, size = [], 0

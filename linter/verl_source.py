@@ -43,14 +43,13 @@ import hashlib
 import json
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import NamedTuple
-
-from sapo_toolkit.atomicio import write_atomically
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -60,8 +59,9 @@ else:  # pragma: no cover
 from .core.budget import not_counted
 from .core.command import Command
 from .core.diagnostics import Location
+from .core.files import MAX_BYTES, UnreadableFile, read_bytes
 from .core.problems import SnapshotNotBuilt
-from .core.user_cache import user_cache_dir
+from .core.user_cache import read_cached, trusted_directory, user_cache_dir, write_cached
 from .engine import searchpath
 from .schema import (
     ConfigNotInSnapshot,
@@ -72,6 +72,11 @@ from .schema import (
     snapshot_document,
     snapshot_version,
 )
+
+MAX_VERSION_BYTES = 4096  # verl/version/version: one line
+MAX_REASON_BYTES = 4096  # why a tree could not be built, as the cache keeps it
+MAX_TREE_FILES = 20_000  # verl main: about 1,000 Python and YAML files
+MAX_TREE_BYTES = 256 * 2**20  # verl main: about 12 MiB
 
 # Where each choice comes from (`VerlChoice.source`, the JSON's `verl.source`), in the order they are tried.
 COMMAND_LINE, RECIPE, SOURCE_TREE, INSTALLED, PIN, NEWEST = (
@@ -200,9 +205,10 @@ def source_trees(roots: Iterable[Path]) -> list[Path]:
 
 def _tree_version(package_dir: Path) -> str:
     try:
-        return (package_dir / "version" / "version").read_text(encoding="utf-8").strip() or "unknown"
-    except (OSError, UnicodeDecodeError):
+        text = read_bytes(package_dir / "version" / "version", MAX_VERSION_BYTES).decode("utf-8")
+    except (UnreadableFile, UnicodeDecodeError):
         return "unknown"
+    return text.strip() or "unknown"
 
 
 @cache
@@ -274,8 +280,8 @@ def _pinned_in(path: Path) -> tuple[str, int] | None:
     """(the version, its line) of a `verl==X` requirement in a requirements file or a pyproject.toml's dependencies
     (`[project] dependencies`, `optional-dependencies`, `[dependency-groups]`)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_bytes(path).decode("utf-8")
+    except (UnreadableFile, UnicodeDecodeError):
         return None
     if path.name != "pyproject.toml":
         m = _REQUIREMENT_LINE.search(text)
@@ -311,7 +317,11 @@ def _tree_snapshot(package_dir: Path, version: str, what: str) -> tuple[str, boo
     it cannot be built (one line); `what` it is, for the snapshot's `source`. Looked up once per process."""
     real = os.path.realpath(package_dir)
     if real not in _BUILT:
-        key = _content_key(Path(real), version)
+        try:
+            key = _content_key(Path(real), version)
+        except TreeRefused as exc:
+            _BUILT[real] = str(exc)
+            return _BUILT[real]
 
         def build() -> dict:
             from sapo_toolkit.schemas.build.isolated import build_isolated
@@ -321,6 +331,11 @@ def _tree_snapshot(package_dir: Path, version: str, what: str) -> tuple[str, boo
 
         _BUILT[real] = _cached(key, build)
     return _BUILT[real]
+
+
+class TreeRefused(Exception):
+    """A verl tree that is not snapshotted: it holds a file that is not a regular one, or is over a bound (the
+    message, one line, names it)."""
 
 
 def _builder_stamp() -> str:
@@ -334,8 +349,11 @@ def _builder_stamp() -> str:
 
 def _tree_files(package_dir: Path) -> list[tuple[str, int, int]]:
     """(path relative to the package, size, modification time in ns) of each file the builder reads: every `*.py`
-    and `*.yaml` file, and `version/version`; sorted. `__pycache__` and hidden directories are not walked."""
+    and `*.yaml` file, and `version/version`; sorted. `__pycache__` and hidden directories are not walked. Raises
+    `TreeRefused` for one that is not a regular file (a FIFO or device would hang the build) or over `MAX_BYTES`,
+    and for a tree over `MAX_TREE_FILES` files or `MAX_TREE_BYTES` bytes."""
     out = []
+    total = 0
     pending = [package_dir]
     while pending:
         directory = pending.pop()
@@ -348,33 +366,46 @@ def _tree_files(package_dir: Path) -> list[tuple[str, int, int]]:
                 if entry.is_dir(follow_symlinks=False):
                     if entry.name != "__pycache__" and not entry.name.startswith("."):
                         pending.append(Path(entry.path))
-                elif entry.name.endswith((".py", ".yaml")) or entry.path.endswith(os.path.join("version", "version")):
-                    st = entry.stat()
-                    out.append((os.path.relpath(entry.path, package_dir), st.st_size, st.st_mtime_ns))
+                    continue
+                if not (
+                    entry.name.endswith((".py", ".yaml")) or entry.path.endswith(os.path.join("version", "version"))
+                ):
+                    continue
+                st = entry.stat()
             except OSError:
                 continue
+            shown = os.path.relpath(entry.path, package_dir)
+            if not stat.S_ISREG(st.st_mode):
+                raise TreeRefused(f"verl/{shown} is not a regular file (a FIFO, device or socket)")
+            if st.st_size > MAX_BYTES:
+                raise TreeRefused(f"verl/{shown} is over {MAX_BYTES // 2**20} MiB")
+            total += st.st_size
+            out.append((shown, st.st_size, st.st_mtime_ns))
+            if len(out) > MAX_TREE_FILES or total > MAX_TREE_BYTES:
+                raise TreeRefused(
+                    f"the tree holds over {MAX_TREE_FILES} files or {MAX_TREE_BYTES // 2**20} MiB of Python and YAML "
+                    "(the bound of a snapshot build)"
+                )
     return sorted(out)
 
 
 def _content_key(package_dir: Path, version: str) -> str:
     """The hash of what the builder reads (and of `_builder_stamp`, and the version): looked up first by the files'
-    paths, sizes and modification times in the cache's `stat/`, so that an unchanged tree is only listed."""
+    paths, sizes and modification times in the cache's `stat/`, so that an unchanged tree is only listed. Raises
+    `TreeRefused` (`_tree_files`, or a file that cannot be read)."""
     files = _tree_files(package_dir)
     stamp = _builder_stamp() + f"verl {version}\0"
     listing = hashlib.blake2b((stamp + str(package_dir) + "\0" + repr(files)).encode("utf-8", "surrogateescape"))
     memo = _cache_dir() / "stat" / listing.hexdigest()[:40]
-    try:
-        known = memo.read_text(encoding="ascii").strip()
-        if re.fullmatch(r"[0-9a-f]{40}", known):
-            return known
-    except (OSError, UnicodeDecodeError):
-        pass
+    known = (read_cached(memo, 64) or b"").strip().decode("ascii", "replace")
+    if re.fullmatch(r"[0-9a-f]{40}", known):
+        return known
     content = hashlib.blake2b(stamp.encode("utf-8"))
     for relative, _, _ in files:
         try:
-            data = (package_dir / relative).read_bytes()
-        except OSError:
-            data = b""
+            data = read_bytes(package_dir / relative)
+        except UnreadableFile as exc:
+            raise TreeRefused(f"verl/{relative}: {exc}") from None
         content.update(f"{relative}\0{len(data)}\0".encode("utf-8", "surrogateescape"))
         content.update(data)
     key = content.hexdigest()[:40]
@@ -399,7 +430,7 @@ def _cached(key: str, build) -> tuple[str, bool] | str:
             try:
                 document = build()
             except Exception as exc:  # noqa: BLE001 - any failure of the builder is a reason, never a traceback
-                reason = " ".join(str(exc).split()) or type(exc).__name__
+                reason = (" ".join(str(exc).split()) or type(exc).__name__)[:MAX_REASON_BYTES]
                 _write(failed, reason)
                 return reason
         if _write(snapshot, json.dumps(document, sort_keys=True, separators=(",", ":"))):  # before the lock goes
@@ -408,13 +439,20 @@ def _cached(key: str, build) -> tuple[str, bool] | str:
 
 
 def _stored(snapshot: Path, failed: Path) -> tuple[str, bool] | str | None:
-    """What the cache holds for a key: (the snapshot's path, True), or why it could not be built; None: nothing."""
-    if snapshot.is_file():
-        return str(snapshot), True
-    try:
-        return failed.read_text(encoding="utf-8").strip() or "the build failed"
-    except (OSError, UnicodeDecodeError):
+    """What the cache holds for a key: (the snapshot's path, True), or why it could not be built; None: nothing (or
+    nothing this user may trust: `core.user_cache`). The reason is bounded to `MAX_REASON_BYTES`."""
+    if not trusted_directory(snapshot.parent):
         return None
+    try:
+        info = os.lstat(snapshot)
+    except OSError:
+        info = None
+    if info is not None and stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid():
+        return str(snapshot), True
+    data = read_cached(failed, MAX_REASON_BYTES)
+    if data is None:
+        return None
+    return " ".join(data.decode("utf-8", "replace").split()) or "the build failed"
 
 
 def _cache_dir() -> Path:
@@ -422,13 +460,8 @@ def _cache_dir() -> Path:
 
 
 def _write(path: Path, text: str) -> bool:
-    """Write a cache file atomically; False when the cache cannot be written (it is then no cache, not an error)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(path, text)
-        return True
-    except OSError:
-        return False
+    """Write a cache file (`write_cached`); False when the cache cannot be written (it is then no cache)."""
+    return write_cached(path, text)
 
 
 _SCRATCH: list[str] = []
@@ -452,21 +485,27 @@ def _scratch(key: str, document: dict) -> str:
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """An exclusive lock on `path` (POSIX `flock`), waited for; none where it cannot be taken (no `fcntl`, a cache
-    that cannot be written)."""
+    that cannot be written or is not trusted, a lock file that is a link, FIFO or device: never waited on)."""
     try:
         import fcntl
 
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(path, "a")  # noqa: SIM115 - held until the block ends
+        if not trusted_directory(path.parent):
+            raise OSError("not trusted")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
     except (ImportError, OSError):
         yield
         return
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            yield
+            return
+        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 # --- custom configs ----------------------------------------------------------------------------------------------
@@ -636,8 +675,8 @@ def _search_path(command: Command, yaml_file: Path, package: Path, file: str) ->
         import yaml
 
         try:
-            document = yaml.safe_load(yaml_file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            document = yaml.safe_load(read_bytes(yaml_file).decode("utf-8"))
+        except (UnreadableFile, UnicodeDecodeError, yaml.YAMLError, RecursionError):
             document = None
         hydra = document.get("hydra") if isinstance(document, dict) else None
         listed = hydra.get("searchpath") if isinstance(hydra, dict) else None
@@ -661,17 +700,57 @@ def _search_path(command: Command, yaml_file: Path, package: Path, file: str) ->
     return tuple(out)
 
 
+# `_target_: a.b.C` in a config file: the dataclass the build walks the config's tree against.
+_TARGET = re.compile(rb"^\s*_target_\s*:\s*['\"]?([A-Za-z_][\w.]*)", re.MULTILINE)
+
+
+def _custom_key(snapshot: str, package: Path, directory: Path, name: str, search: tuple[Path, ...]) -> str:
+    """The hash of what a custom config's build reads, each part framed by its length: the builder, the config, the
+    verl snapshot (a built one's path names its content), every YAML file of the directories Hydra searches, and the
+    Python files of each top-level package outside verl that a `_target_` of those files names (the repository's
+    own dataclasses, which the build types the config's keys with). Raises `UnresolvedConfig` for a file that is
+    not a regular one or over a bound (`_tree_files`' bounds)."""
+    key = hashlib.blake2b()
+
+    def framed(part: str | bytes) -> None:
+        data = part.encode("utf-8", "surrogateescape") if isinstance(part, str) else part
+        key.update(len(data).to_bytes(8, "big") + data)
+
+    def read(path: Path) -> bytes:
+        try:
+            return read_bytes(path)
+        except UnreadableFile as exc:
+            raise UnresolvedConfig(f"{path}: {exc}") from None
+
+    for part in (_builder_stamp(), "custom", name, snapshot, str(directory)):
+        framed(part)
+    packages: set[str] = set()
+    for d in (directory, *search):
+        framed(str(d))
+        for path in _bounded(sorted(d.rglob("*.yaml"))):
+            data = read(path)
+            framed(str(path.relative_to(d)))
+            framed(data)
+            packages.update(m.group(1).split(b".")[0].decode() for m in _TARGET.finditer(data))
+    for top in sorted(packages - {package.name}):
+        framed(top)
+        for path in _bounded(sorted((package.parent / top).rglob("*.py")) + [package.parent / f"{top}.py"]):
+            if os.path.lexists(path):
+                framed(str(path.relative_to(package.parent)))
+                framed(read(path))
+    return key.hexdigest()[:40]
+
+
+def _bounded(paths: list[Path]) -> list[Path]:
+    if len(paths) > MAX_TREE_FILES:
+        raise UnresolvedConfig(f"over {MAX_TREE_FILES} files to read (the bound of a snapshot build)")
+    return paths
+
+
 def _custom_snapshot(snapshot: str, package: Path, directory: Path, name: str, search: tuple[Path, ...]) -> str:
     """The reference of the snapshot of config `name` in `directory`, with the verl of `snapshot` whose files are in
     `package`: built (`_cached`) or cached. Raises `UnresolvedConfig` with the builder's reason."""
-    key = hashlib.blake2b(f"{_builder_stamp()}custom {name}\0{snapshot}\0{directory}\0".encode())
-    for d in (directory, *search):
-        key.update(f"{d}\0".encode())
-        for path in sorted(d.rglob("*.yaml")):
-            try:
-                key.update(f"{path.relative_to(d)}\0".encode() + path.read_bytes())
-            except OSError:
-                continue
+    key = _custom_key(snapshot, package, directory, name, search)
 
     def build() -> dict:
         from sapo_toolkit.schemas.build.isolated import build_isolated
@@ -682,7 +761,7 @@ def _custom_snapshot(snapshot: str, package: Path, directory: Path, name: str, s
         config = {"name": name, "config_dir": str(directory), "search_path": [str(d) for d in search]}
         return build_isolated({"kind": "custom", "base": base, "package_dir": str(package), "config": config})
 
-    built = _cached(key.hexdigest()[:40], build)
+    built = _cached(key, build)
     if isinstance(built, str):
         raise UnresolvedConfig(f"config `{directory / name}.yaml` cannot be composed: {built}")
     return built[0]

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..verl_source import repository_dirs
+from .files import UnreadableFile, read_bytes
 
 # Functions of a verl entry module that run its trainer: the `@hydra.main` one, and what it hands the config to.
 _RUNS_TRAINER = ("main", "run_ppo")
@@ -81,9 +82,9 @@ def resolve_entry(
         return f"`{source}` is not in the directory the script runs it from (its own or any above it){where}"
     shown = f"`{written}`" if is_file else f"`{_module_file(written, path)}`"
     try:
-        module = parse_module(path.read_bytes())
-    except OSError as exc:
-        return f"{shown} cannot be read ({exc.strerror or exc})"
+        module = parse_module(read_bytes(path))
+    except UnreadableFile as exc:
+        return f"{shown} cannot be read ({exc})"
     if module is None:
         return f"{shown} is not valid Python"
     calls = called_names(module)

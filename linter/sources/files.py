@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
-import errno
 import stat
 from pathlib import Path
 from typing import NamedTuple
 
 # One definition, in schemas (the linter imports schemas, never the reverse); re-exported for --fix, convert, caches.
-from sapo_toolkit.atomicio import UnreadableError, read_regular, write_atomically
+from sapo_toolkit.atomicio import write_atomically
 
-__all__ = ["MAX_BYTES", "TextFile", "UnreadableFile", "read_text", "write_atomically"]
+from ..core.files import MAX_BYTES, UnreadableFile, read_bytes
 
-MAX_BYTES = 4 * 1024 * 1024  # far above any real recipe or run script
+__all__ = ["MAX_BYTES", "TextFile", "UnreadableFile", "read_bytes", "read_text", "write_atomically"]
 
 
 class TextFile(NamedTuple):
     path: str
     text: str
-
-
-class UnreadableFile(Exception):
-    """A file that cannot be linted as text; the message says why, in one line."""
 
 
 def is_regular_file(path: Path) -> bool:
@@ -33,17 +28,8 @@ def is_regular_file(path: Path) -> bool:
 
 
 def read_text(path: Path) -> TextFile:
-    """The file's text. Only regular files are read (`read_regular`: checked on the open descriptor), so a FIFO or
-    device never hangs a run."""
-    try:
-        data = read_regular(path, MAX_BYTES)
-    except UnreadableError as exc:
-        if exc.errno == errno.EFBIG:
-            raise UnreadableFile(f"file is over {MAX_BYTES // 2**20} MiB; sapo-lint reads files up to that") from None
-        raise UnreadableFile(f"{exc.strerror}; only regular files are read") from None
-    except OSError as exc:
-        raise UnreadableFile(f"cannot read: {exc.strerror or exc}") from None
-    return decode_text(str(path), data)
+    """The file's text (`read_bytes`, then UTF-8 without NUL bytes)."""
+    return decode_text(str(path), read_bytes(path))
 
 
 def decode_text(name: str, data: bytes) -> TextFile:

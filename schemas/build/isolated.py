@@ -114,6 +114,27 @@ def _refuse_resolvers() -> None:
     OmegaConf.register_new_resolver = staticmethod(lambda *_a, **_k: None)
 
 
+def _refuse_special_files() -> None:
+    """Every file the child opens from here on must be a regular file or a directory: a FIFO or device that
+    appeared in the tree after the parent checked it fails the build instead of blocking it (an audit hook sees
+    every `open`, Python's own and the parsers')."""
+    import stat
+
+    from . import SchemaBuildError
+
+    def hook(event: str, args: tuple) -> None:
+        if event != "open" or not isinstance(args[0], (str, bytes, os.PathLike)):
+            return
+        try:
+            mode = os.stat(args[0]).st_mode
+        except OSError:
+            return  # a missing file: open itself fails, or creates it
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise SchemaBuildError(f"{os.fsdecode(args[0])} is not a regular file (a FIFO, device or socket)")
+
+    sys.addaudithook(hook)
+
+
 def _build(request: dict) -> dict:
     """`{"kind": "verl", "package_dir", "version", "source"}`: `build_verl_snapshot`; `{"kind": "custom", "base" (the
     verl snapshot document), "package_dir", "config": {"name", "config_dir", "search_path"}}`: `build_custom_snapshot`.
@@ -155,6 +176,7 @@ def main() -> None:  # pragma: no cover - runs in the child; tested through buil
     os.dup2(quiet, 2)
     sys.stdout = sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the process's life
     _refuse_resolvers()
+    _refuse_special_files()
     try:
         reply: dict = {"document": _build(request)}
     except BaseException as exc:  # noqa: BLE001 - every failure is one line for the parent

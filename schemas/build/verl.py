@@ -44,7 +44,7 @@ def _verl_index(package_dir: Path) -> tuple[Index, list[str]]:
 def _hydra_entries(package_dir: Path) -> dict[str, tuple[str, Path]]:
     """verl entry modules (``verl.trainer.main_ppo``, ...) -> (``config_name``, config directory) of their
     ``@hydra.main``: every module under ``package_dir`` (the ``verl/`` package directory) with such a decorator,
-    read with libcst; the directory is ``config_path`` relative to the module's own."""
+    read with `ast`; the directory is ``config_path`` relative to the module's own."""
     out: dict[str, tuple[str, Path]] = {}
     for path in sorted(package_dir.rglob("*.py")):
         try:
@@ -54,7 +54,7 @@ def _hydra_entries(package_dir: Path) -> dict[str, tuple[str, Path]]:
         if b"hydra" not in source or b"config_name" not in source:
             continue
         module = parse_module(source)
-        if module is None:  # pragma: no cover - files libcst cannot parse
+        if module is None:  # pragma: no cover - files the parser refuses
             continue
         name, _ = module_name(package_dir.parent, path)
         for main in hydra_mains(module):
