@@ -35,10 +35,12 @@ def repository(root: Path, config: str) -> Path:
 
 
 def lint(root: Path, *args: str, env: dict | None = None, module: bool = False) -> subprocess.CompletedProcess:
+    """sapo-lint (or `python -m sapo_toolkit.linter`, `module`) on `args`, `run.sh` when they name no file."""
     exe = shutil.which("sapo-lint")
     cmd = [sys.executable, "-m", "sapo_toolkit.linter"] if module or not exe else [exe]
+    files = [] if any(a.endswith(".sh") for a in args) else ["run.sh"]
     return subprocess.run(
-        [*cmd, "--no-shellcheck", *args, "run.sh"],
+        [*cmd, "--no-shellcheck", *args, *files],
         cwd=root,
         capture_output=True,
         text=True,
@@ -114,3 +116,183 @@ def test_an_environment_variable_a_config_names_is_never_resolved_or_printed(tmp
         assert "uses the resolver `oc." in rf004(found) and found["verl"]["run.sh"]["source"] != "source-tree"
     else:  # the search path the build gives Hydra replaces the config's own, which is never read
         assert found["verl"]["run.sh"]["source"] == "source-tree"
+
+
+def fifo(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+
+
+@pytest.mark.parametrize("where", ["verl/trainer/stuck.py", "verl/trainer/config/stuck.yaml", "verl/version/version"])
+def test_a_fifo_in_the_verl_tree_is_one_warning_never_waited_on(tmp_path, where):
+    root = tmp_path / "repo"
+    repository(root, "trainer:\n  nnodes: 1\n  tiny_knob: 2\n")
+    target = root / where
+    if target.exists():
+        target.unlink()
+    fifo(target)
+    found = report(root)
+    assert "not a regular file" in rf004(found) and found["verl"]["run.sh"]["source"] == "newest"
+
+
+@pytest.mark.parametrize("pin_file", ["requirements.txt", "pyproject.toml"])
+def test_a_fifo_where_a_pin_would_be_is_passed_over(tmp_path, pin_file):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text(SCRIPT)
+    fifo(tmp_path / pin_file)
+    found = report(tmp_path)
+    assert found["verl"]["run.sh"]["source"] == "newest"
+
+
+def test_a_fifo_in_a_custom_config_directory_is_one_finding(tmp_path):
+    root = tmp_path / "repo"
+    repository(root, "trainer:\n  nnodes: 1\n  tiny_knob: 2\n")
+    (root / "configs").mkdir()
+    (root / "configs" / "c.yaml").write_text("defaults:\n  - ppo_trainer\n  - _self_\n")
+    fifo(root / "configs" / "stuck.yaml")
+    (root / "run.sh").write_text(
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=../../configs --config-name=c"
+        " trainer.tiny_knob=3\n"
+    )
+    message = rf004(report(root))
+    assert "stuck.yaml" in message and "not a regular file" in message
+
+
+@pytest.mark.parametrize(
+    "config, bound",
+    [
+        # a billion-laughs alias bomb: 10 levels of 10 aliases
+        (
+            "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
+            + "".join(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 10))
+            + "trainer:\n  tiny_knob: 2\n",
+            "nodes (the build's bound)",
+        ),
+        # 2^10 selections of ten two-option groups
+        (
+            "defaults:\n" + "".join(f"  - g{i}: a\n" for i in range(10)) + "  - _self_\ntrainer:\n  tiny_knob: 2\n",
+            "Hydra compositions (the build's bound)",
+        ),
+    ],
+    ids=["alias-bomb", "selections"],
+)
+def test_a_tree_over_the_builds_bounds_is_one_warning_naming_the_bound(tmp_path, config, bound):
+    root = tmp_path / "repo"
+    package = repository(root, config)
+    for i in range(10):
+        for option in "ab":
+            (package / "trainer" / "config" / f"g{i}").mkdir(exist_ok=True)
+            (package / "trainer" / "config" / f"g{i}" / f"{option}.yaml").write_text(f"v{i}: {option}\n")
+    found = report(root)
+    assert bound in rf004(found) and found["verl"]["run.sh"]["source"] == "newest"
+
+
+def test_a_module_that_crashes_the_parser_is_one_warning_and_the_lint_goes_on(tmp_path):
+    """libcst's native parser crashes the process on deeply nested brackets: the build's process, never the
+    linter's."""
+    root = tmp_path / "repo"
+    package = repository(root, "trainer:\n  _target_: verl.trainer.cfg.TrainerConfig\n  tiny_knob: 2\n")
+    (package / "trainer" / "cfg.py").write_text("x = " + "(" * 3000 + "1" + ")" * 3000 + "\n")
+    found = report(root)
+    assert "crashed" in rf004(found) or "failed" in rf004(found)
+    assert found["verl"]["run.sh"]["source"] == "newest" and found["summary"]["files"] == 1
+
+
+def test_a_wrapper_module_the_parser_refuses_is_one_finding(tmp_path):
+    """A wrapper module (`python -m pkg.main`) is read in the linter's process, with `ast`: nested brackets, bad
+    bytes, an unknown coding cookie and a NUL byte are each "not valid Python", never a crash or RF012."""
+    (tmp_path / ".git").mkdir()
+    bodies = {
+        "nested": ("x = " + "(" * 3000 + "1" + ")" * 3000 + "\n").encode(),
+        "latin": b"# comment \xff\xfe\nimport hydra\n",
+        "cookie": b"# -*- coding: no-such-codec -*-\nimport hydra\n",
+        "nul": b"import hydra\x00\n",
+        "chain": ("import verl\nx = verl" + ".a" * 20000 + "()\n").encode(),
+    }
+    for name, body in bodies.items():
+        (tmp_path / "pkg").mkdir(exist_ok=True)
+        (tmp_path / "pkg" / f"{name}.py").write_bytes(body)
+        (tmp_path / f"{name}.sh").write_text(f"#!/bin/bash\npython3 -m pkg.{name} trainer.nnodes=1\n")
+    proc = lint(tmp_path, "--format", "json", *(f"{n}.sh" for n in bodies))
+    found = json.loads(proc.stdout)
+    assert proc.returncode != 2 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    assert not [d for d in found["diagnostics"] if d["code"] == "RF012"]
+    refused = {d["path"] for d in found["diagnostics"] if "is not valid Python" in d["message"]}
+    assert {"nested.sh", "cookie.sh", "nul.sh"} <= refused  # the others parse, or are refused: never RF012
+
+
+def built_once(root: Path) -> Path:
+    """Lint once, so that the cache holds the tree's snapshot; the cache's `verl/` directory."""
+    assert report(root)["verl"]["run.sh"]["snapshot"] == "built"
+    return root / ".cache" / "verl"
+
+
+def typos(found: dict) -> list[str]:
+    return [d["message"].split("`")[1] for d in found["diagnostics"] if d["code"] == "SL001"]
+
+
+def test_a_cache_others_can_write_is_not_used(tmp_path):
+    """A snapshot planted under the tree's key (keys are content hashes anyone can compute) would hide the typo; in a
+    directory others can write, nothing is read or written."""
+    root = tmp_path / "repo"
+    repository(root, "trainer:\n  nnodes: 1\n  tiny_knob: 2\n")
+    cache = built_once(root)
+    (snapshot,) = cache.glob("*.json")
+    planted = json.loads(snapshot.read_text())
+    assert typos(report(root)) == ["trainer.tiny_typo"]
+    text = json.dumps(planted).replace("trainer.tiny_knob", "trainer.tiny_typo")
+    snapshot.write_text(text)
+    assert typos(report(root)) == ["trainer.tiny_knob"]  # the user's own cache is trusted: what it holds is used
+    cache.chmod(0o777)
+    found = report(root)
+    assert typos(found) == ["trainer.tiny_typo"] and found["verl"]["run.sh"]["snapshot"] == "built"
+    assert snapshot.read_text() == text  # nothing written into it either
+
+
+def test_planted_links_and_fifos_in_the_cache_are_never_followed_or_waited_on(tmp_path):
+    root = tmp_path / "repo"
+    repository(root, "trainer:\n  nnodes: 1\n  tiny_knob: 2\n")
+    cache = built_once(root)
+    (snapshot,) = cache.glob("*.json")
+    key = snapshot.stem
+    private = tmp_path / "private.txt"
+    private.write_text(SECRET)
+    snapshot.unlink()
+    (cache / f"{key}.failed").symlink_to(private)  # would print the file's content as the reason
+    elsewhere = tmp_path / "written-through"
+    snapshot.symlink_to(elsewhere)  # dangling: a build writing through it would create `elsewhere`
+    (cache / f"{key}.lock").unlink(missing_ok=True)
+    os.mkfifo(cache / f"{key}.lock")
+    proc = lint(root, "--format", "json")
+    found = json.loads(proc.stdout)
+    assert SECRET not in proc.stdout + proc.stderr and not elsewhere.exists()
+    assert typos(found) == ["trainer.tiny_typo"] and found["verl"]["run.sh"]["source"] == "source-tree"
+    assert not snapshot.is_symlink() and json.loads(snapshot.read_text())  # the link replaced by the snapshot
+
+
+def test_a_relative_cache_directory_works_from_where_sapo_lint_starts(tmp_path):
+    root = tmp_path / "repo"
+    repository(root, "trainer:\n  nnodes: 1\n  tiny_knob: 2\n")
+    states = [report(root, env={"SAPO_LINT_CACHE_DIR": "rel-cache"})["verl"]["run.sh"] for _ in range(2)]
+    assert [s["snapshot"] for s in states] == ["built", "cached"] and states[0]["source"] == "source-tree"
+    assert list((root / "rel-cache" / "verl").glob("*.json"))
+
+
+def test_an_edit_of_a_repository_dataclass_a_custom_config_names_is_seen_on_the_next_run(tmp_path):
+    root = tmp_path / "repo"
+    repository(root, "trainer:\n  nnodes: 1\n  tiny_knob: 2\n")
+    (root / "configs").mkdir()
+    (root / "configs" / "c.yaml").write_text(
+        "defaults:\n  - ppo_trainer\n  - _self_\nextra:\n  _target_: mypkg.cfg.ExtraConfig\n  alpha: 1\n"
+    )
+    (root / "mypkg").mkdir()
+    (root / "mypkg" / "__init__.py").write_text("")
+    dataclass = "from dataclasses import dataclass\n\n\n@dataclass\nclass ExtraConfig:\n    alpha: int = 1\n"
+    (root / "mypkg" / "cfg.py").write_text(dataclass)
+    (root / "run.sh").write_text(
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=../../configs --config-name=c extra.alpha=x\n"
+    )
+    before = [d["code"] for d in report(root)["diagnostics"] if d["code"].startswith("SL")]
+    (root / "mypkg" / "cfg.py").write_text(dataclass.replace("alpha: int = 1", "alpha: str = 'a'"))
+    after = [d["code"] for d in report(root)["diagnostics"] if d["code"].startswith("SL")]
+    assert before == ["SL004"] and after == []

