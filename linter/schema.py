@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from sapo_toolkit import schemas as _schemas_package
+from sapo_toolkit.atomicio import read_regular
 from sapo_toolkit.schemas.build.layout import (
     applied,
     nested_in,
@@ -35,6 +36,7 @@ DEFAULT_MBRIDGE = "0.15.1"  # what `pip install mbridge` gives (verl's Ascend im
 DEFAULT_RAY = "2.60.0"  # `ray_kwargs.ray_init` goes to `ray.init`; the one ray snapshot
 # What MindSpeed adds to TransformerConfig on NPU: one transcribed snapshot (MindSpeed is not on PyPI).
 DEFAULT_MINDSPEED = "git-master"
+MAX_BUILT_SNAPSHOT_BYTES = 256 * 2**20  # verl main's: 0.6 MB
 
 
 class SnapshotNotFound(LookupError):
@@ -358,14 +360,14 @@ def is_built(snapshot: str) -> bool:
 def _verl_snapshot(snapshot: str) -> _VerlSnapshot | None:
     """The parsed snapshot of a reference, read once for all its configs; None when there is none. A reference is a
     verl version with a committed snapshot (`schemas/verl/<version>.json`), or the path of a built snapshot file."""
-    if is_built(snapshot):
-        path = Path(snapshot)
-    elif not _VERSION.fullmatch(snapshot) or ".." in snapshot:
-        return None
-    else:
-        path = SCHEMA_DIR / "verl" / f"{snapshot}.json"
     try:
-        return _VerlSnapshot(json.loads(path.read_text(encoding="utf-8")))
+        if is_built(snapshot):  # a file of the user cache (or this run's scratch): the user's own, never a link
+            data = read_regular(snapshot, MAX_BUILT_SNAPSHOT_BYTES, follow_symlinks=False, owner=os.geteuid())
+        elif not _VERSION.fullmatch(snapshot) or ".." in snapshot:
+            return None
+        else:
+            data = (SCHEMA_DIR / "verl" / f"{snapshot}.json").read_bytes()
+        return _VerlSnapshot(json.loads(data))
     except (OSError, ValueError):  # none (a cache file removed since: the next run builds it again)
         return None
 

@@ -296,3 +296,19 @@ def test_an_edit_of_a_repository_dataclass_a_custom_config_names_is_seen_on_the_
     (root / "mypkg" / "cfg.py").write_text(dataclass.replace("alpha: int = 1", "alpha: str = 'a'"))
     after = [d["code"] for d in report(root)["diagnostics"] if d["code"].startswith("SL")]
     assert before == ["SL004"] and after == []
+
+
+def test_schema_build_never_writes_outside_its_output_directory(tmp_path):
+    """A tree's version file names the snapshot file: `../../elsewhere/owned` is refused before anything is built."""
+    tiny_verl(tmp_path / "checkout", version="../../elsewhere/owned")
+    exe = shutil.which("sapo-lint")
+    cmd = [exe] if exe else [sys.executable, "-m", "sapo_toolkit.linter"]
+    out = tmp_path / "out" / "schemas"
+    proc = subprocess.run(
+        [*cmd, "schema", "build", "--verl-root", str(tmp_path / "checkout"), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 2 and "not a plain version string" in proc.stderr and "Traceback" not in proc.stderr
+    assert not list(tmp_path.rglob("owned*"))

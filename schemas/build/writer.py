@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 from sapo_toolkit.atomicio import write_atomically
 
+from . import SchemaBuildError
 from .consumers import build_consumer_snapshot, mbridge_git_main_snapshot
 from .distributions import LocatedVerl
 from .layout import snapshot_text
@@ -13,13 +16,31 @@ from .mindspeed import mindspeed_snapshot
 from .validator_codegen import write_recipe_validator
 from .verl import build_verl_snapshot
 
+# A version or package name that may name a file: a plain version string (what `sapo-lint --verl-version` accepts).
+_PLAIN_NAME = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_-]*")
+
 
 def verl_snapshot_path(out_dir: Path, version: str) -> Path:
-    return Path(out_dir) / "verl" / f"{version}.json"
+    return _inside(Path(out_dir), "verl", f"{_plain(version, 'verl version')}.json")
 
 
 def consumer_snapshot_path(out_dir: Path, package: str, version: str) -> Path:
-    return Path(out_dir) / "consumers" / f"{package}-{version}.json"
+    return _inside(Path(out_dir), "consumers", f"{_plain(package, 'package')}-{_plain(version, 'version')}.json")
+
+
+def _plain(text: str, what: str) -> str:
+    """`text` when it is a plain version or package name; a tree's version file is untrusted input (`../x`)."""
+    if not _PLAIN_NAME.fullmatch(text) or ".." in text:
+        raise SchemaBuildError(f"the {what} {text!r} is not a plain version string; it cannot name a snapshot file")
+    return text
+
+
+def _inside(out_dir: Path, *parts: str) -> Path:
+    path = out_dir.joinpath(*parts)
+    top = os.path.realpath(out_dir)
+    if not os.path.realpath(path).startswith(top + os.sep):
+        raise SchemaBuildError(f"{path} is outside the output directory {out_dir}")
+    return path
 
 
 def write_snapshot(snapshot: dict, path: Path) -> None:
