@@ -186,21 +186,30 @@ def choose(
 
 def repository_dirs(directory: Path) -> list[Path]:
     """`directory` and each directory above it up to the repository root (the closest one holding `.git`), else up
-    to the filesystem root."""
+    to the user's home directory, else up to the filesystem root."""
+    home = os.path.abspath(os.path.expanduser("~"))
     out = [directory]
-    while not (out[-1] / ".git").exists() and out[-1].parent != out[-1]:
+    while not (out[-1] / ".git").exists() and str(out[-1]) != home and out[-1].parent != out[-1]:
         out.append(out[-1].parent)
     return out
 
 
 def source_trees(roots: Iterable[Path]) -> list[Path]:
-    """The verl packages under `roots` (`<root>/verl` holding `trainer/config/`), first found first, each once."""
+    """The verl packages under `roots` (`<root>/verl` holding `trainer/config/`), first found first, each once;
+    only trees the user (or root) owns: another user's `/tmp/verl` is never linted against."""
     found: dict[str, Path] = {}
     for root in roots:
         package = root / "verl"
-        if (package / "trainer" / "config").is_dir():
+        if (package / "trainer" / "config").is_dir() and _owned(package) and _owned(package / "trainer" / "config"):
             found.setdefault(os.path.realpath(package), package)
     return list(found.values())
+
+
+def _owned(path: Path) -> bool:
+    try:
+        return os.stat(path).st_uid in (os.geteuid(), 0)
+    except OSError:
+        return False
 
 
 def _tree_version(package_dir: Path) -> str:

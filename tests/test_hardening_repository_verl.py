@@ -312,3 +312,22 @@ def test_schema_build_never_writes_outside_its_output_directory(tmp_path):
     )
     assert proc.returncode == 2 and "not a plain version string" in proc.stderr and "Traceback" not in proc.stderr
     assert not list(tmp_path.rglob("owned*"))
+
+
+def test_without_git_the_tree_search_stops_at_the_home_directory(tmp_path):
+    tiny_verl(tmp_path)  # above the home directory: not the script's
+    project = tmp_path / "home" / "project"
+    project.mkdir(parents=True)
+    (project / "run.sh").write_text(SCRIPT)
+    found = report(project, env={"HOME": str(tmp_path / "home")})
+    assert found["verl"]["run.sh"]["source"] == "newest"
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to give a tree away")
+def test_a_tree_another_user_owns_is_never_used(tmp_path):
+    (tmp_path / ".git").mkdir()
+    package = tiny_verl(tmp_path)
+    (tmp_path / "run.sh").write_text(SCRIPT)
+    for path in [package, *package.rglob("*")]:
+        os.chown(path, 65534, 65534)  # nobody
+    assert report(tmp_path)["verl"]["run.sh"]["source"] == "newest"
