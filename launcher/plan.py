@@ -121,6 +121,21 @@ def redact(env: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
     return {k: (REDACTED if is_secret(k, extra) else v) for k, v in env.items()}
 
 
+def redact_keys(value, extra: Iterable[str] = ()):
+    """JSON-like `value` (a runtime_env, Ray metadata, a job request) with the value under every secret-named key
+    redacted at any depth: `env_vars`, a conda environment's `variables`, metadata, whatever a plugin nests. (Its
+    sources, recipes and `--runtime-env` files, nest at most 64 levels: `linter.api.read_yaml_data`.)"""
+    extra = tuple(extra)
+    if isinstance(value, dict):
+        return {
+            k: REDACTED if isinstance(k, str) and is_secret(k, extra) else redact_keys(v, extra)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [redact_keys(v, extra) for v in value]
+    return value
+
+
 # A URL in free text: a scheme, then its authority (which may hold `user:password@`), path, and query.
 _URL = re.compile(
     r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<authority>[^/?#\s\"']*)(?P<path>[^?#\s\"']*)"

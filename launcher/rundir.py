@@ -29,7 +29,7 @@ from pathlib import Path
 from sapo_toolkit.atomicio import write_atomically
 
 from . import git
-from .plan import FILE_LOGGER_ENV, METRICS_FILE, Plan, RayOptions, redact
+from .plan import FILE_LOGGER_ENV, METRICS_FILE, Plan, RayOptions, redact, redact_keys
 
 LOG_FILE = "train.log"
 SUMMARY_FILE = "summary.json"
@@ -71,11 +71,9 @@ def plan_json(plan: Plan, secret_env: Iterable[str] = ()) -> dict:
 
 
 def ray_options_json(options: RayOptions, secret_env: Iterable[str] = ()) -> dict:
-    """The plan's Ray options as plan.json records them (for `rerun`): secret env_vars redacted."""
-    runtime_env = dict(options.runtime_env)
-    if "env_vars" in runtime_env:
-        runtime_env["env_vars"] = redact(runtime_env["env_vars"], secret_env)
-    return {**dataclasses.asdict(options), "runtime_env": runtime_env}
+    """The plan's Ray options as plan.json records them (for `rerun`): the values of secret-named keys redacted at
+    any depth (env_vars, a conda environment's variables, metadata)."""
+    return redact_keys(dataclasses.asdict(options), secret_env)
 
 
 def create(plan: Plan, environment: dict, secret_env: Iterable[str] = ()) -> Path:

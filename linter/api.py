@@ -296,3 +296,22 @@ __all__ = [
     "resolve",
     "select",
 ]
+
+
+def read_yaml_data(path: Path) -> object:
+    """The data of a YAML file a user names for the launcher (`--runtime-env`): read as the linter reads a recipe
+    (a regular file up to `MAX_BYTES`, UTF-8; standard tags only; anchors and aliases expanding to at most
+    `MAX_EXPANDED_NODES` nodes, nesting to `MAX_DEPTH` levels). Raises `UnreadableFile` with a one-line reason."""
+    import yaml
+
+    from .sources.yaml_nodes import AliasBomb, UnsupportedYaml, check_shape, compose, construct
+
+    text = read_text(path).text
+    try:
+        node, loader = compose(text)
+        if node is None:
+            return None
+        check_shape(node)
+        return construct(loader, node)
+    except (yaml.YAMLError, AliasBomb, UnsupportedYaml) as exc:
+        raise UnreadableFile(" ".join(str(exc).split())) from None

@@ -15,7 +15,10 @@ the recipe or the launch's command line does), with a note at the top naming wha
 `verl:` is the snapshot the script's keys need, decided by linting: every snapshot shipped is tried, and the one
 with the fewest errors is written; among equals the version a plain `sapo-lint` would use (the installed verl,
 `[tool.sapo-lint]`, else the default), else the newest. A script written for an older verl whose keys were renamed
-since gets that verl; one written for verl main gets main's snapshot. `--verl-version` names it instead.
+since gets that verl; one written for verl main gets main's snapshot. `--verl-version` names it instead. A script
+linted against its repository's own verl (a source tree, or an installed verl snapshotted from its files) gets no
+`verl:`, with a note: a recipe's `verl:` wins over what is discovered, so naming a committed snapshot would lint the
+recipe against a verl the repository does not run.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from .core.diagnostics import Severity
 from .core.overrides import MISSING
 from .core.printable import printable
 from .sources.files import TextFile
+from .verl_source import INSTALLED, SOURCE_TREE
 
 
 class ConversionError(ValueError):
@@ -211,8 +215,12 @@ def script_to_recipe(source: TextFile, options) -> tuple[dict, list[str]]:
             if lo.parsed is None:
                 notes.append(f"line {lo.location.line}: `{lo.key_text}` not converted: {lo.syntax_error}")
     name = re.sub(r"^run_", "", path.stem).replace("_", "-")
-    verl = _verl_version(replace(read, commands=commands), options)
-    recipe: dict = {"recipe": "sapo-recipe/v1", "name": name, "verl": verl}
+    recipe: dict = {"recipe": "sapo-recipe/v1", "name": name}
+    own = read.verl is not None and read.verl.source in (SOURCE_TREE, INSTALLED) and read.verl.cached is not None
+    if own and not options.cli_verl:  # a recipe's `verl:` would win over the repository's own verl when it is linted
+        notes.append(f"no `verl:`: the recipe is linted, as the script is, against {read.verl.describe()}")
+    else:
+        recipe["verl"] = _verl_version(replace(read, commands=commands), options)
     config = commands[0].config_name
     if config in ("ppo_trainer", "ppo_megatron_trainer"):
         recipe["entrypoint"] = "verl.trainer.main_ppo"

@@ -409,7 +409,7 @@ def _yaml_nodes(text: str) -> dict[tuple[int, int], tuple[int, int, str]] | None
         documents = list(yaml.compose_all(text, Loader=loader))
     except yaml.YAMLError:
         return None
-    lines = text.splitlines()
+    text_columns = _text_columns(text.splitlines())
     spans: dict[tuple[int, int], tuple[int, int, str]] = {}
     seen: set[int] = set()
 
@@ -420,12 +420,12 @@ def _yaml_nodes(text: str) -> dict[tuple[int, int], tuple[int, int, str]] | None
         if id(node) in seen:  # an alias: the same node again
             return
         seen.add(id(node))
-        spans.setdefault(start(node), (*_node_end(lines, node), _scalar(node)))
+        spans.setdefault(start(node), (*_node_end(text_columns, node), _scalar(node)))
         if isinstance(node, yaml.MappingNode):
             for k, v in node.value:
                 # A mapping entry (key to the end of its value) is what is written at its key, even where a
                 # block mapping around it starts at the same place; the innermost entry is visited last.
-                spans[start(k)] = (*_node_end(lines, v), _scalar(k))
+                spans[start(k)] = (*_node_end(text_columns, v), _scalar(k))
                 visit(v)
         elif isinstance(node, yaml.SequenceNode):
             for item in node.value:
@@ -443,12 +443,25 @@ def _scalar(node) -> str:
     return node.value if isinstance(node, yaml.ScalarNode) else node.tag
 
 
-def _node_end(lines: list[str], node) -> tuple[int, int]:
+def _text_columns(lines: list[str]) -> tuple[list[int], list[int]]:
+    """(each line's column after its last text, comments and trailing blanks dropped, 0 for none; for each line the
+    last line at or before it with text, -1 for none): computed once per file, so that finding a node's end is
+    constant time however many nodes end on the same trailing lines."""
+    columns = [0 if t.lstrip().startswith("#") else len(t.split(" #")[0].rstrip()) for t in lines]
+    last: list[int] = []
+    for i, column in enumerate(columns):
+        last.append(i if column else (last[-1] if last else -1))
+    return columns, last
+
+
+def _node_end(text_columns: tuple[list[int], list[int]], node) -> tuple[int, int]:
     """A node's end as SARIF's (endLine, endColumn): a block node's end mark sits at the start of the line after
-    it, so the end moves back to the last non-blank text before it."""
+    it, so the end moves back to the last non-blank text before it (not above the node's first line)."""
     line, column = node.end_mark.line, node.end_mark.column  # 0-based; column is the one after the end
-    while column == 0 and line > node.start_mark.line:
-        line -= 1
-        text = lines[line] if line < len(lines) else ""
-        column = len(text.split(" #")[0].rstrip()) if not text.lstrip().startswith("#") else 0
+    if column == 0 and line > node.start_mark.line:
+        columns, last = text_columns
+        before = min(line - 1, len(last) - 1)
+        found = last[before] if before >= 0 else -1
+        line = max(found, node.start_mark.line)
+        column = columns[line] if line < len(columns) else 0
     return line + 1, column + 1 if column else 2

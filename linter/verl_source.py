@@ -247,16 +247,20 @@ def _installed() -> tuple[Path | None, str, bool] | None:
 # --- pins --------------------------------------------------------------------------------------------------------
 
 # `verl==0.6.1`, `"verl[vllm]==0.6.1"`, `verl===0.6.1`, `verl==0.6.*` (PEP 508 / PEP 440): one release, or one minor.
-_REQUIREMENT = r"(?<![\w.-])verl(?:\s*\[[^\]\n]*\])?\s*===?\s*v?(?P<version>\d+(?:\.\d+)*(?:\.\*|[0-9A-Za-z.+!-]*))"
-_INSTALL_PIN = re.compile(r"\b(?:pip3?\s+install|uv\s+add)\b[^\n]*?" + _REQUIREMENT)
-_REQUIREMENT_LINE = re.compile(r"^\s*" + _REQUIREMENT + r"\s*(?:;|#|$)", re.MULTILINE)
+# Linear-time patterns (a pin file is untrusted input): within one line (`[ \t]`, never `\s`, which crosses lines),
+# and character classes that never overlap their neighbours, so that no failed match backtracks.
+_REQUIREMENT = r"(?<![\w.-])verl(?:[ \t]*\[[^\]\n]*\])?[ \t]*===?[ \t]*v?(?P<version>\d[0-9A-Za-z.+!-]*\*?)"
+_INSTALLER = re.compile(r"\b(?:pip3?[ \t]+install|uv[ \t]+add)\b")
+_REQUIREMENT_IN_LINE = re.compile(_REQUIREMENT)
+_REQUIREMENT_LINE = re.compile(r"^[ \t]*" + _REQUIREMENT + r"[ \t]*(?:;|#|$)", re.MULTILINE)
 
 
 def _pin(file: Path, setting: str | None, text: str | None) -> tuple[str, str] | None:
     """(the version, where it is pinned) for the first pin found (the module docstring's order), or None."""
     if text is not None:
         for number, line in enumerate(text.splitlines(), 1):
-            m = _INSTALL_PIN.search(line)
+            installer = _INSTALLER.search(line)
+            m = _REQUIREMENT_IN_LINE.search(line, installer.end()) if installer else None
             if m:
                 return _release(m["version"]), f"{file}:{number}"
     if setting:
@@ -306,7 +310,7 @@ def _pinned_in(path: Path) -> tuple[str, int] | None:
         *_values(document.get("dependency-groups")),
     ]
     for requirement in (r for group in lists if isinstance(group, list) for r in group if isinstance(r, str)):
-        m = re.match(r"\s*" + _REQUIREMENT + r"\s*(?:;|$)", requirement)
+        m = re.match(r"[ \t]*" + _REQUIREMENT + r"[ \t]*(?:;|$)", requirement)
         if m:
             return m["version"], text.count("\n", 0, text.find(requirement)) + 1
     return None

@@ -331,3 +331,50 @@ def test_a_tree_another_user_owns_is_never_used(tmp_path):
     for path in [package, *package.rglob("*")]:
         os.chown(path, 65534, 65534)  # nobody
     assert report(tmp_path)["verl"]["run.sh"]["source"] == "newest"
+
+
+def test_secret_named_ray_metadata_and_conda_variables_are_redacted_in_the_dry_run_and_plan(tmp_path):
+    from tests.helpers import ON_RAY
+    from tests.test_launch_ray_options import fake_recipe, runtime_env_file, sapo_launch
+
+    recipe = fake_recipe(tmp_path, {}, overrides=ON_RAY)
+    recipe.write_text(recipe.read_text() + "ray:\n  metadata: {team: rl, WANDB_API_KEY: meta-secret}\n")
+    runtime_env = runtime_env_file(
+        tmp_path, "conda:\n  dependencies: [pip]\n  variables: {HF_TOKEN: conda-secret, MODE: fast}\n"
+    )
+    args = [recipe, "--address", "head:8265", "--runtime-env", runtime_env, "--metadata", "HF_TOKEN=cli-secret"]
+    for fmt in ("text", "json"):
+        proc = sapo_launch(*args, "--dry-run", "--format", fmt)
+        assert proc.returncode == 0, proc.stderr
+        assert not any(s in proc.stdout + proc.stderr for s in ("meta-secret", "conda-secret", "cli-secret"))
+    ray = json.loads(sapo_launch(*args, "--dry-run", "--format", "json").stdout)["ray"]
+    assert ray["runtime_env"]["conda"]["variables"] == {"HF_TOKEN": "<redacted>", "MODE": "fast"}
+    assert ray["metadata"]["team"] == "rl" and ray["metadata"]["WANDB_API_KEY"] == "<redacted>"
+
+
+def test_a_runtime_env_alias_bomb_or_fifo_is_one_line(tmp_path):
+    from tests.helpers import ON_RAY
+    from tests.test_launch_ray_options import fake_recipe, sapo_launch
+
+    recipe = fake_recipe(tmp_path, {}, overrides=ON_RAY)
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(
+        "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
+        + "".join(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 10))
+    )
+    fifo(tmp_path / "fifo.yaml")
+    for path, why in ((bomb, "expand to more than"), (tmp_path / "fifo.yaml", "not a regular file")):
+        proc = sapo_launch(recipe, "--address", "head:8265", "--runtime-env", path, "--dry-run")
+        assert proc.returncode == 2 and why in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_convert_names_no_committed_verl_for_a_script_of_a_repository_with_its_own(tmp_path):
+    root = tmp_path / "repo"
+    repository(root, "trainer:\n  nnodes: 1\n  tiny_knob: 2\n")
+    exe = shutil.which("sapo-lint")
+    cmd = [exe] if exe else [sys.executable, "-m", "sapo_toolkit.linter"]
+    env = {**os.environ, "SAPO_LINT_CACHE_DIR": str(root / ".cache")}
+    proc = subprocess.run([*cmd, "convert", "run.sh"], cwd=root, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "\nverl:" not in proc.stdout and "linted, as the script is, against verl 0.0.1 from" in proc.stdout

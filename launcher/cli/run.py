@@ -210,16 +210,16 @@ def run(
 
 def _runtime_env(path: Path | None, working_dir: Path | None) -> dict:
     """The runtime_env of --runtime-env FILE (YAML, as Ray's CLI reads it), with --working-dir over its own."""
-    import yaml
+    from sapo_toolkit.linter import api
 
     from ..plan import runtime_env_problem
 
     runtime_env = {}
     if path is not None:
         try:
-            runtime_env = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise click.UsageError(f"--runtime-env {path}: {' '.join(str(exc).split())}") from None
+            runtime_env = api.read_yaml_data(path)
+        except api.UnreadableFile as exc:
+            raise click.UsageError(f"--runtime-env {path}: {exc}") from None
         problem = runtime_env_problem(runtime_env)
         if problem:
             raise click.UsageError(f"--runtime-env {path}: {problem}")

@@ -71,7 +71,7 @@ from urllib.parse import urlsplit
 from sapo_toolkit.atomicio import write_atomically
 
 from ..live import LineTail
-from ..plan import REDACTED, Plan, redact, redact_urls
+from ..plan import REDACTED, Plan, redact_keys, redact_urls
 from ..rundir import (
     LOG_FILE,
     PLAN_FILE,
@@ -412,11 +412,10 @@ def job_request(
 
 
 def shown_request(request: dict, secret_env: Iterable[str] = ()) -> dict:
-    """`request` as the dry run and job.json show it: the values of secret variables redacted (`plan.redact`), and
-    credentials in every URL (a pip requirement `git+https://me:token@host/...`, a variable's value)."""
-    runtime_env = dict(request["runtime_env"])
-    runtime_env["env_vars"] = redact(runtime_env.get("env_vars", {}), secret_env)
-    return _redact_urls_in({**request, "runtime_env": runtime_env})
+    """`request` as the dry run and job.json show it: the values of secret-named keys redacted at any depth
+    (`plan.redact_keys`: env_vars, conda variables, metadata), and credentials in every URL (a pip requirement
+    `git+https://me:token@host/...`, a variable's value)."""
+    return _redact_urls_in(redact_keys(request, secret_env))
 
 
 def _redact_urls_in(value):
