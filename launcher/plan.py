@@ -225,8 +225,18 @@ def _option(axis: str, values: list[str]) -> str:
     return f"{flag} {'|'.join(values)}" if flag else f"--variant {axis.lower()}={'|'.join(values)}"
 
 
+MAX_RUN_NAME = 160  # of a run directory's name, before its time: well within a file name's 255 bytes with `-N`
+
+
 def run_dir_name(name: str, now: datetime) -> str:
-    return f"{re.sub(r'[^A-Za-z0-9._-]+', '-', name)}-{now.strftime('%Y%m%dT%H%M%SZ')}"
+    """`<name>-<UTC time>`, the name's other characters as `-`; a name over `MAX_RUN_NAME` characters is cut and
+    ends in a hash of the whole, so that different long names stay different."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name)
+    if len(safe) > MAX_RUN_NAME:
+        import hashlib
+
+        safe = f"{safe[: MAX_RUN_NAME - 13]}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
+    return f"{safe}-{now.strftime('%Y%m%dT%H%M%SZ')}"
 
 
 def plan(

@@ -25,6 +25,8 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from sapo_toolkit.linter.core.files import UnreadableFile, read_bytes
+
 DEFAULT_EXCLUDES = (".git", ".venv", "venv", "__pycache__")  # RAY_RUNTIME_ENV_DEFAULT_EXCLUDES in ray_constants.py
 DEFAULT_EXCLUDES_ENV = "RAY_OVERRIDE_RUNTIME_ENV_DEFAULT_EXCLUDES"
 IGNORE_GITIGNORE_ENV = "RAY_RUNTIME_ENV_IGNORE_GITIGNORE"
@@ -58,21 +60,23 @@ def shipped_files(
         spec = PathSpec.from_lines("gitwildmatch", lines)
         return lambda path: spec.match_file(os.path.relpath(path, base))
 
-    def walk(path: Path, real: str, matchers: list, ancestors: frozenset[str]) -> None:
-        """Ray's `_dir_travel`: the ignore files of `path` count for `path` itself and what is under it. `real`:
-        where `path` really is."""
+    # Ray's `_dir_travel`, without recursion (a tree 1,000 levels deep is walked like any other): the ignore files of
+    # a directory count for it and what is under it; `real` is where a path really is.
+    pending: list[tuple[Path, str, list, frozenset[str]]] = [(root, inside, [matcher(root, patterns)], frozenset())]
+    while pending:
+        path, real, matchers, ancestors = pending.pop()
         matchers = [*matchers, *(_ignore_file(path / name, matcher) for name in ignore_files)]
         matchers = [m for m in matchers if m is not None]
         if any(match(path) for match in matchers):
-            return
+            continue
         rel = os.path.relpath(path, root)
         if os.path.commonpath([inside, real]) != inside:
             escaping.append((rel, real))
-            return
+            continue
         if not path.is_dir():
             if path.is_file():
                 files.append(rel)
-            return
+            continue
         if real in ancestors:
             raise UnsafeWorkingDir(
                 f"{label} {root} has a link that loops: {rel} -> {real}, a directory holding it; remove it, or "
@@ -82,11 +86,10 @@ def shipped_files(
             children = sorted(path.iterdir())
         except OSError as exc:
             raise UnsafeWorkingDir(f"{label} {root}: cannot read {path}: {exc.strerror or exc}") from None
-        for child in children:
+        for child in reversed(children):  # popped in order
             where = os.path.realpath(child) if child.is_symlink() else os.path.join(real, child.name)
-            walk(child, where, matchers, ancestors | {real})
+            pending.append((child, where, matchers, ancestors | {real}))
 
-    walk(root, inside, [matcher(root, patterns)], frozenset())
     if escaping:
         named = ", ".join(f"{rel} -> {target}" for rel, target in escaping[:NAMED])
         more = f" and {len(escaping) - NAMED} more" if len(escaping) > NAMED else ""
@@ -98,9 +101,10 @@ def shipped_files(
 
 
 def _ignore_file(path: Path, matcher):
-    """A matcher for the patterns of the ignore file `path`, relative to its directory; None without one."""
+    """A matcher for the patterns of the ignore file `path`, relative to its directory; None without one (or for one
+    that is not a regular file or over the linter's file bound: never waited on)."""
     try:
-        text = path.read_text(encoding="utf-8", errors="surrogateescape") if path.is_file() else None
-    except OSError:
+        text = read_bytes(path).decode("utf-8", "surrogateescape") if path.is_file() else None
+    except (OSError, UnreadableFile):
         return None
     return None if text is None else matcher(path.parent, text.splitlines())

@@ -378,3 +378,30 @@ def test_convert_names_no_committed_verl_for_a_script_of_a_repository_with_its_o
     proc = subprocess.run([*cmd, "convert", "run.sh"], cwd=root, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "\nverl:" not in proc.stdout and "linted, as the script is, against verl 0.0.1 from" in proc.stdout
+
+
+def test_a_recipe_with_a_300_character_name_launches(tmp_path):
+    from tests.test_launch_ray_options import fake_recipe, sapo_launch
+
+    recipe = fake_recipe(tmp_path, {})
+    recipe.write_text(recipe.read_text().replace("name: fake", "name: " + "n" * 300, 1))
+    assert "n" * 300 in recipe.read_text()
+    proc = sapo_launch(recipe, "--runs-dir", tmp_path / "runs")
+    assert proc.returncode == 0, proc.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert len(run_dir.name) < 255 and (run_dir / "summary.json").is_file()
+
+
+def test_a_working_directory_1100_levels_deep_is_walked_without_recursion(tmp_path):
+    from sapo_toolkit.launcher.workdir import shipped_files
+
+    root = tmp_path / "wd"
+    deep = root
+    root.mkdir()
+    for _ in range(1100):  # os.makedirs itself recurses per level
+        deep = deep / "d"
+        deep.mkdir()
+    (deep / "leaf.py").write_text("x = 1\n")
+    (root / "top.py").write_text("x = 1\n")
+    files = shipped_files(root, [], environ={})
+    assert files == sorted(["top.py", os.path.join(*["d"] * 1100, "leaf.py")])
