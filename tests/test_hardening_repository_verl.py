@@ -405,3 +405,70 @@ def test_a_working_directory_1100_levels_deep_is_walked_without_recursion(tmp_pa
     (root / "top.py").write_text("x = 1\n")
     files = shipped_files(root, [], environ={})
     assert files == sorted(["top.py", os.path.join(*["d"] * 1100, "leaf.py")])
+
+
+def recorded_run(tmp_path: Path) -> Path:
+    from tests.helpers import launch, stand_in
+
+    recipe = stand_in(tmp_path, {"WANDB_API_KEY": SECRET, "FAKE_EXIT_CODE": 0}, name="fake")
+    assert launch(tmp_path, recipe).returncode == 0
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    return run_dir
+
+
+def test_rerun_shows_what_it_runs_and_dry_run_starts_nothing(tmp_path):
+    from tests.helpers import sapo_launch
+
+    run_dir = recorded_run(tmp_path)
+    proc = sapo_launch("rerun", run_dir, "--dry-run", env={"WANDB_API_KEY": SECRET})
+    assert proc.returncode == 0, proc.stderr
+    assert "rerun    on this machine" in proc.stderr and "-m tests.fake_trainer" in proc.stderr
+    assert "WANDB_API_KEY (from this environment)" in proc.stderr and SECRET not in proc.stderr
+    assert len(list((tmp_path / "runs").iterdir())) == 1
+
+
+@pytest.mark.parametrize("tamper", ["group-writable plan", "foreign plan", "linked plan", "writable directory"])
+def test_rerun_refuses_a_run_directory_someone_else_could_have_changed(tmp_path, tamper):
+    from tests.helpers import sapo_launch
+
+    if tamper == "foreign plan" and os.geteuid() != 0:
+        pytest.skip("needs root to give a file away")
+    run_dir = recorded_run(tmp_path)
+    plan = run_dir / "plan.json"
+    if tamper == "group-writable plan":
+        plan.chmod(0o666)
+    elif tamper == "foreign plan":
+        os.chown(plan, 65534, 65534)
+    elif tamper == "linked plan":
+        moved = tmp_path / "elsewhere.json"
+        plan.rename(moved)
+        plan.symlink_to(moved)
+    else:
+        run_dir.chmod(0o777)
+    proc = sapo_launch("rerun", run_dir, env={"WANDB_API_KEY": SECRET})
+    assert proc.returncode == 2 and len(list((tmp_path / "runs").iterdir())) == 1, proc.stderr
+    assert any(w in proc.stderr for w in ("owned by another user", "writable by others", "symbolic link"))
+
+
+def test_rerun_fills_from_the_environment_only_names_the_plan_recorded_as_secret(tmp_path):
+    from tests.helpers import sapo_launch
+
+    run_dir = recorded_run(tmp_path)
+    plan = json.loads((run_dir / "plan.json").read_text())
+    plan["env"]["AWS_PROFILE_DATA"] = "<redacted>"  # no secret name: a rewritten plan asking for a variable
+    (run_dir / "plan.json").write_text(json.dumps(plan))
+    proc = sapo_launch("rerun", run_dir, env={"WANDB_API_KEY": SECRET, "AWS_PROFILE_DATA": "private"})
+    assert proc.returncode == 2 and "AWS_PROFILE_DATA as redacted, which is no secret name" in proc.stderr
+
+
+def test_rerun_sends_secrets_to_the_recorded_cluster_only_when_its_address_is_confirmed(tmp_path):
+    from tests.helpers import sapo_launch
+
+    run_dir = recorded_run(tmp_path)
+    job = {"address": "http://127.0.0.1:1", "entrypoint": "python -m tests.fake_trainer", "submission_id": "x"}
+    (run_dir / "job.json").write_text(json.dumps(job))
+    (run_dir / "job.json").chmod(0o644)
+    proc = sapo_launch("rerun", run_dir, env={"WANDB_API_KEY": SECRET})
+    assert proc.returncode == 2 and "send WANDB_API_KEY from this environment to http://127.0.0.1:1?" in proc.stderr
+    assert "Not confirmed: pass --address http://127.0.0.1:1" in proc.stderr
+    assert len(list((tmp_path / "runs").iterdir())) == 1
