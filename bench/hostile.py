@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.hostile_corpus import DEEP, generate, remove_chain  # noqa: E402 (the repository on sys.path first)
+from tests.hostile_corpus import DEEP, SECRET, TOKEN_VARIABLE, generate, remove_chain  # noqa: E402 (the repository on sys.path first)
 
 
 def main() -> int:
@@ -34,7 +34,7 @@ def main() -> int:
         root = args.keep or Path(scratch) / "hostile"
         root.mkdir(parents=True)
         inputs = generate(root)
-        env = {**os.environ, "SAPO_LINT_CACHE_DIR": str(Path(scratch) / "cache")}
+        env = {**os.environ, "SAPO_LINT_CACHE_DIR": str(Path(scratch) / "cache"), TOKEN_VARIABLE: SECRET}
         started = time.perf_counter()
         proc = subprocess.run(
             [sys.executable, "-m", "sapo_toolkit.linter", "--format", "json", "."],

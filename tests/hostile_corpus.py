@@ -122,6 +122,81 @@ def generate(root: Path) -> list[Hostile]:
     add("run_square_megatron.sh", "X=99999\n" + squares + _script("trainer.nnodes=$X"))
     nested_directories(root, 1200, DEEP, _script("trainer.nnodez=1"))
     inputs.append(Hostile(DEEP, ("RF003",)))
+    inputs += repositories_with_their_own_verl(root)
     # A file the other findings must not hide.
     add("typo.yaml", RECIPE_HEADER + "overrides:\n  actor_rollout_ref.actor.tau_poss: 1.0\n", "SL001")
+    return inputs
+
+
+# An environment variable the hostile run is given (tests/test_hostile_directory.py, bench/hostile.py), which a
+# vendored config asks for; like SECRET, it must never be printed.
+TOKEN_VARIABLE = "SAPO_HOSTILE_TOKEN"
+CANARY = "canary-created"  # a file that code of a linted repository would create, were it ever run
+
+
+def repositories_with_their_own_verl(root: Path) -> list[Hostile]:
+    """Repositories (each a directory with `.git`) vendoring a verl tree or a config that is hostile to the snapshot
+    build (the third hardening round): each script must get its finding (RF004: the tree cannot be snapshotted, or
+    SL001: the typo of its script found against the tree that can), and no code of the repository runs."""
+    from tests.helpers import tiny_verl
+
+    inputs: list[Hostile] = []
+    canary = f"open({str(root / CANARY)!r}, 'w').close()\nprint('CANARY-OUTPUT')\n"
+    script = "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.tiny_knob=3 trainer.tiny_typo=1\n"
+    plain = "trainer:\n  nnodes: 1\n  tiny_knob: 2\n"
+
+    def repository(name: str, config: str, *codes: str, script_text: str = script) -> Path:
+        repo = root / name
+        (repo / ".git").mkdir(parents=True)
+        package = tiny_verl(repo)
+        (package / "trainer" / "config" / "ppo_trainer.yaml").write_text(config)
+        _write(repo, "run_tiny_megatron.sh", script_text)
+        inputs.append(Hostile(f"{name}/run_tiny_megatron.sh", codes))
+        return package
+
+    _write(root, "hydra_plugins/hostile_plugin/__init__.py", canary)  # on sys.path with `python -m` from the root
+    _write(root, "hostile_module/__init__.py", canary)
+    for scheme in ("pkg", "structured"):
+        repository(f"repo_{scheme}", f"hydra:\n  searchpath:\n    - {scheme}://hostile_module\n{plain}", "SL001")
+    package = repository("repo_env", f"defaults:\n  - g: ${{oc.env:{TOKEN_VARIABLE}}}\n  - _self_\n{plain}", "RF004")
+    _write(package, "trainer/config/g/a.yaml", "x: 1\n")
+    package = repository("repo_fifo", plain, "RF004")
+    os.mkfifo(package / "trainer" / "stuck.py")
+    bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 10)
+    )
+    repository("repo_bomb", bomb + plain, "RF004")
+    package = repository(
+        "repo_selections", "defaults:\n" + "".join(f"  - g{i}: a\n" for i in range(10)) + plain, "RF004"
+    )
+    for i in range(10):
+        for option in "ab":
+            _write(package, f"trainer/config/g{i}/{option}.yaml", f"v{i}: {option}\n")
+    package = repository(
+        "repo_crash", "trainer:\n  _target_: verl.trainer.cfg.TrainerConfig\n  tiny_knob: 2\n", "RF004"
+    )
+    _write(package, "trainer/cfg.py", "x = " + "(" * 3000 + "1" + ")" * 3000 + "\n")
+    package = repository("repo_version", plain, "SL001")
+    _write(package, "version/version", "../../elsewhere/owned\n")
+    repo = root / "repo_custom_fifo"
+    repository(
+        "repo_custom_fifo",
+        plain,
+        "RF004",
+        script_text=script.replace("main_ppo ", "main_ppo --config-path=../../configs --config-name=c "),
+    )
+    _write(repo, "configs/c.yaml", "defaults:\n  - ppo_trainer\n  - _self_\n")
+    os.mkfifo(repo / "configs" / "stuck.yaml")
+    repo = root / "repo_wrapper"
+    (repo / ".git").mkdir(parents=True)
+    _write(repo, "pkg/main.py", "x = " + "(" * 3000 + "1" + ")" * 3000 + "\n")
+    _write(repo, "run_wrapper_megatron.sh", "#!/bin/bash\npython3 -m pkg.main trainer.nnodez=1\n")
+    inputs.append(Hostile("repo_wrapper/run_wrapper_megatron.sh", ()))
+    repo = root / "repo_pin"
+    (repo / ".git").mkdir(parents=True)
+    _write(repo, "requirements.txt", "\n" * 200_000 + "verl==0.8.0\n" + "pip install " * 20_000 + "\n")
+    _write(
+        repo, "run_pin_megatron.sh", "#!/bin/bash\n# " + "pip install " * 50_000 + "\n" + _script("trainer.nnodez=1")
+    )
+    inputs.append(Hostile("repo_pin/run_pin_megatron.sh", ("SL001",)))
     return inputs

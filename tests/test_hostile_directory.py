@@ -1,20 +1,20 @@
 """Every hostile input of the hardening issues in one directory, linted in one run with shellcheck on: each input
-gets its finding, no traceback, no secret and no raw control character in the output, and the file with a plain
-typo is still reported. The time and memory of this run are measured by bench/hostile.py."""
+gets its finding, no traceback, no secret (in the output or the cache), no code of a linted repository run, and the
+file with a plain typo is still reported. The time and memory of this run are measured by bench/hostile.py."""
 
 import json
 import os
 import subprocess
 import sys
 
-from .hostile_corpus import DEEP, SECRET, generate, remove_chain
+from .hostile_corpus import CANARY, DEEP, SECRET, TOKEN_VARIABLE, generate, remove_chain
 
 
 def test_one_run_over_every_hostile_input(tmp_path):
     root = tmp_path / "hostile"
     root.mkdir()
     inputs = generate(root)
-    env = {**os.environ, "SAPO_LINT_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "SAPO_LINT_CACHE_DIR": str(tmp_path / "cache"), TOKEN_VARIABLE: SECRET}
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "sapo_toolkit.linter", "--format", "json", "."],
@@ -29,7 +29,10 @@ def test_one_run_over_every_hostile_input(tmp_path):
     # 2: a directory that cannot be listed is a file that could not be read (RF003)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr[-2000:]
-    assert SECRET not in proc.stdout + proc.stderr
+    assert SECRET not in proc.stdout + proc.stderr and "CANARY-OUTPUT" not in proc.stdout + proc.stderr
+    assert not (root / CANARY).exists() and not list(tmp_path.rglob("owned"))
+    cached = [p.read_bytes() for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    assert not any(SECRET.encode() in data for data in cached)
     report = json.loads(proc.stdout)
     codes_at: dict[str, set[str]] = {}
     for d in report["diagnostics"]:

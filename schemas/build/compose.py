@@ -17,6 +17,7 @@ import copy
 import io
 import itertools
 import json
+import math
 import posixpath
 import re
 from collections.abc import Iterator
@@ -35,8 +36,9 @@ from . import SchemaBuildError
 from .layout import override_text, selected_option
 
 # The build's bounds, in units of work (a repository's tree is untrusted input: 2^k group selections, thousands of
-# options, alias bombs, huge files). verl main needs 80 compositions; its largest config file is 40 KB, 1,800 nodes.
-MAX_COMPOSITIONS = 400
+# options, alias bombs, huge files). verl main needs 80 compositions (about 0.1 s each); its largest config file is
+# 40 KB, 1,800 nodes.
+MAX_COMPOSITIONS = 200
 MAX_YAML_BYTES = 4 * 1024 * 1024
 MAX_YAML_NODES = 200_000  # after expanding aliases
 
@@ -260,10 +262,7 @@ class _Composer:
     def compose(self, overrides: list[str], placements: bool = False) -> Composition:
         self.workspace.compositions += 1
         if self.workspace.compositions > MAX_COMPOSITIONS:
-            raise SchemaBuildError(
-                f"{self.source.name}: composing its group selections and options takes over {MAX_COMPOSITIONS} "
-                "Hydra compositions (the build's bound)"
-            )
+            raise _over_bound(self.source)
         record: list = []
         with _defaults_lists_recorded(record):
             cfg = compose(config_name=self.source.name, overrides=self.base + overrides)
@@ -545,6 +544,8 @@ class _ConfigComposition:
         options = group_options(composer.source)
         groups = _own_package_groups(composer, first.choices, options)
         selecting = selecting_groups(groups)
+        if math.prod(len(groups[g]["options"]) for g in selecting) > MAX_COMPOSITIONS:  # refused before composing
+            raise _over_bound(composer.source)
         selections: dict[str, Composition] = {}
         for chosen in itertools.product(*(groups[g]["options"] for g in selecting)):
             selection = dict(zip(selecting, chosen, strict=True))
@@ -683,6 +684,13 @@ def compose_config(source: ConfigSource, workspace: Workspace) -> ComposedConfig
         raise _composition_error(e, source) from None
     finally:
         GlobalHydra.instance().clear()
+
+
+def _over_bound(source: ConfigSource) -> SchemaBuildError:
+    return SchemaBuildError(
+        f"{source.name}: composing its group selections and options takes over {MAX_COMPOSITIONS} Hydra compositions "
+        "(the build's bound)"
+    )
 
 
 def _composition_error(e: Exception, source: ConfigSource) -> SchemaBuildError:
