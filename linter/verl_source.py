@@ -6,11 +6,11 @@ For each file, the first of these that applies:
    explicit flag that a discovered tree overrode would be a surprise).
 2. A recipe's `verl:`: the file names the verl it is for; over what is discovered, under the command line.
 3. A verl source tree: a `verl/` package with `trainer/config/` in a directory Python would import `verl` from when
-   the script runs (`python -m` looks in the working directory, then in `PYTHONPATH`): the directory the script
-   `cd`s into, else the one it is started from, each directory from the file's own up to the repository root (the
-   closest directory above holding `.git`, else the filesystem root) tried as the start, then the script's
-   `PYTHONPATH` entries from there (the bash reader's `sources.entry_module`). A vendored, often modified verl is
-   what the repository runs.
+   the script runs (`python -m` looks in the working directory, then in `PYTHONPATH`): the directory the script `cd`s
+   into, else the one it is started from, each directory from the file's own up to the repository root (the closest
+   directory above holding `.git`, else the home directory; never a tree another user owns) tried as the start, then
+   the script's `PYTHONPATH` entries from there (the bash reader's `sources.entry_module`). A vendored, often
+   modified verl is what the repository runs.
 4. The verl installed in the environment that runs sapo-lint, located with `importlib.util.find_spec("verl")`: a
    top-level package is found, never imported. A release installed from the package index (its dist-info holds no
    `direct_url.json`) that has a committed snapshot is checked against that snapshot; any other (an editable
