@@ -13,7 +13,7 @@ from enum import Enum
 from typing import Any, NamedTuple
 
 from .core import hydra_keys
-from .core.budget import check_time
+from .core.budget import charge
 from .core.command import Command, LocatedOverride, Stack
 from .core.diagnostics import Diagnostic, Location
 from .core.dotted import ancestors
@@ -637,7 +637,7 @@ def lint_command(
     parts = parts_run(command.entry_module)
     for rule in rules:
         if rule.part in parts:
-            check_time(f"running {rule.code} on {command.variant or 'the command'}")
+            charge(f"running {rule.code} on {command.variant or 'the command'}", 1 + len(command.overrides))
             out.extend(rule.run(ctx))
     return [d.with_variant(command.variant) for d in out]
 

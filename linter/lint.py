@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from . import api
-from .core.budget import FILE_TIME_BUDGET_S, OutOfTime, time_budget
+from .core.budget import FILE_WORK_UNITS, OutOfBudget, work_budget
 from .core.checked import NotChecked, not_checked_because
 from .core.diagnostics import Diagnostic, Location
-from .core.problems import FileUnreadable, InternalError, NotLintable, OutOfTimeBudget, ReadProblem
+from .core.problems import FileUnreadable, InternalError, NotLintable, OverBudget, ReadProblem
 from .rules import findings
 from .rules.sh_shellcheck import SAID_BETTER_BY, UNSET_UNDER_NOUNSET, in_run_script, reported_by_default
 from .settings import Settings, SettingsFinder
@@ -232,7 +232,7 @@ class FileOutcome(NamedTuple):
 
 
 def _failed(problem: ReadProblem, unreadable: bool = False) -> FileOutcome:
-    """A linted file that could not be checked at all (unreadable, out of time, sapo-lint failed on it): the
+    """A linted file that could not be checked at all (unreadable, over its work budget, sapo-lint failed on it): the
     problem's finding, and the problem as the reason (`core.checked`)."""
     return FileOutcome(True, unreadable, False, findings([problem]), not_checked_because([problem]))
 
@@ -248,14 +248,14 @@ def _not_lintable(path: str) -> FileOutcome:
 
 
 def _within_budget(path: str, lint: Callable[[], FileOutcome]) -> FileOutcome:
-    """`lint()` of one file within the file's time budget (`core.budget`). A file that runs out of time is one
+    """`lint()` of one file within the file's work budget (`core.budget`). A file that spends it is one
     finding (RF011); one that sapo-lint fails on is one finding too (RF012), and counts as not checked: either way
     the run goes on with the other files."""
     try:
-        with time_budget(FILE_TIME_BUDGET_S):
+        with work_budget(FILE_WORK_UNITS):
             return lint()
-    except OutOfTime as exc:
-        return _failed(OutOfTimeBudget(location=Location(path), limit_s=FILE_TIME_BUDGET_S, stage=exc.stage))
+    except OutOfBudget as exc:
+        return _failed(OverBudget(location=Location(path), bound=exc.bound, stage=exc.stage))
     except Exception as exc:  # noqa: BLE001 - one file's bug is that file's finding, not the end of the run
         return _failed(InternalError(location=Location(path), raised_where=_raised_where(exc)), unreadable=True)
 

@@ -95,16 +95,16 @@ def run_patched(root: Path, patch: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_out_of_time_and_internal_errors_are_reasons(tmp_path):
+def test_over_budget_and_internal_errors_are_reasons(tmp_path):
     write(tmp_path / "r.yaml", "overrides:\n  trainer.nnodes: 1\n")
-    no_time = run_patched(tmp_path, "import sapo_toolkit.linter.lint as lint\nlint.FILE_TIME_BUDGET_S = 0")
+    no_units = run_patched(tmp_path, "import sapo_toolkit.linter.lint as lint\nlint.FILE_WORK_UNITS = 0")
     failing = run_patched(
         tmp_path,
         "from sapo_toolkit.linter import api\ndef fail(*args):\n    raise ValueError\napi.check_file = fail",
     )
-    assert (no_time.returncode, failing.returncode) == (1, 2)
-    assert json.loads(no_time.stdout)["summary"]["not_checked_reasons"] == [
-        {"reason": "out-of-time", "message": "out of time", "files": 1}
+    assert (no_units.returncode, failing.returncode) == (1, 2)
+    assert json.loads(no_units.stdout)["summary"]["not_checked_reasons"] == [
+        {"reason": "over-budget", "message": "over its work budget", "files": 1}
     ]
     assert json.loads(failing.stdout)["summary"]["not_checked_files"] == [
         {"path": str(tmp_path / "r.yaml"), "reason": "internal-error", "message": "sapo-lint failed on it"}

@@ -91,7 +91,7 @@ def test_20000_continued_override_lines_under_one_noqa(tmp_path):
 
 def test_331000_unknown_recipe_keys(tmp_path):
     """A did-you-mean suggestion was computed for every unknown key: 103 s. Now the first 100 names of a file get
-    one; past the per-file time budget the file gets RF011 instead of its findings, and never passes."""
+    one; past the per-file work budget the file gets RF011 instead of its findings, and never passes."""
     body = "".join(f" k{i:x}: 1\n" for i in range(331000))  # 3.4 MB: under the 4 MiB read bound
     (tmp_path / "r.yaml").write_text(HEADER + "overrides:\n" + body)
     (tmp_path / "typo.yaml").write_text(TYPO)
@@ -100,7 +100,7 @@ def test_331000_unknown_recipe_keys(tmp_path):
     assert elapsed < 2 * BOUND_S
     assert proc.returncode == 1
     assert "SL001" in codes(found["typo.yaml"])
-    if codes(found["r.yaml"]) == {"RF011"}:  # out of time: one finding
+    if codes(found["r.yaml"]) == {"RF011"}:  # over its work budget: one finding
         (stopped,) = found["r.yaml"]
         assert stopped["line"] == 1 and "none of the file's findings is reported" in stopped["message"]
     else:
@@ -152,11 +152,11 @@ def test_interpolation_of_50000_dots(tmp_path):
 
 
 def test_file_out_of_time_is_one_finding_and_the_run_goes_on(tmp_path):
-    """The per-file time budget, spent at once: every file gets RF011, saying where it stopped."""
+    """The per-file work budget, spent at once: every file gets RF011, saying where it stopped."""
     (tmp_path / "run_x_megatron.sh").write_text(script("python3 -m verl.trainer.main_ppo trainer.nnodez=1"))
     (tmp_path / "typo.yaml").write_text(TYPO)
     no_time = (
-        "import sys\nimport sapo_toolkit.linter.lint as lint\nlint.FILE_TIME_BUDGET_S = 0\n"
+        "import sys\nimport sapo_toolkit.linter.lint as lint\nlint.FILE_WORK_UNITS = 0\n"
         "from sapo_toolkit.linter.cli import main\nsys.argv[0] = 'sapo-lint'\nmain()\n"
     )
     proc, found, _ = lint(tmp_path, program=(sys.executable, "-c", no_time))
@@ -164,7 +164,7 @@ def test_file_out_of_time_is_one_finding_and_the_run_goes_on(tmp_path):
     for path in ("run_x_megatron.sh", "typo.yaml"):
         (stopped,) = found[path]
         assert stopped["code"] == "RF011" and stopped["severity"] == "error"
-        assert stopped["message"].startswith("linting stopped after 0 s, the time budget of one file, while ")
+        assert stopped["message"].startswith("linting stopped after 0 units of work, the budget of one file, while ")
     assert "while assembling the trainer call of the script;" in found["run_x_megatron.sh"][0]["message"]
     assert "while reading the overrides;" in found["typo.yaml"][0]["message"]
 

@@ -19,7 +19,7 @@ from .problems import (
     InternalError,
     InvalidYaml,
     NoSnapshot,
-    OutOfTimeBudget,
+    OverBudget,
     ReadProblem,
     SchemaViolation,
     UnresolvedEntryModule,
@@ -49,7 +49,7 @@ def _no_snapshot(p: NoSnapshot) -> NotChecked:
 BECAUSE: dict[type[ReadProblem], Callable[[ReadProblem], NotChecked]] = {
     FileUnreadable: lambda p: NotChecked("unreadable", "unreadable"),
     InternalError: lambda p: NotChecked("internal-error", "sapo-lint failed on it"),
-    OutOfTimeBudget: lambda p: NotChecked("out-of-time", "out of time"),
+    OverBudget: lambda p: NotChecked("over-budget", "over its work budget"),
     InvalidYaml: lambda p: NotChecked("invalid-recipe", "invalid recipe"),
     SchemaViolation: lambda p: NotChecked("invalid-recipe", "invalid recipe"),
     ExitsBeforeTrainer: lambda p: NotChecked("exits-before-trainer", "every path exits before the trainer"),

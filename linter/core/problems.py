@@ -201,9 +201,9 @@ class NotLintable(ReadProblem):
 
 
 @dataclass(frozen=True, kw_only=True)
-class OutOfTimeBudget(ReadProblem):
-    limit_s: float
-    stage: str  # what was being done when the time ran out
+class OverBudget(ReadProblem):
+    bound: str  # which budget was spent (`core.budget`): its units, or the last-resort time guard
+    stage: str  # what was being done when it was spent
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,6 +1,6 @@
 """Recipe-file rules (RF): reported by the recipe source while reading a file, before any override is checked."""
 
-from ..core.budget import FILE_TIME_BUDGET_S
+from ..core.budget import FILE_TIME_GUARD_S, FILE_WORK_UNITS
 from ..core.device import KIND_NAMES
 from ..core.diagnostics import Severity
 from ..core.problems import (
@@ -11,7 +11,7 @@ from ..core.problems import (
     InvalidYaml,
     NoSnapshot,
     NotLintable,
-    OutOfTimeBudget,
+    OverBudget,
     SchemaViolation,
     SnapshotNotBuilt,
     TooManyVariants,
@@ -267,17 +267,19 @@ ACCELERATOR_MISMATCH = source_rule(
     module=__name__,
 )
 
-TIME_BUDGET = source_rule(
+WORK_BUDGET = source_rule(
     "RF011",
-    "time-budget-exceeded",
+    "work-budget-exceeded",
     Severity.ERROR,
-    summary=f"linting the file took longer than its time budget ({FILE_TIME_BUDGET_S:g} s): it was stopped, its "
+    summary=f"linting the file took more than its work budget ({FILE_WORK_UNITS:,} units): it was stopped, its "
     "findings are not reported",
-    explanation=f"""Each recipe or run script may take {FILE_TIME_BUDGET_S:g} seconds to lint; real ones take well
-    under one. A file that takes longer (hundreds of thousands of overrides, a script generated to be slow) is
-    stopped there, cooperatively, between two rules or two steps of the bash evaluation, and gets this one
-    finding, which says what was being done when the time ran out; none of its other findings is reported, and it
-    does not pass. The other files are linted as usual.""",
+    explanation=f"""Each recipe or run script may take {FILE_WORK_UNITS:,} units of work to lint: a unit is one
+    override read, one rule run on one override of a command, or 1,024 steps of the bash evaluation. Real files take
+    well under 1% of it, and the count is the same on any machine, however busy. A file that takes more (hundreds of
+    thousands of overrides, a script generated to be slow) is stopped there, cooperatively, between two rules or two
+    steps of the bash evaluation, and gets this one finding, which says what was being done then; none of its other
+    findings is reported, and it does not pass. The other files are linted as usual. A wall-clock guard of
+    {FILE_TIME_GUARD_S:g} s stops a file the same way, as a last resort that no bounded work reaches.""",
     bad="""
     (a generated recipe of 300,000 overrides)
     """,
@@ -398,12 +400,10 @@ def _not_lintable(p: NotLintable):
     )
 
 
-@reads(OutOfTimeBudget)
-def _out_of_time(p: OutOfTimeBudget):
-    return TIME_BUDGET.diagnostic(
-        p.location,
-        f"linting stopped after {p.limit_s:g} s, the time budget of one file, "
-        f"while {p.stage}; none of the file's findings is reported",
+@reads(OverBudget)
+def _over_budget(p: OverBudget):
+    return WORK_BUDGET.diagnostic(
+        p.location, f"linting stopped after {p.bound}, while {p.stage}; none of the file's findings is reported"
     )
 
 

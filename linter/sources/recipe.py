@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from ..catalog import ModelNotFound, find_model
-from ..core.budget import check_time
+from ..core.budget import charge
 from ..core.command import RESOURCE_KEYS, Command, EnvVar, LocatedOverride, Stack, merge_overrides, site_limits
 from ..core.diagnostics import Location
 from ..core.gates import GateNeeds, gate_needs
@@ -143,7 +143,7 @@ def _overrides(path: str, loader, mapping: yaml.Node | None) -> list[LocatedOver
     """Each `key: value` of an overrides mapping, in file order, duplicates kept (SL008 reports them)."""
     out = []
     for key_node, value_node in yaml_nodes.mapping_pairs(mapping):
-        check_time("reading the overrides")
+        charge("reading the overrides")
         key_text = str(key_node.value)
         location = _location(path, key_node)
         value = yaml_nodes.construct(loader, value_node)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ...core.budget import check_time
+from ...core.budget import charge
 from ...core.diagnostics import Location
 from .conditions import Conditions, is_test
 from .expansion import as_string, elements
@@ -147,8 +147,8 @@ class Interpreter(Conditions):
         self.steps += 1
         if self.steps > MAX_STEPS:
             raise _TooManySteps()
-        if not self.steps % 1024:  # the file's time budget, every so many steps (a clock read costs a step's time)
-            check_time("evaluating the script")
+        if not self.steps % 1024:  # the file's work budget: a unit for so many steps
+            charge("evaluating the script")
 
     def stmt(self, n) -> None:
         self._step()

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from ...core.budget import check_time
+from ...core.budget import charge
 from ...core.command import Command, LocatedOverride, locate_override, merge_overrides, site_limits
 from ...core.diagnostics import Location
 from ...core.overrides import OverrideSyntaxError, ParsedOverride, parse_override
@@ -550,7 +550,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     known: dict[tuple[str, Location], LocatedOverride] = {}
     configs: dict[tuple, tuple[tuple[str, str, str | None] | None, ReadProblem | None]] = {}
     for label, ev in runs:
-        check_time(f"assembling the trainer call of {label or 'the script'}")
+        charge(f"assembling the trainer call of {label or 'the script'}")
         found: list[ReadProblem] = [Unevaluated(location=u.location, message=u.message) for u in ev.unevaluated]
         for tr in ev.trainers:
             key = (tr.module, tr.is_file, tr.cwd, tr.env.get("PYTHONPATH"), tr.config_name, tr.config_path)
