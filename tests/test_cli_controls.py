@@ -200,11 +200,11 @@ def many_recipes(tmp_path_factory):
 MANY = 3000
 
 
-def stderr_on_a_terminal(args, on_output=lambda proc, shown: None) -> tuple[subprocess.Popen, str]:
-    """Run with stderr on a pseudo-terminal, calling `on_output(proc, what it showed so far)` as output comes (escape
-    sequences removed); the ended process and all it showed."""
+def stderr_on_a_terminal(argv, on_output=lambda proc, shown: None) -> tuple[subprocess.Popen, str]:
+    """Run `argv` with stderr on a pseudo-terminal, calling `on_output(proc, what it showed so far)` as output comes
+    (escape sequences removed); the ended process and all it showed."""
     leader, follower = pty.openpty()
-    proc = subprocess.Popen(command(*args), stdout=subprocess.DEVNULL, stderr=follower)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=follower)
     os.close(follower)
     seen, shown = b"", ""
     try:
@@ -218,18 +218,34 @@ def stderr_on_a_terminal(args, on_output=lambda proc, shown: None) -> tuple[subp
     return proc, shown
 
 
+# sapo-lint, with the last recipe's check never ending: the run is still linting whenever the signal comes.
+LAST_FILE_NEVER_ENDS = f"""
+import sys, time
+from sapo_toolkit.linter import api
+check_file = api.check_file
+def never_ends_on_the_last(loaded, *args, **kwargs):
+    if loaded.source.path.endswith("r{MANY - 1:04}.yaml"):
+        time.sleep(3600)
+    return check_file(loaded, *args, **kwargs)
+api.check_file = never_ends_on_the_last
+from sapo_toolkit.linter.cli import main
+sys.argv[0] = "sapo-lint"
+main()
+"""
+
+
 def test_ctrl_c_exits_130_without_a_traceback(many_recipes):
-    """Ctrl-C in the middle of linting, however slow the machine: the signal goes once the progress bar shows files
-    still to lint, not after a set time (on 2 busy cores the interpreter was still importing after a second)."""
+    """Ctrl-C in the middle of linting, however slow or busy the machine: the signal goes once the progress bar
+    shows files still to lint, and the run cannot end before it (its last file's check never ends)."""
     interrupted = []
 
     def interrupt_once_linting(proc, shown):
         if not interrupted and re.search(rf"\b\d+/{MANY} files", shown):
-            assert f"{MANY}/{MANY} files" not in shown, "the run ended before it could be interrupted"
             proc.send_signal(signal.SIGINT)
             interrupted.append(shown)
 
-    proc, shown = stderr_on_a_terminal([str(many_recipes)], interrupt_once_linting)
+    argv = [sys.executable, "-c", LAST_FILE_NEVER_ENDS, str(many_recipes)]
+    proc, shown = stderr_on_a_terminal(argv, interrupt_once_linting)
     assert interrupted, f"no progress bar: {shown[-500:]}"
     assert proc.returncode == 130, shown[-2000:]
     assert "Traceback" not in shown and "KeyboardInterrupt" not in shown
@@ -251,7 +267,7 @@ def test_progress_bar_on_a_terminal_only_after_a_second(many_recipes, tmp_path):
     proc = subprocess.run(command(str(many_recipes), "-q"), capture_output=True, text=True, check=False)
     assert proc.returncode == 1 and proc.stderr == ""
     # stderr on a terminal: the bar appears once the run passes a second
-    _, shown = stderr_on_a_terminal([str(many_recipes)])
+    _, shown = stderr_on_a_terminal(command(str(many_recipes)))
     assert "sapo-lint" in shown and f"{MANY}/{MANY} files" in shown, shown[-500:]
     # a short run on a terminal shows none
     leader, follower = pty.openpty()

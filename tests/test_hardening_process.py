@@ -25,7 +25,7 @@ import pytest
 
 from sapo_toolkit.launcher.gates import THEIL_SEN_POINTS
 
-from .helpers import REPO, launcher
+from .helpers import REPO, children_cpu_s, launcher
 
 STEPS = 30_000
 RISING = {"metric": "critic/rewards/mean", "trend": "rising"}
@@ -125,7 +125,7 @@ def test_report_judges_30000_steps_in_bounded_memory(tmp_path):
     run_dir.mkdir()
     (run_dir / "plan.json").write_text(json.dumps({"name": "long", "total_steps": STEPS, "gates": [RISING, FLAT]}))
     (run_dir / "train.log").write_text("".join(metric_line(step) + "\n" for step in range(1, STEPS + 1)))
-    started = time.monotonic()
+    started = children_cpu_s()
     proc = subprocess.run(
         [*launcher(), "report", str(run_dir), "--format", "json"],
         cwd=REPO,
@@ -135,7 +135,7 @@ def test_report_judges_30000_steps_in_bounded_memory(tmp_path):
         preexec_fn=limited(2),
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert time.monotonic() - started < 120
+    assert children_cpu_s() - started < 120
     gates = json.loads(proc.stdout)["gates"]
     for name in (RISING_NAME, FLAT_NAME):
         assert gates[name]["passed"] is True and gates[name]["n"] == STEPS
@@ -172,12 +172,12 @@ def test_a_long_run_with_white_space_lines_is_followed_live(tmp_path):
         gates=[RISING, FLAT],
         env={"TEST_DIR": tmp_path, "VERL_FILE_LOGGER_PATH": os.devnull},
     )
-    started = time.monotonic()
+    started = children_cpu_s()
     proc = subprocess.run(
         launch_argv(tmp_path, recipe), cwd=REPO, capture_output=True, timeout=300, preexec_fn=limited(2)
     )
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
-    assert time.monotonic() - started < 60
+    assert children_cpu_s() - started < 60  # the launcher's own CPU (its trainer is its child, not ours)
     summary = summary_of(run_dir_of(tmp_path))
     assert summary["status"] == "succeeded"
     assert summary["gates"][RISING_NAME]["passed"] is True
@@ -278,13 +278,14 @@ def test_sighup_stops_the_run_like_sigterm_and_a_second_signal_kills_at_once(tmp
         60,
         "the trainer to get the SIGTERM that the SIGHUP becomes",
     )
-    started = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
-    assert time.monotonic() - started < 5  # not the grace period
     assert proc.returncode == 128 + signal.SIGHUP, err
+    assert "SIGTERM: killing the trainer's process group" in err.decode()
     assert not any(alive(pid) for pid in pids)
-    assert summary_of(run_dir)["signals"] == ["SIGHUP", "SIGTERM"]
+    summary = summary_of(run_dir)
+    assert summary["signals"] == ["SIGHUP", "SIGTERM"]
+    assert not any("after SIGTERM: killed it" in line for line in summary["last_lines"])  # not the grace period
 
 
 def test_a_killed_launcher_takes_the_trainer_group_along_and_the_run_is_lost(tmp_path, launched):
@@ -313,10 +314,9 @@ LEAVES_A_CHILD = """
 def test_what_the_trainer_leaves_in_its_group_ends_with_it(tmp_path):
     """The trainer exits 0 and leaves a child that holds its output open (the old launcher waited on it)."""
     recipe = trainer_recipe(tmp_path, LEAVES_A_CHILD)
-    started = time.monotonic()
+    # the child sleeps 600 s: a launcher waiting on it would run into the timeout
     proc = subprocess.run(launch_argv(tmp_path, recipe), cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert time.monotonic() - started < 20
     assert not alive(int(proc.stdout.split("child ")[1].split()[0]))
     assert summary_of(run_dir_of(tmp_path))["status"] == "succeeded"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import HEADER
+from .helpers import HEADER, children_cpu_s
 
 HOSTILE = {
     "verl_as_a_float": ("verl: 0.9\noverrides: {}\n", "RF001", 5),
@@ -145,16 +145,15 @@ def test_hostile_pyproject(tmp_path, name, text, says):
 def test_recipe_with_20_two_valued_axes(tmp_path):
     """A million combinations: a sample of 64 is linted, in well under the time of the product, and the
     combination of first values (where the typo lives) is one of them."""
-    import time
 
     axes = "".join(
         f"  a{i}:\n    x: {{overrides: {{trainer.nnodes: 1}}}}\n    y: {{overrides: {{trainer.nnodes: 2}}}}\n"
         for i in range(20)
     )
     (tmp_path / "r.yaml").write_text(HEADER + "overrides:\n  trainer.nnodez: 1\nvariants:\n" + axes)
-    start = time.monotonic()
+    start = children_cpu_s()
     proc, report = lint_json("r.yaml", cwd=tmp_path)
-    assert time.monotonic() - start < 30 and proc.returncode == 1, proc.stderr
+    assert children_cpu_s() - start < 30 and proc.returncode == 1, proc.stderr
     (cap,) = [d for d in report["diagnostics"] if d["code"] == "RF009"]
     assert "1,048,576 variant combinations; linted 64" in cap["message"]
     assert any(d["code"] == "SL001" and "nnodez" in d["message"] for d in report["diagnostics"])
@@ -328,9 +327,9 @@ def test_world_of_9223372036854775807_devices(tmp_path):
         "overrides:\n  trainer.nnodes: 9223372036854775807\n  trainer.n_gpus_per_node: 1\n"
         "  actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 2\n"
     )
-    start = time.monotonic()
+    start = time.process_time()
     found = lint_file(tmp_path, "r.yaml", HEADER + body)
-    assert time.monotonic() - start < 5
+    assert time.process_time() - start < 5
     (tp001,) = [d for d in found if d.code == "TP001"]
     assert "TP 1 would give an integer dp" in tp001.message, tp001.message
 

@@ -332,9 +332,7 @@ def test_detach_then_status_and_logs_follow(tmp_path, ray_address):
         {"FAKE_STEPS": 6, "FAKE_SLEEP": 0.3, "FAKE_EXIT_CODE": 4, "FAKE_DIP_STEP": 2},
         gates="gates:\n  - {metric: perf/throughput, min: 100}\n",
     )
-    started = time.monotonic()
     assert run(launch, run_dir, ray_address, detach=True)[0] == 0
-    assert time.monotonic() - started < 30
     assert summary(run_dir)["status"] == "submitted" and summary(run_dir)["exit_code"] == 0
     runner = CliRunner()
     running = runner.invoke(cli, ["status", str(run_dir)])

@@ -144,8 +144,9 @@ def start(args: list[str], env: dict) -> subprocess.Popen:
 
 
 def test_a_dashboard_that_never_answers_is_one_line_within_the_timeout(tmp_path, silent):
+    """Each launcher gives up after the 1 s it is given, far under the default (a launcher waiting out the default
+    would hit communicate's guard), whatever the machine's load: no wall-clock race of its own."""
     env = {**os.environ, "SAPO_LAUNCH_RAY_TIMEOUT": "1"}
-    began = time.monotonic()
     children = {name: start(args, env) for name, args in commands(tmp_path, silent.address).items()}
     for name, child in children.items():
         _, err = child.communicate(timeout=30)
@@ -154,7 +155,6 @@ def test_a_dashboard_that_never_answers_is_one_line_within_the_timeout(tmp_path,
             f"cannot reach the Ray Jobs API at http://{silent.address}: no answer to GET /api/version within 1 s "
             "(SAPO_LAUNCH_RAY_TIMEOUT)"
         ), name
-    assert time.monotonic() - began < 20  # five launchers started at once on a shared machine
 
 
 @pytest.mark.parametrize("name", ["submit", "status", "logs", "logs -f", "stop"])
