@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .helpers import HEADER
 
 SAPO_LINT = str(Path(sys.executable).with_name("sapo-lint"))
@@ -89,6 +91,7 @@ def test_20000_continued_override_lines_under_one_noqa(tmp_path):
     assert "SL001" in codes(found["typo.yaml"])
 
 
+@pytest.mark.slow
 def test_331000_unknown_recipe_keys(tmp_path):
     """A did-you-mean suggestion was computed for every unknown key: 103 s. Now the first 100 names of a file get
     one; past the per-file work budget the file gets RF011 instead of its findings, and never passes."""

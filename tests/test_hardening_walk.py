@@ -97,6 +97,7 @@ def test_a_transient_failure_is_not_cached(tmp_path, monkeypatch):
     assert "SH2086" in [d.code for d in again]
 
 
+@pytest.mark.slow
 def test_deep_long_and_looping_paths_are_one_finding_each(tmp_path, nest):
     """1,200 nested directories: os.walk (Python 3.11) and the settings lookup recursed (RecursionError); with
     names of 4 letters the path exceeds PATH_MAX (ENAMETOOLONG). Either aborted the run."""

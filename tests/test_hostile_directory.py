@@ -35,6 +35,7 @@ def hostile(tmp_path):
     remove_chain(root, DEEP)
 
 
+@pytest.mark.slow
 def test_one_run_over_every_hostile_input(tmp_path, hostile):
     root, inputs = hostile
     proc = start(root, tmp_path / "cache")
@@ -62,6 +63,7 @@ def test_one_run_over_every_hostile_input(tmp_path, hostile):
     assert "SL001" in codes_at["typo.yaml"]
 
 
+@pytest.mark.slow
 def test_the_same_report_byte_for_byte_alone_and_beside_two_other_copies(tmp_path, hostile):
     """No finding depends on time or load: the work bounds are counted in units, never seconds."""
     root, _ = hostile

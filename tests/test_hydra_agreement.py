@@ -227,11 +227,13 @@ def test_cases_hold_every_kind_of_group_selection():
         assert len(cases) >= 200 and len(selections) >= 60, (version, len(cases), len(selections))
 
 
+@pytest.mark.slow
 def test_verl_091_compose_verdicts_match_hydra(verl_config_dir, tmp_path):
     cases = CASES + generated_cases("0.9.1")
     assert not disagreements("0.9.1", verl_config_dir, cases, tmp_path)
 
 
+@pytest.mark.slow
 def test_verl_main_compose_verdicts_match_hydra(verl_main_config_dir, tmp_path):
     cases = CASES + generated_cases("0.10.0.dev")
     assert not disagreements("0.10.0.dev", verl_main_config_dir, cases, tmp_path)

@@ -18,6 +18,11 @@ import pytest
 from sapo_toolkit.linter.schema import SnapshotNotFound, entrypoints, load_snapshot, tree_entries
 from sapo_toolkit.schemas import build
 
+# Snapshot rebuilds from real wheels (a build of verl 0.9.1 takes about 40 s): run by .ci/run and `-m slow`. The
+# builder is covered by the default command through the small trees of test_verl_source.py and
+# test_hardening_repository_verl.py.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "schemas"
 

@@ -28,6 +28,7 @@ def test_every_committed_verl_snapshot_is_rebuilt_by_a_test():
     assert set(available_verl_versions()) == {*OLD_RELEASES, *NEWER}
 
 
+@pytest.mark.slow
 @pytest.mark.network
 def test_old_release_snapshots_rebuild_byte_identical():
     """One test for the four releases: a build is ~5-10 s of CPU each (one per test would pay the fixture and
