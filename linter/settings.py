@@ -15,9 +15,15 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from .core.printable import printable
+
 
 class SettingsError(ValueError):
-    """Bad configuration; the message is shown as is and the run exits 2."""
+    """Bad configuration; the message is shown as one line (control characters of values from the file escaped)
+    and the run exits 2."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(printable(message))
 
 
 # key in pyproject -> (attribute, expected type, help)

@@ -1411,3 +1411,11 @@ def test_command_line(named):
     lines = line_count(as_read(content))
     for d in report["diagnostics"]:
         assert d["path"] == name and 1 <= d["line"] <= lines and d["column"] >= 1, (d, lines)
+
+
+def test_a_setting_with_a_line_break_is_one_line_of_error(tmp_path):
+    """Found by test_pyproject_settings: a multi-line value quoted in a SettingsError made it two lines."""
+    with written("pyproject.toml", '[tool.sapo-lint]\n"accelerator" = """multi\nline"""\n') as path:
+        with pytest.raises(SettingsError) as raised:
+            load_settings(path.parent)
+    assert len(str(raised.value).splitlines()) == 1 and "multi\\nline" in str(raised.value)
