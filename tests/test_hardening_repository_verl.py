@@ -394,6 +394,7 @@ def test_a_recipe_with_a_300_character_name_launches(tmp_path):
 
 def test_a_working_directory_1100_levels_deep_is_walked_without_recursion(tmp_path):
     from sapo_toolkit.launcher.workdir import shipped_files
+    from tests.hostile_corpus import remove_chain
 
     root = tmp_path / "wd"
     deep = root
@@ -403,7 +404,10 @@ def test_a_working_directory_1100_levels_deep_is_walked_without_recursion(tmp_pa
         deep.mkdir()
     (deep / "leaf.py").write_text("x = 1\n")
     (root / "top.py").write_text("x = 1\n")
-    files = shipped_files(root, [], environ={})
+    try:
+        files = shipped_files(root, [], environ={})
+    finally:
+        remove_chain(root, "d")  # pytest's own clean-up recurses per level
     assert files == sorted(["top.py", os.path.join(*["d"] * 1100, "leaf.py")])
 
 

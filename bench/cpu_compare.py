@@ -1,0 +1,88 @@
+"""CPU time of `sapo-lint` at this checkout against an earlier revision, side by side in one run (run by hand; the
+figures go into notes).
+
+    python bench/cpu_compare.py --baseline REV [--runs 5] [--corpus DIR]
+
+The baseline revision is exported with `git archive` and installed into a throwaway virtual environment; each case
+then runs in fresh processes, the two revisions interleaved, and its CPU time is the user plus system time of the
+process and everything it waited for (`resource.getrusage(RUSAGE_CHILDREN)`), which a busy machine does not stretch
+as it stretches wall time. Cases: one verl example script (the 30B-A3B Megatron one), every run script of the corpus,
+one shipped recipe, and the hostile directory (tests/hostile_corpus.py); all without shellcheck but the hostile
+directory. Targets (issue 32): one script <= 150 ms, the verl example scripts <= 1.5 s, a recipe <= 100 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.hostile_corpus import DEEP, SECRET, TOKEN_VARIABLE, generate, remove_chain  # noqa: E402
+
+
+def install(revision: str, where: Path) -> Path:
+    """A virtual environment under `where` with sapo-toolkit at `revision` installed (not editable); its python."""
+    source = where / "source"
+    source.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", revision], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(source)], input=archive, check=True)
+    venv = where / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(source)], check=True)
+    return python
+
+
+def cpu_of(argv: list[str], cwd: Path, env: dict) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", required=True, help="the git revision to compare with")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus" / "verl-examples")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = Path(scratch)
+        pythons = {"baseline": install(args.baseline, scratch / "baseline"), "this": Path(sys.executable)}
+        hostile = scratch / "hostile"
+        hostile.mkdir()
+        generate(hostile)
+        script = next(args.corpus.rglob("run_qwen3_30b_a3b_megatron.sh"))
+        scripts = sorted(str(p) for p in args.corpus.rglob("*.sh"))
+        cases = {
+            "one script (30B-A3B Megatron)": (["--no-shellcheck", str(script)], REPO),
+            f"{len(scripts)} corpus scripts": (["--no-shellcheck", *scripts], REPO),
+            "one recipe": (["recipes/smoke-qwen3-0.6b-sapo.yaml"], REPO),
+            "hostile directory (shellcheck on)": (["--format", "json", "."], hostile),
+        }
+        results: dict[tuple[str, str], list[float]] = {}
+        for run in range(args.runs):
+            for case, (lint_args, cwd) in cases.items():
+                for name, python in pythons.items():
+                    cache = scratch / f"cache-{name}-{run}"  # empty for every run: nothing carried over
+                    env = {**os.environ, "SAPO_LINT_CACHE_DIR": str(cache), TOKEN_VARIABLE: SECRET}
+                    argv = [str(python), "-m", "sapo_toolkit.linter", *lint_args]
+                    results.setdefault((case, name), []).append(cpu_of(argv, cwd, env))
+        remove_chain(hostile, DEEP)
+    print(f"CPU seconds, median of {args.runs} (baseline {args.baseline} / this checkout)")
+    for case in cases:
+        base, this = (statistics.median(results[case, n]) for n in ("baseline", "this"))
+        print(f"  {case}: {base:.2f} / {this:.2f}  (x{this / base:.2f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
