@@ -111,8 +111,8 @@ class Plan:
 
 
 def is_secret(name: str, extra: Iterable[str] = ()) -> bool:
-    """Variables whose values never reach a file or the terminal: names containing KEY, TOKEN, SECRET, PASSWORD or
-    CREDENTIAL, and those named with `--secret-env`."""
+    """Variables whose values never reach a file or the terminal: secret names (`is_secret_name`: `HF_TOKEN`,
+    `WANDB_API_KEY`, ...), and those named with `--secret-env`."""
     return is_secret_name(name) or name in set(extra)
 
 

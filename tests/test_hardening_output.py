@@ -1,6 +1,6 @@
 """What reaches a terminal, a CI log or a run directory: values under secret names are never quoted (RF001,
-SL002, SL004, SL008, SL009, SH001, SH005, the launcher's lint report and dry run), and file names and file text
-cannot put escape sequences or lines of their own into a text report."""
+SL002, SL008, SL009, SH001, SH005, the launcher's lint report and dry run) and values of ordinary keys are, and file
+names and file text cannot put escape sequences or lines of their own into a text report."""
 
 import json
 import re
@@ -17,10 +17,7 @@ def secret_inputs(tmp_path):
     one run script that quotes them in its own findings."""
     (tmp_path / "schema.yaml").write_text(recipe(f"overrides:\n  trainer.nnodes: 1\nenv:\n  HF_TOKEN: [{SECRET}]\n"))
     (tmp_path / "rules.yaml").write_text(
-        recipe(
-            f"overrides:\n  actor_rollout_ref.rollout.max_num_batched_tokens: {SECRET}\n"  # SL004 (an int)
-            f"  +trainer.api_key: {SECRET}\n  +trainer.api_key: {SECRET}x\n"
-        )
+        recipe(f"overrides:\n  +trainer.api_key: {SECRET}\n  +trainer.api_key: {SECRET}x\n")
     )  # SL002, SL008
     (tmp_path / "run_qwen_fsdp.sh").write_text(
         "#!/bin/bash\npython3 -m verl.trainer.main_ppo \\\n  trainer.nnodes=1 \\\n"
@@ -40,7 +37,25 @@ def test_values_under_secret_names_are_redacted_in_every_lint_format(tmp_path):
         assert SECRET not in proc.stdout + proc.stderr, fmt
     found = json.loads(sapo_lint(*args, "--format", "json").stdout)["diagnostics"]
     redacted = {d["code"] for d in found if "<redacted>" in d["message"]}
-    assert redacted == {"RF001", "SL002", "SL004", "SL008", "SL009", "SH001", "SH005"}, found
+    assert redacted == {"RF001", "SL002", "SL008", "SL009", "SH001", "SH005"}, found
+
+
+def test_values_of_verls_own_keys_are_shown_in_clear(tmp_path):
+    """Secret names are whole words at the end of a name (`HF_TOKEN`, `WANDB_API_KEY`), never a substring of a
+    config key: verl's token budgets and dataset keys are quoted as written."""
+    keys = {
+        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu": "24k",
+        "actor_rollout_ref.rollout.max_num_batched_tokens": "8k",
+        "data.prompt_key": "[1",
+        "reward_model.reward_kwargs.reward_fn_key": "[2",
+    }
+    path = tmp_path / "r.yaml"
+    path.write_text(recipe("overrides:\n  trainer.nnodes: 1\n"))
+    args = [str(path), "--format", "json", *(a for k, v in keys.items() for a in ("--override", f"{k}={v}"))]
+    found = json.loads(sapo_lint(*args).stdout)["diagnostics"]
+    assert not [d for d in found if "<redacted>" in d["message"]], found
+    for key, value in keys.items():
+        assert any(key in d["message"] and value.strip("[") in d["message"] for d in found), (key, found)
 
 
 def test_the_launchers_lint_report_and_dry_run_redact_a_secret_the_schema_rejects(tmp_path):

@@ -42,7 +42,7 @@ from .options import DEVICE, FAIL_ON_GATES, FORMAT, jobs_address
     "--secret-env",
     multiple=True,
     metavar="NAME",
-    help="Redact this variable too (names containing KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL always are).",
+    help="Redact this variable too (secret names such as HF_TOKEN or WANDB_API_KEY always are).",
 )
 @FAIL_ON_GATES
 @click.option(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 
-SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 REDACTED = "<redacted>"
 
 # `NAME=value` in text quoted from a file (a script word or line, a Hydra override): the value runs to the first
@@ -19,11 +18,29 @@ _ASSIGNMENT = re.compile(
 )
 
 
+# How credential scanners recognise a secret by its name (detect-secrets' keyword plugin, gitleaks' generic rule): by
+# whole words at the end of the name, never by a substring, so that `ppo_max_token_len_per_gpu`, `max_num_batched_
+# tokens`, `prompt_key` and `reward_fn_key` stay ordinary keys.
+SECRET_WORDS = frozenset({"token", "secret", "password", "passwd", "pwd", "passphrase", "credential", "credentials"})
+# `KEY` alone names a dictionary key in verl's config (`prompt_key`); after one of these words it names a secret.
+SECRET_KEY_QUALIFIERS = frozenset(
+    {"api", "access", "secret", "private", "priv", "auth", "client", "service", "signing", "encryption", "master"}
+)
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
 def is_secret_name(name: str) -> bool:
-    """Names containing KEY, TOKEN, SECRET, PASSWORD or CREDENTIAL, in any case: `HF_TOKEN`, `env.WANDB_API_KEY`,
-    `+trainer.api_key` (a dotted key is secret when any part of it is)."""
-    upper = name.upper()
-    return any(m in upper for m in SECRET_MARKERS)
+    """A name whose value is a secret: its last part (of a dotted key) ends in the word TOKEN, SECRET, PASSWORD
+    (PASSWD, PWD, PASSPHRASE) or CREDENTIAL(S), or in KEY after API, ACCESS, SECRET, PRIVATE, AUTH, CLIENT, ...
+    (`HF_TOKEN`, `WANDB_API_KEY`, `AWS_SECRET_ACCESS_KEY`, `db_password`, `+trainer.api_key`, `apiKey`, `APIKEY`),
+    words split at `_`, `-` and case changes, in any case."""
+    last = name.rsplit(".", 1)[-1]
+    words = [w.lower() for w in _WORD.findall(last)]
+    if not words:
+        return False
+    if words[-1] in SECRET_WORDS or words[-1] in ("apikey", "secretkey", "privatekey", "accesskey"):
+        return True
+    return words[-1] == "key" and len(words) > 1 and words[-2] in SECRET_KEY_QUALIFIERS
 
 
 def shown_value(name: str, value: object) -> str:
