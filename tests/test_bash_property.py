@@ -543,3 +543,14 @@ def test_a_real_syntax_error_is_sh002_where_bash_stops(text, line, column, said)
     (found,) = sh002(text)
     assert (found.location.line, found.location.column) == (line, column), found
     assert said is None or said in found.message, found.message
+
+
+def test_single_quotes_inside_a_braced_expansion_in_double_quotes_are_quotes_as_bash_reads_them():
+    """Found by test_sh002_on_mutated_scripts_only_where_bash_n_rejects: bash (not in POSIX mode) matches single
+    quotes inside `${...}` even within double quotes, so `"${V:-'"x'}"` is one word and `"${V:-it's}"` is not."""
+    from sapo_toolkit.linter.sources.bash.syntax import syntax_problem
+
+    assert syntax_problem('V="${V:-\'"x\'}"\n') is None
+    assert syntax_problem("V=${V:-\"${V:-['\"npu','cpu']}\"}\n") is None
+    assert syntax_problem("V=\"${V/'}'/x}\"\n") is None
+    assert syntax_problem('V="${V:-it\'s}"\n').missing == "'"

@@ -315,7 +315,7 @@ class _Parser:
                 return j + 1
             if c == "\\":
                 j += 2
-            elif c == "'" and not in_quotes:
+            elif c == "'":  # a quote inside `${...}` even within double quotes: bash (not in POSIX mode) matches it
                 j = self.closing_quote(j)
             elif c == '"':
                 j = self.double_quoted(j)
