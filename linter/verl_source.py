@@ -422,7 +422,7 @@ def _content_key(package_dir: Path, version: str) -> str:
         content.update(f"{relative}\0{len(data)}\0".encode("utf-8", "surrogateescape"))
         content.update(data)
     key = content.hexdigest()[:40]
-    _write(memo, key)
+    write_cached(memo, key)
     return key
 
 
@@ -444,9 +444,9 @@ def _cached(key: str, build) -> tuple[str, bool] | str:
                 document = build()
             except Exception as exc:  # noqa: BLE001 - any failure of the builder is a reason, never a traceback
                 reason = (" ".join(str(exc).split()) or type(exc).__name__)[:MAX_REASON_BYTES]
-                _write(failed, reason)
+                write_cached(failed, reason)
                 return reason
-        if _write(snapshot, json.dumps(document, sort_keys=True, separators=(",", ":"))):  # before the lock goes
+        if write_cached(snapshot, json.dumps(document, sort_keys=True, separators=(",", ":"))):  # before the lock goes
             return str(snapshot), False
     return _scratch(key, document), False
 
@@ -470,11 +470,6 @@ def _stored(snapshot: Path, failed: Path) -> tuple[str, bool] | str | None:
 
 def _cache_dir() -> Path:
     return user_cache_dir() / "verl"
-
-
-def _write(path: Path, text: str) -> bool:
-    """Write a cache file (`write_cached`); False when the cache cannot be written (it is then no cache)."""
-    return write_cached(path, text)
 
 
 _SCRATCH: list[str] = []
