@@ -272,10 +272,8 @@ def _verl_version(read, options) -> str:
         found = check(replace(read, verl_version=version), Settings())
         return sum(d.severity == Severity.ERROR for d in found)
 
-    return min(
-        available_verl_versions(),
-        key=lambda version: (errors(version), version != read.verl_version, [-part for part in version_key(version)]),
-    )
+    newest_first = sorted(available_verl_versions(), key=version_key, reverse=True)  # ties go to the newest
+    return min(newest_first, key=lambda version: (errors(version), version != read.verl_version))
 
 
 class _RecipeDumper(yaml.SafeDumper):

@@ -19,7 +19,7 @@ from .core.diagnostics import Diagnostic, Location
 from .core.dotted import ancestors
 from .core.model import Accelerator, ModelShape
 from .core.overrides import MISSING, ParsedOverride
-from .schema import DEFAULT_RAY, Consumer, GroupChange, Snapshot, Tree, load_consumer
+from .schema import DEFAULT_RAY, Consumer, GroupChange, Snapshot, Tree, fact, load_consumer
 
 _NOT_FOUND = object()
 # The integers verl can use: its sizes and counts end up in torch, NumPy and Ray, which hold 64-bit integers.
@@ -301,6 +301,13 @@ class LintContext:
         package, _, cls = spec.partition(":")
         version = {"megatron-core": self.stack.megatron_core, "ray": DEFAULT_RAY}.get(package, self.stack.mbridge)
         return load_consumer(package, version), cls
+
+    def fact(self, spec: str):
+        """`verl:workers-convert-global-micro-batch` -> that fact of `schemas/facts.json` for the verl this command
+        is checked against; `megatron-core:...` for its megatron-core (`schema.fact`)."""
+        package, _, name = spec.partition(":")
+        version = self.snapshot.verl_version if package == "verl" else self.stack.megatron_core
+        return fact(package, name, version)
 
     def consumer_dict(self, path: str) -> tuple[str, dict] | None:
         """The nearest ancestor of `path` that is an open dict with a known consumer."""

@@ -50,8 +50,38 @@ class ConfigNotInSnapshot(SnapshotNotFound):
 _MINOR = re.compile(r"[0-9]+\.[0-9]+")
 
 
+@cache
 def version_key(version: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else -1 for p in version.replace("-", ".").split("."))
+    """A sort key in PEP 440 order (`packaging`): `0.10.0.dev` before `0.10.0`, `0.16.0rc1` before `0.16`. A name
+    that is no version (`git-main`, a tree's `unknown`) sorts before every version, by its text."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return (1, Version(version))
+    except InvalidVersion:
+        return (0, version)
+
+
+@cache
+def _facts() -> dict:
+    return json.loads((SCHEMA_DIR / "facts.json").read_text(encoding="utf-8"))
+
+
+def fact(package: str, name: str, version: str):
+    """The value of one fact of `schemas/facts.json` (`package`: `verl` or `megatron-core`) for `version`: the
+    value of the last `[since, value]` pair whose `since` is not newer, else the fact's `before`."""
+    entry = _facts()[package][name]
+    key = version_key(version)
+    value = entry["before"]
+    for since, then in entry["values"]:
+        if version_key(since) <= key:
+            value = then
+    return value
+
+
+def fact_names(package: str) -> list[str]:
+    """The facts `schemas/facts.json` holds for `package`."""
+    return list(_facts()[package])
 
 
 def available_verl_versions() -> list[str]:
@@ -469,6 +499,11 @@ class Consumer:
 
     def accepts(self, cls: str) -> frozenset[str]:
         return frozenset(self.classes.get(cls, {}).get("fields", {}))
+
+    def choices(self, cls: str, name: str) -> tuple[str, ...] | None:
+        """The values a field takes (its `Literal` or the values its `__post_init__` accepts), None when any."""
+        found = self.classes.get(cls, {}).get("fields", {}).get(name, {}).get("choices")
+        return tuple(found) if found is not None else None
 
 
 @cache

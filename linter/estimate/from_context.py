@@ -14,7 +14,6 @@ from typing import Any
 from ..core.device import device_of
 from ..core.paths import ACTOR, ROLE_NODE, ROLLOUT
 from ..engine import LintContext
-from ..schema import version_key
 from ..topology import Parallelism, active_roles, parallelism, separated_rollout, world_size
 from .activations import Recompute
 from .inputs import (
@@ -120,7 +119,7 @@ def plan_inputs(ctx: LintContext) -> PlanInputs | None:
         checkpoint=checkpoint,
         limits=Limits.from_mapping(dict(command.resources)),
         hccl_buffsize_mb=_num(_float_or_none(env.get("HCCL_BUFFSIZE")), DEFAULT_HCCL_BUFFSIZE_MB),
-        mla_down_replicated=version_key(ctx.stack.megatron_core) >= (0, 15),
+        mla_down_replicated=ctx.fact("megatron-core:mla-down-projection-replicated"),
         accelerator=accelerator.name if accelerator else "",
         nominal_hbm_gib=float(accelerator.hbm_gib) if accelerator else 0.0,
         accelerator_assumed=accelerator.assumed if accelerator else "",

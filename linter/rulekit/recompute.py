@@ -1,6 +1,5 @@
 """What the RC rules share: the recompute keys, the roles to check, and how messages quote megatron-core."""
 
-from ..schema import version_key
 from ..topology import megatron_roles, sets_itself
 from .registry import Finding
 
@@ -38,10 +37,6 @@ def finding(ctx, par, message: str, cause: str, *others: str) -> Finding:
 
 def mcore(ctx) -> str:
     return f"megatron-core {ctx.stack.megatron_core}"
-
-
-def at_or_after(ctx, version: str) -> bool:
-    return version_key(ctx.stack.megatron_core) >= version_key(version)
 
 
 def rejects(ctx, message: str) -> str:

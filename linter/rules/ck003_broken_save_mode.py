@@ -8,17 +8,16 @@ from ..core.diagnostics import Severity
 from ..core.paths import ROLE_NODE
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
-from ..schema import version_key
+from ..schema import fact, version_key
 from ..topology import active_roles
 
 
 class Broken(NamedTuple):
-    """A save mode that fails with verl versions in [verl_min, verl_max) (and mbridge releases up to
-    `mbridge_max`, when set)."""
+    """A save mode that fails with the verl versions where `schemas/facts.json`'s `verl` fact `fact` holds (and
+    with mbridge releases up to `mbridge_max`, when set)."""
 
     mode: str
-    verl_min: str
-    verl_max: str
+    fact: str
     why: str
     fix: str
     mbridge_max: str | None = None
@@ -27,8 +26,7 @@ class Broken(NamedTuple):
 KNOWN_BROKEN = (
     Broken(
         "async_save",
-        "0.8.0",
-        "0.8.1",
+        "async-save-never-finalized",
         "verl 0.8.0 hands the async save request to a throw-away `AsyncCallsQueue(persistent=False)` "
         "(`megatron_checkpoint_manager.py:916-926`) that nothing ever finalizes: Megatron's metadata finalize, "
         "`latest_checkpointed_iteration.txt` and the rotation of old checkpoints never run, so the checkpoint cannot "
@@ -37,22 +35,17 @@ KNOWN_BROKEN = (
     ),
     Broken(
         "mbridge_save_weights",
-        "0.7.0",
-        "0.8.0",
-        "verl 0.7.x calls `bridge.save_weights(model, path, distributed_filesystem=True, memory_efficient=True)` "
+        "mbridge-save-weights-unfiltered",
+        "verl 0.7.0 calls `bridge.save_weights(model, path, distributed_filesystem=True, memory_efficient=True)` "
         "when `megatron.vanilla_mbridge` is on, but released mbridge (PyPI <= 0.15.1, what verl's Ascend images "
         "install) has only `save_weights(models, weights_path, memory_efficient=False)`: the first save that "
         "includes the model fails with `TypeError: save_weights() got an unexpected keyword argument "
-        "'distributed_filesystem'` (verl 0.8.0 and later pass only the arguments the signature accepts)",
+        "'distributed_filesystem'` (verl 0.7.1 and later pass only the arguments the signature accepts)",
         "install mbridge from git (>= 5691f71, which has `distributed_filesystem`), set "
-        "`{prefix}.megatron.vanilla_mbridge: false`, or use verl >= 0.8.0",
+        "`{prefix}.megatron.vanilla_mbridge: false`, or use verl >= 0.7.1",
         mbridge_max="0.15.1",
     ),
 )
-
-
-def _in(version: str, low: str, high: str) -> bool:
-    return version_key(low) <= version_key(version) < version_key(high)
 
 
 def _released_at_most(version: str, highest: str) -> bool:
@@ -66,7 +59,7 @@ def broken_modes(
     """The KNOWN_BROKEN entries that apply to one role's checkpoint settings."""
     out = []
     for b in KNOWN_BROKEN:
-        if not _in(verl_version, b.verl_min, b.verl_max):
+        if not fact("verl", b.fact, verl_version):
             continue
         if (
             b.mode == "async_save"
@@ -107,10 +100,13 @@ def check(ctx: LintContext):
     * `checkpoint.async_save: true` on verl 0.8.0: the async request goes to a throw-away
       `AsyncCallsQueue(persistent=False)` that is never finalized, so the checkpoint is never completed (no
       metadata, no `latest_checkpointed_iteration.txt`, no rotation).
-    * verl 0.7.x with `megatron.vanilla_mbridge: true` saving the model: verl passes
+    * verl 0.7.0 (and its development line) with `megatron.vanilla_mbridge: true` saving the model: verl passes
       `distributed_filesystem=True, memory_efficient=True` to `bridge.save_weights`, which released mbridge
-      (PyPI 0.15.1 and earlier) does not accept -- a `TypeError` at the first save. verl 0.8.0 and 0.9.1 filter the
+      (PyPI 0.15.1 and earlier) does not accept -- a `TypeError` at the first save. verl 0.7.1 and later filter the
       arguments against the installed signature instead (and then silently drop `mbridge_config` keys: SL007).
+
+    Which verl versions have each bug is data (`schemas/facts.json`: `async-save-never-finalized`,
+    `mbridge-save-weights-unfiltered`).
 
     Only checked when `trainer.save_freq` > 0 (otherwise nothing is saved)."""
     save_freq = ctx.number("trainer.save_freq")

@@ -2,29 +2,6 @@ from ..core.diagnostics import Severity
 from ..engine import LintContext
 from ..rulekit.recompute import GRANULARITY, MODULES, finding, mcore, recompute_roles
 from ..rulekit.registry import rule
-from ..schema import version_key
-
-# `allowed_modules` in `TransformerConfig.__post_init__`, by megatron-core version.
-# 0.12.1 (transformer_config.py:728) and, per the reference, 0.13.1: six names; 0.15.3 (:948-956) and 0.16.1
-# (:1198-1206) add "shared_experts". 0.19 adds "gdn_norm_out" (reference, not in the local sources): for
-# 0.17-0.18 it is unknown, so it is not flagged there. `recompute_modules` itself arrived in 0.12.
-_BASE = frozenset({"core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe"})
-_UNSURE = frozenset({"gdn_norm_out"})
-
-
-def allowed_modules(version: str) -> tuple[frozenset[str], frozenset[str]] | None:
-    """(allowed names, names not flagged because the version is not verified), or None before 0.12."""
-    key = version_key(version)
-    if key < (0, 12):
-        return None
-    if key < (0, 15):
-        return _BASE, frozenset()
-    allowed = _BASE | {"shared_experts"}
-    if key >= (0, 19):
-        return allowed | {"gdn_norm_out"}, frozenset()
-    if key >= (0, 17):
-        return allowed, _UNSURE
-    return allowed, frozenset()
 
 
 def _set(names) -> str:
@@ -57,10 +34,10 @@ def check(ctx: LintContext):
     verl's own comment lists the 0.12 set. An empty list is not checked; the list is not looked at unless the
     granularity is selective. The recipe's `stack: {megatron_core: ...}` picks the version.
     Reported at `recompute_modules`, with the granularity line as a related location."""
-    found = allowed_modules(ctx.stack.megatron_core)
-    if found is None:
+    found = ctx.fact("megatron-core:recompute-modules")  # the allowed names, by version
+    if found is None:  # before `recompute_modules` existed
         return
-    allowed, unsure = found
+    allowed, unsure = frozenset(found["allowed"]), frozenset(found["unverified"])
     for par, v in recompute_roles(ctx, GRANULARITY, MODULES):
         modules = v[MODULES]
         if v[GRANULARITY] != "selective" or not isinstance(modules, list) or not modules:

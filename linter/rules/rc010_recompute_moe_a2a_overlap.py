@@ -1,6 +1,6 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
-from ..rulekit.recompute import GRANULARITY, METHOD, NUM_LAYERS, at_or_after, finding, mcore, recompute_roles
+from ..rulekit.recompute import GRANULARITY, METHOD, NUM_LAYERS, finding, mcore, recompute_roles
 from ..rulekit.registry import rule
 
 OVERLAP = "overlap_moe_expert_parallel_comm"
@@ -34,7 +34,7 @@ def check(ctx: LintContext):
     requirements: EP > 1, alltoall/flex dispatcher, VPP when PP > 1). Selective recompute is allowed.
     Reported at `overlap_moe_expert_parallel_comm` (the checks sit under it), with the recompute lines as related
     locations."""
-    if not at_or_after(ctx, "0.15"):
+    if not ctx.fact("megatron-core:moe-a2a-overlap"):
         return  # the field does not exist there (SL007 reports it)
     for par, v in recompute_roles(ctx, GRANULARITY, METHOD, NUM_LAYERS, OVERLAP):
         if v[OVERLAP] is not True:

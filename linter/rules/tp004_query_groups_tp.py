@@ -1,7 +1,6 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
-from ..schema import version_key
 from ..topology import MODEL_PATH, megatron_roles, own_setting
 
 
@@ -34,7 +33,7 @@ def check(ctx: LintContext):
     model = ctx.model
     if model is None:
         return
-    replicates = version_key(ctx.stack.megatron_core) >= version_key("0.16")
+    replicates = ctx.fact("megatron-core:tp-replicates-kv-heads")
     groups = model.num_query_groups
     for role, par in megatron_roles(ctx):
         if not own_setting(ctx, par, "tensor_model_parallel_size"):

@@ -1,7 +1,6 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext
 from ..rulekit.registry import Finding, rule
-from ..schema import version_key
 from ..topology import megatron_roles, own_setting
 
 
@@ -34,7 +33,7 @@ def check(ctx: LintContext):
     `sequence_parallel` off itself when TP is 1 (its default is true), so that case is only noted when the recipe
     sets it explicitly. Reported at `sequence_parallel` where the script turns it off, else at TP or EP, the
     other sizes as related locations."""
-    strict = version_key(ctx.stack.megatron_core) < version_key("0.15")
+    strict = ctx.fact("megatron-core:ep-tp-requires-sequence-parallel")
     for role, par in megatron_roles(ctx):
         if not own_setting(ctx, par, "tensor_model_parallel_size", "expert_model_parallel_size", "sequence_parallel"):
             continue
