@@ -99,6 +99,25 @@ def test_bs003_ref_needs_keys_only_when_a_kl_term_runs_it(lint_text):
     )
 
 
+ONLY_GLOBAL = """overrides:
+  algorithm.adv_estimator: grpo
+  actor_rollout_ref.actor.ppo_micro_batch_size: 64
+  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 1
+"""
+
+
+def test_bs003_only_the_global_key_is_an_error_where_the_workers_read_only_per_gpu_keys(lint_text):
+    found = only(lint_text('verl: "0.9.1"\n' + ONLY_GLOBAL), "BS003")
+    assert len(found) == 1 and "only the deprecated global" in found[0].message
+    assert only(lint_text('verl: "0.8.0"\n' + ONLY_GLOBAL), "BS003")
+
+
+def test_bs003_only_the_global_key_is_fine_where_the_workers_convert_it(lint_text):
+    # verl <= 0.7.1's fsdp_workers/megatron_workers divide the global key by the data-parallel size themselves
+    for version in ("0.4.1", "0.5.0", "0.6.1", "0.7.1"):
+        assert not only(lint_text(f'verl: "{version}"\n' + ONLY_GLOBAL), "BS003"), version
+
+
 def test_bs003_not_needed_with_dynamic_bsz(lint_text):
     assert not only(lint_text(DYNAMIC), "BS003")
 

@@ -32,7 +32,9 @@ def check(ctx: LintContext):
     `assert self.config.rollout.log_prob_micro_batch_size_per_gpu is not None`), and on Megatron
     `validate_config` computes `megatron_dp * ppo_micro_batch_size_per_gpu` (a `TypeError` on None): a config
     with only the global key passes the dataclass check and fails later. The ref's global key is dropped the
-    same way and its first log-prob forward fails with a None micro-batch."""
+    same way and its first log-prob forward fails with a None micro-batch. Up to verl 0.7.1 the default workers
+    turn the global key into the per-GPU one themselves (`fsdp_workers.py`/`megatron_workers.py`), so only the
+    global key set is fine there (`schemas/facts.json`: `workers-convert-global-micro-batch`)."""
     actor_static = ctx.config.value(f"{ACTOR}.use_dynamic_bsz") is False
     checks = []  # (role, global key, per-gpu key, validate_config applies, worker needs per-gpu)
     if actor_static:
@@ -58,6 +60,7 @@ def check(ctx: LintContext):
                     ref_static,
                 )
             )
+    converts = ctx.fact("verl:workers-convert-global-micro-batch")
     for role, global_key, per_gpu_key, _, needs_per_gpu in checks:
         mbs, per_gpu = ctx.config.value(global_key), ctx.config.value(per_gpu_key)
         name = global_key.rsplit(".", 1)[1]
@@ -76,7 +79,7 @@ def check(ctx: LintContext):
                 f"fails with \"Please set at least one of '{global_key}' or '{per_gpu_key}'\". Set "
                 f"`{per_gpu_key}` (or enable dynamic batch size)",
             )
-        elif per_gpu is None and needs_per_gpu:
+        elif per_gpu is None and needs_per_gpu and not converts:
             yield Finding(
                 ctx.blame(global_key),
                 f"only the deprecated global `{global_key}`={mbs} is set: it passes the config check, but the "
