@@ -105,7 +105,8 @@ class Expansion:
         elif t in ("word", "number", "extglob_pattern", "regex", "special_character"):
             b.literal(unescape(self.text(n)) if not quoted else self.text(n))
         elif t == "raw_string":
-            b.literal(self.text(n)[1:-1])
+            # inside double quotes (`"${V:-'x'}"`) single quotes are characters, and bash keeps them
+            b.literal(self.text(n) if quoted else self.text(n)[1:-1])
         elif t == "ansi_c_string":
             b.literal(ansi_c(self.text(n)[2:-1]))
         elif t == "string":

@@ -35,15 +35,14 @@ def parse(src: bytes):
     """The tree-sitter-bash tree of a script (tree_sitter is imported on the first call only)."""
     copy = _FOUR_BYTE_CHAR.sub(lambda m: _LETTERS if m.group().decode("utf-8", "replace").isalnum() else _SYMBOLS, src)
     copy = _mask_nested_arithmetic(copy)
-    tree = _parser().parse(copy)
+    copy, tree = _parse_joining_split_words(copy)
     joins = _word_joins(copy, tree.root_node)
     if not joins:
         return tree
     out = bytearray(copy)
     for i in joins:
         out[i : i + 2] = b"''"
-    joined = bytes(out)
-    tree = _parser().parse(joined)
+    joined, tree = _parse_joining_split_words(bytes(out))
     # each `''` is told to be the backslash-newline it stands for, so that every node's line and column are the
     # original's (from the last join back: the points of those before it are still the copy's)
     breaks = [m.start() for m in re.finditer(b"\n", joined)]
@@ -52,6 +51,40 @@ def parse(src: bytes):
         column = i - (breaks[row - 1] + 1 if row else 0)
         tree.edit(i, i + 2, i + 2, (row, column), (row, column + 2), (row + 1, 0))
     return tree
+
+
+# tree-sitter-bash 0.25 splits a word after an expansion when a later `$NAME` in it is followed by one of
+# `/.,+~^!-` (`$A/$B/train.parquet`, `c-$D/t`, `a=[$X/a]`; tree-sitter/tree-sitter-bash#315): it reads `$A/$` as one
+# word, with a bare `$`, and `B/train.parquet` as the next. Where the tree has such a bare `$`, the parser's copy has
+# `%` in place of the character after the name, which tree-sitter reads right (`$B%train.parquet`); every node keeps
+# its byte range, so the interpreter reads `/train.parquet` from the original. A repair can expose the next `$NAME`
+# of the word (`$A/$B/$C/x`): the copy is parsed again, a few times at most.
+_NAME_THEN_SPLITTING = re.compile(rb"\$(?:[A-Za-z_]\w*|[0-9])[/.,+~^!-]")
+_SPLIT_REPAIRS = 4
+
+
+def _parse_joining_split_words(copy: bytes):
+    """(the parser's copy with each word that tree-sitter splits at a `$NAME` repaired, its tree)."""
+    tree = _parser().parse(copy)
+    for _ in range(_SPLIT_REPAIRS):
+        root = tree.root_node
+        split = [m.end() - 1 for m in _NAME_THEN_SPLITTING.finditer(copy) if _bare_dollar(root, m.start(), m.end() - 1)]
+        if not split:
+            break
+        out = bytearray(copy)
+        for i in split:
+            out[i] = ord("%")
+        copy = bytes(out)
+        tree = _parser().parse(copy)
+    return copy, tree
+
+
+def _bare_dollar(root, dollar: int, name_end: int) -> bool:
+    """Whether tree-sitter read the `$` at `dollar` as a token of its own, not the start of `$NAME`."""
+    token = root.descendant_for_byte_range(dollar, dollar + 1)
+    if token is None or token.type != "$" or token.is_named:
+        return False
+    return root.descendant_for_byte_range(dollar, name_end).type != "simple_expansion"
 
 
 # Bash removes a backslash-newline before it splits words, so that `X="a"\<newline>"b"` assigns `ab`; tree-sitter-bash
