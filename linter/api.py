@@ -34,7 +34,8 @@ from .schema import (
 from .settings import Settings
 from .sources.files import TextFile, UnreadableFile, read_text
 from .sources.recipe import ReadOptions, Recipe, looks_like_recipe, read_recipe
-from .verl_source import COMMAND_LINE, RECIPE, VerlChoice, choose, config_for, named
+from .stack import ResolvedStack
+from .verl_source import VerlChoice, config_for
 
 RECIPE_SUFFIXES = (".yaml", ".yml")
 SCRIPT_SUFFIXES = (".sh",)
@@ -56,7 +57,12 @@ class Loaded:
     # `variant_defaults`, the values a script's switch variables have when its caller sets none
     variant_defaults: tuple[str, ...] = ()
     problems: tuple[ReadProblem, ...] = ()  # what `diagnostics` were made from: why nothing may be checked
-    verl: VerlChoice | None = None  # which verl, found where (`verl_source`); None: a script with no trainer call
+    stack: ResolvedStack | None = None  # what it is checked against, and why (`stack`); None: nothing to check
+
+    @property
+    def verl(self) -> VerlChoice | None:
+        """Which verl, found where (`verl_source`); None: a script with no trainer call."""
+        return self.stack.verl if self.stack is not None else None
 
 
 class FileCheck(NamedTuple):
@@ -120,34 +126,23 @@ def load_text(source: TextFile, options: ReadOptions) -> Loaded | None:
             Location(source.path),
             variant_defaults=tuple(f"{var}={value or 'unset'}" for var, value in script.defaults.items()),
             problems=tuple(script.problems),
-            verl=script.verl,
+            stack=script.stack,
         )
     if not looks_like_recipe(source.text):
         return None
     read = read_recipe(source, options)
-    verl = None
-    if read.recipe is not None:
-        if options.cli_verl:
-            verl = named(options.cli_verl, COMMAND_LINE)
-        elif read.recipe.data.get("verl") is not None:
-            verl = named(read.recipe.verl_version, RECIPE)
-        else:
-            verl = choose(source.path, None, options.verl_pin)
-            if verl.snapshot != read.recipe.verl_version:
-                read = read_recipe(source, options._replace(default_verl=verl.snapshot))
     recipe = read.recipe
-    problems = [*read.problems, *(verl.passed_over if verl is not None else ())]
     return Loaded(
         source,
         "recipe",
         recipe.commands if recipe else [],
-        findings(problems),
+        findings(read.problems),
         recipe.verl_version if recipe else options.default_verl,
         _verl_key_location(source),
         recipe,
         recipe.variant_defaults if recipe else (),
-        tuple(problems),
-        verl,
+        tuple(read.problems),
+        read.stack if recipe else None,
     )
 
 
@@ -199,6 +194,8 @@ def _lint_commands(loaded: Loaded, rules) -> tuple[int, list[NoSnapshot], list[D
     snapshots: dict[tuple[str | None, str], Snapshot | None] = {}  # (config directory, name) -> its snapshot
     unchecked: list[NoSnapshot] = []
     version = loaded.verl_version
+    if loaded.verl is not None and loaded.verl.unbuilt is not None:
+        return 0, [], []  # the verl it runs cannot be snapshotted (reported once, RF004): no other verl judges it
     try:
         for command in loaded.commands:
             config = (command.config_path, command.config_name)

@@ -633,6 +633,18 @@ def parts_run(entry_module: str | None) -> frozenset[Part]:
     return ENTRY_MODULE_PARTS.get(entry_module or "", EVERY_PART)
 
 
+# The parts of verl whose rules include one that needs the model's shape (`@rule(..., needs_model=True)`), for
+# `reaches_model_rules` to answer before any rule module is imported (importing them all would slow
+# `--select SL`); tests/test_rule_reach.py keeps it equal to the rules' declarations.
+MODEL_PARTS = frozenset({Part.ROLLOUT, Part.WORKERS})
+
+
+def reaches_model_rules(entry_module: str | None) -> bool:
+    """Whether a run of this entry module reaches a rule that needs the model's shape: whether a source looks the
+    model up (and reports RF005 when it cannot)."""
+    return not MODEL_PARTS.isdisjoint(parts_run(entry_module))
+
+
 def lint_command(
     command: Command, snapshot: Snapshot, rules: Iterable, suggestions: Suggestions | None = None
 ) -> list[Diagnostic]:
@@ -654,6 +666,7 @@ __all__ = [
     "EVERY_PART",
     "INT64",
     "MAX_SUGGESTIONS",
+    "MODEL_PARTS",
     "OUT_OF_RANGE",
     "SEPARATED_ROLLOUT_ENTRY_MODULES",
     "ConfigView",
@@ -667,5 +680,6 @@ __all__ = [
     "lint_command",
     "outside_verl",
     "parts_run",
+    "reaches_model_rules",
     "resolve",
 ]

@@ -22,7 +22,7 @@ from .rules.sh_shellcheck import SAID_BETTER_BY, UNSET_UNDER_NOUNSET, in_run_scr
 from .settings import Settings, SettingsFinder
 from .sources.files import TextFile, UnreadableFile, is_regular_file
 from .sources.recipe import ReadOptions
-from .verl_source import VerlChoice
+from .stack import ResolvedStack
 
 SKIP_DIRS = {
     ".git",
@@ -48,7 +48,7 @@ class LintResult:
     named_but_skipped: int = 0  # files named on the command line that are neither recipe nor script (`_not_lintable`)
     # (path, why) of each linted file none of whose trainer commands was checked (`core.checked`), in file order
     not_checked: list[tuple[str, NotChecked]] = field(default_factory=list)
-    verl: dict[str, VerlChoice] = field(default_factory=dict)  # path -> the verl its trainer commands were linted with
+    verl: dict[str, ResolvedStack] = field(default_factory=dict)  # path -> the stack its commands were linted with
 
 
 def discover(paths: list[Path], settings_for: Callable[[Path], Settings]) -> tuple[list[Path], list[tuple[Path, str]]]:
@@ -216,7 +216,7 @@ def lint_text(
 
 def _checked(loaded: api.Loaded, settings: Settings, shellcheck: list[Diagnostic]) -> FileOutcome:
     diagnostics, not_checked = api.check_file(loaded, settings, _shown(shellcheck, loaded, settings))
-    return FileOutcome(True, False, False, diagnostics, not_checked, loaded.verl)
+    return FileOutcome(True, False, False, diagnostics, not_checked, loaded.stack)
 
 
 class FileOutcome(NamedTuple):
@@ -228,7 +228,7 @@ class FileOutcome(NamedTuple):
     named_but_skipped: bool
     diagnostics: list[Diagnostic]
     not_checked: NotChecked | None = None
-    verl: VerlChoice | None = None  # the verl its trainer commands were linted with (`verl_source`)
+    verl: ResolvedStack | None = None  # the stack its trainer commands were linted with (`stack`)
 
 
 def _failed(problem: ReadProblem, unreadable: bool = False) -> FileOutcome:

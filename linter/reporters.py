@@ -9,12 +9,12 @@ from .core.checked import NO_TRAINER_COMMAND, NotChecked
 from .core.diagnostics import Applicability, Diagnostic, Severity
 from .core.printable import printable
 from .sarif import render_sarif
-from .verl_source import VerlChoice
+from .stack import ResolvedStack
 
 FORMATS = ("text", "json", "github", "sarif")
 
 NotCheckedFiles = list[tuple[str, NotChecked]]  # (path, why) of each linted file none of whose commands was checked
-VerlOfFiles = dict[str, VerlChoice]  # path -> the verl its trainer commands were linted with (`verl_source`)
+VerlOfFiles = dict[str, ResolvedStack]  # path -> the stack its trainer commands were linted with (`stack`)
 
 
 def summary(diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFiles = ()) -> dict:
@@ -54,8 +54,8 @@ def _reasons(not_checked: NotCheckedFiles) -> list[tuple[NotChecked, int]]:
 def render_json(
     diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFiles = (), verl: VerlOfFiles | None = None
 ) -> str:
-    """The findings, the summary, and per file with a trainer command the verl it was linted with (`verl`: path ->
-    `{"version", "source", "path", "snapshot"}`, `VerlChoice.as_dict`)."""
+    """The findings, the summary, and per file with a trainer command the stack it was linted with (`verl`: path ->
+    `{"version", "source", "path", "snapshot", "megatron_core", "mbridge", "why"}`, `ResolvedStack.as_dict`)."""
     return json.dumps(
         {
             "version": 1,

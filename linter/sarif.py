@@ -58,7 +58,7 @@ from urllib.parse import quote
 from .core.checked import NO_TRAINER_COMMAND, NotChecked
 from .core.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
 from .ruledocs import rule_anchor
-from .verl_source import VerlChoice
+from .stack import ResolvedStack
 
 LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 OVERRIDE_SOURCE = "--override"  # api.py: command-line overrides are located as `--override:N`
@@ -71,10 +71,10 @@ def render_sarif(
     diagnostics: list[Diagnostic],
     files: int,
     not_checked: list[tuple[str, NotChecked]] = (),
-    verl: dict[str, VerlChoice] | None = None,
+    verl: dict[str, ResolvedStack] | None = None,
 ) -> str:
     """SARIF 2.1.0 (the module docstring); the run's `properties` say how many files were checked, and per file with
-    a trainer command the verl it was linted with (`verl`: path -> `VerlChoice.as_dict`), as the JSON does."""
+    a trainer command the verl it was linted with (`verl`: path -> `ResolvedStack.as_dict`), as the JSON does."""
     from . import __version__
 
     root = Path.cwd()

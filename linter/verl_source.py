@@ -5,11 +5,13 @@ For each file, the first of these that applies:
 1. `--verl-version` on the command line: the user named it for the run, so it wins over everything below (an
    explicit flag that a discovered tree overrode would be a surprise).
 2. A recipe's `verl:`: the file names the verl it is for; over what is discovered, under the command line.
-3. A verl source tree: a `verl/` package with `trainer/config/` in a directory Python would import `verl` from when
-   the script runs (`python -m` looks in the working directory, then in `PYTHONPATH`): the directory the script `cd`s
-   into, else the one it is started from, each directory from the file's own up to the repository root (the closest
-   directory above holding `.git`, else the home directory; never a tree another user owns) tried as the start, then
-   the script's `PYTHONPATH` entries from there (the bash reader's `sources.entry_module`). A vendored, often
+3. A verl source tree: a `verl/` package with `trainer/config/` (or a nested checkout's, `verl/verl/`, beside its
+   `setup.py`) in a directory Python would import `verl` from when the script runs (`python -m` looks in the
+   working directory, then in `PYTHONPATH`): the directory the script `cd`s into, else the one it is started from,
+   each directory from the file's own up to the repository root (the closest directory above holding `.git`, else
+   the home directory; never a tree another user owns) tried as the start, then the script's `PYTHONPATH` entries
+   from there (the bash reader's `sources.entry_module`); then the repository's own tree, which a script that `cd`s
+   elsewhere (or into a directory this machine does not have) runs once it is installed. A vendored, often
    modified verl is what the repository runs.
 4. The verl installed in the environment that runs sapo-lint, located with `importlib.util.find_spec("verl")`: a
    top-level package is found, never imported. A release installed from the package index (its dist-info holds no
@@ -31,7 +33,8 @@ cached under `verl/` in the user cache directory (`core.user_cache`: `$SAPO_LINT
 version. The hash is itself cached by the files' paths, sizes and modification times, so that an unchanged tree is
 not read again on the next run. A build holds a lock on its entry, so that concurrent runs (pre-commit starts
 several) build a tree once, the others waiting for it and reading the result; files are written atomically. A tree
-that cannot be built is one warning (RF004), remembered in the cache too, and the next source in the order is used.
+that cannot be built is one warning (RF004), remembered in the cache too; it is still the verl the file runs, so its
+commands are checked against no other verl (the file is reported as not checked: `snapshot-not-built`).
 
 A command that names a config directory of its own (`--config-path`, or a wrapper module's `@hydra.main`) is checked
 against that config composed as Hydra composes it (`config_for`), snapshotted and cached the same way.
@@ -98,11 +101,14 @@ class VerlChoice(NamedTuple):
     path: str | None = None  # the package directory (a source tree, an installed verl), or the file that pins it
     cached: bool | None = None  # a built snapshot: True read from the cache, False built by this run; else None
     package_dir: str | None = None  # where verl's own files are (its config YAML), when they are on this machine
-    passed_over: tuple[SnapshotNotBuilt, ...] = ()  # the source trees tried first that could not be snapshotted
+    unbuilt: SnapshotNotBuilt | None = None  # the tree it runs cannot be snapshotted: nothing is checked against it
 
     @property
     def state(self) -> str:
-        """`committed` (a committed snapshot), `cached` (built by an earlier run) or `built` (by this one)."""
+        """`committed` (a committed snapshot), `cached` (built by an earlier run), `built` (by this one) or
+        `unbuilt` (it cannot be)."""
+        if self.unbuilt is not None:
+            return "unbuilt"
         return "committed" if self.cached is None else "cached" if self.cached else "built"
 
     def as_dict(self) -> dict:
@@ -111,7 +117,13 @@ class VerlChoice(NamedTuple):
 
     def describe(self) -> str:
         """The text report's note: `verl 0.10.0.dev from ./verl (source tree, snapshot cached)`."""
-        snapshot = "committed snapshot" if self.cached is None else f"snapshot {self.state}"
+        snapshot = (
+            "committed snapshot"
+            if self.cached is None and self.unbuilt is None
+            else "no snapshot: it cannot be built"
+            if self.unbuilt is not None
+            else f"snapshot {self.state}"
+        )
         where = _shown(self.path)
         where = where if where is None or os.path.isabs(where) else os.path.join(".", where)
         if self.source == SOURCE_TREE:
@@ -141,44 +153,54 @@ def named(version: str, source: str) -> VerlChoice:
 
 
 def choose(
-    file: str, cli_verl: str | None, pin: str | None, roots: Iterable[Path] | None = None, text: str | None = None
+    file: str,
+    cli_verl: str | None,
+    pin: str | None,
+    roots: Iterable[Path] | None = None,
+    text: str | None = None,
+    declared: str | None = None,
+    default: str | None = None,
 ) -> VerlChoice:
     """The verl `file` is linted against (the module docstring's order). `pin`: `[tool.sapo-lint] verl-version`;
     `roots`: where Python imports `verl` from when the script runs (default: as if it ran from its own directory
     or one above it up to the repository root, without a `cd` or `PYTHONPATH`); `text`: the script's, for `pip
-    install` pins."""
+    install` pins; `declared`: a recipe's `verl:`; `default`: the verl when nothing names or holds one (the newest
+    committed release).
+
+    A source tree found that cannot be snapshotted is what the file runs all the same: the choice names it, with
+    `unbuilt` saying why, and its commands are checked against no other verl."""
     if cli_verl:
         return named(cli_verl, COMMAND_LINE)
-    passed_over: list[SnapshotNotBuilt] = []
-
-    def from_files(package_dir: Path, version: str, source: str) -> VerlChoice | None:
-        built = _tree_snapshot(package_dir, version, f"{source} verl")
-        if isinstance(built, str):
-            passed_over.append(SnapshotNotBuilt(location=Location(file), tree=str(package_dir), reason=built))
-            return None
+    if declared:
+        return named(declared, RECIPE)
+    own = repository_dirs(Path(os.path.abspath(file)).parent)
+    # The trainer's import roots first; then the repository's own verl, which a script that `cd`s elsewhere (or
+    # into a directory this machine does not have) still runs once installed (`pip install -e .`).
+    for package_dir in source_trees(own if roots is None else [*roots, *own]):
+        version = _tree_version(package_dir)
+        built = _tree_snapshot(package_dir, version, f"{SOURCE_TREE} verl")
         where = str(package_dir)
-        return VerlChoice(built[0], version, source, where, built[1], where, tuple(passed_over))
-
-    own = Path(os.path.abspath(file)).parent
-    for package_dir in source_trees(repository_dirs(own) if roots is None else roots):
-        chosen = from_files(package_dir, _tree_version(package_dir), SOURCE_TREE)
-        if chosen is not None:
-            return chosen
+        if isinstance(built, str):
+            unbuilt = SnapshotNotBuilt(location=Location(file), tree=where, reason=built)
+            return VerlChoice("", version, SOURCE_TREE, where, package_dir=where, unbuilt=unbuilt)
+        return VerlChoice(built[0], version, SOURCE_TREE, where, built[1], where)
     installed = _installed()
     if installed is not None:
         package_dir, version, from_index = installed
+        where = package_dir and str(package_dir)
         if package_dir is None or (from_index and committed_for(version) == version):
-            where = package_dir and str(package_dir)
-            return VerlChoice(version, version, INSTALLED, where, package_dir=where, passed_over=tuple(passed_over))
-        chosen = from_files(package_dir, version, INSTALLED)
-        if chosen is not None:
-            return chosen
+            return VerlChoice(version, version, INSTALLED, where, package_dir=where)
+        built = _tree_snapshot(package_dir, version, f"{INSTALLED} verl")
+        if isinstance(built, str):
+            unbuilt = SnapshotNotBuilt(location=Location(file), tree=where, reason=built)
+            return VerlChoice("", version, INSTALLED, where, package_dir=where, unbuilt=unbuilt)
+        return VerlChoice(built[0], version, INSTALLED, where, built[1], where)
     found = _pin(Path(file), pin, text)
     if found is not None:
         version, where = found
-        return VerlChoice(committed_for(version) or version, version, PIN, where, passed_over=tuple(passed_over))
-    newest = newest_release()
-    return VerlChoice(newest, newest, NEWEST, passed_over=tuple(passed_over))
+        return VerlChoice(committed_for(version) or version, version, PIN, where)
+    newest = default or newest_release()
+    return VerlChoice(newest, newest, NEWEST)
 
 
 # --- where verl is imported from ---------------------------------------------------------------------------------
@@ -195,13 +217,19 @@ def repository_dirs(directory: Path) -> list[Path]:
 
 
 def source_trees(roots: Iterable[Path]) -> list[Path]:
-    """The verl packages under `roots` (`<root>/verl` holding `trainer/config/`), first found first, each once;
-    only trees the user (or root) owns: another user's `/tmp/verl` is never linted against."""
+    """The verl packages under `roots`, first found first, each once: `<root>/verl` holding `trainer/config/`, or
+    in a nested checkout (`<root>/verl/setup.py` or `pyproject.toml`, the package at `<root>/verl/verl/`: cloned or
+    a submodule, then `pip install -e ./verl`) the checkout's package. Only trees the user (or root) owns: another
+    user's `/tmp/verl` is never linted against."""
     found: dict[str, Path] = {}
     for root in roots:
-        package = root / "verl"
-        if (package / "trainer" / "config").is_dir() and _owned(package) and _owned(package / "trainer" / "config"):
-            found.setdefault(os.path.realpath(package), package)
+        checkout = root / "verl"
+        nested = (checkout / "setup.py").is_file() or (checkout / "pyproject.toml").is_file()
+        for package in (checkout, *([checkout / "verl"] if nested else [])):
+            config = package / "trainer" / "config"
+            if config.is_dir() and _owned(package) and _owned(config):
+                found.setdefault(os.path.realpath(package), package)
+                break
     return list(found.values())
 
 

@@ -224,3 +224,11 @@ def children_cpu_s() -> float:
 
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     return used.ru_utime + used.ru_stime
+
+
+VERL_CHOICE_KEYS = ("version", "source", "path", "snapshot")
+
+
+def verl_choice(report: dict, path: str) -> dict:
+    """The JSON report's verl of one file, less the libraries and `why` the stack adds."""
+    return {k: v for k, v in report["verl"][path].items() if k in VERL_CHOICE_KEYS}

@@ -65,7 +65,12 @@ def test_json_output_follows_the_contract(tmp_path):
     report = json.loads(proc.stdout)
     assert set(report) == {"version", "diagnostics", "summary", "verl"} and report["version"] == 1
     newest = {"version": "0.9.1", "source": "newest", "path": None, "snapshot": "committed"}
-    assert report["verl"] == {str(tmp_path / "a.yaml"): newest, str(tmp_path / "b.yaml"): newest}
+    stack = {"megatron_core": "0.16.1", "mbridge": "0.15.1"}
+    for path in (str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")):
+        why = report["verl"][path].pop("why")
+        assert report["verl"][path] == {**newest, **stack}
+        assert [line.split(" (")[0] for line in why] == ["verl 0.9.1", "megatron-core 0.16.1", "mbridge 0.15.1"]
+    assert set(report["verl"]) == {str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")}
     assert report["summary"] == {
         "files": 2,
         "error": 1,
@@ -305,6 +310,12 @@ def test_add_noqa_keeps_crlf_and_a_byte_order_mark(tmp_path):
 
 
 def test_add_noqa_on_a_shebang_line_is_reported_not_written(tmp_path):
+    # a repository that runs verl's naming check (its pre-commit hook), so that NM applies
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".pre-commit-config.yaml").write_text(
+        "repos:\n- repo: local\n  hooks:\n  - id: check-example-naming\n"
+        "    entry: python3 tests/special_sanity/check_example_naming.py --root examples\n"
+    )
     (tmp_path / "examples").mkdir()
     path = tmp_path / "examples" / "run_noqa.sh"  # NM002: no train-backend suffix, reported on line 1
     text = (

@@ -113,7 +113,7 @@ def test_an_environment_variable_a_config_names_is_never_resolved_or_printed(tmp
     assert cached and not any(SECRET.encode() in data for data in cached)
     found = report(root, env={"SAPO_CANARY_TOKEN": SECRET})
     if "defaults" in config:  # the tree cannot be composed without the value: one warning naming the resolver
-        assert "uses the resolver `oc." in rf004(found) and found["verl"]["run.sh"]["source"] != "source-tree"
+        assert "uses the resolver `oc." in rf004(found) and found["verl"]["run.sh"]["snapshot"] == "unbuilt"
     else:  # the search path the build gives Hydra replaces the config's own, which is never read
         assert found["verl"]["run.sh"]["source"] == "source-tree"
 
@@ -132,7 +132,7 @@ def test_a_fifo_in_the_verl_tree_is_one_warning_never_waited_on(tmp_path, where)
         target.unlink()
     fifo(target)
     found = report(root)
-    assert "not a regular file" in rf004(found) and found["verl"]["run.sh"]["source"] == "newest"
+    assert "not a regular file" in rf004(found) and found["verl"]["run.sh"]["snapshot"] == "unbuilt"
 
 
 @pytest.mark.parametrize("pin_file", ["requirements.txt", "pyproject.toml"])
@@ -184,7 +184,7 @@ def test_a_tree_over_the_builds_bounds_is_one_warning_naming_the_bound(tmp_path,
             (package / "trainer" / "config" / f"g{i}").mkdir(exist_ok=True)
             (package / "trainer" / "config" / f"g{i}" / f"{option}.yaml").write_text(f"v{i}: {option}\n")
     found = report(root)
-    assert bound in rf004(found) and found["verl"]["run.sh"]["source"] == "newest"
+    assert bound in rf004(found) and found["verl"]["run.sh"]["snapshot"] == "unbuilt"
 
 
 def test_a_module_that_crashes_the_parser_is_one_warning_and_the_lint_goes_on(tmp_path):
@@ -195,7 +195,7 @@ def test_a_module_that_crashes_the_parser_is_one_warning_and_the_lint_goes_on(tm
     (package / "trainer" / "cfg.py").write_text("x = " + "(" * 3000 + "1" + ")" * 3000 + "\n")
     found = report(root)
     assert "crashed" in rf004(found) or "failed" in rf004(found)
-    assert found["verl"]["run.sh"]["source"] == "newest" and found["summary"]["files"] == 1
+    assert found["verl"]["run.sh"]["snapshot"] == "unbuilt" and found["summary"]["files"] == 1
 
 
 def test_a_wrapper_module_the_parser_refuses_is_one_finding(tmp_path):

@@ -6,7 +6,8 @@ import ast
 import re
 from pathlib import Path
 
-from sapo_toolkit.linter.rules import MODEL_PARTS, all_rules
+from sapo_toolkit.linter.engine import MODEL_PARTS
+from sapo_toolkit.linter.rules import all_rules
 from sapo_toolkit.linter.rules.rf_recipe import MODEL_RULES
 
 LINTER = Path(__file__).resolve().parents[1] / "linter"
@@ -56,7 +57,7 @@ def test_no_module_outside_the_rules_names_a_rule_code_in_its_logic(tmp_path):
 
 def test_the_code_tables_model_parts_are_the_parts_of_the_rules_that_need_the_model():
     declared = {r.part for r in all_rules().values() if r.needs_model}
-    assert MODEL_PARTS == declared, "update MODEL_PARTS in linter/rules/__init__.py to the rules' declarations"
+    assert MODEL_PARTS == declared, "update MODEL_PARTS in linter/engine.py to the rules' declarations"
 
 
 def test_the_rf005_message_names_every_rule_that_needs_the_model():

@@ -22,6 +22,7 @@ from .problems import (
     OverBudget,
     ReadProblem,
     SchemaViolation,
+    SnapshotNotBuilt,
     UnresolvedEntryModule,
 )
 
@@ -55,6 +56,7 @@ BECAUSE: dict[type[ReadProblem], Callable[[ReadProblem], NotChecked]] = {
     ExitsBeforeTrainer: lambda p: NotChecked("exits-before-trainer", "every path exits before the trainer"),
     UnresolvedEntryModule: lambda p: NotChecked("unresolved-entry-module", f"unresolved entry module `{p.module}`"),
     NoSnapshot: _no_snapshot,
+    SnapshotNotBuilt: lambda p: NotChecked("snapshot-not-built", "its verl cannot be snapshotted"),
 }
 
 

@@ -16,7 +16,6 @@ from importlib import import_module
 
 from ..core.diagnostics import Diagnostic
 from ..core.problems import ReadProblem
-from ..engine import Part, parts_run
 from ..rulekit import registry
 from ..rulekit.registry import Rule
 
@@ -122,11 +121,6 @@ SUPERSEDES: dict[str, tuple[str, ...]] = {
     "RF015": ("SH001",),  # a missing entry module, not the config assumed for it
 }
 
-# The parts of verl whose rules include one that needs the model's shape (`@rule(..., needs_model=True)`), for
-# `reaches_model_rules` to answer before any rule module is imported (importing them all would slow
-# `--select SL`); tests/test_rule_reach.py keeps it equal to the rules' declarations.
-MODEL_PARTS = frozenset({Part.ROLLOUT, Part.WORKERS})
-
 
 def load_rules(enabled: Callable[[str], bool] = lambda code: True) -> list[Rule]:
     """The rules whose codes `enabled` accepts, in code order, importing only their modules."""
@@ -171,19 +165,11 @@ def all_rules() -> dict[str, Rule]:
     return {r.code: r for r in load_rules()}
 
 
-def reaches_model_rules(entry_module: str | None) -> bool:
-    """Whether a run of this entry module reaches a rule that needs the model's shape: whether a source looks the
-    model up (and reports RF005 when it cannot)."""
-    return not MODEL_PARTS.isdisjoint(parts_run(entry_module))
-
-
 __all__ = [
-    "MODEL_PARTS",
     "MODULES",
     "SHELLCHECK_CODE",
     "Rule",
     "all_rules",
     "documenting_rule",
     "load_rules",
-    "reaches_model_rules",
 ]

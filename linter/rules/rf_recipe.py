@@ -386,7 +386,8 @@ def _no_snapshot(p: NoSnapshot):
 def _snapshot_not_built(p: SnapshotNotBuilt):
     return UNKNOWN_VERSION.diagnostic(
         p.location,
-        f"the verl at {p.tree} cannot be snapshotted ({p.reason}); linted against the next verl found instead",
+        f"the verl at {p.tree}, which this file runs, cannot be snapshotted ({p.reason}): its keys are not checked "
+        "against another verl",
         severity=Severity.WARNING,
     )
 

@@ -72,8 +72,8 @@ def check(ctx: LintContext):
     error, and says so.
 
     Which megatron-core: the recipe's `stack.megatron_core` or `[tool.sapo-lint] megatron-core-version`, else the one
-    the verl version runs with (`rulekit.versions.PAIRED_MEGATRON_CORE`: verl main pins core_v0.18.0), else the
-    newest release snapshot. A run script that installs or names a Megatron-LM commit or branch (`git clone ...
+    the verl version runs with (`schemas/facts.json`, `verl` fact `megatron-core`: verl main pins core_v0.18.0), as
+    `stack.resolve_stack` decides. A run script that installs or names a Megatron-LM commit or branch (`git clone ...
     Megatron-LM && git checkout <sha>`, over one line or several, `git clone -b lite ...Megatron-LM`, `pip install
     git+...Megatron-LM@<ref>`, `# - Megatron-LM: https://github.com/NVIDIA/Megatron-LM/commit/<sha>`, in a command or
     its set-up comments; a release tag such as `@core_v0.12.1` is a release) may pass a field no release has yet: a

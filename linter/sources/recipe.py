@@ -20,8 +20,8 @@ from ..core.overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse
 from ..core.problems import DuplicateKey, InvalidYaml, ReadProblem, SchemaViolation, TooManyVariants, UnknownModel
 from ..core.redaction import REDACTED, is_secret_name
 from ..core.variants import collapse_variants, expand
-from ..rulekit.versions import megatron_core_for
 from ..schema import SCHEMA_DIR, resolve_verl_version
+from ..stack import Declared, ResolvedStack, resolve_stack
 from . import yaml_nodes
 from .files import TextFile
 from .hardware import RECIPE_FORM, SETTINGS_FORM, AcceleratorLevel, choose, level
@@ -50,6 +50,7 @@ class Recipe:
 class RecipeRead:
     recipe: Recipe | None
     problems: list[ReadProblem]  # turned into findings by the RF rules (`rules/rf_recipe.py`)
+    stack: ResolvedStack | None = None  # what its commands are checked against; None: no recipe was read
 
 
 @cache
@@ -335,16 +336,23 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
     )
 
     stack_data = data.get("stack") if isinstance(data.get("stack"), dict) else {}
-    verl_version = options.cli_verl or (
-        resolve_verl_version(data["verl"]) if data.get("verl") else options.default_verl
+
+    def named(key: str) -> str | None:
+        return str(stack_data[key]) if stack_data.get(key) is not None else None
+
+    resolved = resolve_stack(
+        source.path,
+        Declared(
+            verl=resolve_verl_version(data["verl"]) if data.get("verl") else None,
+            megatron_core=named("megatron_core"),
+            mbridge=named("mbridge"),
+            mindspeed=named("mindspeed"),
+        ),
+        options,
     )
-    named_core = stack_data.get("megatron_core")
-    megatron_core = str(named_core) if named_core is not None else options.stack.megatron_core
-    stack = Stack(
-        megatron_core=megatron_core or megatron_core_for(verl_version),
-        mbridge=str(stack_data.get("mbridge", options.stack.mbridge)),
-        mindspeed=str(stack_data["mindspeed"]) if stack_data.get("mindspeed") is not None else None,
-    )
+    problems.extend([resolved.verl.unbuilt] if resolved.verl.unbuilt else [])
+    stack = resolved.libraries
+    verl_version = resolved.snapshot
     config_name = (
         data.get("config_name")
         if data.get("config_name") in ("ppo_trainer", "ppo_megatron_trainer")
@@ -423,4 +431,4 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
         recipe.commands.append(command._replace(accelerator=accelerator))
         mismatches.append([mismatch] if mismatch else [])
     problems.extend(collapse_variants(mismatches, [c.variant for c in recipe.commands]))
-    return RecipeRead(recipe, problems)
+    return RecipeRead(recipe, problems, resolved)

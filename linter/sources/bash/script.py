@@ -42,11 +42,9 @@ from ...core.problems import (
     VariantsSampled,
 )
 from ...core.variants import MAX_VARIANTS, collapse_variants, expand
-from ...rulekit.versions import megatron_core_for
-from ...rules import reaches_model_rules
+from ...engine import reaches_model_rules
 from ...schema import entrypoints
-from ...verl_source import VerlChoice
-from ...verl_source import choose as choose_verl
+from ...stack import Declared, ResolvedStack, resolve_stack
 from ..entry_module import resolve_entry, search_roots, start_directories
 from ..files import TextFile
 from ..hardware import choose
@@ -76,7 +74,7 @@ class ScriptRead:
     verl_version: str | None = None
     switches: dict[str, list[str | None]] = field(default_factory=dict)  # variable -> values enumerated
     defaults: dict[str, str | None] = field(default_factory=dict)  # variable -> the value it has when none is given
-    verl: VerlChoice | None = None  # the verl its trainer calls are checked against; None: it makes none
+    stack: ResolvedStack | None = None  # what its trainer calls are checked against; None: it makes none
 
 
 _TEST_EXPRESSIONS = ("binary_expression", "parenthesized_expression", "unary_expression")
@@ -528,16 +526,13 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     evaluation = evaluate(source)
     parsed, marks, axes, runs = evaluation.parsed, evaluation.marks, evaluation.axes, evaluation.runs
     first = next((tr for _, ev in runs for tr in ev.trainers), None)
-    verl = None
+    file_stack = None  # a script that starts no trainer runs no verl: none is looked for
     if first is not None:
-        roots = _call_directories(first, source.path, marks)[1]
-        verl = choose_verl(source.path, options.cli_verl, options.verl_pin, roots, source.text)
-    verl_version = verl.snapshot if verl is not None else options.cli_verl or options.default_verl
-    stack = options.stack._replace(
-        megatron_core=options.stack.megatron_core or megatron_core_for(verl_version),
-        megatron_pin=megatron_pin(source.text),
-    )
-    problems = [*evaluation.problems, *(verl.passed_over if verl is not None else ())]
+        roots = tuple(_call_directories(first, source.path, marks)[1])
+        declared = Declared(megatron_pin=megatron_pin(source.text), roots=roots, text=source.text)
+        file_stack = resolve_stack(source.path, declared, options)
+    verl_version = file_stack.snapshot if file_stack is not None else options.cli_verl or options.default_verl
+    problems = [*evaluation.problems, *([file_stack.verl.unbuilt] if file_stack and file_stack.verl.unbuilt else [])]
     levels, unknown_accelerators = accelerator_levels(source.path, options)
     problems.extend(unknown_accelerators)
     entry = entrypoints(verl_version)
@@ -596,7 +591,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
             command = Command(
                 config_name,
                 merge_overrides(overrides, options.cli_overrides),
-                stack,
+                file_stack.libraries,
                 label,
                 tr.node_loc,
                 model,
@@ -623,7 +618,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
         verl_version,
         {var: vals for var, vals in axes},
         {var: vals[i] for (var, vals), i in zip(axes, evaluation.defaults, strict=True)},
-        verl,
+        file_stack,
     )
 
 

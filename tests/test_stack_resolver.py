@@ -1,0 +1,110 @@
+"""`stack.resolve_stack`: which verl, megatron-core and mbridge a file is checked against, decided once, with why;
+the layouts research repositories use (issue 29, section A), each shown with a small repository of its own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sapo_toolkit.linter.core.command import Stack
+from sapo_toolkit.linter.schema import DEFAULT_MBRIDGE, fact, version_key
+from sapo_toolkit.linter.sources.recipe import ReadOptions
+from sapo_toolkit.linter.stack import Declared, resolve_stack
+
+from .helpers import tiny_verl, verl_choice
+from .test_verl_source import TINY, codes, report
+
+OPTIONS = ReadOptions("0.9.1", Stack(None, None))
+
+
+def script_in(root: Path, text: str = TINY, name: str = "run.sh") -> Path:
+    (root / ".git").mkdir(parents=True, exist_ok=True)
+    (root / name).write_text(text)
+    return root / name
+
+
+def test_a_nested_checkout_is_the_verl_the_repository_runs(tmp_path):
+    """`repo/verl/setup.py` with the package at `repo/verl/verl/` (cloned, then `pip install -e ./verl`)."""
+    checkout = tmp_path / "verl"
+    tiny_verl(checkout, version="0.4.0.dev")
+    (checkout / "setup.py").write_text("from setuptools import setup\nsetup(name='verl')\n")
+    script_in(tmp_path, TINY.replace("tiny_knob=3", "tiny_knbo=3"))
+    found = report("run.sh", cwd=tmp_path, cache=tmp_path / "cache")
+    assert verl_choice(found, "run.sh") == {
+        "version": "0.4.0.dev",
+        "source": "source-tree",
+        "path": "verl/verl",
+        "snapshot": "built",
+    }
+    assert [c for c, _ in codes(found, "run.sh") if c == "SL001"] == ["SL001"]  # judged by the checkout's config
+
+
+def test_a_directory_named_verl_without_a_checkout_is_not_one(tmp_path):
+    """A `verl/` folder with no `setup.py`/`pyproject.toml` is no checkout: its `verl/verl` is not imported."""
+    tiny_verl(tmp_path / "verl")
+    script_in(tmp_path)
+    assert verl_choice(report("run.sh", cwd=tmp_path, cache=tmp_path / "cache"), "run.sh")["source"] == "newest"
+
+
+@pytest.mark.parametrize("cd", ["cd /data/someone/project", 'cd "$WORKDIR"', "cd ../../elsewhere"])
+def test_a_cd_the_reader_cannot_follow_falls_back_to_the_repository_s_own_verl(tmp_path, cd):
+    """A `cd` into a directory this machine does not have (or an unknown one) hides nothing: the repository's own
+    verl, installed, is what runs."""
+    tiny_verl(tmp_path, version="0.5.0.dev")
+    script_in(tmp_path, f"#!/bin/bash\n{cd}\npython3 -m verl.trainer.main_ppo trainer.tiny_knob=3\n")
+    found = report("run.sh", cwd=tmp_path, cache=tmp_path / "cache")
+    assert verl_choice(found, "run.sh")["source"] == "source-tree"
+    assert verl_choice(found, "run.sh")["version"] == "0.5.0.dev"
+
+
+def test_the_verl_the_trainer_imports_comes_before_the_repository_s(tmp_path):
+    tiny_verl(tmp_path, version="0.5.0.dev")
+    tiny_verl(tmp_path / "other", version="0.6.0.dev")
+    script_in(tmp_path, "#!/bin/bash\ncd other\npython3 -m verl.trainer.main_ppo trainer.tiny_knob=3\n")
+    assert verl_choice(report("run.sh", cwd=tmp_path, cache=tmp_path / "cache"), "run.sh")["version"] == "0.6.0.dev"
+
+
+def test_a_repository_verl_that_cannot_be_built_is_never_judged_by_another_verl(tmp_path):
+    """One warning names the tree; no SL finding from another verl's config; the file is reported not checked."""
+    package = tiny_verl(tmp_path)
+    (package / "trainer" / "config" / "ppo_trainer.yaml").write_text(
+        "defaults:\n  - missing_group: gone\n  - _self_\ntrainer:\n  nnodes: 1\n"
+    )
+    script_in(tmp_path, "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.not_in_any_verl=1 trainer.nnodes=2\n")
+    found = report("run.sh", cwd=tmp_path, cache=tmp_path / "cache")
+    assert not [c for c, _ in codes(found, "run.sh") if c.startswith("SL")]
+    (warning,) = [d for d in found["diagnostics"] if d["code"] == "RF004"]
+    assert warning["severity"] == "warning" and "not checked against another verl" in warning["message"]
+    assert verl_choice(found, "run.sh") == {"version": "0.0.1", "source": "source-tree", "path": "verl",
+                                             "snapshot": "unbuilt"}  # fmt: skip
+    assert [r["reason"] for r in found["summary"]["not_checked_reasons"]] == ["snapshot-not-built"]
+
+
+def test_megatron_core_is_paired_with_the_verl_from_data(tmp_path):
+    recipe = tmp_path / "r.yaml"
+    for verl, core in [("0.5.0", "0.12.1"), ("0.6.1", "0.13.1"), ("0.9.1", "0.16.1"), ("0.10.0.dev", "0.18.0")]:
+        stack = resolve_stack(str(recipe), Declared(verl=verl), OPTIONS)
+        assert stack.libraries.megatron_core == core == fact("verl", "megatron-core", verl)
+        assert stack.why[1] == f"megatron-core {core} (the release verl {verl} runs with, schemas/facts.json)"
+    # a development tree is its release line's: 0.6.0.dev runs what 0.6.1 does
+    assert fact("verl", "megatron-core", "0.6.0.dev") == "0.13.1"
+
+
+def test_what_the_file_says_wins_over_the_settings_and_the_pairing(tmp_path):
+    recipe = str(tmp_path / "r.yaml")
+    named = resolve_stack(recipe, Declared(verl="0.5.0", megatron_core="0.15.3", mbridge="git-main"), OPTIONS)
+    assert named.libraries == Stack("0.15.3", "git-main")
+    assert named.why[1:] == ("megatron-core 0.15.3 (the recipe's `stack.megatron_core`)",
+                             "mbridge git-main (the recipe's `stack.mbridge`)")  # fmt: skip
+    setting = resolve_stack(recipe, Declared(verl="0.5.0"), OPTIONS._replace(stack=Stack("0.16.1", None)))
+    assert setting.libraries == Stack("0.16.1", DEFAULT_MBRIDGE)
+    assert setting.verl.source == "recipe" and setting.snapshot == "0.5.0"
+    cli = resolve_stack(recipe, Declared(verl="0.5.0"), OPTIONS._replace(cli_verl="0.8.0"))
+    assert cli.verl.source == "command-line" and cli.libraries.megatron_core == "0.16.1"
+
+
+def test_versions_compare_in_pep_440_order():
+    assert version_key("0.10.0.dev") < version_key("0.10.0") < version_key("0.10.1")
+    assert version_key("0.16.0rc1") < version_key("0.16") and version_key("0.9.1") < version_key("0.10.0.dev")
+    assert version_key("git-main") < version_key("0.1")  # a name that is no version sorts first
