@@ -375,3 +375,20 @@ def test_other_snapshots_are_read_only_for_unknown_keys(lint_text):
     assert schema._verl_snapshot.cache_info().currsize == 1  # only 0.9.1's file
     lint_text('verl: "0.9.1"\noverrides:\n  trainer.nnodez: 2\n')
     assert schema._verl_snapshot.cache_info().currsize == len(schema.available_verl_versions())
+
+
+def test_sl009_names_a_template_placeholder_left_unfilled(tmp_path):
+    """verl's own templates leave `<path_to_...>` blanks; a script that keeps one cannot start (Hydra cannot read
+    `<`): the finding says it is a placeholder."""
+    from sapo_toolkit.linter.lint import lint_paths
+    from sapo_toolkit.linter.settings import Settings
+
+    script = tmp_path / "run.sh"
+    script.write_text(
+        'LLM="<path_to_dsv3_config>"\n'
+        "python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=$LLM 'trainer.nnodes=[1'\n"
+    )
+    found = [d for d in lint_paths([script], Settings()).diagnostics if d.code == "SL009"]
+    assert len(found) == 2
+    assert "`<path_to_dsv3_config>` is a placeholder to fill in" in found[0].message
+    assert "placeholder" not in found[1].message

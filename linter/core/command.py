@@ -6,6 +6,7 @@ imports nothing of the project but the rest of `core`.
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from .diagnostics import Location
@@ -65,6 +66,9 @@ class EnvVar(NamedTuple):
     location: Location
 
 
+_PLACEHOLDER = re.compile(r"<[A-Za-z][\w./ -]{0,80}>")
+
+
 def locate_override(text: str, location: Location, key_text: str | None = None) -> LocatedOverride:
     """One `key=value` argument, parsed with Hydra's grammar; a syntax error is kept with its message."""
     key_text = text.split("=", 1)[0] if key_text is None else key_text
@@ -73,6 +77,9 @@ def locate_override(text: str, location: Location, key_text: str | None = None) 
     except OverrideSyntaxError as exc:
         # Hydra's message quotes the text where it stopped: part of the value, which a secret's must not show
         why = "not a valid Hydra override" if is_secret_name(key_text) else exc.message
+        placeholder = _PLACEHOLDER.search(text.partition("=")[2])
+        if placeholder and not is_secret_name(key_text):  # `<path_to_ckpt>`: a template's blank, left unfilled
+            why = f"`{placeholder[0]}` is a placeholder to fill in before a run: Hydra cannot read `<` ({why})"
         return LocatedOverride(location, key_text, None, f"`{redact_assignments(text)}`: {why}")
 
 
