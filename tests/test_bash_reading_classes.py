@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from sapo_toolkit.linter.sources.bash.interpreter import MAX_LOOP_ITERATIONS
 from sapo_toolkit.linter.sources.bash.markers import readable
 from sapo_toolkit.linter.sources.bash.script import evaluate
 from sapo_toolkit.linter.sources.files import TextFile
@@ -61,3 +62,86 @@ def test_single_quotes_in_a_double_quoted_default_are_kept(tmp_path, recorder_di
     assert arguments[-1] == "data.train_files=['a?split=train']", arguments
     code, diagnostics = lint(tmp_path, text)
     assert not found(diagnostics, "SL009"), diagnostics
+
+
+# ------------------------------------------------------------------------ the interpreter through a variable
+@pytest.mark.parametrize(
+    "interpreter",
+    ['"${CONDA_BIN}python"', "${CONDA_BIN}python3.10", "$PYTHON", '"$PYTHON" -u', "PYTHON=python3; $PYTHON"],
+)
+def test_the_interpreter_through_a_variable_runs_the_trainer(tmp_path, recorder_dir, interpreter):  # noqa: F811
+    # a command word of unknown value whose literal end names Python, or that is wholly unknown before Python's
+    # `-m MODULE`, starts the trainer: its bad value is found
+    text = HEAD + interpreter + " -m verl.trainer.main_ppo actor_rollout_ref.model.path=$MODEL_PATH"
+    text += " trainer.total_epochs=abc\n"
+    same_as_bash(text, recorder_dir)
+    code, diagnostics = lint(tmp_path, text)
+    assert [line for line, _ in found(diagnostics, "SL004")] == [4], diagnostics
+    assert code == 1
+
+
+def test_a_command_named_like_no_interpreter_is_no_trainer_call():
+    # `${TOOLS}mypython` names another program, and `$RUNNER` before no `-m` is nothing to go by
+    text = HEAD + '"${TOOLS}mypython" -m verl.trainer.main_ppo trainer.nnodes=1\n$RUNNER check trainer.nnodes=1\n'
+    assert trainer_arguments(text) == []
+
+
+# --------------------------------------------------------------------------------- a trainer call in a loop
+def test_a_for_loop_runs_the_trainer_once_per_item(tmp_path, recorder_dir):  # noqa: F811
+    text = HEAD + "for epochs in 1 abc; do\n    " + CALL + " trainer.total_epochs=$epochs\ndone\n"
+    same_as_bash(text, recorder_dir)
+    assert [arguments[-1] for arguments in trainer_arguments(text)] == [
+        "trainer.total_epochs=1",
+        "trainer.total_epochs=abc",
+    ]
+    code, diagnostics = lint(tmp_path, text)
+    ((line, message),) = found(diagnostics, "SL004")  # the second round's value
+    assert line == 5 and "got 'abc'" in message, diagnostics
+    assert not found(diagnostics, "SH001"), diagnostics
+
+
+def test_a_c_style_for_loop_with_break_and_continue(recorder_dir):  # noqa: F811
+    text = HEAD + "for ((i = 1; i <= 5; i++)); do\n    [ $i = 2 ] && continue\n    [ $i = 4 ] && break\n"
+    text += "    for name in a b; do [ $name = b ] && continue 2; " + CALL + " trainer.total_epochs=$i; done\ndone\n"
+    same_as_bash(text, recorder_dir)
+    assert [arguments[-1] for arguments in trainer_arguments(text)] == [
+        "trainer.total_epochs=1",
+        "trainer.total_epochs=3",
+    ]
+
+
+def test_a_loop_over_the_script_arguments_runs_the_trainer_once(tmp_path):
+    # how many arguments the script is given is not known: the trainer call is checked once, with the loop's
+    # variable one of them (SH004)
+    text = (
+        HEAD + 'for name in "$@"; do\n    ' + CALL + " trainer.experiment_name=$name trainer.total_epochs=abc\ndone\n"
+    )
+    assert [arguments[-2] for arguments in trainer_arguments(text)] == ["trainer.experiment_name=$name"]
+    code, diagnostics = lint(tmp_path, text)
+    assert found(diagnostics, "SL004") and "`$name`" in found(diagnostics, "SH004")[0][1], diagnostics
+
+
+def test_a_while_loop_runs_the_trainer_once(tmp_path, recorder_dir):  # noqa: F811
+    # a retry loop: its body is evaluated once, and the rounds after it are said not to be followed
+    text = HEAD + "while true; do\n    " + CALL + " trainer.total_epochs=abc && break\n    sleep 60\ndone\n"
+    same_as_bash(text, recorder_dir)
+    code, diagnostics = lint(tmp_path, text)
+    assert [line for line, _ in found(diagnostics, "SL004")] == [5], diagnostics
+    assert found(diagnostics, "SH001") == [
+        (4, "loop `while true; do` is evaluated for one round only: how many times it runs is not followed")
+    ]
+
+
+def test_loops_are_evaluated_for_a_bounded_number_of_rounds():
+    items = " ".join(str(i) for i in range(100))
+    text = HEAD + f"for a in {items}; do\n    for b in {items}; do\n        " + CALL + " trainer.total_epochs=$a\n"
+    text += "    done\ndone\n"
+    evaluation = evaluate(TextFile("run.sh", text))
+    ((_, ev),) = evaluation.runs
+    assert len(ev.trainers) == MAX_LOOP_ITERATIONS - 1  # the outer loop's first round is one of them
+    assert [u.message for u in ev.unevaluated] == [
+        f"loop `for b in {items}; do` is evaluated for its first {MAX_LOOP_ITERATIONS - 1} rounds only: the script's "
+        f"loops are evaluated for {MAX_LOOP_ITERATIONS} rounds in all",
+        f"loop `for a in {items}; do` is evaluated for one round only: the script's loops are evaluated for "
+        f"{MAX_LOOP_ITERATIONS} rounds in all",
+    ]

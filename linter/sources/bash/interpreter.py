@@ -5,22 +5,25 @@ Assignments (`+=`, arrays with computed, negative and sparse indices, `[k]=v` el
 `expansion`, arithmetic commands (`(( n += 1 ))`, `let`), the builtins that assign (`printf -v`, and `read` and
 `mapfile` from a here-string, split on IFS), `set --` and `shift`, `case`/`if` on variables with compound conditions
 (`[ a ] && { [ b ] || [ c ]; }`, `[[ a && b ]]`, `!`, `test`), `exit`, `cd`/`pushd`/`popd` (the directory a
-command runs in: `cwd`), and functions called by name with their arguments as positional parameters, their `local`s
-and `return`. The statements tree-sitter still finds inside a
-part it could not read (an ERROR node) are evaluated too. A value that cannot be evaluated holds a marker
+command runs in: `cwd`), functions called by name with their arguments as positional parameters, their `local`s
+and `return`, and loops: a `for` once per item (a C-style `for` while its condition is known), with `break` and
+`continue`, up to `MAX_LOOP_ITERATIONS` rounds in all; a loop whose rounds are not known (`while`, `until`, a `for`
+over the script's own arguments) once where it runs the watched command. The statements tree-sitter still finds
+inside a part it could not read (an ERROR node) are evaluated too. A value that cannot be evaluated holds a marker
 character standing for the construct, so
 that callers can tell where it ends up. A condition that cannot be decided but guards something that can change
 what a watched command receives is a free boolean: the variant's `decisions` say which way it goes, and a condition
 met without one takes the `else` way and is recorded in `undecided`, so that the caller can evaluate the other way
 as another variant. A variable a test finds empty is recorded (`tested_empty`); one the variant evaluates as
 `required` holds the caller's value from such a test on. What is skipped although it can change what a watched
-command receives (a loop around one, a `case` on a computed word, `source`) is recorded as unevaluated.
+command receives (rounds of a loop not followed, a `case` on a computed word, `source`) is recorded as unevaluated.
 This module evaluates the statements; `Interpreter` subclasses `Conditions` (tests, in `conditions`), which
 subclasses `Expansion` (words and arithmetic, in `expansion`).
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import NamedTuple
 
@@ -28,10 +31,14 @@ from ...core.budget import charge
 from ...core.diagnostics import Location
 from .conditions import Conditions, is_test
 from .expansion import as_string, elements
-from .markers import Marks, markers
+from .markers import ARGUMENTS, Marks, markers
 from .words import ansi_c, split_on_ifs
 
 MAX_STEPS = 200_000
+# Loop iterations evaluated in one evaluation of a script, all loops together: a `for` over a literal list is
+# evaluated item by item, as bash runs it, up to this many.
+MAX_LOOP_ITERATIONS = 64
+_LOOP_LIMIT = f"the script's loops are evaluated for {MAX_LOOP_ITERATIONS} rounds in all"
 # The field that stands for the script's own arguments (`"$@"`) passed to a command.
 PASSTHROUGH_FIELD = "\0@"
 
@@ -59,11 +66,21 @@ class _Exit(Exception):
     """`exit`: the script (or the subshell running it) ends here."""
 
 
+class _Break(Exception):
+    """`break N`: the loop ends here, and so do the N - 1 loops around it (`levels`)."""
+
+    def __init__(self, levels: int):
+        super().__init__(levels)
+        self.levels = levels
+
+
+class _Continue(_Break):
+    """`continue N`: the loop goes on with its next item after leaving the N - 1 loops inside it."""
+
+
 class Interpreter(Conditions):
     """Evaluates one variant of a script (one environment). A subclass names the commands it looks for
-    (`watches`, `watched_name`) and receives every command's expanded fields (`on_command`)."""
-
-    watched_name = ""  # what a watched command is, for messages
+    (`watches`) and receives every command's expanded fields (`on_command`)."""
 
     @staticmethod
     def watches(text: bytes) -> bool:
@@ -116,6 +133,8 @@ class Interpreter(Conditions):
         self.inputs_read: set[str] = set()  # variables read before the script set them: the variant's inputs
         self.steps = 0
         self.depth = 0
+        self.loop_iterations = 0  # evaluated so far, against `MAX_LOOP_ITERATIONS`
+        self.loop_depth = 0  # the loops being evaluated around the current statement: `break` leaves them
 
     def warn(self, n, message: str) -> None:
         self.unevaluated.append(Unevaluated(self.loc(n), message))
@@ -171,12 +190,12 @@ class Interpreter(Conditions):
             try:
                 for c in n.named_children:
                     self.stmt(c)
-            except _Exit:
-                pass  # `exit` in ( ... ) ends the subshell only
+            except (_Exit, _Break):
+                pass  # `exit` (or `break`) in ( ... ) ends the subshell only
             self.cwd = cwd  # so does a `cd` in it
         elif t == "compound_statement" and n.children and n.children[0].type == "((":
             self.arith_text(f"$(({self.text(n)[2:-2]}))")  # `(( n += 1 ))`: its assignments take effect
-        elif t in ("redirected_statement", "pipeline", "compound_statement", "program"):
+        elif t in ("redirected_statement", "pipeline", "compound_statement", "program", "do_group"):
             for c in n.named_children:
                 if c.type not in ("file_redirect", "heredoc_redirect", "herestring_redirect", "heredoc_body"):
                     self.stmt(c)
@@ -191,12 +210,12 @@ class Interpreter(Conditions):
             body = n.child_by_field_name("body")
             if name is not None and body is not None:
                 self.functions[self.text(name)] = body
-        elif t in ("for_statement", "c_style_for_statement", "while_statement"):
-            body = n.child_by_field_name("body")
-            if body is not None and self._has_watched_text(body):
-                self.warn(
-                    n, f"loop `{self.text(n).splitlines()[0]}` is not evaluated; its body runs {self.watched_name}"
-                )
+        elif t == "for_statement":
+            self.for_(n)
+        elif t == "c_style_for_statement":
+            self.c_style_for(n)
+        elif t == "while_statement":
+            self.while_(n)
         elif t in ("test_command", "negated_command"):
             self.status(n)
         elif t == "ERROR":  # what tree-sitter could not read: the statements it still found in it are evaluated
@@ -223,7 +242,7 @@ class Interpreter(Conditions):
             try:
                 for c in n.named_children:
                     last = self.status(c)
-            except _Exit:
+            except (_Exit, _Break):
                 if t == "compound_statement":
                     raise
                 return None
@@ -375,6 +394,109 @@ class Interpreter(Conditions):
                 fall = False
                 continue
             return
+
+    # ------------------------------------------------------------------ loops
+    def for_(self, n) -> None:
+        """`for NAME in WORDS; do ...; done`: the body once per item, NAME set to it, as bash runs it. The script's
+        own arguments (`for a in "$@"`, `for a`) are some of unknown value: the body runs once with NAME standing
+        for one of them when it runs the watched command, else not at all (as `${1:-x}` is x)."""
+        name_node, body = n.child_by_field_name("variable"), n.child_by_field_name("body")
+        if name_node is None or body is None:
+            return
+        name = self.text(name_node)
+        items: list[str] = []
+        arguments = not any(c.type == "in" for c in n.children)
+        if arguments and self.positional is not None:
+            items, arguments = [a for a, _ in self.positional], False
+        for i, c in enumerate(n.children):
+            if n.field_name_for_child(i) != "value":
+                continue
+            if self.positional is None and _is_passthrough(self, c):
+                arguments = True
+            else:
+                items.extend(f for f, _ in self.word(c, split=True))
+        if arguments and self._has_watched_text(body):
+            items.append(self.mark(f"${name}", ARGUMENTS))
+
+        def rounds():
+            for item in items:
+                self.set_var(name, item)
+                yield True
+
+        self._iterate(n, body, rounds())
+
+    def c_style_for(self, n) -> None:
+        """`for ((INIT; CONDITION; UPDATE)); do ...; done`: evaluated while its condition is known. One that is not
+        from the start (`for ((;;))`, `i < $N`) is evaluated for one round when it runs the watched command."""
+        body = n.child_by_field_name("body")
+        parts = _c_style_parts(self.src, n)
+        if body is None or parts is None:
+            return
+        initializer, condition, update = parts
+
+        def rounds():
+            self.arith_text(f"$(({initializer or 0}))")
+            for done in itertools.count():
+                holds = self.arith_text(f"$(({condition}))") if condition.strip() else None
+                if holds is None:
+                    if not done and self._has_watched_text(body):
+                        yield True
+                    yield "its condition is not known statically"
+                    return
+                if not holds:
+                    return
+                yield True
+                self.arith_text(f"$(({update or 0}))")
+
+        self._iterate(n, body, rounds())
+
+    def while_(self, n) -> None:
+        """`while`/`until CONDITION; do ...; done`: how many times it runs is not followed (an argument-parsing loop
+        shifts through arguments of unknown value). One that runs the watched command has its condition and then
+        its body evaluated once, unless the condition is known to end the loop before."""
+        body = n.child_by_field_name("body")
+        if body is None or not self._has_watched_text(n):
+            return
+        until = n.children[0].type == "until"
+        conditions = [c for i, c in enumerate(n.children) if n.field_name_for_child(i) == "condition" and c.is_named]
+
+        def rounds():
+            holds = None
+            for c in conditions:
+                holds = self.status(c)
+            if holds is not None and holds == until:
+                return
+            yield True
+            yield "how many times it runs is not followed"
+
+        self._iterate(n, body, rounds())
+
+    def _iterate(self, n, body, rounds) -> None:
+        """Evaluate a loop's body once per round that `rounds` yields (True). A reason it yields instead says why
+        the rounds after those are not followed: reported where the body can change what the watched command
+        receives, as is a loop cut at `MAX_LOOP_ITERATIONS`."""
+        self.loop_depth += 1
+        try:
+            for done in itertools.count():
+                step = next(rounds, False) if self.loop_iterations < MAX_LOOP_ITERATIONS else _LOOP_LIMIT
+                if step is False:
+                    return
+                if step is not True:
+                    if self._assigns(body):
+                        rounds_done = "one round" if done == 1 else f"its first {done} rounds"
+                        evaluated = f"evaluated for {rounds_done} only" if done else "not evaluated"
+                        self.warn(n, f"loop `{self.text(n).splitlines()[0]}` is {evaluated}: {step}")
+                    return
+                self.loop_iterations += 1
+                try:
+                    self.stmt(body)
+                except _Break as exc:  # `continue` too
+                    if exc.levels > 1:
+                        raise type(exc)(exc.levels - 1) from None
+                    if not isinstance(exc, _Continue):
+                        return
+        finally:
+            self.loop_depth -= 1
 
     # ------------------------------------------------------------------ assignments
     def assign(self, n, export: bool = False) -> None:
@@ -559,6 +681,10 @@ class Interpreter(Conditions):
                 return
             if head == "exit":
                 raise _Exit(self.loc(n))
+            if head in ("break", "continue") and self.loop_depth:
+                words = [f for f, _ in fields[len(name_fields) :]]
+                levels = int(words[0]) if words and words[0].isdigit() and int(words[0]) > 0 else 1
+                raise (_Break if head == "break" else _Continue)(levels)
             if head == "return" and self.scopes:
                 raise _Return()
             if head in ("source", "."):
@@ -690,6 +816,22 @@ _STATEMENTS = frozenset(
 
 class _Return(Exception):
     """`return` in a function: the function ends here."""
+
+
+def _c_style_parts(src: bytes, n) -> tuple[str, str, str] | None:
+    """The initializer, condition and update of `for ((...; ...; ...))` as written (empty where left out)."""
+    opening = next((c for c in n.children if c.type == "(("), None)
+    closing = next((c for c in n.children if c.type == "))"), None)
+    if opening is None or closing is None:
+        return None
+    semicolons = [c for c in n.children if c.type == ";" and opening.end_byte <= c.start_byte < closing.start_byte]
+    if len(semicolons) != 2:
+        return None
+    initializer, condition, update = (
+        src[a.end_byte : b.start_byte].decode("utf-8", "replace")
+        for a, b in itertools.pairwise([opening, *semicolons, closing])
+    )
+    return initializer, condition, update
 
 
 _INDEXED = re.compile(r"\[(?P<index>[^\]]*)\]=")

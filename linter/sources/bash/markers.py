@@ -60,6 +60,12 @@ def markers(s: str, marks: dict[str, str]) -> list[str]:
     return [ch for ch in _MARKER.findall(s) if ch in marks]
 
 
+def after_markers(s: str, marks: dict[str, str]) -> str | None:
+    """The text after the last marker (`python3` of `${CONDA_BIN}python3`); None when there is no marker."""
+    found = markers(s, marks)
+    return None if not found else s[s.rfind(found[-1]) + 1 :]
+
+
 def readable(s: str, marks: dict[str, str]) -> str:
     """The text with each marker replaced by the construct it stands for (without the reason)."""
     return _MARKER.sub(lambda m: construct_text(marks[m.group()]) if m.group() in marks else m.group(), s)

@@ -1,9 +1,10 @@
 """Recognising trainer calls in a script being evaluated: `python3 -m verl.<module> ...` (also `torchrun`,
-a versioned or absolute interpreter, interpreter options before `-m` with their values, and a launcher held in an
-array), and a wrapper entry module given Hydra overrides (`python3 -m recipe.dapo.main_dapo data.x=1`,
-`python3 train.py trainer.y=2`: the script's own module, whose `@hydra.main` the reader finds), with Hydra's
-`--config-name`/`-cn` and `--config-path`/`-cp` taken out of the overrides; and the first other command that runs
-Ascend software, for the device the variant runs on."""
+a versioned or absolute interpreter, one named through a variable (`"${CONDA_BIN}python"`, `$PYTHON -m ...`),
+interpreter options before `-m` with their values, and a launcher held in an array), and a wrapper entry module
+given Hydra overrides (`python3 -m recipe.dapo.main_dapo data.x=1`, `python3 train.py trainer.y=2`: the script's
+own module, whose `@hydra.main` the reader finds), with Hydra's `--config-name`/`-cn` and `--config-path`/`-cp`
+taken out of the overrides; and the first other command that runs Ascend software, for the device the variant runs
+on."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ...core.command import DeviceSignal, EnvVar
 from ...core.diagnostics import Location
 from .device_signals import ascend_command
 from .interpreter import PASSTHROUGH_FIELD, Interpreter
+from .markers import after_markers
 
 _PYTHON = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun)$")
 # An argument Hydra reads: an override (`data.train_files=x`, `+a.b=1`, `~a.b`, `seed=1`) or a config option. A
@@ -23,9 +25,10 @@ _HYDRA_ARGUMENT = re.compile(
     r"|~[A-Za-z_][\w-]*(?:\.[\w-]+)*$"  # deletes one
     r"|(?:--config-(?:name|path)|-c[np])(?:=|$)"
 )
-# The same as the script's text shows it, for `watches`: a Python or torchrun command and a dotted override, a
-# config option or an array's elements (`"${ARGS[@]}"`) in the same statement.
-_PYTHON_TEXT = re.compile(rb"\b(?:python[\d.]*|torchrun)\s")
+# The same as the script's text shows it, for `watches`: a Python or torchrun command (also ending a quoted word or
+# a variable's name: `"${CONDA_BIN}python"`, `$PYTHON`) and a dotted override, a config option or an array's
+# elements (`"${ARGS[@]}"`) in the same statement.
+_PYTHON_TEXT = re.compile(rb"\b(?:(?i:python)[\d.]*|torchrun)[\"'}]?\s")
 _HYDRA_TEXT = re.compile(rb"(?:^|[\s\"'(])[+~]{0,2}[A-Za-z_][\w-]*\.[\w.-]*=|--config-(?:name|path)\b|\[[@*]\]\}")
 
 
@@ -47,8 +50,6 @@ class TrainerCall:
 class TrainerCallFinder(Interpreter):
     """Evaluates one variant of a script and records the verl trainer calls it makes."""
 
-    watched_name = "the trainer"
-
     @staticmethod
     def watches(text: bytes) -> bool:
         return b"verl." in text or bool(_PYTHON_TEXT.search(text) and _HYDRA_TEXT.search(text))
@@ -66,8 +67,8 @@ class TrainerCallFinder(Interpreter):
 
     def on_command(self, n, fields, assignments, passthrough) -> None:
         for i, (f, _) in enumerate(fields):
-            base = f.rsplit("/", 1)[-1]
-            if _PYTHON.match(base) and i + 2 < len(fields) + 1:
+            base = self._interpreter(f)
+            if base is not None:
                 rest = fields[i + 1 :]
                 j = 0
                 while j < len(rest) and rest[j][0].startswith("-") and rest[j][0] not in ("-m", "--module"):
@@ -80,6 +81,17 @@ class TrainerCallFinder(Interpreter):
                 elif j < len(rest) and rest[j][0].endswith(".py") and _hydra_arguments(rest[j + 1 :]):
                     self._trainer(n, rest[j][0], rest[j + 1 :], assignments, passthrough, is_file=True)
                     return
+
+    def _interpreter(self, word: str) -> str | None:
+        """The interpreter a word names (`python3`, `torchrun`), also through a path (`/usr/bin/python3`) or after a
+        part of unknown value (`${CONDA_BIN}python3`); "python" for a word that ends in a part of unknown value
+        (`$PYTHON`), which only Python's `-m MODULE` or `FILE.py` after it makes a trainer call; None for any other
+        word."""
+        tail = after_markers(word, self.marks)
+        base = (word if tail is None else tail).rsplit("/", 1)[-1]
+        if _PYTHON.match(base):
+            return base
+        return "python" if tail == "" else None
 
     def _trainer(self, n, module, args, assignments, passthrough, is_file=False) -> None:
         config_name = config_path = None
