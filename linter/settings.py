@@ -44,7 +44,8 @@ KEYS = {
     "naming-roots": (
         "naming_roots",
         list,
-        "directories whose run scripts the naming rules (NM) check (default: the closest directory named `examples`)",
+        "directories whose run scripts the naming rules (NM) check, which turns them on (default: only where the "
+        "repository runs verl's check-example-naming hook or checker, on the hook's --root)",
     ),
     "naming-ignore-dirs": ("naming_ignore_dirs", list, "directories whose scripts the naming rules (NM) skip"),
     "naming-ignore-files": ("naming_ignore_files", list, "scripts the naming rules (NM) skip"),
@@ -70,7 +71,7 @@ class Settings:
     warnings_as_errors: bool = False
     strict: bool = False
     shellcheck: bool = True
-    # None: verl's own check_example_naming root and ignores (linter/rules/nm_naming.py)
+    # None: the roots the script's repository runs verl's naming check on, verl's own ignore lists (nm_naming.py)
     naming_roots: list[str] | None = None
     naming_ignore_dirs: list[str] | None = None
     naming_ignore_files: list[str] | None = None
@@ -89,7 +90,8 @@ class Settings:
 
     def naming_scope(self):
         """Which run scripts the naming rules check (`nm_naming.NamingScope`): the roots and ignores given in the
-        pyproject.toml, relative to its directory, else verl's own (the closest `examples`, its ignore lists)."""
+        pyproject.toml, relative to its directory; else the roots the script's repository runs verl's check on (none
+        where it does not) and verl's own ignore lists."""
         from .rules.nm_naming import NamingScope
 
         project = self.config.parent if self.config is not None else Path()

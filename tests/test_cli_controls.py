@@ -367,9 +367,14 @@ def test_rule_for_an_unknown_code_is_an_error_and_a_shellcheck_code_is_explained
 def test_virtual_environments_under_any_name_are_not_walked(tmp_path):
     # CI builds verl's venv as `.verl-venv` inside the checkout; its packages ship shell scripts (ray's).
     venv = tmp_path / ".verl-venv"
+    (tmp_path / ".git").mkdir()  # a repository whose pre-commit hook runs verl's naming check on every folder
+    (tmp_path / ".pre-commit-config.yaml").write_text(
+        "repos:\n- repo: local\n  hooks:\n  - id: check-example-naming\n"
+        "    entry: python3 tests/special_sanity/check_example_naming.py --root .\n"
+    )
     for script in (venv / "lib" / "python3" / "ray" / "examples" / "waiter.sh", tmp_path / "examples" / "helper.sh"):
         script.parent.mkdir(parents=True)
-        script.write_text("python3 -m verl.trainer.main_ppo\n")  # run scripts under examples/: the NM rules name them
+        script.write_text("python3 -m verl.trainer.main_ppo\n")  # run scripts under the hook's root: NM names them
     (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
     proc = sapo_lint(str(tmp_path), "--no-shellcheck", "--select", "NM")
     assert "helper.sh" in proc.stdout and "waiter.sh" not in proc.stdout, proc.stdout

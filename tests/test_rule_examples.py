@@ -33,6 +33,13 @@ def run_example(code: str, example: str, tmp_path):
         path.write_text(recipe("overrides: {}"), encoding="utf-8")
         found = lint_paths([path], Settings(), overrides).diagnostics
     elif example.startswith("(a script named)"):
+        # in a repository that runs verl's naming check, as verl's own checkout does: only there do NM rules apply
+        (tmp_path / ".git").mkdir()
+        (tmp_path / ".pre-commit-config.yaml").write_text(
+            "repos:\n- repo: local\n  hooks:\n  - id: check-example-naming\n"
+            "    entry: python3 tests/special_sanity/check_example_naming.py --root examples\n",
+            encoding="utf-8",
+        )
         path = tmp_path / example.split(")", 1)[1].strip()
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo\n", encoding="utf-8")  # a run script

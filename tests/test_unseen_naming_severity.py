@@ -50,12 +50,32 @@ def naming(proc: subprocess.CompletedProcess) -> list[tuple[str, str]]:
     return sorted((d["path"], d["code"]) for d in findings(proc) if d["code"].startswith("NM"))
 
 
+# verl main's hook (.pre-commit-config.yaml @ 1dda039): a repository holding it runs verl's naming check (issue 29)
+VERL_NAMING_HOOK = """repos:
+  - repo: local
+    hooks:
+      - id: check-example-naming
+        name: Check example script naming convention
+        entry: python3 tests/special_sanity/check_example_naming.py --root examples
+        language: python
+        pass_filenames: false
+"""
+
+
+def enforcing_repository(root: Path) -> Path:
+    """`root` made a git repository that runs verl's naming check, as verl 0.8.0 and later do."""
+    (root / ".git").mkdir(parents=True)
+    write(root / ".pre-commit-config.yaml", VERL_NAMING_HOOK)
+    return root
+
+
 # --- item 1: naming rules only under a naming root ------------------------------------------------------------------
 
 
 def test_a_run_script_outside_examples_gets_no_naming_finding_and_the_same_script_under_examples_does(tmp_path):
     # verl's CI helper name and a recipe launcher's name, both outside examples/: no NM; the same text under
     # examples/ is an example and gets verl's verdicts.
+    enforcing_repository(tmp_path)
     write(tmp_path / "tests/special_e2e/run_ppo_trainer_megatron.sh", TRAINER)
     write(tmp_path / "verl/experimental/one_step_off_policy/shell/grpo_3b_gsm8k_fsdp2_2_6.sh", TRAINER)
     write(tmp_path / "examples/grpo_trainer/grpo_3b_gsm8k.sh", TRAINER)
@@ -68,8 +88,12 @@ def test_a_run_script_outside_examples_gets_no_naming_finding_and_the_same_scrip
 
 
 def test_the_closest_examples_directory_decides_verl_ignores(tmp_path):
-    # A vendored verl checkout: its examples/profile is ignored as verl ignores it, relative to the closest examples/
-    # (third_party/verl), not to the linted repository's root; examples/ nested in another tree counts too.
+    # A vendored verl checkout named by `naming-roots`: its examples/profile is ignored as verl ignores it, relative
+    # to the closest examples/ (third_party/verl), not to the linted repository's root; examples/ nested in another
+    # tree counts too when listed.
+    write(
+        tmp_path / "pyproject.toml", '[tool.sapo-lint]\nnaming-roots = ["third_party/verl/examples", "docs/examples"]\n'
+    )
     write(tmp_path / "third_party/verl/examples/profile/profile_qwen.sh", TRAINER)
     write(tmp_path / "third_party/verl/examples/grpo_trainer/profile_qwen.sh", TRAINER)
     write(tmp_path / "docs/examples/profile_qwen.sh", TRAINER)
@@ -113,6 +137,7 @@ def test_a_recipe_is_not_a_run_script_and_is_never_named(tmp_path):
         "recipe: sapo-recipe/v1\nname: x\nverl: 0.10.0.dev\nentrypoint: verl.trainer.main_ppo\n"
         "model: {path: Qwen/Qwen3-8B}\nhardware: {accelerator: nvidia-h100}\noverrides:\n  trainer.nnodes: 1\n"
     )
+    enforcing_repository(tmp_path)
     write(tmp_path / "examples/qwen3_8b_vllm.yaml", recipe)
     assert naming(sapo_lint("--no-shellcheck", ".", cwd=tmp_path)) == []
 
