@@ -584,6 +584,9 @@ class Part(Enum):
     (`@rule(..., part=...)`); a run of an entry module reaches the rule when the module runs that part
     (`ENTRY_MODULE_PARTS`)."""
 
+    # The entry module starts: every run reaches it, and a run of a `verl.` module that verl does not have reaches
+    # nothing else (`lint_command`): its command is not checked against a config it never composes.
+    ENTRY = "entry"
     CONFIG = "config"  # Hydra composes the config: every entry module
     # The rollout servers: RolloutConfig (verl/workers/rollout/replica.py, omega_conf_to_dataclass), the model loaded
     # with rollout TP over the trainer's devices, HCCL's environment on Ascend.
@@ -612,12 +615,12 @@ ENTRY_MODULE_PARTS: dict[str, frozenset[Part]] = {
     # get_rollout_replica_class(rollout.name)(config=rollout, ...) builds RolloutConfig, and the servers load the
     # model with rollout TP over trainer.nnodes x n_gpus_per_node devices; HCCL reads its environment on Ascend.
     # No actor, ref, critic, dataset filter, checkpoint or optimizer.
-    "verl.trainer.main_generation_server": frozenset({Part.CONFIG, Part.ROLLOUT}),
+    "verl.trainer.main_generation_server": frozenset({Part.ENTRY, Part.CONFIG, Part.ROLLOUT}),
     # verl/trainer/main_eval.py composes `evaluation` and scores a parquet of responses with Ray tasks.
-    "verl.trainer.main_eval": frozenset({Part.CONFIG}),
+    "verl.trainer.main_eval": frozenset({Part.ENTRY, Part.CONFIG}),
     # verl/trainer/sft_trainer.py and sft_trainer_ray.py compose sft_trainer_engine: no PPO roles, no rollout.
-    "verl.trainer.sft_trainer": frozenset({Part.CONFIG}),
-    "verl.trainer.sft_trainer_ray": frozenset({Part.CONFIG}),
+    "verl.trainer.sft_trainer": frozenset({Part.ENTRY, Part.CONFIG}),
+    "verl.trainer.sft_trainer_ray": frozenset({Part.ENTRY, Part.CONFIG}),
     # fully_async_main.py goes straight to run_ppo without the driver's `validate_config`, and its rollouter asserts
     # `data.train_batch_size == 0` ("train_batch_size must be zero"): the train batch is `require_batches`
     # mini-batches instead. Its rollout is standalone: the actor's worker group builds no rollout mesh
@@ -653,7 +656,9 @@ def lint_command(
     if suggestions is not None:
         ctx.suggestions = suggestions
     out: list[Diagnostic] = []
-    parts = parts_run(command.entry_module)
+    module = command.entry_module or ""
+    starts = not module.startswith("verl.") or module in snapshot.main_modules
+    parts = parts_run(command.entry_module) if starts else frozenset({Part.ENTRY})
     for rule in rules:
         if rule.part in parts:
             charge(f"running {rule.code} on {command.variant or 'the command'}", 1 + len(command.overrides))

@@ -429,6 +429,13 @@ def entrypoints(verl_version: str) -> dict[str, str]:
     return versioned.data["entrypoints"]
 
 
+def main_modules(verl_version: str) -> frozenset[str]:
+    """The modules a snapshot's verl runs with `python -m` (`verl_version`: a reference); empty when it has no
+    snapshot."""
+    versioned = _verl_snapshot(verl_version) if verl_version else None
+    return versioned.main_modules if versioned is not None else frozenset()
+
+
 @cache
 def load_snapshot(verl_version: str, config_name: str) -> Snapshot:
     """One config of a snapshot (`verl_version`: a reference, as `_verl_snapshot` takes). Raises `SnapshotNotFound`

@@ -108,3 +108,26 @@ def test_versions_compare_in_pep_440_order():
     assert version_key("0.10.0.dev") < version_key("0.10.0") < version_key("0.10.1")
     assert version_key("0.16.0rc1") < version_key("0.16") and version_key("0.9.1") < version_key("0.10.0.dev")
     assert version_key("git-main") < version_key("0.1")  # a name that is no version sorts first
+
+
+def test_an_entry_module_this_verl_lacks_is_one_finding_without_a_cascade(tmp_path):
+    """`verl.trainer.main_generation` (gone after 0.5): RF015 alone, not a hundred SL001 from `ppo_trainer`, a
+    config the run never composes."""
+    script_in(
+        tmp_path,
+        "#!/bin/bash\npython3 -m verl.trainer.main_generation data.path=a.parquet data.n_samples=4 "
+        "model.path=/models/x rollout.temperature=1.0\n",
+    )
+    found = report("--verl-version", "0.9.1", "run.sh", cwd=tmp_path, cache=tmp_path / "cache")
+    errors = [d["code"] for d in found["diagnostics"] if d["severity"] == "error"]
+    assert errors == ["RF015"]
+    on_050 = report("--verl-version", "0.5.0", "run.sh", cwd=tmp_path, cache=tmp_path / "cache")
+    assert "RF015" not in [d["code"] for d in on_050["diagnostics"]]  # 0.5.0 has it: its own config judges it
+
+
+def test_a_verl_program_that_is_no_hydra_trainer_is_not_checked_as_one(tmp_path):
+    """`python3 -m verl.model_merger merge --backend fsdp ...` runs argparse, not Hydra: nothing to check."""
+    script_in(tmp_path, "#!/bin/bash\npython3 -m verl.model_merger merge --backend fsdp --local_dir ckpt\n")
+    found = report("--verl-version", "0.9.1", "run.sh", cwd=tmp_path, cache=tmp_path / "cache")
+    assert not [d for d in found["diagnostics"] if d["severity"] == "error"]
+    assert found["summary"]["not_checked_reasons"][0]["reason"] == "no-trainer-command"

@@ -9,7 +9,7 @@ from ..rulekit.registry import Finding, rule
     "RF015",
     "unknown-entry-module",
     Severity.ERROR,
-    part=Part.CONFIG,
+    part=Part.ENTRY,
     summary="the verl entry module is not one the verl version linted can run: the run stops at start",
     bad="""
     verl: "0.10.0.dev"
@@ -31,7 +31,8 @@ def check(ctx: LintContext):
     name stops the run before training starts: Python exits with `No module named verl.trainer.main_ppo_sync`
     (verl main removed `main_ppo_sync`, which verl 0.8.0 had), or runs a module that has no main block and exits
     having done nothing. An error, on the trainer call (on the recipe's `overrides:` line), with the nearest
-    module verl does run. A recipe's entrypoint outside `verl.` (a team's wrapper) is not checked."""
+    module verl does run. A recipe's entrypoint outside `verl.` (a team's wrapper) is not checked. No other rule
+    judges such a command: the run never composes the config they would check."""
     module = ctx.command.entry_module if ctx.command is not None else None
     if not module or not module.startswith("verl.") or module in ctx.snapshot.main_modules:
         return

@@ -43,7 +43,7 @@ from ...core.problems import (
 )
 from ...core.variants import MAX_VARIANTS, collapse_variants, expand
 from ...engine import reaches_model_rules
-from ...schema import entrypoints
+from ...schema import entrypoints, main_modules
 from ...stack import Declared, ResolvedStack, resolve_stack
 from ..entry_module import resolve_entry, search_roots, start_directories
 from ..files import TextFile
@@ -643,6 +643,8 @@ def _entry_config(
         name = tr.config_name or entry.get(tr.module)
         if name is not None:
             return (tr.module, name, tr.config_path), None
+        if tr.module in main_modules(verl_version):  # a program of verl's that is no Hydra trainer (model_merger)
+            return None, None
         unknown = UnknownEntryModule(
             location=tr.node_loc, module=tr.module, verl_version=verl_version, assumed=DEFAULT_CONFIG_NAME
         )
