@@ -145,3 +145,24 @@ def test_loops_are_evaluated_for_a_bounded_number_of_rounds():
         f"loop `for a in {items}; do` is evaluated for one round only: the script's loops are evaluated for "
         f"{MAX_LOOP_ITERATIONS} rounds in all",
     ]
+
+
+# ------------------------------------------------------------------------------ a continuation that is cut
+def test_a_comment_after_the_backslash_ends_the_trainer_command(tmp_path):
+    # `\  # ...`: the `\` escapes a blank and the comment ends the command; no blank line is involved
+    text = HEAD + CALL + " \\  # the model\n    trainer.total_epochs=1 \\\n    trainer.nnodes=1\n"
+    code, diagnostics = lint(tmp_path, text)
+    ((line, message),) = found(diagnostics, "SH005")
+    assert line == 5 and "line 4, which does not end in `\\`" in message, message
+    assert "a `# comment` after it ends the command" in message and "blank line" not in message, message
+
+
+def test_a_trainer_call_cut_off_before_double_dash_never_runs(tmp_path):
+    # a blank line ends `ray job submit ... \`: bash runs `--` as a command, and the trainer never starts
+    text = HEAD + "ray job submit --address=http://127.0.0.1:8265 \\\n\n-- " + CALL + " trainer.total_epochs=abc\n"
+    code, diagnostics = lint(tmp_path, text)
+    ((line, message),) = found(diagnostics, "SH001")
+    assert line == 6 and message.startswith("bash runs `--` as a command (`command not found`), so the trainer"), (
+        message
+    )
+    assert [line for line, _ in found(diagnostics, "SL004")] == [6], diagnostics  # checked as if it ran

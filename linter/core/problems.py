@@ -100,8 +100,15 @@ class BrokenContinuation(ReadProblem):
 
     command: str
     trainer_end: int | None = None  # the line the trainer command it was cut from ended at; None: no trainer before
-    cause: str = ""  # what cut it: "a comment line", "a blank line"
+    cause: str = ""  # what cut it: "a comment line", "a blank line" (only where a line lies between the two)
     overrides: int = 0  # the words of the cut-off command
+
+    @property
+    def cut_on_trainer_line(self) -> bool:
+        """Whether the cut is on the trainer command's own last line: no line lies between the two commands, so
+        that line does not end in a backslash (what follows one there, a blank or a `# comment`, ends the
+        command)."""
+        return self.trainer_end is not None and self.location.line == self.trainer_end + 1
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -47,8 +47,10 @@ def check_unresolved(ctx: LintContext):
     as an interpolation, so the key is still checked. An unresolved model path is RF005's (the rules that need
     the model's shape are skipped, and it says how to give the path), not reported twice. A free-form value (a file
     path, an experiment name) is not a warning: the script's environment inputs are listed once per file instead
-    (SH004). Also reported: a loop around the trainer call, a `case` on a computed word that guards an assignment,
-    `source`, and a number of variants past the limit."""
+    (SH004). Also reported: the rounds of a loop around the trainer call that are not followed (a `for` runs its
+    body once per item, up to 64 rounds in all; a `while` loop once), a `case` on a computed word that guards an
+    assignment, `source`, a trainer call bash never runs since a line break cut off the command it continues
+    (`-- python3 -m verl...`), and a number of variants past the limit."""
     for ro in ctx.overrides:
         if not ro.override.unresolved:
             continue
@@ -102,12 +104,13 @@ BROKEN_CONTINUATION = source_rule(
     "broken-continuation",
     Severity.ERROR,
     summary="a Hydra override on a line of its own: a line break ended the trainer command before it",
-    explanation="""A blank line, or a comment line, after a trailing `\\` ends the command there: bash runs the
-    trainer with the overrides written so far, and the lines after the break become a command of their own whose
-    name is an override (`actor_rollout_ref.rollout.n=8`). Those overrides never reach verl, which trains with its
-    defaults instead; bash then fails with `command not found` (shellcheck's SC2276, which this finding replaces on
-    that line). Reported at the first override after the break, with the line where the trainer command ended.
-    Delete the blank line, or move the comment out of the command.""",
+    explanation="""A blank line, or a comment line, after a trailing `\\` ends the command there, and so does a
+    line that does not end in `\\`: one whose `\\` is followed by a blank (which it escapes) or by a `# comment`
+    (which ends the command). Bash runs the trainer with the overrides written so far, and the lines after the break
+    become a command of their own whose name is an override (`actor_rollout_ref.rollout.n=8`). Those overrides never
+    reach verl, which trains with its defaults instead; bash then fails with `command not found` (shellcheck's
+    SC2276, which this finding replaces on that line). Reported at the first override after the break, with the
+    line where the trainer command ended. Delete the blank line, or move the comment out of the command.""",
     bad="""
     python3 -m verl.trainer.main_ppo \\
         trainer.nnodes=1 \\
@@ -265,7 +268,15 @@ def _syntax_error(p: BashSyntaxError):
 
 @reads(BrokenContinuation)
 def _broken_continuation(p: BrokenContinuation):
-    if p.trainer_end is not None:
+    if p.cut_on_trainer_line:
+        message = (
+            f"`{p.command}` starts a command of its own: the trainer command ended at line {p.trainer_end}, which "
+            "does not end in `\\` (a `\\` followed by a blank escapes the blank, and a `# comment` after it ends "
+            f"the command), so the {p.overrides} override(s) from line {p.location.line} on never reach verl, "
+            "which trains without them; bash then fails with `command not found`. End the line with the `\\` "
+            "(a comment goes above the command)"
+        )
+    elif p.trainer_end is not None:
         message = (
             f"`{p.command}` starts a command of its own: the trainer command ended at line {p.trainer_end}, "
             f"where {p.cause} after its trailing `\\` cut it, so the {p.overrides} override(s) from line "

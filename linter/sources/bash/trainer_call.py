@@ -15,7 +15,7 @@ from ...core.command import DeviceSignal, EnvVar
 from ...core.diagnostics import Location
 from .device_signals import ascend_command
 from .interpreter import PASSTHROUGH_FIELD, Interpreter
-from .markers import after_markers
+from .markers import after_markers, readable
 
 _PYTHON = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun)$")
 # An argument Hydra reads: an override (`data.train_files=x`, `+a.b=1`, `~a.b`, `seed=1`) or a config option. A
@@ -67,20 +67,37 @@ class TrainerCallFinder(Interpreter):
 
     def on_command(self, n, fields, assignments, passthrough) -> None:
         for i, (f, _) in enumerate(fields):
-            base = self._interpreter(f)
-            if base is not None:
-                rest = fields[i + 1 :]
-                j = 0
-                while j < len(rest) and rest[j][0].startswith("-") and rest[j][0] not in ("-m", "--module"):
-                    j += 2 if _takes_value(base, rest[j][0]) else 1  # interpreter options (-u, -X dev, --nnodes 2)
-                if j + 1 < len(rest) and rest[j][0] in ("-m", "--module"):
-                    module, args = rest[j + 1][0], rest[j + 2 :]
-                    if module.startswith("verl.") or _hydra_arguments(args):
-                        self._trainer(n, module, args, assignments, passthrough)
-                        return
-                elif j < len(rest) and rest[j][0].endswith(".py") and _hydra_arguments(rest[j + 1 :]):
-                    self._trainer(n, rest[j][0], rest[j + 1 :], assignments, passthrough, is_file=True)
-                    return
+            call = self._call(f, fields[i + 1 :])
+            if call is None:
+                continue
+            name = fields[0][0]
+            if name.startswith("-"):  # `ray job submit ... \`, a blank line, then `-- python3 -m verl...`
+                self.warn(
+                    n,
+                    f"bash runs `{readable(name, self.marks)}` as a command (`command not found`), so the trainer "
+                    "call after it never runs: a line break (a blank or comment line after a trailing `\\`) ended "
+                    "the command it continues; it is checked as if it ran",
+                )
+            module, args, is_file = call
+            self._trainer(n, module, args, assignments, passthrough, is_file)
+            return
+
+    def _call(self, word: str, rest: list[tuple[str, Location]]) -> tuple[str, list, bool] | None:
+        """(the module or file, its arguments, whether it is a file) where `word` is an interpreter that `rest`
+        makes a trainer call; None where it makes none."""
+        base = self._interpreter(word)
+        if base is None:
+            return None
+        j = 0
+        while j < len(rest) and rest[j][0].startswith("-") and rest[j][0] not in ("-m", "--module"):
+            j += 2 if _takes_value(base, rest[j][0]) else 1  # interpreter options (-u, -X dev, --nnodes 2)
+        if j + 1 < len(rest) and rest[j][0] in ("-m", "--module"):
+            module, args = rest[j + 1][0], rest[j + 2 :]
+            if module.startswith("verl.") or _hydra_arguments(args):
+                return module, args, False
+        elif j < len(rest) and rest[j][0].endswith(".py") and _hydra_arguments(rest[j + 1 :]):
+            return rest[j][0], rest[j + 1 :], True
+        return None
 
     def _interpreter(self, word: str) -> str | None:
         """The interpreter a word names (`python3`, `torchrun`), also through a path (`/usr/bin/python3`) or after a
