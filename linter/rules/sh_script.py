@@ -48,9 +48,9 @@ def check_unresolved(ctx: LintContext):
     the model's shape are skipped, and it says how to give the path), not reported twice. A free-form value (a file
     path, an experiment name) is not a warning: the script's environment inputs are listed once per file instead
     (SH004). Also reported: the rounds of a loop around the trainer call that are not followed (a `for` runs its
-    body once per item, up to 64 rounds in all; a `while` loop once), a `case` on a computed word that guards an
-    assignment, `source`, a trainer call bash never runs since a line break cut off the command it continues
-    (`-- python3 -m verl...`), and a number of variants past the limit."""
+    body once per item, within a limit of rounds for the whole script; a `while` loop once), a `case` on a
+    computed word that guards an assignment, `source`, a trainer call bash never runs since a line break cut off
+    the command it continues (`-- python3 -m verl...`), and a number of variants past the limit."""
     for ro in ctx.overrides:
         if not ro.override.unresolved:
             continue
