@@ -23,7 +23,6 @@ from .engine import resolve as resolve_against
 from .rules import findings, load_rules, without_superseded
 from .rules.rf_recipe import RECIPE_SCHEMA
 from .schema import (
-    DEFAULT_MBRIDGE,
     ConfigNotInSnapshot,
     Snapshot,
     SnapshotNotFound,
@@ -90,7 +89,7 @@ def read_options(
     return ReadOptions(
         default_verl=newest_release(),
         verl_pin=settings.verl_version,
-        stack=Stack(settings.megatron_core, settings.mbridge or DEFAULT_MBRIDGE),
+        stack=Stack(settings.megatron_core, settings.mbridge),
         cli_verl=resolve_verl_version(cli_verl) if cli_verl else None,
         cli_overrides=command_line_overrides(cli_overrides),
         cli_accelerator=cli_accelerator,

@@ -11,7 +11,9 @@ first of these that applies:
   else the release that verl runs with (`schemas/facts.json`, `verl` fact `megatron-core`);
 - mbridge: the recipe's `stack.mbridge`, else the setting's, else what `pip install mbridge` gives;
 - MindSpeed: the recipe's `stack.mindspeed` (the run is on Ascend NPU); the Megatron-LM commit or branch a script
-  installs, as the script names it.
+  installs, as the script names it;
+- for a verl source tree, the loss modes and advantage estimators the repository's own code registers
+  (`verl_source.registered_in_repository`), which SL005 accepts.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import NamedTuple, Protocol
 
 from .core.command import Stack
 from .schema import DEFAULT_MBRIDGE, fact, snapshot_version
-from .verl_source import VerlChoice, choose
+from .verl_source import SOURCE_TREE, VerlChoice, choose, registered_in_repository
 
 
 class StackOptions(Protocol):
@@ -92,7 +94,11 @@ def resolve_stack(path: str, declared: Declared, options: StackOptions) -> Resol
         why.append(f"MindSpeed {declared.mindspeed} (the recipe's `stack.mindspeed`)")
     if declared.megatron_pin:
         why.append(f"Megatron-LM {declared.megatron_pin} (installed by the script)")
-    libraries = Stack(megatron_core, mbridge, declared.mindspeed, declared.megatron_pin)
+    registered = ()
+    if verl.source == SOURCE_TREE and verl.package_dir and verl.unbuilt is None:
+        registered = registered_in_repository(Path(verl.package_dir))
+        why.extend(f"{key} also takes {', '.join(values)} (registered by the repository)" for key, values in registered)
+    libraries = Stack(megatron_core, mbridge, declared.mindspeed, declared.megatron_pin, registered)
     return ResolvedStack(verl, libraries, tuple(why))
 
 

@@ -374,6 +374,59 @@ def _tree_snapshot(package_dir: Path, version: str, what: str) -> tuple[str, boo
     return _BUILT[real]
 
 
+# --- choices the repository registers with verl's registries ----------------------------------------------------
+
+# The keys whose values verl looks up in a registry its code fills with a decorator: a repository's own module (a
+# recipe's `core_algos.py` that the repository's verl imports) may add to it. The name written is the one looked up.
+REGISTRIES = {
+    "register_policy_loss": "actor_rollout_ref.actor.policy_loss.loss_mode",
+    "register_adv_est": "algorithm.adv_estimator",
+}
+# `@register_policy_loss("vespo")`, `@core_algos.register_adv_est('my_est')`: a string literal (an enum member is
+# verl's own, which the snapshot reads); one line, linear (the file is untrusted input).
+_REGISTRATION = re.compile(rb"@[ \t]*(?:[A-Za-z_][\w.]*\.)?(register_policy_loss|register_adv_est)[ \t]*\([ \t]*"
+                           rb"[\"']([A-Za-z0-9_.+-]{1,100})[\"']")  # fmt: skip
+MAX_REGISTRY_FILES = MAX_TREE_FILES  # Python files of the repository read for registrations
+
+
+@cache
+def registered_in_repository(package_dir: Path) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(key, values) that the Python files of the repository holding `package_dir` register with verl's registries
+    (`REGISTRIES`) outside the package (whose registrations its snapshot holds): a loss mode or an advantage
+    estimator a recipe's code adds. Read as text, never imported; the package, virtual environments, hidden and
+    `__pycache__` directories are skipped, and reading stops after `MAX_REGISTRY_FILES` files."""
+    root = repository_dirs(package_dir.parent)[-1]
+    package = os.path.realpath(package_dir)
+    found: dict[str, dict[str, None]] = {}
+    pending, read = [root], 0
+    while pending and read < MAX_REGISTRY_FILES:
+        directory = pending.pop()
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            continue
+        if any(e.name == "pyvenv.cfg" for e in entries):  # a virtual environment: installed packages, not the repo's
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    skipped = entry.name == "__pycache__" or entry.name.startswith(".")
+                    if not skipped and os.path.realpath(entry.path) != package:
+                        pending.append(Path(entry.path))
+                    continue
+                if not entry.name.endswith(".py") or not entry.is_file(follow_symlinks=False):
+                    continue
+                data = read_bytes(Path(entry.path))
+            except (OSError, UnreadableFile):
+                continue
+            read += 1
+            if b"register_" not in data:
+                continue
+            for registry, value in _REGISTRATION.findall(data):
+                found.setdefault(REGISTRIES[registry.decode()], {})[value.decode()] = None
+    return tuple((key, tuple(values)) for key, values in sorted(found.items()))
+
+
 class TreeRefused(Exception):
     """A verl tree that is not snapshotted: it holds a file that is not a regular one, or is over a bound (the
     message, one line, names it)."""

@@ -131,3 +131,29 @@ def test_a_verl_program_that_is_no_hydra_trainer_is_not_checked_as_one(tmp_path)
     found = report("--verl-version", "0.9.1", "run.sh", cwd=tmp_path, cache=tmp_path / "cache")
     assert not [d for d in found["diagnostics"] if d["severity"] == "error"]
     assert found["summary"]["not_checked_reasons"][0]["reason"] == "no-trainer-command"
+
+
+def test_a_loss_mode_the_repository_registers_outside_verl_is_a_valid_choice(tmp_path):
+    """A recipe's own `@register_policy_loss("mine")` (imported by the repository's verl) adds to verl's choices."""
+    package = tiny_verl(tmp_path)
+    (package / "trainer" / "config" / "ppo_trainer.yaml").write_text(
+        "trainer:\n  nnodes: 1\nactor_rollout_ref:\n  actor:\n    policy_loss:\n      loss_mode: vanilla\n"
+    )
+    (package / "trainer" / "ppo").mkdir()
+    (package / "trainer" / "ppo" / "core_algos.py").write_text(
+        "def register_policy_loss(name):\n    return lambda f: f\n\n\n"
+        '@register_policy_loss("vanilla")\ndef vanilla():\n    pass\n'
+    )
+    (tmp_path / "recipe" / "mine").mkdir(parents=True)
+    (tmp_path / "recipe" / "mine" / "core_algos.py").write_text(
+        "from verl.trainer.ppo.core_algos import register_policy_loss\n\n\n"
+        "@register_policy_loss('mine')\ndef mine():\n    pass\n"
+    )
+    key = "actor_rollout_ref.actor.policy_loss.loss_mode"
+    script_in(tmp_path, f"#!/bin/bash\npython3 -m verl.trainer.main_ppo {key}=mine\n")
+    script_in(tmp_path, f"#!/bin/bash\npython3 -m verl.trainer.main_ppo {key}=minee\n", name="typo.sh")
+    found = report("run.sh", "typo.sh", cwd=tmp_path, cache=tmp_path / "cache")
+    assert not [c for c, _ in codes(found, "run.sh") if c == "SL005"]
+    (typo,) = [m for c, m in codes(found, "typo.sh") if c == "SL005"]
+    assert "vanilla, mine" in typo
+    assert f"{key} also takes mine (registered by the repository)" in found["verl"]["run.sh"]["why"]

@@ -278,3 +278,17 @@ def test_a_recipe_entrypoint_is_checked_under_verl_only(tmp_path):
     write(tmp_path / "team.yaml", head + "entrypoint: myteam.train\noverrides: {trainer.nnodes: 1}\n")
     proc = sapo_lint("--no-shellcheck", ".", cwd=tmp_path)
     assert [(d["path"], d["severity"]) for d in findings(proc) if d["code"] == "RF015"] == [("gone.yaml", "error")]
+
+
+def test_a_string_for_a_flag_is_an_error_only_where_it_spells_off(tmp_path):
+    """`trainer.val_before_train=no` is true to Python: certainly a mistake. `recurrent.enable=memory` against a
+    `false` default may be a mode the repository's code also reads by name
+    (`getattr(config.recurrent, config.recurrent.enable)`): a warning."""
+    write(
+        tmp_path / "run.sh",
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.val_before_train=Off trainer.balance_batch=fast\n",
+    )
+    assert sl004(sapo_lint("--no-shellcheck", "--verl-version", "0.10.0.dev", "run.sh", cwd=tmp_path)) == {
+        "trainer.val_before_train": "error",
+        "trainer.balance_batch": "warning",
+    }

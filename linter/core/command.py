@@ -56,6 +56,8 @@ class Stack(NamedTuple):
     mbridge: str
     mindspeed: str | None = None  # a recipe's `stack.mindspeed`: the run is on Ascend NPU, with MindSpeed
     megatron_pin: str | None = None  # a Megatron-LM commit or branch a run script installs, not a release
+    # (key, values) the repository's own code registers with verl's registries (a recipe's loss mode): valid choices
+    registered: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 class EnvVar(NamedTuple):

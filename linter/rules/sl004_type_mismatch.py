@@ -40,6 +40,10 @@ ALSO_READ = {
 }
 
 
+# Strings that mean "off" to a person but are true to Python: for a flag, certainly a mistake.
+SPELLS_OFF = frozenset({"no", "n", "false", "f", "off", "0", "none", "null", "disable", "disabled", ""})
+
+
 def _strings(value) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
@@ -120,7 +124,9 @@ def check(ctx: LintContext):
     in the snapshot's read-set) as its default's type and the value cannot be of that type: a string, a bool or a
     container for a number (`trainer.total_epochs=abc`: `ray_trainer.py` multiplies and ranges over it;
     `trainer.test_freq=many` is compared with ints: TypeError where it is first used), a string or a container for
-    a flag (`trainer.val_before_train=no` is a non-empty string, so true). It stays a warning where verl
+    a flag (`trainer.val_before_train=no` is a non-empty string, so true). A string for a flag that does not spell
+    "off" (`recurrent.enable=memory`) is a warning: code may branch on it and read it as a name too. It stays a
+    warning where verl
     demonstrably reads other types or never reads the key: a mismatch with a string default (verl hands
     `data.enable_thinking_default`, default the string "none", to the chat template as a bool), a float for an
     integer default (`lora.alpha=16.0` divides fine), a number for a flag (0 and 1 branch as False and True), a
@@ -154,10 +160,15 @@ def check(ctx: LintContext):
         problem = type_error(ro.path, value, entry)
         if problem and value is not None and entry.get("inferred") and _read_as_default(ctx, ro.path, entry, value):
             read_as, breaks = _READ_AS[entry["type"]]
+            # A string for a flag that does not spell "off" may be a mode the code also reads by name
+            # (`if config.recurrent.enable: getattr(config.recurrent, config.recurrent.enable)`): a warning.
+            mode = entry["type"] == "bool" and isinstance(value, str) and value.strip().lower() not in SPELLS_OFF
             yield Finding(
                 ro,
                 f"`{ro.path}` {problem}, the type of verl's default; no dataclass declares it, but verl reads "
-                f"`{ro.path.rpartition('.')[2]}` as {read_as}, which a {type(value).__name__} cannot be: {breaks}",
+                f"`{ro.path.rpartition('.')[2]}` as {read_as}, which a {type(value).__name__} cannot be: {breaks}"
+                + ("; check that the code also reads it as a name" if mode else ""),
+                severity=Severity.WARNING if mode else None,
             )
         elif problem and value is None:
             # instantiate does not check types, and verl often reads null as "off" where the annotation forgot

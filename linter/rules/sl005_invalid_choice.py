@@ -25,7 +25,8 @@ def check(ctx: LintContext):
     `Literal[...]` dataclass fields, and config-group selections such as `model_engine`. verl does not check
     `loss_mode` or `adv_estimator` at start-up: an unknown loss mode raises `Unsupported loss mode` in the
     first `update_actor`, after a complete rollout. A bad group option fails at compose
-    (`Could not find 'model_engine/foo'`). The allowed values come from verl's own source for the version."""
+    (`Could not find 'model_engine/foo'`). The allowed values come from verl's own source for the version; for a
+    repository's own verl, a loss mode or estimator its code registers anywhere in the repository counts too."""
     for ro in ctx.overrides:
         if not ro.assigns or ro.parsed.is_sweep or ro.outside is not None or ro.refused is not None:
             continue
@@ -40,6 +41,8 @@ def check(ctx: LintContext):
                 )
             continue
         choices = (ro.entry or {}).get("choices")
+        if choices:  # and what the repository's own code registers (a recipe's `@register_policy_loss("x")`)
+            choices = [*choices, *dict(ctx.stack.registered).get(ro.path, ())]
         if not choices or is_interpolation(value) or (value is None and ro.entry.get("nullable")):
             continue
         if value not in choices:

@@ -295,7 +295,7 @@ class ReadOptions(NamedTuple):
     """What the command line and `[tool.sapo-lint]` add to every file read in one run."""
 
     default_verl: str  # the snapshot a file is checked against when nothing else says which verl it runs
-    stack: Stack
+    stack: Stack  # the settings' megatron-core and mbridge; None where they name none
     cli_verl: str | None = None
     cli_overrides: tuple[LocatedOverride, ...] = ()
     cli_accelerator: str | None = None
