@@ -91,6 +91,7 @@ def read_options(
         verl_pin=settings.verl_version,
         stack=Stack(settings.megatron_core, settings.mbridge),
         cli_verl=resolve_verl_version(cli_verl) if cli_verl else None,
+        cli_verl_named=cli_verl,
         cli_overrides=command_line_overrides(cli_overrides),
         cli_accelerator=cli_accelerator,
         accelerator=settings.accelerator,

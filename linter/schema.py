@@ -114,13 +114,27 @@ def committed_for(version: str) -> str | None:
     return same[-1] if same else None
 
 
+# Names of verl's development branch: its newest `.dev` snapshot stands for it.
+DEVELOPMENT_ALIASES = ("main",)
+
+
 def resolve_verl_version(requested: str) -> str:
-    """The snapshot version a verl version named on the command line or in a recipe stands for: itself, or for a
-    minor release (`0.6`) the newest snapshot of that minor (`0.6.1`). Anything else comes back unchanged, and
-    loading it reports the snapshots there are (a pin is looser: `committed_for`)."""
-    if not _MINOR.fullmatch(requested):
+    """The snapshot a verl version named on the command line or in a recipe stands for: its own; for `main`, the
+    newest development (`.dev`) snapshot; for a release without a snapshot of its own (`0.7.0`) or a minor (`0.6`),
+    the newest snapshot of that minor (`committed_for`). Anything else comes back unchanged, and loading it reports
+    the snapshots there are."""
+    if requested in DEVELOPMENT_ALIASES:
+        development = [v for v in available_verl_versions() if not _is_release(v)]
+        return development[-1] if development else requested
+    if version_key(requested)[0] == 0:  # no version (`0.6.x`): nothing is guessed
         return requested
     return committed_for(requested) or requested
+
+
+def known_verl_version(requested: str) -> bool:
+    """Whether a version named on the command line has a snapshot to check against (`resolve_verl_version`), or
+    names a built snapshot file."""
+    return is_built(requested) or resolve_verl_version(requested) in available_verl_versions()
 
 
 def installed_verl_version() -> str | None:

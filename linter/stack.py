@@ -32,13 +32,14 @@ class StackOptions(Protocol):
     default_verl: str  # the verl when nothing names or holds one: the newest committed release
     stack: Stack  # the setting's megatron-core (None: paired with verl) and mbridge
     cli_verl: str | None
+    cli_verl_named: str | None  # `--verl-version` as written
     verl_pin: str | None  # `[tool.sapo-lint] verl-version`
 
 
 class Declared(NamedTuple):
     """What the file itself says about its stack."""
 
-    verl: str | None = None  # a recipe's `verl:`, as a snapshot reference
+    verl: str | None = None  # a recipe's `verl:`, as written
     megatron_core: str | None = None  # a recipe's `stack.megatron_core`
     mbridge: str | None = None
     mindspeed: str | None = None
@@ -75,7 +76,8 @@ class ResolvedStack(NamedTuple):
 
 def resolve_stack(path: str, declared: Declared, options: StackOptions) -> ResolvedStack:
     """The stack `path` is checked against (the module docstring's order)."""
-    verl = choose(path, options.cli_verl, options.verl_pin, declared.roots, declared.text, declared.verl)
+    cli_verl = options.cli_verl_named or options.cli_verl
+    verl = choose(path, cli_verl, options.verl_pin, declared.roots, declared.text, declared.verl)
     if verl.snapshot is None:
         verl = verl._replace(snapshot=options.default_verl, version=options.default_verl)
     version = snapshot_version(verl.snapshot) if verl.snapshot else verl.version

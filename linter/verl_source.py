@@ -72,6 +72,7 @@ from .schema import (
     installed_verl_version,
     load_snapshot,
     newest_release,
+    resolve_verl_version,
     snapshot_document,
     snapshot_version,
 )
@@ -132,10 +133,13 @@ class VerlChoice(NamedTuple):
             return f"verl {self.version} installed{f' at {where}' if where else ''} ({snapshot})"
         if self.source == PIN:
             return f"verl {self.version} pinned in {where} (snapshot {self.snapshot})"
+        stands_in = (
+            f", the {snapshot_version(self.snapshot)} snapshot standing in" if self.snapshot != self.version else ""
+        )
         if self.source == COMMAND_LINE:
-            return f"verl {self.version} (--verl-version)"
+            return f"verl {self.version} (--verl-version{stands_in})"
         if self.source == RECIPE:
-            return f"verl {self.version} (the recipe's `verl:`)"
+            return f"verl {self.version} (the recipe's `verl:`{stands_in})"
         return f"verl {self.version} (the newest committed snapshot: no verl source tree, installed verl or pin found)"
 
 
@@ -148,8 +152,9 @@ def _shown(path: str | None) -> str | None:
 
 
 def named(version: str, source: str) -> VerlChoice:
-    """The choice of the version the command line (`COMMAND_LINE`) or a recipe (`RECIPE`) names, as named."""
-    return VerlChoice(version, version, source)
+    """The choice of the version the command line (`COMMAND_LINE`) or a recipe (`RECIPE`) names: its snapshot is
+    the one that stands for it (`schema.resolve_verl_version`: `main`, a release without a snapshot of its own)."""
+    return VerlChoice(resolve_verl_version(version), version, source)
 
 
 def choose(

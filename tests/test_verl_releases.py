@@ -191,13 +191,25 @@ def test_a_minor_names_its_newest_snapshot_and_nothing_else_is_guessed():
     assert resolve_verl_version("0.6") == "0.6.1"
     assert resolve_verl_version("0.10") == "0.10.0.dev"  # the newest 0.10 snapshot is main's
     assert resolve_verl_version("0.9.1") == "0.9.1"
-    for unknown in ("0.6.0", "0.3", "0", "0.6.x", "main"):  # reported with the snapshots there are
+    assert resolve_verl_version("0.6.0") == "0.6.1"  # a release without a snapshot of its own: its minor's
+    assert resolve_verl_version("main") == "0.10.0.dev"  # verl's development branch: the newest .dev snapshot
+    for unknown in ("0.3", "0", "0.6.x"):  # reported with the snapshots there are
         assert resolve_verl_version(unknown) == unknown
 
 
-def test_an_unknown_release_lists_the_snapshots(tmp_path):
-    code, found = _lint("--verl-version", "0.3", str(_script(tmp_path, ["trainer.nnodes"])), cwd=tmp_path)
-    assert code == 1
-    [missing] = [d for d in found if d["code"] == "RF004"]
-    assert "no schema snapshot for verl 0.3 " in missing["message"]
-    assert ", ".join(available_verl_versions()) in missing["message"]
+def test_an_unknown_release_is_one_usage_error_listing_the_snapshots(tmp_path):
+    proc = subprocess.run(
+        [str(SCRIPTS / "sapo-lint"), "check", "--verl-version", "0.3", str(_script(tmp_path, ["trainer.nnodes"]))],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "no snapshot of verl 0.3" in proc.stderr and ", ".join(available_verl_versions()) in proc.stderr
+
+
+def test_a_release_without_a_snapshot_of_its_own_says_which_stands_in(tmp_path):
+    proc = subprocess.run(
+        [str(SCRIPTS / "sapo-lint"), "check", "--no-shellcheck", "--verl-version", "0.7.0",
+         str(_script(tmp_path, ["trainer.nnodes"]))],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert "Linted against verl 0.7.0 (--verl-version, the 0.7.1 snapshot standing in)" in proc.stdout

@@ -11,7 +11,26 @@ OVERRIDES = click.option(
     metavar="KEY=VALUE",
     help="A Hydra override applied on top of every recipe (repeatable).",
 )
-VERL_VERSION = click.option("--verl-version", help="Check against this verl schema snapshot instead of the recipe's.")
+
+
+def _known_verl(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An unknown version is a usage error once (exit 2), not a finding per file."""
+    from ..schema import available_verl_versions, known_verl_version
+
+    if value is not None and not known_verl_version(value):
+        raise click.BadParameter(
+            f"no snapshot of verl {value} or of its minor release; snapshots: "
+            f"{', '.join(available_verl_versions())}, or `main` for the newest development one"
+        )
+    return value
+
+
+VERL_VERSION = click.option(
+    "--verl-version",
+    callback=_known_verl,
+    help="Check against this verl's schema snapshot instead of the one found (`main`: the newest development "
+    "snapshot; a release without a snapshot of its own: its minor's newest).",
+)
 ACCELERATOR = click.option(
     "--accelerator", help="Accelerator from schemas/devices.json, instead of the recipe's `hardware.accelerator`."
 )

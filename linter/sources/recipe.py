@@ -20,7 +20,7 @@ from ..core.overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse
 from ..core.problems import DuplicateKey, InvalidYaml, ReadProblem, SchemaViolation, TooManyVariants, UnknownModel
 from ..core.redaction import REDACTED, is_secret_name
 from ..core.variants import collapse_variants, expand
-from ..schema import SCHEMA_DIR, resolve_verl_version
+from ..schema import SCHEMA_DIR
 from ..stack import Declared, ResolvedStack, resolve_stack
 from . import yaml_nodes
 from .files import TextFile
@@ -305,6 +305,7 @@ class ReadOptions(NamedTuple):
     resources: tuple[tuple[str, float], ...] = ()
     cli_resources: tuple[tuple[str, float], ...] = ()
     verl_pin: str | None = None  # `[tool.sapo-lint] verl-version`: a pin, in `verl_source`'s order
+    cli_verl_named: str | None = None  # `--verl-version` as written (`main`); `cli_verl` is the snapshot it names
 
 
 def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
@@ -343,7 +344,7 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
     resolved = resolve_stack(
         source.path,
         Declared(
-            verl=resolve_verl_version(data["verl"]) if data.get("verl") else None,
+            verl=str(data["verl"]) if data.get("verl") else None,
             megatron_core=named("megatron_core"),
             mbridge=named("mbridge"),
             mindspeed=named("mindspeed"),
