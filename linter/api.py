@@ -213,6 +213,7 @@ def _lint_commands(loaded: Loaded, rules) -> tuple[int, list[NoSnapshot], list[D
                         config_only=True,
                         verl_version=version,
                         config_name=command.config_name,
+                        placeholder=getattr(exc, "placeholder", False),
                     )
                 )
     except SnapshotNotFound as exc:

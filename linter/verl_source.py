@@ -607,7 +607,15 @@ def _locked(path: Path) -> Iterator[None]:
 
 class UnresolvedConfig(ConfigNotInSnapshot):
     """A command's config directory cannot be composed: no snapshot holds its config; the message says why (one
-    line)."""
+    line). `placeholder`: the path is a template's blank left unfilled (`/path/to/your/project/config`)."""
+
+    def __init__(self, message: str, placeholder: bool = False) -> None:
+        super().__init__(message)
+        self.placeholder = placeholder
+
+
+# A template's blank in a path: `/path/to/...`, `/your/project`, `<project_dir>`, `YOUR_DIR`.
+_PLACEHOLDER_PATH = re.compile(r"/path/to/|(?:^|/)your[_/-]|<[A-Za-z][\w. -]{0,80}>|\bYOUR_[A-Z]", re.IGNORECASE)
 
 
 # Hydra's `pkg://` and `file://` search path entries.
@@ -624,7 +632,7 @@ def config_for(snapshot: str, verl: VerlChoice | None, command: Command, file: s
     try:
         return _config_for(snapshot, verl, command, file)
     except UnresolvedConfig as exc:
-        raise UnresolvedConfig(f"config `{command.config_name}`: {exc}") from None
+        raise UnresolvedConfig(f"config `{command.config_name}`: {exc}", exc.placeholder) from None
 
 
 def _config_for(snapshot: str, verl: VerlChoice | None, command: Command, file: str) -> tuple[str, str]:
@@ -735,6 +743,11 @@ def _config_directory(written: str, module: str | None, package: Path | None, fi
         return directory
     if directory.parts[-3:] == _VERL_CONFIG:
         return None  # verl's own config directory, on the machine the script was written on
+    if _PLACEHOLDER_PATH.search(written):
+        raise UnresolvedConfig(
+            f"--config-path `{written}` is a placeholder to fill in before a run (the directory does not exist)",
+            placeholder=True,
+        )
     raise UnresolvedConfig(f"--config-path `{written}` is {directory}, which does not exist")
 
 

@@ -171,3 +171,24 @@ def test_a_custom_config_is_never_passed_unchecked_in_silence(findings, linted):
         assert "my_trainer" in findings["custom"][0]["message"]
     else:
         assert findings["custom"] == []
+
+
+@pytest.mark.parametrize(
+    "path", ["/path/to/your/project/examples/config", "/home/YOUR_NAME/project/config", "/your/project/config"]
+)
+def test_a_placeholder_config_path_is_a_warning_that_says_so(tmp_path, path):
+    """A template's `--config-path /path/to/your/project/...` left unfilled: not a silent info."""
+    (tmp_path / "run.sh").write_text(
+        f"#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path={path} --config-name=mine trainer.nnodes=1\n"
+    )
+    found = sapo_lint_json("run.sh", cwd=tmp_path)
+    (rf004,) = [d for d in found["diagnostics"] if d["code"] == "RF004"]
+    assert rf004["severity"] == "warning" and "is a placeholder to fill in before a run" in rf004["message"]
+
+
+def test_a_config_path_that_does_not_exist_here_stays_an_info(tmp_path):
+    (tmp_path / "run.sh").write_text(
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=/data/team/config --config-name=mine\n"
+    )
+    (rf004,) = [d for d in sapo_lint_json("run.sh", cwd=tmp_path)["diagnostics"] if d["code"] == "RF004"]
+    assert rf004["severity"] == "info" and "placeholder" not in rf004["message"]

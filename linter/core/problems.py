@@ -96,19 +96,20 @@ class BashSyntaxError(ReadProblem):
 
 @dataclass(frozen=True, kw_only=True)
 class BrokenContinuation(ReadProblem):
-    """A command named like a Hydra override (`command`): a line break cut it from the command it belongs to."""
+    """A command that a line break cut from the command it belongs to: one named like a Hydra override
+    (`command`), or one whose name is an option that holds the trainer call (`trainer_never_runs`: `ray job submit
+    ... \\`, a blank line, then `-- python3 -m verl...`)."""
 
-    command: str
-    trainer_end: int | None = None  # the line the trainer command it was cut from ended at; None: no trainer before
-    cause: str = ""  # what cut it: "a comment line", "a blank line" (only where a line lies between the two)
+    command: str  # its name, as written
+    # the line where the command it was cut from ended (the trainer command; for `trainer_never_runs`, the command
+    # before it); None: no command it could belong to lies before it
+    ended_at: int | None = None
+    # what ended that command: a line after its trailing `\` ("a comment line", "a blank line"); on its own last
+    # line, what follows its `\` ("a comment", "a blank"), no `\` at the end ("no backslash"), or the separator
+    # between the two commands on one line ("`;`")
+    cause: str = ""
     overrides: int = 0  # the words of the cut-off command
-
-    @property
-    def cut_on_trainer_line(self) -> bool:
-        """Whether the cut is on the trainer command's own last line: no line lies between the two commands, so
-        that line does not end in a backslash (what follows one there, a blank or a `# comment`, ends the
-        command)."""
-        return self.trainer_end is not None and self.location.line == self.trainer_end + 1
+    trainer_never_runs: bool = False  # the cut-off command holds the trainer call: bash runs its option as a command
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -224,6 +225,7 @@ class NoSnapshot(ReadProblem):
     config_only: bool = False  # the version is known, one trainer config is not: its commands alone go unchecked
     verl_version: str = ""  # the version looked up, and the config (the summary names them: `core.checked`)
     config_name: str = ""
+    placeholder: bool = False  # the config's directory is a template's blank left unfilled: a warning
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -377,7 +377,9 @@ def _file_unreadable(p: FileUnreadable):
 def _no_snapshot(p: NoSnapshot):
     if p.config_only:
         return UNKNOWN_VERSION.diagnostic(
-            p.location, f"{p.reason}: the overrides of its commands are not checked", severity=Severity.INFO
+            p.location,
+            f"{p.reason}: the overrides of its commands are not checked",
+            severity=Severity.WARNING if p.placeholder else Severity.INFO,
         )
     return UNKNOWN_VERSION.diagnostic(p.location, p.reason)
 
