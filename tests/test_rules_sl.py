@@ -392,3 +392,13 @@ def test_sl009_names_a_template_placeholder_left_unfilled(tmp_path):
     assert len(found) == 2
     assert "`<path_to_dsv3_config>` is a placeholder to fill in" in found[0].message
     assert "placeholder" not in found[1].message
+
+
+def test_sl003_is_a_warning_where_the_unread_key_turns_something_off(lint_text):
+    """`+trainer.some_legacy_switch=disable` or a null threshold that nothing reads loses nothing: a warning; a
+    value that turns something on is silently lost: an error."""
+    for off in ("disable", "null", "false", "0"):
+        (found,) = only(lint_text(f"overrides:\n  +trainer.my_unread_switch: {off}\n"), "SL003")
+        assert found.severity.value == "warning" and "nothing is lost" in found.message, off
+    (found,) = only(lint_text("overrides:\n  +trainer.my_unread_switch: enable\n"), "SL003")
+    assert found.severity.value == "error"

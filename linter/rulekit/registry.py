@@ -20,7 +20,7 @@ class Finding(NamedTuple):
     at: object  # ResolvedOverride | LocatedOverride | Location
     message: str
     fix: str | None = None
-    severity: Severity | None = None  # only for rules whose severity depends on a library version
+    severity: Severity | None = None  # the rule's own unless the evidence of this finding decides another
     fix_applicability: Applicability = Applicability.SAFE
     related: tuple[Location, ...] = ()  # where the other settings it depends on are written (`LintContext.set_at`)
 

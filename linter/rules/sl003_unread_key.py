@@ -5,6 +5,18 @@ from ..rulekit.registry import Finding, rule
 from ..rulekit.sapo import is_nested_tau
 from ..rulekit.versions import path_elsewhere, read_elsewhere
 
+# Values that turn a setting off: null, false, 0, and the words verl's switches take for it.
+_OFF_WORDS = frozenset({"disable", "disabled", "none", "off", "false", "no"})
+
+
+def turns_off(value) -> bool:
+    """Whether a value turns a setting off rather than on."""
+    if value is None or value is False:
+        return True
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value == 0
+    return isinstance(value, str) and value.strip().lower() in _OFF_WORDS
+
 
 @rule(
     "SL003",
@@ -31,7 +43,8 @@ def check(ctx: LintContext):
     (`data`, `trainer`, `ray_kwargs`, ...) or a `_target_` node that `main_ppo` never instantiates
     (`algorithm`, `reward`, `global_profiler`), verl accepts anything: the key is reported when no code in
     verl reads a key of that name (the read-set collected from verl's source), because then the setting is
-    silently ignored. Keys under open pass-through dicts are checked by SL007, and keys under a declared
+    silently ignored; a warning where the value turns something off (null, false, 0, `disable`), since then nothing
+    is lost. Keys under open pass-through dicts are checked by SL007, and keys under a declared
     dict-typed field (`fsdp_config.mixed_precision`) are the field's value. When another committed verl snapshot
     has the field, or reads the name, the message says which. Nested SAPO taus are SP001. Renaming the key to the
     nearest real one is an unsafe fix (`--fix --unsafe-fixes`): the near spelling is a guess at the key meant."""
@@ -67,11 +80,15 @@ def check(ctx: LintContext):
                 else "a plain config node without a dataclass"
             )
             elsewhere = read_elsewhere(ctx, name)
+            # Turning off what nothing reads changes nothing (`+trainer.use_legacy_worker_impl=disable` where
+            # only that worker exists, a null threshold): right to mention, wrong to block a launch.
+            harmless = turns_off(ro.parsed.value)
             yield Finding(
                 ro,
                 f"`{ro.path}`: `{ro.anchor}` is {kind}, so verl accepts the key, but nothing in "
                 f"verl {ctx.snapshot.label} reads a key named `{name}`: the setting is silently "
-                f"ignored.{elsewhere or hint}",
+                f"ignored{' (it turns something off, so nothing is lost)' if harmless else ''}.{elsewhere or hint}",
                 fix=None if elsewhere else fix,
                 fix_applicability=Applicability.UNSAFE,
+                severity=Severity.WARNING if harmless else None,
             )
