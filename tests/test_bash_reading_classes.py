@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from sapo_toolkit.linter.core.problems import BrokenContinuation
 from sapo_toolkit.linter.sources.bash.interpreter import MAX_LOOP_ITERATIONS
 from sapo_toolkit.linter.sources.bash.markers import readable
 from sapo_toolkit.linter.sources.bash.script import evaluate
@@ -148,21 +149,105 @@ def test_loops_are_evaluated_for_a_bounded_number_of_rounds():
 
 
 # ------------------------------------------------------------------------------ a continuation that is cut
-def test_a_comment_after_the_backslash_ends_the_trainer_command(tmp_path):
-    # `\  # ...`: the `\` escapes a blank and the comment ends the command; no blank line is involved
-    text = HEAD + CALL + " \\  # the model\n    trainer.total_epochs=1 \\\n    trainer.nnodes=1\n"
-    code, diagnostics = lint(tmp_path, text)
-    ((line, message),) = found(diagnostics, "SH005")
-    assert line == 5 and "line 4, which does not end in `\\`" in message, message
-    assert "a `# comment` after it ends the command" in message and "blank line" not in message, message
+def broken_continuations(text: str) -> list[BrokenContinuation]:
+    return [p for p in evaluate(TextFile("run.sh", text)).problems if isinstance(p, BrokenContinuation)]
 
 
-def test_a_trainer_call_cut_off_before_double_dash_never_runs(tmp_path):
-    # a blank line ends `ray job submit ... \`: bash runs `--` as a command, and the trainer never starts
-    text = HEAD + "ray job submit --address=http://127.0.0.1:8265 \\\n\n-- " + CALL + " trainer.total_epochs=abc\n"
+@pytest.mark.parametrize(
+    ("after_call", "cause", "line", "said"),
+    [
+        # `\  # ...`: the `\` escapes a blank and the comment ends the command; no line lies between
+        (
+            " \\  # the model\n    trainer.total_epochs=1 \\\n    trainer.nnodes=1\n",
+            "a comment",
+            5,
+            "ended at line 4, where a comment after its trailing `\\` ended it (the `\\` escapes the blank after it, "
+            "not the line break)",
+        ),
+        # a comment that itself ends in `\` continues nothing
+        (
+            " \\  # the model \\\n    trainer.total_epochs=1\n",
+            "a comment",
+            5,
+            "ended at line 4, where a comment after its trailing `\\` ended it",
+        ),
+        # `\ `: the `\` escapes the blank, and the line break ends the command
+        (
+            " \\ \n    trainer.total_epochs=1\n",
+            "a blank",
+            5,
+            "ended at line 4, where a blank after its trailing `\\` ended it (the `\\` escapes the blank, not the "
+            "line break)",
+        ),
+        (" \\\t\n    trainer.total_epochs=1\n", "a blank", 5, "where a blank after its trailing `\\` ended it"),
+        ("\n    trainer.total_epochs=1\n", "no backslash", 5, "ended at line 4, which does not end in `\\`"),
+        (
+            " \\\n\n    trainer.total_epochs=1\n",
+            "a blank line",
+            6,
+            "ended at line 4, where a blank line after its trailing `\\` ended it",
+        ),
+        # a comment line after a `\` ends the command, also where the comment ends in `\`
+        (
+            " \\\n    # epochs \\\n    trainer.total_epochs=1\n",
+            "a comment line",
+            6,
+            "ended at line 4, where a comment line after its trailing `\\` ended it",
+        ),
+        ("; trainer.total_epochs=1\n", "`;`", 4, "ended at `;` on line 4"),
+    ],
+)
+def test_what_ended_the_trainer_command_is_said(tmp_path, after_call, cause, line, said):
+    text = HEAD + CALL + after_call
+    (broken,) = broken_continuations(text)
+    assert (broken.location.line, broken.ended_at, broken.cause) == (line, 4, cause), broken
+    assert not broken.trainer_never_runs and broken.command == "trainer.total_epochs=1", broken
     code, diagnostics = lint(tmp_path, text)
-    ((line, message),) = found(diagnostics, "SH001")
-    assert line == 6 and message.startswith("bash runs `--` as a command (`command not found`), so the trainer"), (
+    ((at, message),) = found(diagnostics, "SH005")
+    assert at == line and said in message and "override(s) from line" in message, message
+
+
+DOUBLE_DASH = "-- " + CALL + " trainer.total_epochs=abc\n"
+
+
+@pytest.mark.parametrize(
+    ("launcher", "cause", "said"),
+    [
+        ("ray job submit --address=http://127.0.0.1:8265 \\\n\n", "a blank line", "where a blank line after"),
+        ("ray job submit --address=http://127.0.0.1:8265 \\\n  # the trainer\n", "a comment line", "comment line"),
+        ("ray job submit --address=http://127.0.0.1:8265 \\  # the trainer\n", "a comment", "where a comment after"),
+        ("ray job submit --address=http://127.0.0.1:8265 \\ \n", "a blank", "where a blank after"),
+    ],
+)
+def test_a_trainer_call_cut_off_before_double_dash_never_runs(tmp_path, launcher, cause, said):
+    # a break ends `ray job submit ... \`: bash runs `--` as a command, and the trainer never starts
+    text = HEAD + launcher + DOUBLE_DASH
+    (broken,) = broken_continuations(text)
+    line = text.count("\n")
+    assert (broken.location.line, broken.ended_at, broken.cause) == (line, 4, cause), broken
+    assert broken.trainer_never_runs and broken.command == "--", broken
+    code, diagnostics = lint(tmp_path, text)
+    ((at, message),) = found(diagnostics, "SH005")
+    assert at == line and message.startswith("`--` starts a command of its own: the command before it ended at "), (
         message
     )
-    assert [line for line, _ in found(diagnostics, "SL004")] == [6], diagnostics  # checked as if it ran
+    assert said in message and "the trainer call it holds never runs" in message, message
+    assert not [m for _, m in found(diagnostics, "SH001") if "`--`" in m], diagnostics  # SH005 says it, once
+    assert [at for at, _ in found(diagnostics, "SL004")] == [line], diagnostics  # checked as if it ran
+
+
+def test_a_double_dash_command_after_no_cut_continuation_is_said_without_a_cause(tmp_path):
+    # the line before `--` has no `\` at all: which command `--` belongs to is not known, only that it never runs
+    text = HEAD + DOUBLE_DASH
+    (broken,) = broken_continuations(text)
+    assert (broken.location.line, broken.ended_at, broken.cause, broken.trainer_never_runs) == (4, None, "", True)
+    code, diagnostics = lint(tmp_path, text)
+    ((at, message),) = found(diagnostics, "SH005")
+    assert at == 4 and message.startswith("`--` is run as a command (`command not found`)"), message
+    assert "the trainer call it holds never runs" in message and "line 3" not in message, message
+
+
+def test_an_option_command_without_a_trainer_call_is_no_broken_continuation():
+    # `--verbose` on a line of its own holds no trainer call: shellcheck's to judge, not SH005's
+    text = HEAD + "ray job submit --address=http://127.0.0.1:8265 \\\n\n--verbose\n" + CALL + "\n"
+    assert broken_continuations(text) == []

@@ -49,8 +49,7 @@ def check_unresolved(ctx: LintContext):
     path, an experiment name) is not a warning: the script's environment inputs are listed once per file instead
     (SH004). Also reported: the rounds of a loop around the trainer call that are not followed (a `for` runs its
     body once per item, within a limit of rounds for the whole script; a `while` loop once), a `case` on a
-    computed word that guards an assignment, `source`, a trainer call bash never runs since a line break cut off
-    the command it continues (`-- python3 -m verl...`), and a number of variants past the limit."""
+    computed word that guards an assignment, `source`, and a number of variants past the limit."""
     for ro in ctx.overrides:
         if not ro.override.unresolved:
             continue
@@ -103,14 +102,18 @@ BROKEN_CONTINUATION = source_rule(
     "SH005",
     "broken-continuation",
     Severity.ERROR,
-    summary="a Hydra override on a line of its own: a line break ended the trainer command before it",
+    summary="a Hydra override, or a launcher's `--` before the trainer call, on a line of its own: a line break "
+    "ended the command before it",
     explanation="""A blank line, or a comment line, after a trailing `\\` ends the command there, and so does a
     line that does not end in `\\`: one whose `\\` is followed by a blank (which it escapes) or by a `# comment`
     (which ends the command). Bash runs the trainer with the overrides written so far, and the lines after the break
     become a command of their own whose name is an override (`actor_rollout_ref.rollout.n=8`). Those overrides never
     reach verl, which trains with its defaults instead; bash then fails with `command not found` (shellcheck's
     SC2276, which this finding replaces on that line). Reported at the first override after the break, with the
-    line where the trainer command ended. Delete the blank line, or move the comment out of the command.""",
+    line where the trainer command ended and what ended it. Where the break comes before a launcher's `--`
+    (`ray job submit --address=... \\`, a blank line, then `-- python3 -m verl.trainer.main_ppo ...`), bash runs
+    `--` as a command and the trainer call never runs at all; its overrides are still checked, as if it ran. Delete
+    the blank line, move the comment above the command, or end the line with `\\`.""",
     bad="""
     python3 -m verl.trainer.main_ppo \\
         trainer.nnodes=1 \\
@@ -268,27 +271,54 @@ def _syntax_error(p: BashSyntaxError):
 
 @reads(BrokenContinuation)
 def _broken_continuation(p: BrokenContinuation):
-    if p.cut_on_trainer_line:
+    if p.ended_at is None and p.trainer_never_runs:
         message = (
-            f"`{p.command}` starts a command of its own: the trainer command ended at line {p.trainer_end}, which "
-            "does not end in `\\` (a `\\` followed by a blank escapes the blank, and a `# comment` after it ends "
-            f"the command), so the {p.overrides} override(s) from line {p.location.line} on never reach verl, "
-            "which trains without them; bash then fails with `command not found`. End the line with the `\\` "
-            "(a comment goes above the command)"
+            f"`{p.command}` is run as a command (`command not found`): a line break ended the command it belongs "
+            "to, so the trainer call it holds never runs (it is checked here as if it ran)"
         )
-    elif p.trainer_end is not None:
-        message = (
-            f"`{p.command}` starts a command of its own: the trainer command ended at line {p.trainer_end}, "
-            f"where {p.cause} after its trailing `\\` cut it, so the {p.overrides} override(s) from line "
-            f"{p.location.line} on never reach verl, which trains without them; bash then fails with `command "
-            "not found`. Remove the line break"
-        )
-    else:
+        return BROKEN_CONTINUATION.diagnostic(p.location, message)
+    if p.ended_at is None:
         message = (
             f"`{p.command}` is run as a command, not passed to a trainer: a line break ended the command it "
             "belongs to, so it never reaches verl; bash fails with `command not found`"
         )
+        return BROKEN_CONTINUATION.diagnostic(p.location, message)
+    ended, fix = _where_it_ended(p.cause, p.ended_at)
+    if p.trainer_never_runs:
+        message = (
+            f"`{p.command}` starts a command of its own: the command before it {ended}, so bash runs "
+            f"`{p.command}` as a command (`command not found`) and the trainer call it holds never runs (it is "
+            f"checked here as if it ran). {fix}"
+        )
+    else:
+        message = (
+            f"`{p.command}` starts a command of its own: the trainer command {ended}, so the {p.overrides} "
+            f"override(s) from line {p.location.line} on never reach verl, which trains without them; bash then "
+            f"fails with `command not found`. {fix}"
+        )
     return BROKEN_CONTINUATION.diagnostic(p.location, message)
+
+
+def _where_it_ended(cause: str, line: int) -> tuple[str, str]:
+    """Where and how a command ended (`BrokenContinuation.cause`), and how to join the cut-off command to it."""
+    if cause in ("a comment line", "a blank line"):
+        fix = "Move the comment line above the command" if cause == "a comment line" else "Delete the blank line"
+        return f"ended at line {line}, where {cause} after its trailing `\\` ended it", fix
+    if cause == "a comment":
+        return (
+            f"ended at line {line}, where a comment after its trailing `\\` ended it (the `\\` escapes the blank "
+            "after it, not the line break)",
+            "Move the comment above the command and end the line with the `\\`",
+        )
+    if cause == "a blank":
+        return (
+            f"ended at line {line}, where a blank after its trailing `\\` ended it (the `\\` escapes the blank, "
+            "not the line break)",
+            "Delete the blank after the `\\`",
+        )
+    if cause == "no backslash":
+        return f"ended at line {line}, which does not end in `\\`", f"End line {line} with `\\`"
+    return f"ended at {cause} on line {line}", f"Delete the {cause}"
 
 
 @reads(Passthrough)

@@ -325,10 +325,31 @@ def _parse(source: TextFile) -> _Parsed:
 _OVERRIDE_AS_COMMAND = re.compile(
     r"^(?:(?:\+\+|\+)?[A-Za-z_][\w-]*(?:\.[\w-]+)+(?:@[\w.]+)?=|~[A-Za-z_][\w-]*(?:\.[\w-]+)+$)"
 )
+# What follows a command's last word on its line: a `\` that continues it onto the next line (the line's last
+# character), or one that escapes a blank instead, which ends the command there or at a `# comment` after it.
+_COMMENT_AFTER_BACKSLASH = re.compile(rb"\s*\\[ \t]+#")
+_BLANK_AFTER_BACKSLASH = re.compile(rb"\s*\\[ \t]+$")
+_CONTINUED = re.compile(rb"\s*\\$")
+
+
+def _cause(parsed: _Parsed, before, n) -> str:
+    """What ended the command `before` so that `n` starts a command of its own (`BrokenContinuation.cause`)."""
+    end = before.end_point[0]  # its last line, from 0
+    if n.start_point[0] == end:  # both on one line: what separates them (`;`, `&`)
+        return f"`{parsed.src[before.end_byte : n.start_byte].decode('utf-8', 'replace').strip()}`"
+    tail = parsed.lines[end][before.end_point[1] :]  # after its last word (tree-sitter leaves a `\ ` word out)
+    if _COMMENT_AFTER_BACKSLASH.match(tail):  # first: a comment may end in `\` too
+        return "a comment"
+    if _BLANK_AFTER_BACKSLASH.match(tail):
+        return "a blank"
+    if _CONTINUED.match(tail):  # continued onto the next line, which ended it
+        return "a comment line" if parsed.lines[end + 1].lstrip().startswith(b"#") else "a blank line"
+    return "no backslash"
 
 
 def _broken_continuations(parsed: _Parsed, path: str) -> list[BrokenContinuation]:
-    """SH005: commands whose name is a Hydra override, each with the trainer command a line break cut it from."""
+    """SH005: commands whose name is a Hydra override, each with the trainer command a line break cut it from; and
+    commands whose name is an option (`--`) and whose text holds a trainer call, with the command before them."""
     out = []
     # each node with the named sibling before it that is no comment: found in one pass over its parent's children
     # (tree-sitter finds a previous sibling from the parent's first child: walking back over 20,000 comments one
@@ -343,20 +364,37 @@ def _broken_continuations(parsed: _Parsed, path: str) -> list[BrokenContinuation
         stack.extend(reversed(children))
         name = n.child_by_field_name("name") if n.type == "command" else None
         written = parsed.src[name.start_byte : name.end_byte].decode("utf-8", "replace") if name is not None else ""
-        if not _OVERRIDE_AS_COMMAND.match(written):
+        if _OVERRIDE_AS_COMMAND.match(written):
+            # cut from a trainer command only
+            cut_from = before if before is not None and TrainerCallFinder.watches(_text(parsed, before)) else None
+            never_runs = False
+        elif written.startswith("-") and TrainerCallFinder.watches(_text(parsed, n)):
+            cut_from, never_runs = before, True  # cut from its launcher, whatever that is (`ray job submit`)
+        else:
             continue
         words = sum(1 for c in n.named_children if c.type not in ("variable_assignment", "file_redirect", "comment"))
         where = node_location(path, parsed.lines, n)
-        if before is not None and TrainerCallFinder.watches(parsed.src[before.start_byte : before.end_byte]):
-            end = before.end_point[0] + 1
-            between = [parsed.lines[i].strip() for i in range(end, where.line - 1)]
-            cause = "a comment line" if any(line.startswith(b"#") for line in between) else "a blank line"
-            out.append(
-                BrokenContinuation(location=where, command=written, trainer_end=end, cause=cause, overrides=words)
+        cause = _cause(parsed, cut_from, n) if cut_from is not None else ""
+        if never_runs and cause == "no backslash":
+            cut_from = None  # a command before it with no `\` to cut: which command it belongs to is not known
+        if cut_from is None:
+            out.append(BrokenContinuation(location=where, command=written, trainer_never_runs=never_runs))
+            continue
+        out.append(
+            BrokenContinuation(
+                location=where,
+                command=written,
+                ended_at=cut_from.end_point[0] + 1,
+                cause=cause,
+                overrides=words,
+                trainer_never_runs=never_runs,
             )
-        else:
-            out.append(BrokenContinuation(location=where, command=written))
+        )
     return out
+
+
+def _text(parsed: _Parsed, n) -> bytes:
+    return parsed.src[n.start_byte : n.end_byte]
 
 
 class _BranchFinder:

@@ -15,7 +15,7 @@ from ...core.command import DeviceSignal, EnvVar
 from ...core.diagnostics import Location
 from .device_signals import ascend_command
 from .interpreter import PASSTHROUGH_FIELD, Interpreter
-from .markers import after_markers, readable
+from .markers import after_markers
 
 _PYTHON = re.compile(r"^(python(\d+(\.\d+)?)?|torchrun)$")
 # An argument Hydra reads: an override (`data.train_files=x`, `+a.b=1`, `~a.b`, `seed=1`) or a config option. A
@@ -70,14 +70,8 @@ class TrainerCallFinder(Interpreter):
             call = self._call(f, fields[i + 1 :])
             if call is None:
                 continue
-            name = fields[0][0]
-            if name.startswith("-"):  # `ray job submit ... \`, a blank line, then `-- python3 -m verl...`
-                self.warn(
-                    n,
-                    f"bash runs `{readable(name, self.marks)}` as a command (`command not found`), so the trainer "
-                    "call after it never runs: a line break (a blank or comment line after a trailing `\\`) ended "
-                    "the command it continues; it is checked as if it ran",
-                )
+            # `-- python3 -m verl...` after a cut `ray job submit ... \` never runs; it is checked as if it ran, and
+            # SH005 says so (`script._broken_continuations`)
             module, args, is_file = call
             self._trainer(n, module, args, assignments, passthrough, is_file)
             return
