@@ -12,8 +12,9 @@ first of these that applies:
 - mbridge: the recipe's `stack.mbridge`, else the setting's, else what `pip install mbridge` gives;
 - MindSpeed: the recipe's `stack.mindspeed` (the run is on Ascend NPU); the Megatron-LM commit or branch a script
   installs, as the script names it;
-- for a verl source tree, the loss modes and advantage estimators the repository's own code registers
-  (`verl_source.registered_in_repository`), which SL005 accepts.
+- for a file in a repository (the one holding its verl source tree, else its git repository), the repository whose
+  own code adds to verl (`verl_source.repository_code`, read only when a rule asks): the loss modes and advantage
+  estimators it registers, which SL005 accepts, and the key names it reads, which SL003 does not call unread.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import NamedTuple, Protocol
 
 from .core.command import Stack
 from .schema import DEFAULT_MBRIDGE, fact, snapshot_version
-from .verl_source import SOURCE_TREE, VerlChoice, choose, registered_in_repository
+from .verl_source import SOURCE_TREE, VerlChoice, choose, repository_root
 
 
 class StackOptions(Protocol):
@@ -96,11 +97,11 @@ def resolve_stack(path: str, declared: Declared, options: StackOptions) -> Resol
         why.append(f"MindSpeed {declared.mindspeed} (the recipe's `stack.mindspeed`)")
     if declared.megatron_pin:
         why.append(f"Megatron-LM {declared.megatron_pin} (installed by the script)")
-    registered = ()
-    if verl.source == SOURCE_TREE and verl.package_dir and verl.unbuilt is None:
-        registered = registered_in_repository(Path(verl.package_dir))
-        why.extend(f"{key} also takes {', '.join(values)} (registered by the repository)" for key, values in registered)
-    libraries = Stack(megatron_core, mbridge, declared.mindspeed, declared.megatron_pin, registered)
+    root = repository_root(path, verl) if verl.unbuilt is None else None
+    package = verl.package_dir if verl.source == SOURCE_TREE else None
+    if root is not None:
+        why.append(f"the code of the repository at {root} (the loss modes it registers, the keys it reads)")
+    libraries = Stack(megatron_core, mbridge, declared.mindspeed, declared.megatron_pin, root and str(root), package)
     return ResolvedStack(verl, libraries, tuple(why))
 
 

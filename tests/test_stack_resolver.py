@@ -156,4 +156,27 @@ def test_a_loss_mode_the_repository_registers_outside_verl_is_a_valid_choice(tmp
     assert not [c for c, _ in codes(found, "run.sh") if c == "SL005"]
     (typo,) = [m for c, m in codes(found, "typo.sh") if c == "SL005"]
     assert "vanilla, mine" in typo
-    assert f"{key} also takes mine (registered by the repository)" in found["verl"]["run.sh"]["why"]
+    assert any(line.startswith("the code of the repository at") for line in found["verl"]["run.sh"]["why"])
+
+
+def test_a_key_the_repository_s_own_code_reads_is_not_called_unread(tmp_path):
+    """A trainer subclass of the repository reading `self.config.trainer.my_knob` makes `+trainer.my_knob` a real
+    setting; a name read off another node (`other_cfg.lost_knob`) says nothing of `trainer.lost_knob`."""
+    tiny_verl(tmp_path)
+    (tmp_path / "recipe" / "mine").mkdir(parents=True)
+    (tmp_path / "recipe" / "mine" / "my_trainer.py").write_text(
+        "class MyTrainer:\n    def fit(self):\n        k = self.config.trainer.my_knob\n"
+        "        n = self.config.trainer.get('my_count')\n        return other_cfg.lost_knob\n"
+    )
+    script_in(
+        tmp_path,
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo +trainer.my_knob=2 +trainer.my_count=3 +trainer.lost_knob=4\n",
+    )
+    found = report("run.sh", cwd=tmp_path, cache=tmp_path / "cache")
+    unread = [m.split("`")[1] for c, m in codes(found, "run.sh") if c == "SL003"]
+    assert unread == ["trainer.lost_knob"]
+    outside = tmp_path.with_name(tmp_path.name + "-elsewhere")  # the same script in no repository
+    outside.mkdir()
+    (outside / "run.sh").write_text((tmp_path / "run.sh").read_text())
+    alone = report("--verl-version", "0.9.1", "run.sh", cwd=outside, cache=tmp_path / "cache")
+    assert "or in this repository" not in " ".join(m for c, m in codes(alone, "run.sh") if c == "SL003")

@@ -56,8 +56,10 @@ class Stack(NamedTuple):
     mbridge: str
     mindspeed: str | None = None  # a recipe's `stack.mindspeed`: the run is on Ascend NPU, with MindSpeed
     megatron_pin: str | None = None  # a Megatron-LM commit or branch a run script installs, not a release
-    # (key, values) the repository's own code registers with verl's registries (a recipe's loss mode): valid choices
-    registered: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # The repository whose own code runs with the verl (its registrations and reads count: `verl_source.
+    # repository_code`, read only when a rule asks), and the verl package inside it that is not its own code
+    repository: str | None = None
+    verl_package: str | None = None
 
 
 class EnvVar(NamedTuple):

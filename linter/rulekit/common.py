@@ -60,3 +60,16 @@ def nearest(ctx: LintContext, word, candidates) -> str:
         return NO_SUGGESTION
     near = difflib.get_close_matches(str(word), sorted(map(str, candidates)), n=1, cutoff=0.6)
     return f" Did you mean `{near[0]}`?" if near else ""
+
+
+def repository_code(ctx: LintContext):
+    """What the code of the repository the command runs in adds to its verl (`verl_source.repository_code`:
+    registrations, key names read), read on the first ask; None outside a repository."""
+    from pathlib import Path
+
+    from ..verl_source import repository_code as read
+
+    stack = ctx.stack
+    if stack.repository is None:
+        return None
+    return read(Path(stack.repository), Path(stack.verl_package) if stack.verl_package else None)

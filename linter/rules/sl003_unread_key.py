@@ -1,11 +1,12 @@
 from ..core.diagnostics import Applicability, Severity
 from ..engine import LintContext, Part
-from ..rulekit.common import did_you_mean, first_missing, short_class
+from ..rulekit.common import did_you_mean, first_missing, repository_code, short_class
 from ..rulekit.registry import Finding, rule
 from ..rulekit.sapo import is_nested_tau
 from ..rulekit.versions import path_elsewhere, read_elsewhere
 
-# Values that turn a setting off: null, false, 0, and the words verl's switches take for it.
+# Values that turn a setting off: null, false, and the words verl's switches take for it. Not 0: a count of 0
+# (`data.num_workers=0`) is a setting of its own, lost when nothing reads it.
 _OFF_WORDS = frozenset({"disable", "disabled", "none", "off", "false", "no"})
 
 
@@ -13,9 +14,15 @@ def turns_off(value) -> bool:
     """Whether a value turns a setting off rather than on."""
     if value is None or value is False:
         return True
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value == 0
     return isinstance(value, str) and value.strip().lower() in _OFF_WORDS
+
+
+def read_by_repository(ctx: LintContext, anchor: str, name: str) -> bool:
+    """Whether the repository's own code reads `name` off a node named like `anchor`'s last part
+    (`self.config.algorithm.my_key`, `data_cfg.get("my_key")` for `data.my_key`)."""
+    parent = anchor.rpartition(".")[2].lower()
+    code = repository_code(ctx) if parent else None
+    return code is not None and any(key == name and parent in left.lower() for left, key in code.reads)
 
 
 @rule(
@@ -42,9 +49,11 @@ def check(ctx: LintContext):
     raise `TypeError: __init__() got an unexpected keyword argument` at start-up. Under a plain node
     (`data`, `trainer`, `ray_kwargs`, ...) or a `_target_` node that `main_ppo` never instantiates
     (`algorithm`, `reward`, `global_profiler`), verl accepts anything: the key is reported when no code in
-    verl reads a key of that name (the read-set collected from verl's source), because then the setting is
-    silently ignored; a warning where the value turns something off (null, false, 0, `disable`), since then nothing
-    is lost. Keys under open pass-through dicts are checked by SL007, and keys under a declared
+    verl, nor in the code of the repository the file is in (a wrapper's trainer subclass reading
+    `config.algorithm.my_key`), reads a key of that name (the read-set collected from verl's source; the
+    repository's Python read as text, counting a name read off a node named like the key's parent), because then
+    the setting is silently ignored; a warning where the value turns something off (null, false, `disable`),
+    since then nothing is lost. Keys under open pass-through dicts are checked by SL007, and keys under a declared
     dict-typed field (`fsdp_config.mixed_precision`) are the field's value. When another committed verl snapshot
     has the field, or reads the name, the message says which. Nested SAPO taus are SP001. Renaming the key to the
     nearest real one is an unsafe fix (`--fix --unsafe-fixes`): the near spelling is a guess at the key meant."""
@@ -73,7 +82,7 @@ def check(ctx: LintContext):
                 fix=None if elsewhere else fix,
                 fix_applicability=Applicability.UNSAFE,
             )
-        elif name not in ctx.snapshot.read_set:
+        elif name not in ctx.snapshot.read_set and not read_by_repository(ctx, ro.anchor, name):
             kind = (
                 f"{short_class(anchor['target'])}, which main_ppo never instantiates (read as a plain dict)"
                 if anchor.get("target")
@@ -86,7 +95,8 @@ def check(ctx: LintContext):
             yield Finding(
                 ro,
                 f"`{ro.path}`: `{ro.anchor}` is {kind}, so verl accepts the key, but nothing in "
-                f"verl {ctx.snapshot.label} reads a key named `{name}`: the setting is silently "
+                f"verl {ctx.snapshot.label}{' or in this repository' if ctx.stack.repository else ''} reads "
+                f"a key named `{name}`: the setting is silently "
                 f"ignored{' (it turns something off, so nothing is lost)' if harmless else ''}.{elsewhere or hint}",
                 fix=None if elsewhere else fix,
                 fix_applicability=Applicability.UNSAFE,

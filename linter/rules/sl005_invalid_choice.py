@@ -1,6 +1,6 @@
 from ..core.diagnostics import Severity
 from ..engine import LintContext, Part
-from ..rulekit.common import is_interpolation, nearest
+from ..rulekit.common import is_interpolation, nearest, repository_code
 from ..rulekit.registry import Finding, rule
 
 
@@ -41,8 +41,9 @@ def check(ctx: LintContext):
                 )
             continue
         choices = (ro.entry or {}).get("choices")
-        if choices:  # and what the repository's own code registers (a recipe's `@register_policy_loss("x")`)
-            choices = [*choices, *dict(ctx.stack.registered).get(ro.path, ())]
+        if choices and value not in choices:  # what the repository's own code registers (`@register_policy_loss`)
+            code = repository_code(ctx)
+            choices = [*choices, *(dict(code.registered).get(ro.path, ()) if code is not None else ())]
         if not choices or is_interpolation(value) or (value is None and ro.entry.get("nullable")):
             continue
         if value not in choices:
