@@ -535,10 +535,10 @@ def resolve(command: Command, snapshot: Snapshot) -> LintContext:
             and p.value in groups[p.key]["options"]
         ):
             selection[p.key] = p.value
-    model_engine = selection.get("model_engine", "")
     verdicts = group_overrides(command, snapshot, selection)
     changes = _changes(snapshot, verdicts.values())
     base = snapshot.tree(selection)
+    model_engine = selection.get("model_engine") or _engine_of_strategy(base, command)
     tree = snapshot.tree(selection, changes)
     view = ConfigView(tree)
     # Subtrees filled from a config outside verl: `model_engine`'s package is the root (it picks every role's
@@ -631,6 +631,23 @@ ENTRY_MODULE_PARTS: dict[str, frozenset[Part]] = {
 }
 
 
+# The training backends, as verl's `model_engine` group names them (verl >= 0.8); before it, the actor's `strategy`
+# chose the backend (`ppo_megatron_trainer`: `strategy: megatron`; FSDP's `fsdp`/`fsdp2`).
+MEGATRON, DATA_PARALLEL = "megatron", "dp"
+MEGATRON_ONLY = frozenset({MEGATRON})  # `@rule(..., engines=MEGATRON_ONLY)`: the Megatron parallel and recompute rules
+_STRATEGY_ENGINE = {"megatron": MEGATRON, "fsdp": DATA_PARALLEL, "fsdp2": DATA_PARALLEL}
+
+
+def _engine_of_strategy(tree: Tree, command: Command) -> str:
+    """The backend of a config without a `model_engine` group: the actor's `strategy`, as the command leaves it."""
+    strategy = (tree.get("actor_rollout_ref.actor.strategy") or {}).get("default")
+    for lo in command.overrides:
+        p = lo.parsed
+        if p is not None and p.key == "actor_rollout_ref.actor.strategy" and p.op == "set":
+            strategy = p.value
+    return _STRATEGY_ENGINE.get(strategy, "") if isinstance(strategy, str) else ""
+
+
 def parts_run(entry_module: str | None) -> frozenset[Part]:
     """The parts of verl that a run of this entry module reaches."""
     return ENTRY_MODULE_PARTS.get(entry_module or "", EVERY_PART)
@@ -660,7 +677,7 @@ def lint_command(
     starts = not module.startswith("verl.") or module in snapshot.main_modules
     parts = parts_run(command.entry_module) if starts else frozenset({Part.ENTRY})
     for rule in rules:
-        if rule.part in parts:
+        if rule.part in parts and (rule.engines is None or ctx.model_engine in rule.engines):
             charge(f"running {rule.code} on {command.variant or 'the command'}", 1 + len(command.overrides))
             out.extend(rule.run(ctx))
     return [d.with_variant(command.variant) for d in out]
@@ -670,7 +687,10 @@ __all__ = [
     "ENTRY_MODULE_PARTS",
     "EVERY_PART",
     "INT64",
+    "DATA_PARALLEL",
     "MAX_SUGGESTIONS",
+    "MEGATRON",
+    "MEGATRON_ONLY",
     "MODEL_PARTS",
     "OUT_OF_RANGE",
     "SEPARATED_ROLLOUT_ENTRY_MODULES",

@@ -74,14 +74,23 @@ def rule_anchor(code: str, name: str) -> str:
 def rules_markdown(rules: dict) -> str:
     lines = [*HEADER, "| family | runs on | severity |", "|---|---|---|"]
     lines += [f"| {family} | {runs_on} | {severity} |" for family, runs_on, severity in FAMILY_REACH]
-    lines += ["", "| code | name | severity | what it catches |", "|---|---|---|---|"]
+    lines += ["", "| code | name | severity | backends | what it catches |", "|---|---|---|---|---|"]
     ordered = [rules[code] for code in sorted(rules)]
     for r in ordered:
         summary = _text(" ".join(r.summary.split())).replace("|", "\\|")
-        lines.append(f"| [{r.code}](#{rule_anchor(r.code, r.name)}) | {r.name} | {r.severity.value} | {summary} |")
+        lines.append(
+            f"| [{r.code}](#{rule_anchor(r.code, r.name)}) | {r.name} | {r.severity.value} | {backends(r)} | "
+            f"{summary} |"
+        )
     for r in ordered:
         lines += ["", f"## {r.code} {r.name}", "", rule_markdown(r)]
     return "\n".join(lines)
+
+
+def backends(rule) -> str:
+    """The training backends a rule checks, from its declaration (`@rule(..., engines=...)`)."""
+    names = {"megatron": "Megatron", "dp": "FSDP"}
+    return "any" if rule.engines is None else ", ".join(names.get(e, e) for e in sorted(rule.engines))
 
 
 def rule_markdown(rule) -> str:

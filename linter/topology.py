@@ -6,7 +6,7 @@ import math
 from typing import NamedTuple
 
 from .core.paths import ROLE_PREFIX
-from .engine import SEPARATED_ROLLOUT_ENTRY_MODULES, LintContext
+from .engine import MEGATRON, SEPARATED_ROLLOUT_ENTRY_MODULES, LintContext
 
 
 class Parallelism(NamedTuple):
@@ -82,7 +82,7 @@ def parallelism(ctx: LintContext, role: str) -> Parallelism | None:
 
 def _parallelism(ctx: LintContext, role: str) -> Parallelism | None:
     prefix = ROLE_PREFIX[role]
-    if ctx.model_engine != "megatron" or ctx.tree.get(prefix) is None:
+    if ctx.model_engine != MEGATRON or ctx.tree.get(prefix) is None:
         return None
 
     def size(name: str, default: int | None) -> int | None:

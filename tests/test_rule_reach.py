@@ -66,3 +66,33 @@ def test_the_rf005_message_names_every_rule_that_needs_the_model():
     for r in all_rules().values():
         if r.needs_model:
             assert r.code in named or (r.code.startswith("TP") and int(r.code[2:]) >= 3), (r.code, MODEL_RULES)
+
+
+# The helpers that yield only Megatron roles: a rule that takes every finding from them checks Megatron commands
+# only, and says so with `@rule(..., engines=MEGATRON_ONLY)` (the engine skips it elsewhere; docs/rules.md shows it).
+MEGATRON_HELPERS = re.compile(r"\b(?:recompute_roles|optimizer_views)\(")
+
+
+def test_rules_over_megatron_only_helpers_declare_their_engine():
+    for rule in all_rules().values():
+        if rule.check is None:
+            continue
+        source = Path(__import__(rule.module, fromlist=["_"]).__file__).read_text()
+        if MEGATRON_HELPERS.search(source):
+            assert rule.engines == frozenset({"megatron"}), f"{rule.code}: declare engines=MEGATRON_ONLY"
+
+
+def test_a_megatron_rule_is_skipped_on_another_engine_and_runs_on_an_old_verl_s_megatron_config(lint_text):
+    """The engine enforces the declaration; a verl without a `model_engine` group (<= 0.7) runs Megatron where the
+    actor's `strategy` is megatron (`ppo_megatron_trainer`)."""
+    body = (
+        "  trainer.n_gpus_per_node: 8\n"
+        "  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 1\n"
+        "  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 1\n"
+        "  actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity: Full\n"
+    )
+    megatron = lint_text(f'verl: "0.5.0"\nconfig_name: ppo_megatron_trainer\noverrides:\n{body}')
+    assert [d for d in megatron if d.code == "RC001"]
+    fsdp = lint_text(f'verl: "0.5.0"\nconfig_name: ppo_megatron_trainer\noverrides:\n{body}'
+                     "  actor_rollout_ref.actor.strategy: fsdp\n")  # fmt: skip
+    assert not [d for d in fsdp if d.code == "RC001"]

@@ -73,3 +73,11 @@ def repository_code(ctx: LintContext):
     if stack.repository is None:
         return None
     return read(Path(stack.repository), Path(stack.verl_package) if stack.verl_package else None)
+
+
+def runs_engine_workers(ctx: LintContext) -> bool:
+    """Whether the command's PPO workers are verl's engine workers (`schemas/facts.json`: `default-engine-workers`),
+    or a run of an older verl that asks for them (`trainer.use_legacy_worker_impl=disable`)."""
+    return bool(ctx.fact("verl:default-engine-workers")) or (
+        ctx.config.value("trainer.use_legacy_worker_impl") == "disable"
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.paths import ACTOR, CRITIC, ROLE_PREFIX
-from ..engine import LintContext
+from ..engine import MEGATRON, LintContext
 from ..topology import active_roles
 
 # Where each training role's optimizer settings live (the ref is forward-only: no optimizer).
@@ -71,7 +71,7 @@ class OptimizerView:
 
 def optimizer_views(ctx: LintContext) -> list[OptimizerView]:
     """One view per role that builds a Megatron optimizer."""
-    if ctx.model_engine != "megatron":
+    if ctx.model_engine != MEGATRON:
         return []
     return [
         OptimizerView(ctx, role)

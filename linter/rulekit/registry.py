@@ -37,6 +37,7 @@ class Rule(NamedTuple):
     module: str
     part: Part = Part.WORKERS  # the part of verl whose code the rule quotes: runs that never reach it skip the rule
     needs_model: bool = False  # some of its checks need the model's shape (RF005 where a run lacks it)
+    engines: frozenset[str] | None = None  # the training backends it applies to (`model_engine`); None: every one
 
     def diagnostic(
         self,
@@ -86,11 +87,14 @@ def rule(
     good: str,
     part: Part = Part.WORKERS,
     needs_model: bool = False,
+    engines: frozenset[str] | None = None,
 ):
     """Register a check function; its docstring is the rule's explanation (`sapo-lint rule CODE`). Its reach is
     declared here, not in the engine: `part`, the part of verl whose code the rule quotes (`engine.Part`; PPO's
     workers unless said), so that runs which never reach it skip it; `needs_model`, whether some of its checks need
-    the model's shape, so that a run without the model gets RF005 saying they were skipped."""
+    the model's shape, so that a run without the model gets RF005 saying they were skipped; `engines`, the training
+    backends (`LintContext.model_engine`: `MEGATRON`, ...) whose commands it checks, the engine skipping it for any
+    other (None: every backend)."""
 
     def register(check: Callable[..., Iterable[Finding]]) -> Callable[..., Iterable[Finding]]:
         _add(
@@ -106,6 +110,7 @@ def rule(
                 check.__module__,
                 part,
                 needs_model,
+                engines,
             )
         )
         return check

@@ -1,6 +1,7 @@
 from ..core.diagnostics import Severity
 from ..core.paths import ACTOR, ROLLOUT
 from ..engine import LintContext
+from ..rulekit.common import runs_engine_workers
 from ..rulekit.registry import Finding, rule
 from ..topology import active_roles, parallelism, world_size
 
@@ -30,7 +31,11 @@ def check(ctx: LintContext):
     dp = world / (TP * PP * CP); with a static batch size it then cuts each rank's share into micro-batches and
     asserts "data size must be divisible by force_group_size * micro_batch_size_per_gpu"
     (`verl/workers/engine/utils.py:125-127`). `validate_config` checks neither, so both fail in the first
-    `update_actor` (or `update_critic`), after a complete rollout."""
+    `update_actor` (or `update_critic`), after a complete rollout. Both are the engine workers' (verl 0.8.0 on, or
+    `trainer.use_legacy_worker_impl=disable`): the legacy workers of older verls divide the mini-batch themselves
+    and split what is left (`schemas/facts.json`: `default-engine-workers`)."""
+    if not runs_engine_workers(ctx):
+        return
     n_gpus, n = world_size(ctx), ctx.number(N)
     if not n_gpus or not isinstance(n, int):
         return

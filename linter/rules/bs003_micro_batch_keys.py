@@ -1,6 +1,7 @@
 from ..core.diagnostics import Severity
 from ..core.paths import ACTOR, REF, ROLLOUT
 from ..engine import LintContext
+from ..rulekit.common import runs_engine_workers
 from ..rulekit.registry import Finding, rule
 from ..topology import active_roles
 
@@ -34,7 +35,7 @@ def check(ctx: LintContext):
     with only the global key passes the dataclass check and fails later. The ref's global key is dropped the
     same way and its first log-prob forward fails with a None micro-batch. Up to verl 0.7.1 the default workers
     turn the global key into the per-GPU one themselves (`fsdp_workers.py`/`megatron_workers.py`), so only the
-    global key set is fine there (`schemas/facts.json`: `workers-convert-global-micro-batch`)."""
+    global key set is fine there (`schemas/facts.json`: `default-engine-workers`)."""
     actor_static = ctx.config.value(f"{ACTOR}.use_dynamic_bsz") is False
     checks = []  # (role, global key, per-gpu key, validate_config applies, worker needs per-gpu)
     if actor_static:
@@ -60,7 +61,7 @@ def check(ctx: LintContext):
                     ref_static,
                 )
             )
-    converts = ctx.fact("verl:workers-convert-global-micro-batch")
+    converts = not runs_engine_workers(ctx)  # the legacy workers divide the global key by the DP size themselves
     for role, global_key, per_gpu_key, _, needs_per_gpu in checks:
         mbs, per_gpu = ctx.config.value(global_key), ctx.config.value(per_gpu_key)
         name = global_key.rsplit(".", 1)[1]

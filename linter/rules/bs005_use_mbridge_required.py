@@ -1,6 +1,7 @@
 from ..core.diagnostics import Severity
 from ..core.paths import ROLE_PREFIX
-from ..engine import LintContext
+from ..engine import MEGATRON_ONLY, LintContext
+from ..rulekit.common import runs_engine_workers
 from ..rulekit.registry import Finding, rule
 from ..topology import active_roles
 
@@ -9,6 +10,7 @@ from ..topology import active_roles
     "BS005",
     "use-mbridge-required",
     Severity.ERROR,
+    engines=MEGATRON_ONLY,
     summary="megatron.use_mbridge=False is not supported by verl's Megatron engine",
     bad="""
     overrides:
@@ -24,8 +26,9 @@ def check(ctx: LintContext):
     `assert self.engine_config.use_mbridge, "use_mbridge must be True"`
     (`verl/workers/engine/megatron/transformer_impl.py:191`), and nothing else reads the flag. Setting it to
     false fails at worker init for each role that runs on the Megatron engine (the ref inherits the actor's
-    value unless set)."""
-    if ctx.model_engine != "megatron":
+    value unless set). Before verl 0.8.0 the default legacy Megatron workers build models without mbridge too
+    (`schemas/facts.json`: `default-engine-workers`)."""
+    if not runs_engine_workers(ctx):
         return
     for role in active_roles(ctx):
         key = f"{ROLE_PREFIX[role]}.use_mbridge"

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import MEGATRON_ONLY, LintContext
 from ..rulekit.optimizer import optimizer_views
 from ..rulekit.registry import Finding, rule
 
@@ -10,6 +10,7 @@ from ..rulekit.registry import Finding, rule
     "OP001",
     "cpu-offload-fraction-zero",
     Severity.WARNING,
+    engines=MEGATRON_ONLY,
     summary="optimizer_cpu_offload with optimizer_offload_fraction 0 offloads nothing",
     bad="""
     overrides:

@@ -1,5 +1,5 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import MEGATRON_ONLY, LintContext
 from ..rulekit.optimizer import optimizer_views
 from ..rulekit.registry import Finding, rule
 
@@ -8,6 +8,7 @@ from ..rulekit.registry import Finding, rule
     "OP002",
     "precision-aware-optimizer-prerequisites",
     Severity.ERROR,
+    engines=MEGATRON_ONLY,
     summary="use_precision_aware_optimizer needs optimizer adam and the distributed optimizer",
     bad="""
     overrides:

@@ -1,5 +1,5 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import MEGATRON_ONLY, LintContext
 from ..rulekit.optimizer import optimizer_views
 from ..rulekit.registry import Finding, rule
 
@@ -8,6 +8,7 @@ from ..rulekit.registry import Finding, rule
     "OP003",
     "optimizer-offload-not-cpu-offload",
     Severity.INFO,
+    engines=MEGATRON_ONLY,
     summary=(
         "megatron.optimizer_offload without Megatron's optimizer CPU offload "
         "keeps Adam state on the device for the step"

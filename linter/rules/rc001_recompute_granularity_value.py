@@ -1,5 +1,5 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import MEGATRON_ONLY, LintContext
 from ..rulekit.recompute import GRANULARITY, finding, recompute_roles, rejects
 from ..rulekit.registry import rule
 
@@ -8,6 +8,7 @@ from ..rulekit.registry import rule
     "RC001",
     "recompute-granularity-value",
     Severity.ERROR,
+    engines=MEGATRON_ONLY,
     summary='recompute_granularity is not "full", "selective" or null',
     bad="""
     overrides:

@@ -1,5 +1,5 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import MEGATRON_ONLY, LintContext
 from ..rulekit.recompute import GRANULARITY, METHOD, finding, recompute_roles, rejects
 from ..rulekit.registry import rule
 
@@ -8,6 +8,7 @@ from ..rulekit.registry import rule
     "RC002",
     "recompute-method-value",
     Severity.ERROR,
+    engines=MEGATRON_ONLY,
     summary='recompute is on and recompute_method is not "block", "uniform" or null',
     bad="""
     overrides:

@@ -1,5 +1,5 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import MEGATRON_ONLY, LintContext
 from ..rulekit.recompute import GRANULARITY, METHOD, finding, recompute_roles, rejects
 from ..rulekit.registry import rule
 
@@ -8,6 +8,7 @@ from ..rulekit.registry import rule
     "RC003",
     "recompute-full-needs-method",
     Severity.ERROR,
+    engines=MEGATRON_ONLY,
     summary="recompute_granularity=full without a recompute_method",
     bad="""
     overrides:

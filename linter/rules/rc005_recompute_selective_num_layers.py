@@ -1,5 +1,5 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import MEGATRON_ONLY, LintContext
 from ..rulekit.recompute import GRANULARITY, NUM_LAYERS, finding, recompute_roles, rejects
 from ..rulekit.registry import rule
 
@@ -8,6 +8,7 @@ from ..rulekit.registry import rule
     "RC005",
     "recompute-selective-num-layers",
     Severity.ERROR,
+    engines=MEGATRON_ONLY,
     summary="recompute_granularity=selective with recompute_num_layers still set",
     bad="""
     overrides:

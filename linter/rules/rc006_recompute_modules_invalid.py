@@ -1,5 +1,5 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import MEGATRON_ONLY, LintContext
 from ..rulekit.recompute import GRANULARITY, MODULES, finding, mcore, recompute_roles
 from ..rulekit.registry import rule
 
@@ -12,6 +12,7 @@ def _set(names) -> str:
     "RC006",
     "recompute-modules-invalid",
     Severity.ERROR,
+    engines=MEGATRON_ONLY,
     summary="selective recompute names a module this megatron-core version does not know",
     bad="""
     stack: {megatron_core: "0.12.1"}

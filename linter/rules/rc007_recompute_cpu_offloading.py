@@ -1,5 +1,5 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import MEGATRON_ONLY, LintContext
 from ..rulekit.recompute import GRANULARITY, finding, recompute_roles, rejects
 from ..rulekit.registry import rule
 
@@ -10,6 +10,7 @@ CPU_OFFLOADING = "cpu_offloading"
     "RC007",
     "recompute-cpu-offloading",
     Severity.ERROR,
+    engines=MEGATRON_ONLY,
     summary="activation recompute together with Megatron's cpu_offloading",
     bad="""
     overrides:

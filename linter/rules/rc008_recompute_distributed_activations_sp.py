@@ -1,5 +1,5 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import MEGATRON_ONLY, LintContext
 from ..rulekit.recompute import GRANULARITY, recompute_roles, rejects
 from ..rulekit.registry import Finding, rule
 
@@ -22,6 +22,7 @@ def effective_sequence_parallel(ctx, par) -> bool:
     "RC008",
     "recompute-distributed-activations-sp",
     Severity.ERROR,
+    engines=MEGATRON_ONLY,
     summary="distribute_saved_activations with sequence parallel while recompute is on",
     bad="""
     overrides:

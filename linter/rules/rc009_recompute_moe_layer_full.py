@@ -1,5 +1,5 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import MEGATRON_ONLY, LintContext
 from ..rulekit.recompute import GRANULARITY, finding, recompute_roles, rejects
 from ..rulekit.registry import rule
 
@@ -10,6 +10,7 @@ MOE_LAYER_RECOMPUTE = "moe_layer_recompute"
     "RC009",
     "recompute-moe-layer-full",
     Severity.ERROR,
+    engines=MEGATRON_ONLY,
     summary="deprecated moe_layer_recompute with full recompute granularity",
     bad="""
     overrides:

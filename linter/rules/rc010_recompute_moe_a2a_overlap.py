@@ -1,5 +1,5 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import MEGATRON_ONLY, LintContext
 from ..rulekit.recompute import GRANULARITY, METHOD, NUM_LAYERS, finding, mcore, recompute_roles
 from ..rulekit.registry import rule
 
@@ -10,6 +10,7 @@ OVERLAP = "overlap_moe_expert_parallel_comm"
     "RC010",
     "recompute-moe-a2a-overlap",
     Severity.ERROR,
+    engines=MEGATRON_ONLY,
     summary="full recompute (or a recompute method/num_layers) with overlap_moe_expert_parallel_comm",
     bad="""
     overrides:

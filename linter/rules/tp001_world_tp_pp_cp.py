@@ -1,6 +1,6 @@
 from ..core.diagnostics import Location, Severity
 from ..core.paths import ROLE_PREFIX
-from ..engine import LintContext
+from ..engine import MEGATRON_ONLY, LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import WORLD, active_roles, breaking_factors, fitting_sizes, megatron_roles, own_setting, world_size
 
@@ -12,6 +12,7 @@ LABEL = dict(zip(SIZES, ("TP", "PP", "CP"), strict=True))
     "TP001",
     "world-not-divisible-by-tp-pp-cp",
     Severity.ERROR,
+    engines=MEGATRON_ONLY,
     summary="world size not divisible by TP x PP x CP",
     bad="""
     overrides:
@@ -55,8 +56,6 @@ def check(ctx: LintContext):
 
 
 def _below_one(ctx: LintContext):
-    if ctx.model_engine != "megatron":
-        return
     for role in active_roles(ctx):
         for path in (f"{ROLE_PREFIX[role]}.{s}" for s in SIZES):
             value = ctx.number(path)

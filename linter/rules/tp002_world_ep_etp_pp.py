@@ -1,5 +1,5 @@
 from ..core.diagnostics import Location, Severity
-from ..engine import LintContext
+from ..engine import MEGATRON_ONLY, LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import WORLD, breaking_factors, fitting_sizes, megatron_roles, own_setting, world_size
 
@@ -16,6 +16,7 @@ LABEL = dict(zip(SIZES, ("EP", "ETP", "PP", "TP"), strict=True))
     "TP002",
     "world-not-divisible-by-ep-etp-pp",
     Severity.ERROR,
+    engines=MEGATRON_ONLY,
     summary="world size not divisible by EP x ETP x PP",
     bad="""
     model: {path: Qwen/Qwen3-30B-A3B}

@@ -1,5 +1,5 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import MEGATRON_ONLY, LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import MODEL_PATH, megatron_roles, own_setting
 
@@ -8,6 +8,7 @@ from ..topology import MODEL_PATH, megatron_roles, own_setting
     "TP004",
     "query-groups-vs-tp",
     Severity.ERROR,
+    engines=MEGATRON_ONLY,
     needs_model=True,
     summary="KV heads (query groups) incompatible with TP for the megatron-core version",
     bad="""

@@ -1,5 +1,5 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import MEGATRON_ONLY, LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import MODEL_PATH, megatron_roles, nearest_divisors, own_setting
 
@@ -8,6 +8,7 @@ from ..topology import MODEL_PATH, megatron_roles, nearest_divisors, own_setting
     "TP005",
     "experts-not-divisible-by-ep",
     Severity.ERROR,
+    engines=MEGATRON_ONLY,
     needs_model=True,
     summary="routed experts not divisible by EP",
     bad="""

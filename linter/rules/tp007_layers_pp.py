@@ -1,5 +1,5 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import MEGATRON_ONLY, LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import MODEL_PATH, megatron_roles, own_setting
 
@@ -13,6 +13,7 @@ ACCOUNTED = ("account_for_embedding_in_pipeline_split", "account_for_loss_in_pip
     "TP007",
     "layers-not-divisible-by-pp",
     Severity.ERROR,
+    engines=MEGATRON_ONLY,
     needs_model=True,
     summary="layers not divisible by PP (without an uneven layout)",
     bad="""

@@ -1,5 +1,5 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import MEGATRON_ONLY, LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import MODEL_PATH, megatron_roles, own_setting
 
@@ -8,6 +8,7 @@ from ..topology import MODEL_PATH, megatron_roles, own_setting
     "TP008",
     "vpp-without-pp",
     Severity.ERROR,
+    engines=MEGATRON_ONLY,
     needs_model=True,
     summary="virtual pipeline size set with PP = 1, or layers per stage not divisible by VPP",
     bad="""

@@ -1,5 +1,5 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import MEGATRON_ONLY, LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import megatron_roles, own_setting
 
@@ -8,6 +8,7 @@ from ..topology import megatron_roles, own_setting
     "TP013",
     "context-parallel-sequence-length",
     Severity.WARNING,
+    engines=MEGATRON_ONLY,
     summary="CP > 1 without packed sequences and a length not divisible by 2 x CP",
     bad="""
     overrides:

@@ -1,6 +1,6 @@
 from ..core.diagnostics import Severity
 from ..core.paths import ROLE_PREFIX
-from ..engine import LintContext
+from ..engine import MEGATRON, LintContext
 from ..rulekit.registry import Finding, rule
 from ..topology import active_roles
 
@@ -61,7 +61,7 @@ def check(ctx: LintContext):
                 "nnodes` devices, so there would be none to place the trainer's workers "
                 "on (verl needs at least 1)",
             )
-    if ctx.model_engine != "megatron":
+    if ctx.model_engine != MEGATRON:  # the device count applies to every engine, the sizes below to Megatron's
         return
     for role in active_roles(ctx):
         for name, why in MEGATRON_SIZES.items():
