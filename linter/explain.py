@@ -16,8 +16,9 @@ from typing import Any
 from .core.printable import printable
 from .estimate.inputs import GIB, WARN_FRACTION
 from .estimate.plan import DEVICE_TERMS, HOST_TERMS, Estimate
+from .rules import FAMILIES
 
-PLAN_FAMILIES = ("MEM", "CK")  # the rules whose findings the plan shows: memory and checkpoints
+PLAN_FAMILIES = tuple(f.prefix for f in FAMILIES if f.in_plan)  # the rules whose findings the plan shows
 
 TERM_LABELS = {
     "weights": "actor weights (bf16)",

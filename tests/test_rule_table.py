@@ -44,3 +44,23 @@ def test_selecting_a_family_imports_only_its_modules():
 def test_load_rules_returns_them_in_code_order():
     codes = [r.code for r in load_rules()]
     assert codes == sorted(MODULES)
+
+
+def test_every_code_prefix_has_one_family_record_and_every_family_has_rules():
+    import re
+
+    from sapo_toolkit.linter.rules import FAMILIES, MODULES
+
+    prefixes = {re.match(r"[A-Z]+", code)[0] for code in MODULES}
+    families = [f.prefix for f in FAMILIES]
+    assert len(families) == len(set(families)), families
+    assert prefixes == set(families), prefixes ^ set(families)
+
+
+def test_supersedes_is_declared_on_the_rule_and_names_real_codes():
+    from sapo_toolkit.linter.rules import all_rules
+
+    rules = all_rules()
+    declared = {code: r.supersedes for code, r in rules.items() if r.supersedes}
+    assert declared == {"RF014": ("SL004", "SL005"), "RF015": ("SH001",), "SP001": ("SL001",)}
+    assert all(code in rules for replaced in declared.values() for code in replaced)

@@ -38,6 +38,9 @@ class Rule(NamedTuple):
     part: Part = Part.WORKERS  # the part of verl whose code the rule quotes: runs that never reach it skip the rule
     needs_model: bool = False  # some of its checks need the model's shape (RF005 where a run lacks it)
     engines: frozenset[str] | None = None  # the training backends it applies to (`model_engine`); None: every one
+    # The codes whose finding at the same place its own replaces: it names the cause the general one only shows
+    # (SP001's nested tau is an unknown key, SL001, because it belongs on the actor)
+    supersedes: tuple[str, ...] = ()
 
     def diagnostic(
         self,
@@ -88,13 +91,15 @@ def rule(
     part: Part = Part.WORKERS,
     needs_model: bool = False,
     engines: frozenset[str] | None = None,
+    supersedes: tuple[str, ...] = (),
 ):
     """Register a check function; its docstring is the rule's explanation (`sapo-lint rule CODE`). Its reach is
     declared here, not in the engine: `part`, the part of verl whose code the rule quotes (`engine.Part`; PPO's
     workers unless said), so that runs which never reach it skip it; `needs_model`, whether some of its checks need
     the model's shape, so that a run without the model gets RF005 saying they were skipped; `engines`, the training
     backends (`LintContext.model_engine`: `MEGATRON`, ...) whose commands it checks, the engine skipping it for any
-    other (None: every backend)."""
+    other (None: every backend); `supersedes`, the codes whose finding at the same place this rule's replaces
+    (`rules.without_superseded`: one problem, one finding, and the specific one keeps its fix)."""
 
     def register(check: Callable[..., Iterable[Finding]]) -> Callable[..., Iterable[Finding]]:
         _add(
@@ -111,6 +116,7 @@ def rule(
                 part,
                 needs_model,
                 engines,
+                supersedes,
             )
         )
         return check

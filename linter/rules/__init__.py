@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from importlib import import_module
+from typing import NamedTuple
 
 from ..core.diagnostics import Diagnostic
 from ..core.problems import ReadProblem
@@ -113,13 +114,76 @@ MODULES: dict[str, str] = {
     "TP015": "tp015_hybrid_engine_separated_rollout",
 }
 
-# A rule that explains why a key is wrong supersedes the general finding about the same override: its codes here,
-# with the codes it replaces (`without_superseded`). One problem, one finding, and the specific one keeps its fix.
-SUPERSEDES: dict[str, tuple[str, ...]] = {
-    "SP001": ("SL001",),  # a nested SAPO tau is an unknown key because it belongs on the actor
-    "RF014": ("SL004", "SL005"),  # `???` is no value of a wrong type or choice: it is none yet
-    "RF015": ("SH001",),  # a missing entry module, not the config assumed for it
-}
+
+class Family(NamedTuple):
+    prefix: str  # the codes' letters: `SL` for SL001-SL012
+    runs_on: str
+    severity: str
+    in_plan: bool = False
+
+
+# One record per family of codes: on which inputs and devices its rules run, and which severity they use when (the
+# table atop docs/rules.md; the device of a variant and how the model is found are one decision each,
+# docs/run-scripts.md, and each rule's section says the rest); `in_plan`: `sapo-lint explain` shows its findings
+# with the derived plan. tests/test_rule_table.py checks that every code's prefix has one.
+FAMILIES = (
+    Family(
+        "SL",
+        "every recipe and every trainer command of a run script, both devices",
+        "error where Hydra or verl refuses the command; SL004 an error for a declared type or a key verl reads as "
+        "its default's number or flag, else a warning; SL007 against megatron-core's config on GPU and, on NPU, "
+        "also Megatron-LM's argparse flags and MindSpeed's (a warning naming the pin for a field only a pinned "
+        "Megatron-LM commit has); SL008 and SL010 warnings; SL011 info",
+    ),
+    Family(
+        "SP", "every command with SAPO settings, both devices", "SP001, SP002 errors; SP003, SP004 warnings; SP005 info"
+    ),
+    Family(
+        "TP",
+        "Megatron commands, both devices; TP003-TP013 only when the model is found",
+        "errors, at the parallel size that breaks the invariant, the world-size lines as related locations",
+    ),
+    Family("RC", "Megatron commands, both devices", "errors, at the option whose own check fails in megatron-core"),
+    Family("BS", "every trainer command, both devices", "errors: verl's and its configs' start-up checks"),
+    Family(
+        "MEM",
+        "commands whose model is found, on the accelerator named for the variant's device, else the one assumed "
+        "(Ascend 910B3 for NPU, H100 for GPU)",
+        "error over the accelerator's memory (on an assumed one, only when no accelerator of that kind has "
+        "enough); warning above 90%, or against an assumed host RAM",
+        in_plan=True,
+    ),
+    Family(
+        "CK",
+        "Megatron commands whose model is found; the HCCL or NCCL timeout by device",
+        "CK001, CK003 errors; CK002 an error against a stated disk budget, a warning against the assumed one",
+        in_plan=True,
+    ),
+    Family(
+        "NM",
+        "run scripts of a repository that runs verl's naming check (its `check-example-naming` hook, on the hook's "
+        "`--root`), or under `[tool.sapo-lint] naming-roots`",
+        "errors, as verl's own naming check",
+    ),
+    Family("OP", "Megatron optimizer settings, both devices", "OP002 error; OP001 warning; OP003 info"),
+    Family(
+        "PF", "every trainer command; PF004 only Ascend's HCCL variables", "warnings and info: the run works, slower"
+    ),
+    Family(
+        "SH",
+        "run scripts",
+        "SH002 an error only where `bash -n` rejects the script, and the rest is still checked; SH005 error; "
+        "SH001 warning; SH003, SH004 info; SH100 (shellcheck) an error only where the run breaks (SC1017, SC1101, "
+        "SC2276, SC2283, and SC2154 under `set -u` before verl starts), else at most a warning",
+    ),
+    Family(
+        "RF",
+        "recipes and the reading of every file",
+        "errors for a file that cannot be checked or run as written (RF014: a `???` left unset; RF015: an entry "
+        "module the linted verl does not have); RF005 info when the model is not found; RF008-RF010, RF013 "
+        "warnings",
+    ),
+)
 
 
 def load_rules(enabled: Callable[[str], bool] = lambda code: True) -> list[Rule]:
@@ -142,9 +206,11 @@ def findings(problems: Iterable[ReadProblem]) -> list[Diagnostic]:
 
 
 def without_superseded(found: list[Diagnostic]) -> list[Diagnostic]:
-    """`found` less each finding that a `SUPERSEDES` rule replaces at the same place. Only rules that ran replace
-    any: with SP001 ignored, SL001 still reports the key."""
-    replaced = {(code, d.location) for d in found for code in SUPERSEDES.get(d.code, ())}
+    """`found` less each finding that a rule's `supersedes` (its `@rule` declaration) replaces at the same place.
+    Only rules that ran replace any: with SP001 ignored, SL001 still reports the key."""
+    replaced = {
+        (code, d.location) for d in found if d.code in registry.RULES for code in registry.RULES[d.code].supersedes
+    }
     return [d for d in found if (d.code, d.location) not in replaced] if replaced else found
 
 
@@ -166,6 +232,8 @@ def all_rules() -> dict[str, Rule]:
 
 
 __all__ = [
+    "FAMILIES",
+    "Family",
     "MODULES",
     "SHELLCHECK_CODE",
     "Rule",

@@ -9,6 +9,7 @@ from ..rulekit.registry import Finding, rule
     "RF014",
     "value-must-be-set",
     Severity.ERROR,
+    supersedes=("SL004", "SL005"),  # `???` is no value of a wrong type or choice: it is none yet
     summary="a value left as `???` (to be set): set it in the recipe or on the launch's command line",
     bad="""
     overrides:

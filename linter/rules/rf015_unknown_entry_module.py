@@ -9,6 +9,7 @@ from ..rulekit.registry import Finding, rule
     "RF015",
     "unknown-entry-module",
     Severity.ERROR,
+    supersedes=("SH001",),  # a missing entry module, not the config assumed for it
     part=Part.ENTRY,
     summary="the verl entry module is not one the verl version linted can run: the run stops at start",
     bad="""

@@ -8,6 +8,7 @@ from ..rulekit.sapo import is_nested_tau
     "SP001",
     "sapo-tau-nested",
     Severity.ERROR,
+    supersedes=("SL001",),  # a nested SAPO tau is an unknown key because it belongs on the actor
     summary="tau_pos/tau_neg nested under policy_loss",
     bad="""
     overrides:
