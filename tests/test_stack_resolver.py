@@ -180,3 +180,17 @@ def test_a_key_the_repository_s_own_code_reads_is_not_called_unread(tmp_path):
     (outside / "run.sh").write_text((tmp_path / "run.sh").read_text())
     alone = report("--verl-version", "0.9.1", "run.sh", cwd=outside, cache=tmp_path / "cache")
     assert "or in this repository" not in " ".join(m for c, m in codes(alone, "run.sh") if c == "SL003")
+
+
+def test_schema_facts_lists_what_changed_between_two_versions(tmp_path):
+    import subprocess
+
+    exe = [str(Path(__import__("sys").executable).parent / "sapo-lint")]
+    changed = subprocess.run([*exe, "schema", "facts", "0.7.1", "0.8.0"], capture_output=True, text=True, timeout=60)
+    assert changed.returncode == 0 and changed.stdout.splitlines() == [
+        "default-engine-workers: False in 0.7.1, True in 0.8.0",
+        "async-save-never-finalized: False in 0.7.1, True in 0.8.0",
+    ]
+    one = subprocess.run([*exe, "schema", "facts", "--package", "megatron-core", "0.12.1"], capture_output=True,
+                         text=True, timeout=60)  # fmt: skip
+    assert "tp-replicates-kv-heads: False" in one.stdout.splitlines()

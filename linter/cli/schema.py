@@ -12,6 +12,31 @@ def schema():
     """Schema snapshots generated from verl, megatron-core and mbridge distributions."""
 
 
+@schema.command("facts")
+@click.argument("version")
+@click.argument("other", required=False)
+@click.option(
+    "--package",
+    type=click.Choice(["verl", "megatron-core"]),
+    default="verl",
+    show_default=True,
+    help="Whose facts: verl's or megatron-core's (schemas/facts.json).",
+)
+def schema_facts(version, other, package):
+    """The version facts of VERSION, or those that differ between VERSION and OTHER.
+
+    Facts are what changed from release to release that no config snapshot holds (which workers run by default,
+    which megatron-core a verl runs with, which recompute modules megatron-core allows); the rules read them."""
+    from ..schema import fact, fact_names
+
+    for name in fact_names(package):
+        value = fact(package, name, version)
+        if other is None:
+            click.echo(f"{name}: {value!r}")
+        elif value != (then := fact(package, name, other)):
+            click.echo(f"{name}: {value!r} in {version}, {then!r} in {other}")
+
+
 @schema.command("build")
 @click.option(
     "--wheel",
