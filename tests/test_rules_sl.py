@@ -403,3 +403,36 @@ def test_sl003_is_a_warning_where_the_unread_key_turns_something_off(lint_text):
     for on in ("enable", "0", "8"):  # a count of 0 is a setting of its own, lost all the same
         (found,) = only(lint_text(f"overrides:\n  +trainer.my_unread_switch: {on}\n"), "SL003")
         assert found.severity.value == "error", on
+
+
+def test_sl002_agrees_with_hydra_on_a_plus_list_or_mapping_for_an_existing_key(tmp_path):
+    """Hydra 1.3 merges `+key=<list or mapping>` as it merges `++`: a list replaces the value, a mapping merges into
+    one; a scalar (or a list into a mapping) is refused. Checked against real Hydra, then through sapo-lint."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import ConfigCompositionException
+
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "c.yaml").write_text("a:\n  l: [1, 2]\n  d: {x: 1}\n  s: 3\n")
+
+    def hydra_accepts(override: str) -> bool:
+        try:
+            with initialize_config_dir(config_dir=str(tmp_path / "conf"), version_base=None):
+                compose("c", overrides=[override])
+            return True
+        except ConfigCompositionException:
+            return False
+
+    assert [hydra_accepts(o) for o in ("+a.l=[3]", "+a.d={y: 2}", "+a.s=4", "+a.d=[1]")] == [True, True, False, False]
+    from sapo_toolkit.linter.lint import lint_paths
+    from sapo_toolkit.linter.settings import Settings
+
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "python3 -m verl.trainer.main_ppo +trainer.logger=[console] '+actor_rollout_ref.rollout.engine_kwargs={a: 1}' "
+        "+trainer.nnodes=2 +actor_rollout_ref.rollout.engine_kwargs=[1]\n"
+    )
+    found = lint_paths([script], Settings(shellcheck=False, verl_version="0.9.1")).diagnostics
+    assert sorted(d.message.split("`")[1] for d in found if d.code == "SL002") == [
+        "actor_rollout_ref.rollout.engine_kwargs",
+        "trainer.nnodes",
+    ]
