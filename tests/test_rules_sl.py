@@ -436,3 +436,27 @@ def test_sl002_agrees_with_hydra_on_a_plus_list_or_mapping_for_an_existing_key(t
         "actor_rollout_ref.rollout.engine_kwargs",
         "trainer.nnodes",
     ]
+
+
+def test_sl001_names_an_unselected_engine_once_for_all_its_keys(tmp_path):
+    """A Megatron script without `model_engine=megatron`: one finding naming the cause at the first key, the others
+    as related locations, no guessed rename; a typo elsewhere is still its own finding."""
+    from sapo_toolkit.linter.lint import lint_paths
+    from sapo_toolkit.linter.settings import Settings
+
+    keys = (
+        "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=4 "
+        "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2 "
+        "actor_rollout_ref.ref.megatron.param_offload=True"
+    )
+    script = tmp_path / "run.sh"
+    script.write_text(f"python3 -m verl.trainer.main_ppo {keys} trainer.nnodez=1\n")
+    found = [d for d in lint_paths([script], Settings(shellcheck=False, verl_version="0.9.1")).diagnostics]
+    sl001 = [d for d in found if d.code == "SL001"]
+    assert len(sl001) == 2
+    cause, typo = sl001
+    assert "Add `model_engine=megatron`" in cause.message and len(cause.related) == 2 and cause.fix is None
+    assert "Did you mean `trainer.nnodes`?" in typo.message
+    script.write_text(f"python3 -m verl.trainer.main_ppo model_engine=megatron {keys}\n")
+    assert not [d for d in lint_paths([script], Settings(shellcheck=False, verl_version="0.9.1")).diagnostics
+                if d.code == "SL001"]  # fmt: skip

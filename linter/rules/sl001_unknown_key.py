@@ -34,8 +34,27 @@ def check(ctx: LintContext):
     to the nearest real one is unsafe (`--fix --unsafe-fixes`): the near spelling is a guess at the key meant, and
     the renamed override sets whatever that key does. A group override replaces a whole subtree before any key is
     set (`actor@actor_rollout_ref.actor=dp_actor` under `model_engine=megatron`): a key only the replaced option has
-    is unknown too, and the message names both options."""
+    is unknown too, and the message names both options. Keys that exist only under another option of a group the
+    command leaves at its default (a Megatron script without `model_engine=megatron`: every
+    `actor_rollout_ref.actor.megatron.*` key) are one finding naming that cause, at the first of them, with the
+    others as related locations, and no guessed rename."""
+    unselected = _under_unselected_option(ctx)
+    if unselected:
+        (group, option), keys = next(iter(unselected.items()))
+        first, *others = keys
+        yield Finding(
+            first,
+            f"unknown key `{first.path}`"
+            + (f" and {len(others)} more" if others else "")
+            + f": they are keys of `{group}={option}`, which this command does not select (it runs "
+            f"`{group}={ctx.selection.get(group)}`), so Hydra refuses them at compose. Add `{group}={option}` "
+            "to the command",
+            related=tuple(ro.location for ro in others),
+        )
+    cause_given = {id(ro) for keys in unselected.values() for ro in keys}
     for ro in ctx.overrides:
+        if id(ro) in cause_given:
+            continue
         if ro.parsed.op != "set" or ro.group is not None or ro.existed or ro.outside is not None:
             continue
         anchor = ctx.tree.get(ro.anchor) if ro.anchor else None
@@ -64,3 +83,29 @@ def check(ctx: LintContext):
                 fix=None if elsewhere else fix,
                 fix_applicability=Applicability.UNSAFE,
             )
+
+
+def _under_unselected_option(ctx: LintContext) -> dict:
+    """{(group, option): the unknown `key=value` overrides that the tree of that other option of a selecting group
+    (`model_engine`) has}, for groups the command leaves at their default; the option holding most of them first,
+    and only when it holds at least one."""
+    unknown = [
+        ro
+        for ro in ctx.overrides
+        if ro.parsed.op == "set" and ro.group is None and not ro.existed and ro.outside is None and ro.entry is None
+        and ro.replaced is None
+    ]  # fmt: skip
+    if not unknown:
+        return {}
+    found: dict[tuple[str, str], list] = {}
+    for group, chosen in ctx.selection.items():
+        if any(ro.group is not None and ro.path == group for ro in ctx.overrides):
+            continue  # the command selects an option itself: its keys are judged against it
+        for option in ctx.snapshot.groups[group]["options"]:
+            if option == chosen:
+                continue
+            other = ctx.snapshot.tree({**ctx.selection, group: option})
+            keys = [ro for ro in unknown if other.get(ro.path) is not None]
+            if keys:
+                found[group, option] = keys
+    return dict(sorted(found.items(), key=lambda item: -len(item[1]))[:1])
