@@ -238,6 +238,16 @@ def source_trees(roots: Iterable[Path]) -> list[Path]:
     return list(found.values())
 
 
+def foreign_verl(roots: Iterable[Path]) -> Path | None:
+    """The first package named `verl` under `roots` that is not verl (no `trainer/config/`, nor a nested checkout's
+    package): a fork with its own entry points and config system (`python3 -m verl.trainer.main config=x.yaml`)."""
+    for root in roots:
+        package = root / "verl"
+        if (package / "__init__.py").is_file() and not source_trees([root]):
+            return package
+    return None
+
+
 def _owned(path: Path) -> bool:
     try:
         return os.stat(path).st_uid in (os.geteuid(), 0)

@@ -194,3 +194,20 @@ def test_schema_facts_lists_what_changed_between_two_versions(tmp_path):
     one = subprocess.run([*exe, "schema", "facts", "--package", "megatron-core", "0.12.1"], capture_output=True,
                          text=True, timeout=60)  # fmt: skip
     assert "tp-replicates-kv-heads: False" in one.stdout.splitlines()
+
+
+def test_a_package_named_verl_that_is_not_verl_is_another_program(tmp_path):
+    """A fork with its own entry points and config system (no `verl/trainer/config/`, no `@hydra.main`): said once,
+    not checked against verl's config (no SL001 for its keys, no RF015 for its module)."""
+    (tmp_path / "verl" / "trainer").mkdir(parents=True)
+    for init in ("verl/__init__.py", "verl/trainer/__init__.py"):
+        (tmp_path / init).write_text("")
+    (tmp_path / "verl" / "trainer" / "main.py").write_text("import sys\nprint(sys.argv)\n")
+    script_in(
+        tmp_path,
+        "#!/bin/bash\npython3 -m verl.trainer.main config=examples/config.yaml worker.actor.optim.lr=1e-6\n",
+    )
+    found = report("run.sh", cwd=tmp_path, cache=tmp_path / "cache")
+    assert [d["code"] for d in found["diagnostics"]] == ["SH007"]
+    assert "another program named verl" in found["diagnostics"][0]["message"]
+    assert found["summary"]["not_checked_reasons"][0]["reason"] == "unresolved-entry-module"
