@@ -330,3 +330,14 @@ def test_fully_async_entry_skips_the_train_batch_checks_of_validate_config(tmp_p
 
     assert "BS004" in lint_script("verl.trainer.main_ppo")
     assert not {"BS001", "BS004"} & set(lint_script("verl.experimental.fully_async_policy.fully_async_main"))
+
+
+def test_bs010_the_legacy_workers_multiply_each_role_s_budget_by_its_own_ulysses_size(lint_text):
+    """verl <= 0.7.1's default FSDP workers: `max_token_len = ppo_max_token_len_per_gpu * ulysses size` of the role."""
+    base = (
+        'verl: "0.7.1"\nconfig_name: ppo_trainer\noverrides:\n  algorithm.adv_estimator: grpo\n'
+        "  data.max_prompt_length: 2048\n  data.max_response_length: 8192\n"
+        "  actor_rollout_ref.actor.use_dynamic_bsz: true\n  actor_rollout_ref.actor.ulysses_sequence_parallel_size: 2\n"
+    )
+    assert not only(lint_text(base + "  actor_rollout_ref.actor.ppo_max_token_len_per_gpu: 6000\n"), "BS010")
+    assert only(lint_text(base + "  actor_rollout_ref.actor.ppo_max_token_len_per_gpu: 4000\n"), "BS010")

@@ -1,6 +1,7 @@
 from ..core.diagnostics import Severity
 from ..core.paths import ACTOR_DYNAMIC_BSZ, REF_DYNAMIC_BSZ, ROLE_NODE
 from ..engine import LintContext
+from ..rulekit.common import runs_engine_workers
 from ..rulekit.registry import Finding, rule
 from ..topology import active_roles, parallelism
 
@@ -31,7 +32,9 @@ def _sequence_parallel(ctx: LintContext, role: str) -> tuple[int, str] | None:
     node = ROLE_NODE[role]
     engine_node = "fsdp" if (role, ctx.model_engine) == ("critic", "dp") else _ENGINE_NODE[ctx.model_engine]
     key = f"{node}.{engine_node}.{_SP_NAME[ctx.model_engine]}"
-    if ctx.model_engine == "dp" and role != "critic":
+    if ctx.model_engine == "dp" and not runs_engine_workers(ctx):
+        key = f"{node}.ulysses_sequence_parallel_size"  # the legacy FSDP workers multiply by the role's own
+    elif ctx.model_engine == "dp" and role != "critic":
         legacy = f"{node}.ulysses_sequence_parallel_size"  # FSDPActorConfig copies it over the engine's when > 1
         legacy_size = ctx.number(legacy)
         if isinstance(legacy_size, int) and legacy_size > 1:
@@ -74,7 +77,11 @@ def check(ctx: LintContext):
     has no such copy, `verl/workers/config/critic.py`, so only `critic.fsdp.ulysses_sequence_parallel_size`
     counts), Megatron `context_parallel_size`, VeOmni `veomni.ulysses_parallel_size`, TorchTitan
     `torchtitan.tensor_parallel_size`. verl 0.8.0, 0.9.1 and main have no other place (the legacy FSDP/Megatron
-    workers are gone), so a budget of (prompt + response) / sp is the standard long-context setting.
+    workers are gone), so a budget of (prompt + response) / sp is the standard long-context setting. The legacy
+    FSDP workers, the default before verl 0.8.0 (`schemas/facts.json`: `default-engine-workers`), multiply each
+    role's budget by that role's own `ulysses_sequence_parallel_size` (verl 0.7.1 `dp_actor.py:559`,
+    `dp_critic.py:212`: `max_token_len = self.config.ppo_max_token_len_per_gpu * self.ulysses_sequence_parallel_size`),
+    the critic's included.
     A sequence is up to `data.max_prompt_length + data.max_response_length` tokens, so a smaller effective budget
     fails the first time such a sample reaches the actor update (`actor.ppo_max_token_len_per_gpu`), the
     old-log-prob recompute (`rollout.log_prob_max_token_len_per_gpu`), the ref
