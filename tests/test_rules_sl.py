@@ -460,3 +460,14 @@ def test_sl001_names_an_unselected_engine_once_for_all_its_keys(tmp_path):
     script.write_text(f"python3 -m verl.trainer.main_ppo model_engine=megatron {keys}\n")
     assert not [d for d in lint_paths([script], Settings(shellcheck=False, verl_version="0.9.1")).diagnostics
                 if d.code == "SL001"]  # fmt: skip
+
+
+def test_sl003_on_verl_0_7_the_legacy_workers_keep_the_ref_a_plain_config(lint_text):
+    """verl 0.7.1 runs its legacy workers by default, which hand the ref's config on as it is (and read
+    `ref.model`): no TypeError for a `+` key there; with the engine workers (asked for, or verl >= 0.8) there is."""
+    added = "  +actor_rollout_ref.ref.model.override_config.attn_implementation: eager\n"
+    header = "config_name: ppo_trainer\noverrides:\n  algorithm.adv_estimator: grpo\n"
+    assert not only(lint_text('verl: "0.7.1"\n' + header + added), "SL003")
+    engine = lint_text('verl: "0.7.1"\n' + header + added + "  +trainer.use_legacy_worker_impl: disable\n")
+    assert [d for d in only(engine, "SL003") if "instantiation fails" in d.message]
+    assert [d for d in only(lint_text('verl: "0.9.1"\n' + header + added), "SL003") if "TypeError" in d.message]

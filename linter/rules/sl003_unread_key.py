@@ -1,6 +1,6 @@
 from ..core.diagnostics import Applicability, Severity
 from ..engine import LintContext, Part
-from ..rulekit.common import did_you_mean, first_missing, repository_code, short_class
+from ..rulekit.common import did_you_mean, first_missing, repository_code, runs_engine_workers, short_class
 from ..rulekit.registry import Finding, rule
 from ..rulekit.sapo import is_nested_tau
 from ..rulekit.versions import path_elsewhere, read_elsewhere
@@ -15,6 +15,16 @@ def turns_off(value) -> bool:
     if value is None or value is False:
         return True
     return isinstance(value, str) and value.strip().lower() in _OFF_WORDS
+
+
+def built_as_dataclass(ctx: LintContext, anchor: str) -> bool:
+    """Whether the workers that run build the node as its dataclass: the snapshot says so for the engine workers;
+    where a verl's default legacy workers build fewer (`schemas/facts.json`: `legacy-workers-dataclass-nodes`),
+    the others stay plain configs."""
+    legacy = ctx.fact("verl:legacy-workers-dataclass-nodes")
+    if legacy is None or runs_engine_workers(ctx):
+        return True
+    return any(anchor == node or anchor.startswith(node + ".") for node in legacy)
 
 
 def read_by_repository(ctx: LintContext, anchor: str, name: str) -> bool:
@@ -46,7 +56,8 @@ def check(ctx: LintContext):
     """`+` bypasses Hydra's struct check, so an added key always composes. What happens next depends on the
     node it lands in. Under a node with a `_target_` that verl instantiates (the actor, ref, rollout, critic
     and their typed children), a key that is not a field of the dataclass makes `hydra.utils.instantiate`
-    raise `TypeError: __init__() got an unexpected keyword argument` at start-up. Under a plain node
+    raise `TypeError: __init__() got an unexpected keyword argument` at start-up (where a verl's default legacy
+    workers build fewer nodes as dataclasses, verl 0.7.x's ref and critic, those are plain configs). Under a plain node
     (`data`, `trainer`, `ray_kwargs`, ...) or a `_target_` node that `main_ppo` never instantiates
     (`algorithm`, `reward`, `global_profiler`), verl accepts anything: the key is reported when no code in
     verl, nor in the code of the repository the file is in (a wrapper's trainer subclass reading
@@ -72,7 +83,7 @@ def check(ctx: LintContext):
             # mapping (FSDPEngineConfig.mixed_precision: Optional[dict], verl/workers/config/engine.py).
             continue
         hint, fix = did_you_mean(ctx, ro.path)
-        if anchor.get("target") and anchor.get("instantiated"):
+        if anchor.get("target") and anchor.get("instantiated") and built_as_dataclass(ctx, ro.anchor):
             elsewhere = path_elsewhere(ctx, f"{ro.anchor}.{name}" if ro.anchor else name)
             yield Finding(
                 ro,
