@@ -11,8 +11,8 @@ For each file, the first of these that applies:
    each directory from the file's own up to the repository root (the closest directory above holding `.git`, else
    the home directory; never a tree another user owns) tried as the start, then the script's `PYTHONPATH` entries
    from there (the bash reader's `sources.entry_module`); then the repository's own tree, which a script that `cd`s
-   elsewhere (or into a directory this machine does not have) runs once it is installed. A vendored, often
-   modified verl is what the repository runs.
+   elsewhere (or into a directory this machine does not have) runs once it is installed (`src/verl` too, in a
+   project of the src layout). A vendored, often modified verl is what the repository runs.
 4. The verl installed in the environment that runs sapo-lint, located with `importlib.util.find_spec("verl")`: a
    top-level package is found, never imported. A release installed from the package index (its dist-info holds no
    `direct_url.json`) that has a committed snapshot is checked against that snapshot; any other (an editable
@@ -178,7 +178,7 @@ def choose(
         return named(cli_verl, COMMAND_LINE)
     if declared:
         return named(declared, RECIPE)
-    own = repository_dirs(Path(os.path.abspath(file)).parent)
+    own = installed_roots(repository_dirs(Path(os.path.abspath(file)).parent))
     # The trainer's import roots first; then the repository's own verl, which a script that `cd`s elsewhere (or
     # into a directory this machine does not have) still runs once installed (`pip install -e .`).
     for package_dir in source_trees(own if roots is None else [*roots, *own]):
@@ -218,6 +218,18 @@ def repository_dirs(directory: Path) -> list[Path]:
     out = [directory]
     while not (out[-1] / ".git").exists() and str(out[-1]) != home and out[-1].parent != out[-1]:
         out.append(out[-1].parent)
+    return out
+
+
+def installed_roots(directories: list[Path]) -> list[Path]:
+    """Where `pip install -e .` of a project in one of `directories` makes Python import from: the directory, and
+    for a project in the src layout (PyPA's: a `setup.py` or `pyproject.toml` beside `src/`) its `src/` too."""
+    out = []
+    for directory in directories:
+        out.append(directory)
+        packaged = (directory / "setup.py").is_file() or (directory / "pyproject.toml").is_file()
+        if packaged and (directory / "src").is_dir():
+            out.append(directory / "src")
     return out
 
 

@@ -211,3 +211,19 @@ def test_a_package_named_verl_that_is_not_verl_is_another_program(tmp_path):
     assert [d["code"] for d in found["diagnostics"]] == ["SH007"]
     assert "another program named verl" in found["diagnostics"][0]["message"]
     assert found["summary"]["not_checked_reasons"][0]["reason"] == "unresolved-entry-module"
+
+
+def test_a_project_in_the_src_layout_runs_its_src_verl(tmp_path):
+    """`setup.py` with `package_dir={'': 'src'}` (PyPA's src layout), installed with `pip install -e .`: the
+    verl at `src/verl` is what `python3 -m verl.trainer.main_ppo` imports from anywhere."""
+    tiny_verl(tmp_path / "src", version="0.2.0.dev")
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup(package_dir={'': 'src'})\n")
+    (tmp_path / "scripts").mkdir()
+    script_in(tmp_path, TINY, name="scripts/train.sh")
+    found = report("scripts/train.sh", cwd=tmp_path, cache=tmp_path / "cache")
+    assert verl_choice(found, "scripts/train.sh") == {
+        "version": "0.2.0.dev",
+        "source": "source-tree",
+        "path": "src/verl",
+        "snapshot": "built",
+    }

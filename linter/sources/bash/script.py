@@ -45,7 +45,7 @@ from ...core.variants import MAX_VARIANTS, collapse_variants, expand
 from ...engine import reaches_model_rules
 from ...schema import entrypoints, main_modules
 from ...stack import Declared, ResolvedStack, resolve_stack
-from ...verl_source import foreign_verl, repository_dirs
+from ...verl_source import foreign_verl, installed_roots, repository_dirs
 from ..entry_module import resolve_entry, search_roots, start_directories
 from ..files import TextFile
 from ..hardware import choose
@@ -685,7 +685,7 @@ def _entry_config(
         if tr.module in main_modules(verl_version):  # a program of verl's that is no Hydra trainer (model_merger)
             return None, None
         roots = _call_directories(tr, script, marks)[1]
-        foreign = foreign_verl([*roots, *repository_dirs(Path(script).absolute().parent)])
+        foreign = foreign_verl([*roots, *installed_roots(repository_dirs(Path(script).absolute().parent))])
         if foreign is not None:
             reason = (
                 f"`verl` here is the package at {foreign}, which has no `trainer/config/`: another program named "
