@@ -306,6 +306,8 @@ class LintContext:
         """`verl:workers-convert-global-micro-batch` -> that fact of `schemas/facts.json` for the verl this command
         is checked against; `megatron-core:...` for its megatron-core (`schema.fact`)."""
         package, _, name = spec.partition(":")
+        if package == "verl" and name in (decided := dict(self.stack.code_facts)):
+            return decided[name]  # a source tree's own code says
         version = self.snapshot.verl_version if package == "verl" else self.stack.megatron_core
         return fact(package, name, version)
 

@@ -79,6 +79,12 @@ def fact(package: str, name: str, version: str):
     return value
 
 
+def code_patterns() -> dict[str, str]:
+    """The verl facts that a source tree's own code decides: name -> the regular expression its Python matches
+    where the fact holds (`schemas/facts.json` `code`)."""
+    return {name: entry["code"] for name, entry in _facts()["verl"].items() if "code" in entry}
+
+
 def fact_names(package: str) -> list[str]:
     """The facts `schemas/facts.json` holds for `package`."""
     return list(_facts()[package])

@@ -24,7 +24,7 @@ from typing import NamedTuple, Protocol
 
 from .core.command import Stack
 from .schema import DEFAULT_MBRIDGE, fact, snapshot_version
-from .verl_source import SOURCE_TREE, VerlChoice, choose, repository_root
+from .verl_source import SOURCE_TREE, VerlChoice, choose, repository_root, tree_code_facts
 
 
 class StackOptions(Protocol):
@@ -101,7 +101,11 @@ def resolve_stack(path: str, declared: Declared, options: StackOptions) -> Resol
     package = verl.package_dir if verl.source == SOURCE_TREE else None
     if root is not None:
         why.append(f"the code of the repository at {root} (the loss modes it registers, the keys it reads)")
-    libraries = Stack(megatron_core, mbridge, declared.mindspeed, declared.megatron_pin, root and str(root), package)
+    built = verl.cached is not None and verl.unbuilt is None and verl.package_dir is not None
+    code_facts = tree_code_facts(verl.snapshot, Path(verl.package_dir)) if built else ()
+    libraries = Stack(
+        megatron_core, mbridge, declared.mindspeed, declared.megatron_pin, root and str(root), package, code_facts
+    )
     return ResolvedStack(verl, libraries, tuple(why))
 
 

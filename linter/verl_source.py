@@ -68,6 +68,7 @@ from .core.user_cache import read_cached, trusted_directory, user_cache_dir, wri
 from .engine import searchpath
 from .schema import (
     ConfigNotInSnapshot,
+    code_patterns,
     committed_for,
     installed_verl_version,
     load_snapshot,
@@ -399,6 +400,35 @@ def _tree_snapshot(package_dir: Path, version: str, what: str) -> tuple[str, boo
 
         _BUILT[real] = _cached(key, build)
     return _BUILT[real]
+
+
+def tree_code_facts(snapshot: str, package_dir: Path) -> tuple[tuple[str, bool], ...]:
+    """(fact, holds) for each verl fact its own code decides (`schema.code_patterns`): whether any Python file of the
+    tree matches the fact's pattern. Kept beside the tree's built `snapshot` (whose name is the tree's content
+    hash), so a tree is read for them once."""
+    patterns = code_patterns()
+    memo = Path(snapshot + ".facts")
+    stored = read_cached(memo, MAX_REASON_BYTES)
+    if stored is not None:
+        try:
+            found = json.loads(stored)
+        except ValueError:
+            found = None
+        if isinstance(found, dict) and set(found) == set(patterns) and all(isinstance(v, bool) for v in found.values()):
+            return tuple(sorted(found.items()))
+    compiled = {name: re.compile(pattern.encode()) for name, pattern in patterns.items()}
+    holds = dict.fromkeys(compiled, False)
+    for relative, _, _ in _tree_files(package_dir):
+        if not relative.endswith(".py") or all(holds.values()):
+            continue
+        try:
+            data = read_bytes(package_dir / relative)
+        except UnreadableFile:
+            continue
+        for name, pattern in compiled.items():
+            holds[name] = holds[name] or pattern.search(data) is not None
+    write_cached(memo, json.dumps(holds, sort_keys=True))
+    return tuple(sorted(holds.items()))
 
 
 # --- choices the repository registers with verl's registries ----------------------------------------------------

@@ -227,3 +227,21 @@ def test_a_project_in_the_src_layout_runs_its_src_verl(tmp_path):
         "path": "src/verl",
         "snapshot": "built",
     }
+
+
+@pytest.mark.parametrize("checks", [False, True])
+def test_a_source_tree_s_own_code_decides_a_code_fact(tmp_path, checks):
+    """BS004 (train batch below the mini-batch) only where the tree's verl checks it: verl 0.1 and its forks do not
+    (`schemas/facts.json` `train-batch-covers-mini-batch`, `code`), whatever the version file says."""
+    package = tiny_verl(tmp_path, version="0.5.0.dev")
+    (package / "trainer" / "config" / "ppo_trainer.yaml").write_text(
+        "trainer:\n  nnodes: 1\ndata:\n  train_batch_size: 8\nactor_rollout_ref:\n  actor:\n"
+        "    ppo_mini_batch_size: 256\n    use_dynamic_bsz: false\n"
+    )
+    if checks:
+        (package / "trainer" / "checks.py").write_text(
+            "def validate(config):\n    assert config.data.train_batch_size >= config.actor.ppo_mini_batch_size\n"
+        )
+    script_in(tmp_path, "#!/bin/bash\npython3 -m verl.trainer.main_ppo data.train_batch_size=16\n")
+    found = report("run.sh", cwd=tmp_path, cache=tmp_path / "cache")
+    assert ("BS004" in [c for c, _ in codes(found, "run.sh")]) == checks

@@ -60,6 +60,9 @@ class Stack(NamedTuple):
     # repository_code`, read only when a rule asks), and the verl package inside it that is not its own code
     repository: str | None = None
     verl_package: str | None = None
+    # The verl facts its source tree's own code decides (`schemas/facts.json` `code`): (name, holds); () for a
+    # committed snapshot, whose version decides
+    code_facts: tuple[tuple[str, bool], ...] = ()
 
 
 class EnvVar(NamedTuple):

@@ -26,7 +26,11 @@ def check(ctx: LintContext):
     """`validate_config` calls `ActorConfig.validate` (verl 0.9.1 `verl/workers/config/actor.py:222-229`) and,
     when a critic runs, `CriticConfig.validate` (`verl/workers/config/critic.py:117-128`); with a static batch size
     both raise `train_batch_size (...) must be >= actor.ppo_mini_batch_size (...)` (`critic.` for the critic).
-    Both sizes count prompts (before `rollout.n`). With `use_dynamic_bsz=True` verl skips the check."""
+    Both sizes count prompts (before `rollout.n`). With `use_dynamic_bsz=True` verl skips the check. verl 0.1 and
+    forks of it have no such check (the split just yields a smaller mini-batch): for a source tree its own code
+    decides (`schemas/facts.json`: `train-batch-covers-mini-batch`)."""
+    if not ctx.fact("verl:train-batch-covers-mini-batch"):
+        return
     train = ctx.number("data.train_batch_size")
     if not isinstance(train, int):
         return
