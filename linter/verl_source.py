@@ -115,7 +115,7 @@ class VerlChoice(NamedTuple):
 
     def as_dict(self) -> dict:
         """The JSON's per-file `verl` object."""
-        return {"version": self.version, "source": self.source, "path": _shown(self.path), "snapshot": self.state}
+        return {"version": self.version, "source": self.source, "path": shown_path(self.path), "snapshot": self.state}
 
     def describe(self) -> str:
         """The text report's note: `verl 0.10.0.dev from ./verl (source tree, snapshot cached)`."""
@@ -126,7 +126,7 @@ class VerlChoice(NamedTuple):
             if self.unbuilt is not None
             else f"snapshot {self.state}"
         )
-        where = _shown(self.path)
+        where = shown_path(self.path)
         where = where if where is None or os.path.isabs(where) else os.path.join(".", where)
         if self.source == SOURCE_TREE:
             return f"verl {self.version} from {where} (source tree, {snapshot})"
@@ -144,7 +144,7 @@ class VerlChoice(NamedTuple):
         return f"verl {self.version} (the newest committed snapshot: no verl source tree, installed verl or pin found)"
 
 
-def _shown(path: str | None) -> str | None:
+def shown_path(path: str | None) -> str | None:
     """A path relative to the working directory when it is below it, as the file paths of a report are."""
     if path is None or not os.path.isabs(path):
         return path

@@ -45,7 +45,7 @@ from ...core.variants import MAX_VARIANTS, collapse_variants, expand
 from ...engine import reaches_model_rules
 from ...schema import entrypoints, main_modules
 from ...stack import Declared, ResolvedStack, resolve_stack
-from ...verl_source import foreign_verl, installed_roots, repository_dirs
+from ...verl_source import foreign_verl, installed_roots, repository_dirs, shown_path
 from ..entry_module import resolve_entry, search_roots, start_directories
 from ..files import TextFile
 from ..hardware import choose
@@ -688,7 +688,8 @@ def _entry_config(
         foreign = foreign_verl([*roots, *installed_roots(repository_dirs(Path(script).absolute().parent))])
         if foreign is not None:
             reason = (
-                f"`verl` here is the package at {foreign}, which has no `trainer/config/`: another program named "
+                f"`verl` here is the package at {shown_path(str(foreign))}, which has no `trainer/config/`: another "
+                "program named "
                 "verl, with entry points and configs of its own"
             )
             return None, UnresolvedEntryModule(location=tr.node_loc, module=tr.module, reason=reason)
