@@ -5,21 +5,18 @@ the one place that says what it reports and why. A record is hashable, and carri
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
 from .diagnostics import Location
+from .records import Record
 
 
-@dataclass(frozen=True, kw_only=True)
-class ReadProblem:
+class ReadProblem(Record):
     location: Location
     variant: str | None = None
 
     def with_variant(self, variant: str | None) -> ReadProblem:
-        return replace(self, variant=variant)
+        return self.replace(variant=variant)
 
 
-@dataclass(frozen=True, kw_only=True)
 class SchemaViolation(ReadProblem):
     """The recipe breaks schemas/recipe.schema.json at `where` (a dotted path; None: the document as a whole)."""
 
@@ -27,20 +24,17 @@ class SchemaViolation(ReadProblem):
     where: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
 class InvalidYaml(ReadProblem):
     """The parser's (or the shape check's) complaint."""
 
     problem: str
 
 
-@dataclass(frozen=True, kw_only=True)
 class DuplicateKey(ReadProblem):
     key: str
     first_line: int
 
 
-@dataclass(frozen=True, kw_only=True)
 class UnknownModel(ReadProblem):
     """Why the model's shape is unknown, and how to supply it."""
 
@@ -48,13 +42,11 @@ class UnknownModel(ReadProblem):
     remedy: str
 
 
-@dataclass(frozen=True, kw_only=True)
 class TooManyVariants(ReadProblem):
     total: int
     linted: int
 
 
-@dataclass(frozen=True, kw_only=True)
 class UnknownAcceleratorName(ReadProblem):
     """`source` (e.g. "--accelerator") names an accelerator not in schemas/devices.json; `reason` lists the known."""
 
@@ -62,7 +54,6 @@ class UnknownAcceleratorName(ReadProblem):
     reason: str
 
 
-@dataclass(frozen=True, kw_only=True)
 class AcceleratorKindMismatch(ReadProblem):
     """A `{kind: name}` entry whose accelerator is of the other kind; `assumed`: the one used instead."""
 
@@ -73,7 +64,6 @@ class AcceleratorKindMismatch(ReadProblem):
     assumed: str
 
 
-@dataclass(frozen=True, kw_only=True)
 class VariantDeviceMismatch(ReadProblem):
     """A single name for every variant, but this variant states the other device kind (`evidence`)."""
 
@@ -86,7 +76,6 @@ class VariantDeviceMismatch(ReadProblem):
     fix_form: str  # how to name one per kind there, filled in
 
 
-@dataclass(frozen=True, kw_only=True)
 class BashSyntaxError(ReadProblem):
     """Where bash stops reading the script: at a token it did not expect, or at the end, still missing `missing`."""
 
@@ -94,7 +83,6 @@ class BashSyntaxError(ReadProblem):
     unexpected: str | None = None  # the token bash did not expect (`fi`, `)`, `newline`)
 
 
-@dataclass(frozen=True, kw_only=True)
 class BrokenContinuation(ReadProblem):
     """A command that a line break cut from the command it belongs to: one named like a Hydra override
     (`command`), or one whose name is an option that holds the trainer call (`trainer_never_runs`: `ray job submit
@@ -112,12 +100,10 @@ class BrokenContinuation(ReadProblem):
     trainer_never_runs: bool = False  # the cut-off command holds the trainer call: bash runs its option as a command
 
 
-@dataclass(frozen=True, kw_only=True)
 class Passthrough(ReadProblem):
     """The trainer call passes the script's arguments through (`"$@"`)."""
 
 
-@dataclass(frozen=True, kw_only=True)
 class EnvironmentInputs(ReadProblem):
     """What the trainer's arguments take from outside the script (each as written, in order)."""
 
@@ -126,45 +112,38 @@ class EnvironmentInputs(ReadProblem):
     computed: tuple[str, ...]  # what it computes when it runs
 
 
-@dataclass(frozen=True, kw_only=True)
 class Unevaluated(ReadProblem):
     """What the bash interpreter could not evaluate, in its words."""
 
     message: str
 
 
-@dataclass(frozen=True, kw_only=True)
 class NotAnOverride(ReadProblem):
     argument: str  # as written, for messages
 
 
-@dataclass(frozen=True, kw_only=True)
 class UnresolvedKey(ReadProblem):
     key: str  # as written, for messages
     constructs: tuple[str, ...]  # the constructs it uses
 
 
-@dataclass(frozen=True, kw_only=True)
 class VariantsSampled(ReadProblem):
     total: int
     axes: tuple[str, ...]
     linted: int
 
 
-@dataclass(frozen=True, kw_only=True)
 class UndecidedConditions(ReadProblem):
     limit: int  # the variants evaluated at most
     cut: int  # the ways through them not linted
 
 
-@dataclass(frozen=True, kw_only=True)
 class UnknownEntryModule(ReadProblem):
     module: str
     verl_version: str
     assumed: str  # the config name assumed instead
 
 
-@dataclass(frozen=True, kw_only=True)
 class UnresolvedEntryModule(ReadProblem):
     """A trainer call starts a module of the script's own (`python3 -m recipe.x.main_ppo`, `python3 train.py`) whose
     config cannot be found: `reason` says why. Its overrides are not checked."""
@@ -173,14 +152,12 @@ class UnresolvedEntryModule(ReadProblem):
     reason: str
 
 
-@dataclass(frozen=True, kw_only=True)
 class ExitsBeforeTrainer(ReadProblem):
     """Every way through a run script exits (at `location`) before its trainer command (at `trainer_line`)."""
 
     trainer_line: int
 
 
-@dataclass(frozen=True, kw_only=True)
 class ShellcheckComment(ReadProblem):
     """One of shellcheck's findings, as its JSON gives it."""
 
@@ -189,7 +166,6 @@ class ShellcheckComment(ReadProblem):
     message: str
 
 
-@dataclass(frozen=True, kw_only=True)
 class ShellcheckNotRun(ReadProblem):
     """shellcheck did not check the file: missing, failing, or not given the file (`reason`, one line)."""
 
@@ -197,29 +173,24 @@ class ShellcheckNotRun(ReadProblem):
     info: bool = False  # not given the file on purpose (too large): a note, not an error
 
 
-@dataclass(frozen=True, kw_only=True)
 class FileUnreadable(ReadProblem):
     reason: str  # the one-line reason (`sources.files.UnreadableFile`, or the OS's)
     directory: bool = False  # a directory that could not be listed
 
 
-@dataclass(frozen=True, kw_only=True)
 class NotLintable(ReadProblem):
     """A file named on the command line that is neither a recipe nor a run script (the location's path)."""
 
 
-@dataclass(frozen=True, kw_only=True)
 class OverBudget(ReadProblem):
     bound: str  # which budget was spent (`core.budget`): its units, or the last-resort time guard
     stage: str  # what was being done when it was spent
 
 
-@dataclass(frozen=True, kw_only=True)
 class InternalError(ReadProblem):
     raised_where: str  # the exception's type and where in sapo-lint it was raised, not its message
 
 
-@dataclass(frozen=True, kw_only=True)
 class NoSnapshot(ReadProblem):
     reason: str  # `schema.SnapshotNotFound`'s or `ConfigNotInSnapshot`'s message
     config_only: bool = False  # the version is known, one trainer config is not: its commands alone go unchecked
@@ -228,7 +199,6 @@ class NoSnapshot(ReadProblem):
     placeholder: bool = False  # the config's directory is a template's blank left unfilled: a warning
 
 
-@dataclass(frozen=True, kw_only=True)
 class SnapshotNotBuilt(ReadProblem):
     """A verl source tree (or installed verl) the file would be linted against cannot be snapshotted: `reason` says
     why; the next verl in `verl_source`'s order is used instead."""
