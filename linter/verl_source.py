@@ -190,6 +190,11 @@ def choose(
             unbuilt = SnapshotNotBuilt(location=Location(file), tree=where, reason=built)
             return VerlChoice("", version, SOURCE_TREE, where, package_dir=where, unbuilt=unbuilt)
         return VerlChoice(built[0], version, SOURCE_TREE, where, built[1], where)
+    submodule = _absent_verl_submodule(own)
+    if submodule is not None:  # the repository's verl is known, but not here: no other verl judges its keys
+        reason = f"it is the git submodule `{submodule.name}`, not checked out here (`git submodule update --init`)"
+        unbuilt = SnapshotNotBuilt(location=Location(file), tree=shown_path(str(submodule)), reason=reason)
+        return VerlChoice("", "unknown", SOURCE_TREE, str(submodule), unbuilt=unbuilt)
     installed = _installed()
     if installed is not None:
         package_dir, version, from_index = installed
@@ -220,6 +225,26 @@ def repository_dirs(directory: Path) -> list[Path]:
     while not (out[-1] / ".git").exists() and str(out[-1]) != home and out[-1].parent != out[-1]:
         out.append(out[-1].parent)
     return out
+
+
+_SUBMODULE_PATH = re.compile(r"^[ \t]*path[ \t]*=[ \t]*(\S[^\n]{0,500}?)[ \t]*$", re.MULTILINE)
+
+
+def _absent_verl_submodule(directories: list[Path]) -> Path | None:
+    """A git submodule named `verl` (its path's last part) that the repository holding `directories` declares in
+    `.gitmodules` but that is not checked out (no verl package in it): the repository's own verl, absent here."""
+    top = directories[-1]
+    if not (top / ".git").exists():
+        return None
+    try:
+        text = read_bytes(top / ".gitmodules", MAX_VERSION_BYTES * 16).decode("utf-8", "replace")
+    except UnreadableFile:
+        return None
+    for written in _SUBMODULE_PATH.findall(text):
+        path = top / written.strip().strip("/")
+        if path.name == "verl" and _inside(path, top) and not source_trees([path, path.parent]):
+            return path
+    return None
 
 
 def installed_roots(directories: list[Path]) -> list[Path]:

@@ -244,3 +244,16 @@ def test_a_source_tree_s_own_code_decides_a_code_fact(tmp_path, checks):
     script_in(tmp_path, "#!/bin/bash\npython3 -m verl.trainer.main_ppo data.train_batch_size=16\n")
     found = report("run.sh", cwd=tmp_path, cache=tmp_path / "cache")
     assert ("BS004" in [c for c, _ in codes(found, "run.sh")]) == checks
+
+
+def test_a_verl_submodule_not_checked_out_is_never_judged_by_another_verl(tmp_path):
+    """`.gitmodules` declares `verl` (a pinned verl checkout), absent here: the repository's verl is known but not on
+    this machine, so its keys are not judged against the newest release (one warning says how to get it)."""
+    (tmp_path / ".gitmodules").write_text('[submodule "verl"]\n\tpath = verl\n\turl = https://github.com/x/verl.git\n')
+    (tmp_path / "verl").mkdir()  # git leaves the submodule's directory empty
+    script_in(tmp_path, "#!/bin/bash\npython3 -m verl.trainer.main_ppo reward_model.strategy=fsdp\n")
+    found = report("run.sh", cwd=tmp_path, cache=tmp_path / "cache")
+    assert not [d for d in found["diagnostics"] if d["code"].startswith("SL")]
+    (warning,) = [d for d in found["diagnostics"] if d["code"] == "RF004"]
+    assert "git submodule `verl`, not checked out here" in warning["message"]
+    assert verl_choice(found, "run.sh")["snapshot"] == "unbuilt"
