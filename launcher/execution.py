@@ -1,19 +1,21 @@
 """A run's lifecycle on any executor (`executors/`), written once: starting it, following it, and recording how it
-ended, whichever way it is followed.
+ended, whichever way it is followed and whichever executor runs it.
 
-- `run`: read the recipe's gates, record summary.json `running` (with `fail_on_gates: true` for
-  `--fail-on-gates`), start, then, unless detached, `follow`.
+- `run`: read the recipe's gates, record summary.json `running` (with the executor's name, and `fail_on_gates:
+  true` for `--fail-on-gates`), start, then, unless detached (`submitted`), `follow`.
 - `follow` (an attached run, and `sapo-launch logs --follow` through `follow_again`): the executor passes the run's
-  output to the live view (`live.py`) until the run ends, and records its outcome (`rundir.record_outcome`); then
-  the gates are judged on what the live view parsed, and the closing line goes to stderr.
-- `conclude` (`status`, `logs`, `stop` and `report` after the fact): once summary.json records an outcome that no
-  verdicts have been judged on (a detached run whose job ended, a run followed by nobody), the metrics are parsed
-  from the run's log (train.log, with the file logger's metrics.jsonl), and judged the same way.
+  output to the live view (`live.py`) until the run ends, and records its end through the `Record` it is given:
+  the outcome and the gates judged on what the live view parsed, in one write; then the closing line goes to
+  stderr. A run whose end another process recorded (its own launcher, an earlier follower) is shown as recorded.
+- `status`, `logs`, `stop` (and `report`): the executor records an end it finds through `recorder`, which judges
+  the gates on the run's files (train.log, with the file logger's metrics.jsonl); `conclude` then judges a run that
+  ended without verdicts (one recorded before they were judged with the outcome).
 
 Judging a run that ended, the one way: metrics.jsonl is completed with the steps only the console showed, the gates
 are judged (`gates.judged`: on a run that did not succeed, only a reading that broke an `every` bound decides; other
 gates are `not judged`), and the verdicts go into summary.json under `gates` with the exit code they give. Each file
-is written atomically, and judging again, or following an ended job again, writes the same files.
+is written atomically, summary.json once per change of state (running, submitted, how it ended); judging again, or
+following an ended job again, writes the same files.
 
 Exit codes: the executor's (the trainer's own, 128 + N for a signal); `EXIT_GATES_FAILED` (8) when the trainer
 succeeded, a gate did not pass and `--fail-on-gates` was given; 2 when the plan's gates cannot be read (nothing is
@@ -21,20 +23,21 @@ started); 1 when the executor refuses the plan (`Refused`: nothing started); 0 o
 `ExecutorError` while starting is recorded (status `failed`, exit code 2) and raised.
 
 The closing line of a followed run that ended: `sapo-launch: succeeded | failed (exit N) | stopped (SIGNAL) |
-gates failed: NAME, ...; run directory DIR`.
+gates failed: NAME, ... | lost; run directory DIR`.
 """
 
 from __future__ import annotations
 
 import signal
 import sys
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO
 
 from sapo_toolkit.linter.core.printable import printable
 
-from .executors import Executor, ExecutorError, Refused
+from .executors import NAME_KEY, Executor, ExecutorError, Record, Refused
 from .gates import Gate, GateError, Verdict, gate_exit_code, gates_json, parse_gates
 from .live import LiveMonitor, judge
 from .metrics import READ_CHUNK, MetricsWatcher, kept
@@ -61,12 +64,14 @@ def run(
         gates = parse_gates(plan.gates)
     except GateError as exc:  # a hand-edited plan.json: lint refuses a recipe with bad gates before this
         print(f"sapo-launch: {exc}", file=sys.stderr)
-        write_json(run_dir / SUMMARY_FILE, {"status": "refused", "exit_code": EXIT_BAD_GATES, "error": str(exc)})
+        refused = {"status": "refused", "exit_code": EXIT_BAD_GATES, "error": str(exc), NAME_KEY: executor.NAME}
+        write_json(run_dir / SUMMARY_FILE, refused)
         return EXIT_BAD_GATES
     summary = {
         "status": "running",
         "started": datetime.now(timezone.utc).isoformat(),
         "pid": None,
+        NAME_KEY: executor.NAME,
         **executor.summary_fields(),
     }
     if fail_on_gates:  # for whoever judges the gates: this launcher, `logs --follow` or `status`
@@ -93,14 +98,13 @@ def run(
         )
         write_json(run_dir / SUMMARY_FILE, summary)
         raise
-    summary.update(started)
-    write_json(run_dir / SUMMARY_FILE, summary)
     if detach:
-        summary.update(status="submitted", exit_code=0)
+        summary.update(started, status="submitted", exit_code=0)
         write_json(run_dir / SUMMARY_FILE, summary)
         print(f"sapo-launch: follow it with `sapo-launch logs --follow {run_dir}`", file=sys.stderr)
         return 0
-    return follow(executor, handle, run_dir, gates, plan.total_steps, terminal=terminal)
+    # What starting gave (a pid, a submission id) is recorded with the run's end: the state has not changed.
+    return follow(executor, handle, run_dir, gates, plan.total_steps, terminal=terminal, started=started)
 
 
 def follow(
@@ -111,31 +115,63 @@ def follow(
     total_steps: int | None,
     *,
     terminal: BinaryIO | None = None,
+    started: dict | None = None,
 ) -> int:
-    """Follow a started run through the live view. Once the executor has recorded how the run ended (also when
-    following failed after that), the gates are judged on what the live view parsed and the closing line is
-    printed; a run left running (following stopped) keeps its summary as it was, and metrics.jsonl untouched."""
+    """Follow a started run through the live view. The executor records the run's end through `record`: the
+    outcome (with `started`, the keys starting gave) and the gates judged on what the live view parsed, one write,
+    also when following fails after it ended; then the closing line is printed. A run whose end another process
+    recorded is shown as recorded (judged here only if nobody judged it); a run left running (following stopped)
+    keeps its summary as it was, and metrics.jsonl untouched."""
     monitor = LiveMonitor(run_dir / METRICS_FILE, total_steps, gates, terminal or sys.stdout.buffer)
+    ended: list[dict] = []
+
+    def record(**outcome) -> dict:
+        summary = _record(run_dir, {**(started or {}), **outcome}, monitor.finish)  # closes the live view
+        ended.append(summary)
+        return summary
+
     code = None
     try:
-        code = executor.follow(handle, run_dir, monitor)
+        code = executor.follow(handle, run_dir, monitor, record)
     finally:
-        status = read_summary(run_dir).get("status")
-        if status in ENDED:
-            summary = _record_verdicts(run_dir, monitor.finish(status))  # closes the live view
-            print(closing_line(summary, run_dir), file=sys.stderr)
-            if code is not None:
-                code = summary["exit_code"]
-        else:
-            monitor.close()
+        if not ended:
+            summary = read_summary(run_dir)
+            if summary.get("status") in ENDED:  # recorded by another: the launcher that runs it, a follower
+                verdicts = monitor.finish(summary["status"])
+                if "gates" in summary:  # as recorded, in the recipe's order (summary.json's keys are sorted)
+                    order = {gate.name: i for i, gate in enumerate(gates)}
+                    summary["gates"] = dict(sorted(summary["gates"].items(), key=lambda g: order.get(g[0], len(order))))
+                else:
+                    summary = _record(run_dir, {}, lambda _: verdicts)
+                ended.append(summary)
+            else:
+                monitor.close()
+        if ended:
+            print(closing_line(ended[-1], run_dir), file=sys.stderr)
+            if code is not None and ended[-1].get("exit_code") is not None:
+                code = ended[-1]["exit_code"]
     return code
 
 
-def follow_again(executor: Executor, handle, run_dir: Path, *, terminal: BinaryIO | None = None) -> int:
-    """Follow a run started earlier (`sapo-launch logs --follow` after `--detach`) as `run` would have: with the
-    gates and total steps its plan.json records, and the `--fail-on-gates` its summary.json records."""
+def follow_again(executor: Executor, run_dir: Path, *, terminal: BinaryIO | None = None) -> int:
+    """Follow a run started earlier (`sapo-launch logs --follow`, after `--detach` or from another terminal) as
+    `run` would have: with the gates and total steps its plan.json records, and the `--fail-on-gates` its
+    summary.json records."""
+    handle = executor.attach(run_dir)
     gates, total_steps = _recorded_plan(run_dir)
     return follow(executor, handle, run_dir, gates, total_steps, terminal=terminal)
+
+
+def recorder(run_dir: Path) -> Record:
+    """How a run's end found by `status`, `logs`, `stop` or `report` is recorded: with the gates judged on the run's
+    files (module docstring), in one write. Raises `ExecutorError` when plan.json's gates cannot be read (the
+    outcome is recorded without verdicts)."""
+    run_dir = Path(run_dir)
+
+    def record(**outcome) -> dict:
+        return _record(run_dir, outcome, lambda status: _judged_on_files(run_dir, status))
+
+    return record
 
 
 def conclude(run_dir: Path) -> dict:
@@ -144,24 +180,30 @@ def conclude(run_dir: Path) -> dict:
     summary = read_summary(run_dir)
     if summary.get("status") not in ENDED or "gates" in summary:
         return summary
-    gates, _ = _recorded_plan(run_dir)
-    watcher = MetricsWatcher(run_dir / METRICS_FILE, kept(g.metric for g in gates))
-    try:
-        with open(run_dir / LOG_FILE, "rb") as log:
-            while chunk := log.read(READ_CHUNK):
-                watcher.feed(chunk)
-    except FileNotFoundError:  # the run never started, or its log was not kept
-        pass
-    return _record_verdicts(run_dir, judge(watcher, gates, summary["status"]))
+    return recorder(run_dir)()
 
 
 def status(executor: Executor, run_dir: Path) -> int:
-    """`sapo-launch status RUN_DIR`: the executor prints the run's status (and records an outcome it finds), then
-    the run is concluded if it has ended. Exit: the executor's (0 while the run goes), or for a run that succeeded
-    the code its gates give."""
-    code = executor.status(run_dir)
+    """`sapo-launch status RUN_DIR`: the executor prints the run's status (and records an end it finds), then the
+    run is concluded if it has ended. Exit: the executor's (0 while the run goes), or for a run that succeeded the
+    code its gates give."""
+    code = executor.status(run_dir, recorder(run_dir))
     summary = conclude(run_dir)
     return summary["exit_code"] if summary.get("status") == "succeeded" else code
+
+
+def logs(executor: Executor, run_dir: Path, *, terminal: BinaryIO | None = None) -> int:
+    """`sapo-launch logs RUN_DIR`: the run's log so far on `terminal` (stdout); an ended run is concluded."""
+    code = executor.logs(run_dir, recorder(run_dir), terminal or sys.stdout.buffer)
+    conclude(run_dir)
+    return code
+
+
+def stop(executor: Executor, run_dir: Path) -> int:
+    """`sapo-launch stop RUN_DIR`: stop the run and wait for its end (then concluded); the executor's exit code."""
+    code = executor.stop(run_dir, recorder(run_dir))
+    conclude(run_dir)
+    return code
 
 
 def closing_line(summary: dict, run_dir: Path) -> str:
@@ -173,18 +215,42 @@ def closing_line(summary: dict, run_dir: Path) -> str:
     elif state == "interrupted":
         signals = summary.get("signals") or []
         how = f"stopped ({signals[0]})" if signals else f"stopped (exit {code})"
+    elif state == "lost":
+        how = "lost (its launcher ended without recording how the run ended)"
     else:
         how = f"failed (exit {code})"
     return printable(f"sapo-launch: {how}; run directory {run_dir}")
 
 
-def _record_verdicts(run_dir: Path, verdicts: tuple[Verdict, ...]) -> dict:
-    """summary.json with the verdicts, and the exit code they give, recorded over the executor's outcome."""
+def _record(run_dir: Path, outcome: dict, verdicts_for: Callable[[str | None], tuple[Verdict, ...]]) -> dict:
+    """summary.json with `outcome` over it (verdicts judged on an earlier outcome dropped) and the verdicts judged
+    on it (`verdicts_for(status)`), with the exit code they give: one write. When the verdicts cannot be judged
+    (`ExecutorError`), the outcome is written without them and the error raised."""
     summary = read_summary(run_dir)
+    summary.pop("gates", None)
+    summary.update(outcome)
+    try:
+        verdicts = verdicts_for(summary.get("status"))
+    except ExecutorError:
+        write_json(run_dir / SUMMARY_FILE, summary)
+        raise
     summary["gates"] = gates_json(verdicts)
     summary["exit_code"] = gate_exit_code(summary.get("exit_code"), verdicts, bool(summary.get("fail_on_gates")))
     write_json(run_dir / SUMMARY_FILE, summary)
     return summary
+
+
+def _judged_on_files(run_dir: Path, status: str | None) -> tuple[Verdict, ...]:
+    """The gates plan.json records, judged on the run's log (train.log) and the file logger's metrics.jsonl."""
+    gates, _ = _recorded_plan(run_dir)
+    watcher = MetricsWatcher(run_dir / METRICS_FILE, kept(g.metric for g in gates))
+    try:
+        with open(run_dir / LOG_FILE, "rb") as log:
+            while chunk := log.read(READ_CHUNK):
+                watcher.feed(chunk)
+    except FileNotFoundError:  # the run never started, or its log was not kept
+        pass
+    return judge(watcher, gates, status)
 
 
 def _recorded_plan(run_dir: Path) -> tuple[tuple[Gate, ...], int | None]:

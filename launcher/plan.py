@@ -69,7 +69,7 @@ class LintReport(NamedTuple):
 
 @dataclass(slots=True)
 class RayOptions:
-    """What a Ray job gets besides the plan's argv and environment (`executors/ray_jobs.py`, `job_request`): Ray's
+    """What a Ray job gets besides the plan's argv and environment (`executors/ray_submit.py`, `job_request`): Ray's
     runtime_env (a local working_dir or py_modules directory as an absolute path; its env_vars under the plan's
     environment), metadata of the user's, a submission id and the entrypoint's resources. The recipe's `ray:` block
     under the command line's (`ray_options`)."""

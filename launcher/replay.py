@@ -10,16 +10,15 @@ at once), and never a symbolic link. A value is filled from the environment only
 secret (a secret name, or one given with `--secret-env`).
 
 Every path is absolute, whatever directory the rerun starts from (a relative RUN_DIR or runs directory included).
-Where it ran: on this machine, or on the Ray cluster whose address, working directory,
-excludes and interpreter job.json records (`where_it_ran`), with the Ray options plan.json records (runtime_env,
-metadata, the entrypoint's resources; a new submission id).
+Where it ran is the executor's to say (`Executor.rerun_of`, reading the run directory with `trusted_text`: on the
+Ray cluster whose address, working directory, excludes and interpreter job.json records), with the Ray options
+plan.json records (runtime_env, metadata, the entrypoint's resources; a new submission id).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import stat
 from collections.abc import Mapping
@@ -31,7 +30,6 @@ import yaml
 
 from sapo_toolkit.atomicio import read_regular
 
-from .executors.ray_jobs import DEFAULT_PYTHON, JOB_FILE
 from .plan import FILE_LOGGER_ENV, METRICS_FILE, REDACTED, LintReport, Plan, RayOptions, is_secret, run_dir_name
 from .rundir import PLAN_FILE, SUMMARY_FILE, create, environment_facts, read_json, write_json
 from .versions import installed_versions
@@ -39,35 +37,6 @@ from .versions import installed_versions
 
 class ReplayError(Exception):
     """The run directory cannot be replayed; the message says why, in one line."""
-
-
-class RayTarget(NamedTuple):
-    """The Ray cluster a run ran on and what its job was given besides the plan, as job.json records them."""
-
-    address: str  # credentials redacted where the recorded one had some
-    working_dir: Path | None = None  # absolute (a relative one recorded is taken from the run's cwd)
-    excludes: tuple[str, ...] = ()
-    python: str = DEFAULT_PYTHON  # the cluster's interpreter, the entrypoint's first word
-
-
-def where_it_ran(run_dir: Path) -> RayTarget | None:
-    """The Ray cluster RUN_DIR's run was submitted to; None for a run on the launching machine."""
-    if not (run_dir / JOB_FILE).exists():
-        return None
-    try:
-        job = json.loads(_trusted_text(run_dir / JOB_FILE))
-        working_dir = job.get("working_dir")
-        cwd = json.loads(_trusted_text(run_dir / PLAN_FILE)).get("cwd") or "/"
-        return RayTarget(
-            job["address"],
-            Path(cwd, working_dir) if working_dir else None,
-            tuple(job.get("excludes") or ()),
-            shlex.split(job["entrypoint"])[0],
-        )
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
-        raise ReplayError(
-            f"{run_dir / JOB_FILE} does not say where the run ran ({type(exc).__name__}: {exc})"
-        ) from None
 
 
 MAX_RECORD_BYTES = 64 * 2**20  # a plan.json, job.json or summary.json of a run directory
@@ -88,7 +57,7 @@ def check_owned(path: Path) -> None:
         raise ReplayError(f"{path} is writable by others; a rerun runs only what no one else could have changed")
 
 
-def _trusted_text(path: Path) -> str:
+def trusted_text(path: Path) -> str:
     """The text of a run directory's file, after `check_owned` on it and its directory."""
     check_owned(path.parent)
     check_owned(path)
@@ -147,9 +116,9 @@ class Replay(NamedTuple):
 def load_replay(run_dir: Path, runs_dir: Path, now: datetime, environ: Mapping[str, str]) -> Replay:
     """The plan RUN_DIR records, to run again in a new run directory under `runs_dir`. Raises `ReplayError`."""
     try:
-        recorded = json.loads(_trusted_text(run_dir / PLAN_FILE))
-        summary = json.loads(_trusted_text(run_dir / SUMMARY_FILE))
-        resolved_text = _trusted_text(run_dir / "recipe.resolved.yaml")
+        recorded = json.loads(trusted_text(run_dir / PLAN_FILE))
+        summary = json.loads(trusted_text(run_dir / SUMMARY_FILE))
+        resolved_text = trusted_text(run_dir / "recipe.resolved.yaml")
         check_owned(run_dir / "lint.json")
     except ValueError as exc:
         raise ReplayError(f"{run_dir} is not a complete run directory: {exc}") from None

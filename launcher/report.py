@@ -69,7 +69,9 @@ class RunData:
     total_steps: int | None
 
 
-def load_run_dir(run_dir: Path, recipe: Path | None) -> RunData:
+def load_run_dir(run_dir: Path, recipe: Path | None, record=None) -> RunData:
+    """A run directory's metrics, gates (the recipe's, else plan.json's) and status; a run whose launcher died is
+    recorded `lost` (through `record`, `executors.Record`, when given: with its gate verdicts, in one write)."""
     files = [run_dir / name for name in (METRICS_FILE, LOG_FILE) if (run_dir / name).is_file()]
     if not files:
         raise ReportError(f"{run_dir}: not a run directory (no {METRICS_FILE} or {LOG_FILE})")
@@ -77,7 +79,7 @@ def load_run_dir(run_dir: Path, recipe: Path | None) -> RunData:
     gates = _recipe_gates(recipe) if recipe else _parse(plan.get("gates") or (), run_dir / PLAN_FILE)
     table = _read(files, gates)
     if summary.get("status") == "running":  # unless its launcher died: then it is recorded as lost
-        summary = settle_lost(run_dir, lambda: table.last_step)
+        summary = settle_lost(run_dir, lambda: table.last_step, record)
     status = summary.get("status")
     if status and summary.get("exit_code") is not None:
         status = f"{status} (exit {summary['exit_code']})"

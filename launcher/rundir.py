@@ -5,14 +5,16 @@ is the recipe's and the UTC second of the launch; launches of one recipe in the 
 recipe.resolved.yaml  the chosen variant: entrypoint, config, overrides, env (secrets redacted)
 plan.json             argv, env (redacted), cwd, variant, recipe hash, notes, the secret names
 environment.json      python, installed versions, device, host, git revision of the recipe's repository; for a Ray
-                      job, `cluster`: the versions the job itself saw (executors/ray_jobs.py, the version probe)
+                      job, `cluster`: the versions the job itself saw (executors/ray_probe.py, the version probe)
 lint.json             the lint report that gated the launch
 train.log             the trainer's stdout and stderr (written by the executor)
 metrics.jsonl         per-step metrics: verl's `file` logger writes it while the trainer runs; at the end the
                       launcher appends the steps only the console showed (`"source": "console"`)
 summary.json          status (refused | running | submitted | succeeded | failed | interrupted | lost), exit
-                      code, duration, the last log lines, gate verdicts (`execution.conclude`), whether
-                      `--fail-on-gates` was given; a local run's `launcher` identity
+                      code, duration, the last log lines, gate verdicts (`execution.py`), whether
+                      `--fail-on-gates` was given, the name of the executor that ran it (`executor`:
+                      `executors.executor_for`); a local run's `launcher` identity; written once per change
+                      of state (`executors/base.py`)
 job.json              on a Ray cluster: its address (credentials redacted) and the job's submission id
 """
 
@@ -165,35 +167,28 @@ def launcher_gone(identity: dict) -> bool:
     return state == "Z" or (start_ticks is not None and identity.get("start_ticks") not in (None, start_ticks))
 
 
-def settle_lost(run_dir: Path, last_step: Callable[[], int | None]) -> dict:
+def settle_lost(run_dir: Path, last_step: Callable[[], int | None], record: Callable[..., dict] | None = None) -> dict:
     """summary.json, after recording a run that says `running` while its launcher has ended (killed, crashed, its
     machine rebooted) as `lost`, with its last step; {} when there is none. The summary is read again once the
-    launcher is known gone: its last write, if it made one, came before it ended."""
+    launcher is known gone: its last write, if it made one, came before it ended. Recorded through `record`
+    (`executors.Record`: with the gate verdicts, in one write) when given."""
     summary = read_json(run_dir / SUMMARY_FILE)
     identity = summary.get("launcher")
     if summary.get("status") != "running" or not isinstance(identity, dict) or not launcher_gone(identity):
         return summary
     summary = read_json(run_dir / SUMMARY_FILE)
     if summary.get("status") == "running" and summary.get("launcher") == identity:
-        summary.update(
-            status="lost",
-            exit_code=None,
-            last_step=last_step(),
-            reason=f"the launcher (pid {identity['pid']} on {identity['host']}) ended without recording "
+        lost = {
+            "status": "lost",
+            "exit_code": None,
+            "last_step": last_step(),
+            "reason": f"the launcher (pid {identity['pid']} on {identity['host']}) ended without recording "
             "the outcome; the trainer's process group ends with it",
-        )
+        }
+        if record is not None:
+            return record(**lost)
+        summary.update(lost)
         write_json(run_dir / SUMMARY_FILE, summary)
-    return summary
-
-
-def record_outcome(run_dir: Path, **outcome) -> dict:
-    """Record how the run ended (status, exit code, ...) in summary.json, the executor's part; returns the summary.
-    Gate verdicts judged on an earlier outcome are dropped, and the exit code is the trainer's, until
-    `execution.conclude` judges the gates on this one."""
-    summary = read_summary(run_dir)
-    summary.pop("gates", None)
-    summary.update(outcome)
-    write_json(run_dir / SUMMARY_FILE, summary)
     return summary
 
 

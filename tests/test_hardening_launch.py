@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sapo_toolkit.launcher import git, rundir, workdir
-from sapo_toolkit.launcher.executors import ray_jobs
+from sapo_toolkit.launcher.executors import ray_client, ray_submit
 from sapo_toolkit.launcher.plan import redact_urls
 
 from .helpers import ON_RAY, REPO, launch, launcher
@@ -180,8 +180,8 @@ def test_a_link_out_of_the_working_dir_refuses_it(tmp_path, listing):
     (root / "swapped").rmdir()
     (root / "swapped").symlink_to(tmp_path / "elsewhere")
     (root / "zz").symlink_to(tmp_path / "elsewhere" / "secret")
-    with pytest.raises(ray_jobs.RayJobError) as refused:
-        ray_jobs.stage_working_dir(root, [], tmp_path / "stage")
+    with pytest.raises(ray_client.RayJobError) as refused:
+        ray_submit.stage_working_dir(root, [], tmp_path / "stage")
     message = refused.value.message
     assert "\n" not in message and message.startswith(f"working directory {root} has links that lead out of it: ")
     named = re.findall(r"([\w/.]+) -> ", message)
@@ -190,7 +190,7 @@ def test_a_link_out_of_the_working_dir_refuses_it(tmp_path, listing):
     assert named == escaping[:5] and "and 1 more" in message  # five named, the rest counted
     # excluded, they do not ship; the link inside does, and so does a directory reached through a link
     (tmp_path / "via").symlink_to(root)
-    ray_jobs.stage_working_dir(
+    ray_submit.stage_working_dir(
         tmp_path / "via", ["data", "hop", "leak.txt", "up.txt", "swapped", "zz"], tmp_path / "stage2"
     )
     assert (tmp_path / "stage2" / "pkg" / "inner.py").read_text() == "x = 1\n"

@@ -1,9 +1,9 @@
-"""The Ray Jobs executor (launcher/executors/ray_jobs.py) driven by the run sequence (launcher/execution.py). The
-pure parts (resource pre-check, exit codes, entrypoint, metadata, working-directory packaging) run anywhere; the
-rest runs against one real local Ray head per session (tests/ray_cluster.py: 2 CPUs, no GPU), with the stand-in
-trainer (tests/fake_trainer.py) as the job. The job imports `tests.fake_trainer` from the repository shipped as its
-working directory, and runs with this interpreter's `python` (the head is started with it first on PATH). Skipped
-with a message without ray."""
+"""The Ray Jobs executor (launcher/executors/ray_jobs.py, ray_submit.py, ray_client.py) driven by the run sequence
+(launcher/execution.py). The pure parts (resource pre-check, exit codes, entrypoint, metadata, working-directory
+packaging) run anywhere; the rest runs against one real local Ray head per session (tests/ray_cluster.py: 2 CPUs, no
+GPU), with the stand-in trainer (tests/fake_trainer.py) as the job. The job imports `tests.fake_trainer` from the
+repository shipped as its working directory, and runs with this interpreter's `python` (the head is started with it
+first on PATH). Skipped with a message without ray."""
 
 import io
 import json
@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from sapo_toolkit.launcher import execution, rundir
 from sapo_toolkit.launcher.cli import cli
-from sapo_toolkit.launcher.executors import ray_jobs
+from sapo_toolkit.launcher.executors import ray_client, ray_jobs, ray_submit
 from sapo_toolkit.launcher.gates import EXIT_GATES_FAILED
 from sapo_toolkit.launcher.plan import Facts, LintReport, Plan, plan
 from sapo_toolkit.linter.core.extras import install_command
@@ -103,7 +103,7 @@ def summary(run_dir: Path) -> dict:
     ],
 )
 def test_resource_shortfall(nodes, plan_args, expected):
-    assert ray_jobs.resource_shortfall(bare_plan(**plan_args), nodes) == expected
+    assert ray_submit.resource_shortfall(bare_plan(**plan_args), nodes) == expected
 
 
 @pytest.mark.parametrize(
@@ -135,16 +135,16 @@ def test_entrypoint_runs_the_cluster_python_and_quotes_once():
             "data.x=[1,2]",
         )
     )
-    assert ray_jobs.entrypoint(launch) == (
+    assert ray_submit.entrypoint(launch) == (
         "python -m verl.trainer.main_ppo --config-name ppo_trainer "
         "'trainer.project_name='\"'\"'a b'\"'\"'' 'data.x=[1,2]'"
     )
-    assert ray_jobs.entrypoint(launch, "/opt/conda/bin/python").startswith("/opt/conda/bin/python -m ")
+    assert ray_submit.entrypoint(launch, "/opt/conda/bin/python").startswith("/opt/conda/bin/python -m ")
 
 
 def test_metadata_is_strings(tmp_path):
     launch, _ = make_plan(tmp_path, {})
-    meta = ray_jobs.metadata(launch)
+    meta = ray_submit.metadata(launch)
     assert all(isinstance(v, str) for v in meta.values())
     assert meta["recipe"] == "fake" and meta["recipe_hash"] == launch.recipe_hash and meta["variant"] == ""
     assert meta["lint"] == "0 error(s), 0 warning(s), 1 info(s)"
@@ -169,10 +169,10 @@ def test_the_working_dir_ships_what_ray_would_less_the_excludes(tmp_path):
         (root / rel).write_text(rel)
     (root / ".gitignore").write_text("outputs/\n")
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    ray_jobs.stage_working_dir(root, ["runs", "data/*.parquet", "*.txt"], tmp_path / "stage")
+    ray_submit.stage_working_dir(root, ["runs", "data/*.parquet", "*.txt"], tmp_path / "stage")
     assert staged(tmp_path / "stage") == [".gitignore", "pkg/mod.py", "train.py"]
     (root / ".git").rename(tmp_path / "git")  # outside a repository: the same (Ray reads .gitignore itself)
-    ray_jobs.stage_working_dir(root, [], tmp_path / "stage2")
+    ray_submit.stage_working_dir(root, [], tmp_path / "stage2")
     assert "outputs/ckpt.bin" not in staged(tmp_path / "stage2")
     assert "pkg/__pycache__/mod.pyc" not in staged(tmp_path / "stage2")
 
@@ -182,25 +182,25 @@ def test_a_working_dir_whose_zip_exceeds_the_upload_limit_is_refused(tmp_path, m
     (root / "weights").mkdir(parents=True)
     (root / "weights" / "w.bin").write_bytes(os.urandom(4096))
     (root / "a.py").write_text("x = 1\n")
-    monkeypatch.setattr(ray_jobs, "UPLOAD_LIMIT", 2048)
+    monkeypatch.setattr(ray_submit, "UPLOAD_LIMIT", 2048)
     with pytest.raises(
-        ray_jobs.RayJobError,
+        ray_client.RayJobError,
         match=r"zips to 0\.0 MiB, over the 0\.0 MiB Ray's Jobs API accepts; "
         r"largest entries \(unzipped\): weights 0\.0 MiB, a\.py",
     ):
-        ray_jobs.stage_working_dir(root, [], tmp_path / "stage")
+        ray_submit.stage_working_dir(root, [], tmp_path / "stage")
 
 
 def test_without_ray_the_message_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray.job_submission", None)
-    with pytest.raises(ray_jobs.RayJobError) as caught:
-        ray_jobs.connect("http://127.0.0.1:1")
+    with pytest.raises(ray_client.RayJobError) as caught:
+        ray_client.connect("http://127.0.0.1:1")
     assert caught.value.message == f"running on a Ray cluster needs Ray's job client: {install_command('ray')}"
 
 
 def test_without_an_address_the_message_says_where_to_give_one():
-    with pytest.raises(ray_jobs.RayJobError, match="pass --address http://HEAD:8265 or set RAY_ADDRESS"):
-        ray_jobs.connect(None)
+    with pytest.raises(ray_client.RayJobError, match="pass --address http://HEAD:8265 or set RAY_ADDRESS"):
+        ray_client.connect(None)
 
 
 def test_errors_relayed_from_the_cluster_are_one_line():
@@ -209,18 +209,18 @@ def test_errors_relayed_from_the_cluster_are_one_line():
         '  File "job_head.py", line 342, in submit_job\n'
         "AttributeError: 'NoneType' object has no attribute 'submit_job_internal'\n"
     )
-    assert ray_jobs._first_line(relayed) == (
+    assert ray_client.first_line(relayed) == (
         "Request failed with status code 500: AttributeError: 'NoneType' object has no attribute 'submit_job_internal'"
     )
-    assert ray_jobs._first_line("Job failed with exit code 3, last logs:\nstep:1") == (
+    assert ray_client.first_line("Job failed with exit code 3, last logs:\nstep:1") == (
         "Job failed with exit code 3, last logs:"
     )
-    assert ray_jobs._first_line(ConnectionError()) == "ConnectionError"
+    assert ray_client.first_line(ConnectionError()) == "ConnectionError"
 
 
 def test_a_run_directory_without_a_job_is_one_line(tmp_path):
     result = CliRunner().invoke(cli, ["status", str(tmp_path)], standalone_mode=False)
-    assert isinstance(result.exception, ray_jobs.RayJobError)
+    assert isinstance(result.exception, ray_client.RayJobError)
     assert "holds no Ray job (job.json" in result.exception.message
 
 
@@ -320,7 +320,7 @@ def test_a_second_ctrl_c_stops_waiting(tmp_path, ray_address, client):
     assert result["status"] == "interrupted" and result["signals"] == ["SIGTERM", "SIGINT"]
     while not client.get_job_status(result["submission_id"]).is_terminal():  # the stop requested first goes on
         time.sleep(0.2)
-    assert ray_jobs.status(run_dir) == 128 + signal.SIGTERM  # and `status` completes the run directory
+    assert execution.status(ray_jobs.RayExecutor(None), run_dir) == 128 + signal.SIGTERM  # `status` completes it
     assert summary(run_dir)["job_status"] == "STOPPED"
 
 
@@ -355,7 +355,7 @@ def test_detach_then_status_and_logs_follow(tmp_path, ray_address):
     ended = runner.invoke(cli, ["status", str(run_dir)])
     assert ended.exit_code == 4 and ended.output.split()[1] == "FAILED"
     printed = io.BytesIO()
-    assert ray_jobs.logs(run_dir, terminal=printed) == 0
+    assert execution.logs(ray_jobs.RayExecutor(None), run_dir, terminal=printed) == 0
     assert printed.getvalue().decode().count("step:6 ") == 1
 
 
@@ -398,6 +398,7 @@ def test_a_recipe_the_cluster_cannot_hold_is_refused_before_submitting(
         "submission_id": None,
         "address": ray_address,
         "started": None,
+        "executor": "ray",
     }
     assert f"refused: {reason}" in capsys.readouterr().err
     assert not (run_dir / "job.json").exists() and len(client.list_jobs()) == before
@@ -405,9 +406,9 @@ def test_a_recipe_the_cluster_cannot_hold_is_refused_before_submitting(
 
 def test_a_working_directory_over_the_limit_is_not_submitted(tmp_path, ray_address, client, monkeypatch):
     launch, run_dir = make_plan(tmp_path, {})
-    monkeypatch.setattr(ray_jobs, "UPLOAD_LIMIT", 1024)
+    monkeypatch.setattr(ray_submit, "UPLOAD_LIMIT", 1024)
     before = len(client.list_jobs())
-    with pytest.raises(ray_jobs.RayJobError, match="over the 0.0 MiB Ray's Jobs API accepts"):
+    with pytest.raises(ray_client.RayJobError, match="over the 0.0 MiB Ray's Jobs API accepts"):
         run(launch, run_dir, ray_address)
     result = summary(run_dir)
     assert result["status"] == "failed" and result["exit_code"] == 2 and "zips to" in result["last_lines"][0]
@@ -417,7 +418,7 @@ def test_a_working_directory_over_the_limit_is_not_submitted(tmp_path, ray_addre
 def test_an_address_with_no_cluster_is_one_line(tmp_path):
     pytest.importorskip("ray.job_submission", reason="ray is not installed: pip install 'sapo-toolkit[ray]'")
     launch, run_dir = make_plan(tmp_path, {})
-    with pytest.raises(ray_jobs.RayJobError, match=r"^cannot reach the Ray Jobs API at http://127\.0\.0\.1:9: "):
+    with pytest.raises(ray_client.RayJobError, match=r"^cannot reach the Ray Jobs API at http://127\.0\.0\.1:9: "):
         run(launch, run_dir, "http://127.0.0.1:9")
     assert summary(run_dir)["status"] == "failed"
 

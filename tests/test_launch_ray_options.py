@@ -1,7 +1,7 @@
-"""What `sapo-launch RECIPE --address URL` gives Ray besides the plan (launcher/executors/ray_jobs.py, launcher/plan.py,
-launcher/workdir.py): addresses, bounded requests, Ctrl-C. Through the console script where a user relies on it (exit
-codes as a shell sees them), against the session's real Ray head (`ray_address`) or a local socket that accepts
-connections and never answers."""
+"""What `sapo-launch RECIPE --address URL` gives Ray besides the plan (launcher/executors/ray_submit.py,
+launcher/plan.py, launcher/workdir.py): addresses, bounded requests, Ctrl-C. Through the console script where a user
+relies on it (exit codes as a shell sees them), against the session's real Ray head (`ray_address`) or a local socket
+that accepts connections and never answers."""
 
 import json
 import os
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sapo_toolkit.launcher.executors import ray_jobs
+from sapo_toolkit.launcher.executors import ray_client, ray_probe, ray_submit
 from sapo_toolkit.launcher.plan import RayOptions, ray_options
 
 from .helpers import ON_RAY, REPO, launcher, sapo_launch
@@ -46,11 +46,11 @@ def error_line(stderr: str) -> str:
     ],
 )
 def test_what_is_not_a_jobs_api_address(address, why):
-    assert ray_jobs.not_jobs_api(address) == why
+    assert ray_client.not_jobs_api(address) == why
 
 
 def test_an_address_without_a_scheme_gets_http():
-    assert ray_jobs.jobs_address("127.0.0.1:8265") == "http://127.0.0.1:8265"
+    assert ray_client.jobs_address("127.0.0.1:8265") == "http://127.0.0.1:8265"
 
 
 def test_an_address_for_ray_init_is_refused_with_a_hint(tmp_path):
@@ -77,9 +77,11 @@ def test_a_ray_address_set_for_ray_init_leaves_the_launch_here(tmp_path):
 
 
 def test_a_bad_request_timeout_is_error_line():
-    with pytest.raises(ray_jobs.RayJobError, match=r"^SAPO_LAUNCH_RAY_TIMEOUT=soon: not a number of seconds above 0$"):
-        ray_jobs.request_timeout({"SAPO_LAUNCH_RAY_TIMEOUT": "soon"})
-    assert ray_jobs.request_timeout({}) == 30
+    with pytest.raises(
+        ray_client.RayJobError, match=r"^SAPO_LAUNCH_RAY_TIMEOUT=soon: not a number of seconds above 0$"
+    ):
+        ray_client.request_timeout({"SAPO_LAUNCH_RAY_TIMEOUT": "soon"})
+    assert ray_client.request_timeout({}) == 30
 
 
 # -- a dashboard that accepts and never answers --------------------------------------------------------------------
@@ -200,14 +202,14 @@ def test_the_recipe_ray_block_goes_under_the_command_line():
 def test_the_recipe_env_wins_over_the_runtime_env_vars_and_the_launcher_keys_are_its_own(tmp_path):
     launch, _ = make_plan(tmp_path, {"A": "recipe"})
     launch.ray = RayOptions({"env_vars": {"A": "file", "B": 2}, "excludes": ["*.log"]}, {"owner": "me"})
-    request = ray_jobs.job_request(launch, working_dir=Path("/wd"), excludes=["*.tmp"])
+    request = ray_submit.job_request(launch, working_dir=Path("/wd"), excludes=["*.tmp"])
     assert request["runtime_env"]["env_vars"]["A"] == "recipe" and request["runtime_env"]["env_vars"]["B"] == "2"
     assert request["runtime_env"]["working_dir"] == "/wd" and request["runtime_env"]["excludes"] == ["*.log", "*.tmp"]
     assert request["metadata"]["owner"] == "me" and request["metadata"]["recipe_hash"] == launch.recipe_hash
     assert "submission_id" not in request and "entrypoint_resources" not in request  # Ray's defaults
     launch.ray.metadata = {"recipe_hash": "mine"}
-    with pytest.raises(ray_jobs.RayJobError, match=r"^metadata recipe_hash: sapo-launch sets it itself"):
-        ray_jobs.job_request(launch)
+    with pytest.raises(ray_client.RayJobError, match=r"^metadata recipe_hash: sapo-launch sets it itself"):
+        ray_submit.job_request(launch)
 
 
 def runtime_env_file(folder: Path, text: str) -> Path:
@@ -320,16 +322,18 @@ def test_the_working_dir_ships_what_ray_would_inside_git_or_not(tmp_path, monkey
     if in_git:
         subprocess.run(["git", "init", "-q", str(root)], check=True, timeout=30)
         subprocess.run(["git", "-C", str(root), "add", "-f", "run.log"], check=True, timeout=30)
-    monkeypatch.setattr(ray_jobs, "UPLOAD_LIMIT", 64 * 1024)
-    ray_jobs.stage_working_dir(root, ["*.tmp"], tmp_path / "stage")
+    monkeypatch.setattr(ray_submit, "UPLOAD_LIMIT", 64 * 1024)
+    ray_submit.stage_working_dir(root, ["*.tmp"], tmp_path / "stage")
     assert shipped(tmp_path / "stage") == SHIPS
 
 
 def test_a_link_that_loops_refuses_the_working_dir(tmp_path):
     root = tree(tmp_path / "work", {"a/x.py": ""})
     (root / "a" / "again").symlink_to("..")
-    with pytest.raises(ray_jobs.RayJobError, match=r"has a link that loops: a/again -> .*work, a directory holding it"):
-        ray_jobs.stage_working_dir(root, [], tmp_path / "stage")
+    with pytest.raises(
+        ray_client.RayJobError, match=r"has a link that loops: a/again -> .*work, a directory holding it"
+    ):
+        ray_submit.stage_working_dir(root, [], tmp_path / "stage")
 
 
 # -- on the real head ------------------------------------------------------------------------------------------------
@@ -395,7 +399,7 @@ def test_the_options_reach_ray(tmp_path, ray_address):
     printed = sapo_launch("logs", only_run_dir(tmp_path))
     assert printed.returncode == 0 and "shipped:" in printed.stdout
     for shown in (log, proc.stdout, proc.stderr, printed.stdout):  # the probe's line is not the trainer's output
-        assert ray_jobs.PROBE_MARKER not in shown
+        assert ray_probe.PROBE_MARKER not in shown
     job = json.loads((only_run_dir(tmp_path) / "job.json").read_text())
     assert (
         job["submission_id"] == submission_id
@@ -405,12 +409,12 @@ def test_the_options_reach_ray(tmp_path, ray_address):
 
 def test_the_version_probe_line_is_taken_out_of_the_log_as_it_streams(tmp_path):
     (tmp_path / "environment.json").write_text('{"versions": {"verl": "0.9.1"}}')
-    probe = ray_jobs.ProbeLine(tmp_path)
-    line = ray_jobs.PROBE_MARKER + '{"python": "3.10.12", "versions": {"verl": "0.9.0"}}\n'
+    probe = ray_probe.ProbeLine(tmp_path)
+    line = ray_probe.PROBE_MARKER + '{"python": "3.10.12", "versions": {"verl": "0.9.0"}}\n'
     out = [probe.feed(chunk) for chunk in (line[:5], line[5:30], line[30:] + "step:1 - a:1\nstep", ":2 - a:2\n")]
     assert out == ["", "", "step:1 - a:1\nstep", ":2 - a:2\n"]  # held only while it may be the probe's
     assert json.loads((tmp_path / "environment.json").read_text()) == {
         "versions": {"verl": "0.9.1"},  # the launching machine's
         "cluster": {"python": "3.10.12", "versions": {"verl": "0.9.0"}},
     }
-    assert ray_jobs.ProbeLine(None).feed(f"a\n{line}b", end=True) == "a\nb"
+    assert ray_probe.ProbeLine(None).feed(f"a\n{line}b", end=True) == "a\nb"

@@ -1,4 +1,4 @@
-"""`sapo-launch logs RUN_DIR [--follow]`: the log of a Ray job."""
+"""`sapo-launch logs RUN_DIR [--follow]`: the log of a run, through the executor that ran it."""
 
 from __future__ import annotations
 
@@ -11,16 +11,14 @@ from .options import ADDRESS, RUN_DIR
 
 @click.command("logs")
 @RUN_DIR
-@click.option("--follow", "-f", is_flag=True, help="Stream until the job ends; exit with its exit code.")
+@click.option("--follow", "-f", is_flag=True, help="Stream until the run ends; exit with its exit code.")
 @ADDRESS
 def logs_command(run_dir, follow, address):
-    """Print the log of the Ray job RUN_DIR submitted (re-attach with --follow). Once the job has ended, the run
-    directory gets its log, metrics.jsonl and gate verdicts, whichever way it was followed."""
-    from ..execution import conclude, follow_again
-    from ..executors import ray_jobs
+    """Print the log of the run RUN_DIR holds (the Ray job it submitted, or its train.log here; re-attach with
+    --follow: Ctrl-C then stops following, not the run). Once the run has ended, the run directory gets its log,
+    metrics.jsonl and gate verdicts, whichever way it was followed."""
+    from .. import executors
+    from ..execution import follow_again, logs
 
-    if follow:
-        sys.exit(follow_again(ray_jobs.RayExecutor(address), ray_jobs.attach(run_dir, address=address), run_dir))
-    code = ray_jobs.logs(run_dir, address=address)
-    conclude(run_dir)
-    sys.exit(code)
+    executor = executors.for_run(run_dir, executors.Options(address))
+    sys.exit(follow_again(executor, run_dir) if follow else logs(executor, run_dir))

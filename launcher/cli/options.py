@@ -25,8 +25,8 @@ def jobs_address(ctx, param, value: str | None) -> str | None:
     `ray.init` (`auto`, `ray://`, a GCS port) is a usage error with a hint."""
     if value is None:
         return None
-    from ..executors.ray_jobs import RayJobError
-    from ..executors.ray_jobs import jobs_address as checked
+    from ..executors.ray_client import RayJobError
+    from ..executors.ray_client import jobs_address as checked
 
     try:
         return checked(value)

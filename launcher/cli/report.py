@@ -9,7 +9,7 @@ import click
 
 from sapo_toolkit.linter.core.printable import printable
 
-from ..execution import conclude
+from ..execution import conclude, recorder
 from ..gates import EXIT_GATES_FAILED, evaluate, gate_exit_code, gates_json, judged
 from ..report import REPORT_FILE, ReportError, ReportWriteError, load_log, load_run_dir, write_report
 
@@ -48,7 +48,7 @@ def report(run_dir, log, recipe, output, title, fmt, fail_on_gates):
     if (run_dir is None) == (log is None):
         raise click.UsageError("give a RUN_DIR or --log FILE (one of them)")
     try:
-        run = load_run_dir(run_dir, recipe) if run_dir else load_log(log, recipe)
+        run = load_run_dir(run_dir, recipe, recorder(run_dir)) if run_dir else load_log(log, recipe)
     except ReportError as exc:
         raise click.UsageError(str(exc)) from None
     run.title = title or run.title

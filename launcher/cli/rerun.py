@@ -33,41 +33,30 @@ def rerun(run_dir, runs_dir, local, address, fail_on_gates, dry_run):
     variables are taken from the current environment; sending them to the cluster job.json names needs that address
     confirmed (at the prompt, or with --address). RUN_DIR and its files must be the user's own and writable by no one
     else."""
+    from .. import executors
     from ..execution import run as run_plan
-    from ..plan import REDACTED, redact_urls
-    from ..replay import RayTarget, ReplayError, load_replay, record_replay, where_it_ran
+    from ..replay import ReplayError, load_replay, record_replay, trusted_text
 
     if local and address:
         raise click.UsageError("--local and --address name two places: give one")
+    name = executors.named(address) if local or address else executors.executor_for(run_dir)
     try:
-        ray = None if local else where_it_ran(run_dir)
-        if address:  # a run from this machine goes as `sapo-launch RECIPE --address URL` would send it
-            ray = ray._replace(address=address) if ray else RayTarget(address)
-        if ray and REDACTED in ray.address:
-            raise ReplayError(f"{run_dir}/job.json records {ray.address}, its credentials redacted: pass --address")
         replay = load_replay(run_dir, runs_dir or run_dir.parent, datetime.now(timezone.utc), os.environ)
+        options = executors.Options(address, tuple(replay.secret_env))
+        executor = executors.executor_class(name).rerun_of(run_dir, options, trusted_text)
     except ReplayError as exc:
         raise click.UsageError(str(exc)) from None
     launch = replay.plan
-    target = f"on the Ray cluster at {redact_urls(ray.address)}" if ray else "on this machine"
+    target = executor.where()
     _show(launch, replay.filled, target)
     if dry_run:
         return
-    if ray and replay.filled and not address:
-        question = f"send {', '.join(replay.filled)} from this environment to {redact_urls(ray.address)}?"
+    destination = executor.destination()
+    if destination and replay.filled and not address:
+        question = f"send {', '.join(replay.filled)} from this environment to {destination}?"
         if not (sys.stdin.isatty() and click.confirm(printable(question), err=True)):
-            raise click.UsageError(
-                printable(f"{question} Not confirmed: pass --address {redact_urls(ray.address)} to confirm it")
-            )
+            raise click.UsageError(printable(f"{question} Not confirmed: pass --address {destination} to confirm it"))
     new_dir = record_replay(replay)
-    if ray:
-        from ..executors.ray_jobs import RayExecutor
-
-        executor = RayExecutor(ray.address, working_dir=ray.working_dir, excludes=ray.excludes, python=ray.python)
-    else:
-        from ..executors.local import LocalExecutor
-
-        executor = LocalExecutor()
     why = "--local" if local else "--address" if address else f"where {run_dir} ran"
     click.echo(printable(f"sapo-launch: rerun of {run_dir} in {new_dir}, {target} ({why})"), err=True)
     sys.exit(run_plan(executor, launch, new_dir, fail_on_gates=fail_on_gates))

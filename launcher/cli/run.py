@@ -14,7 +14,6 @@ import click
 from sapo_toolkit.linter.core.diagnostics import Severity
 from sapo_toolkit.linter.core.printable import printable
 
-from ..executors.ray_jobs import TIMEOUT_ENV
 from ..rundir import EXIT_REFUSED
 from .options import DEVICE, FAIL_ON_GATES, FORMAT, jobs_address
 
@@ -51,7 +50,7 @@ from .options import DEVICE, FAIL_ON_GATES, FORMAT, jobs_address
     callback=jobs_address,
     help="Submit to this Ray cluster's Jobs API (http://HEAD:8265) instead of running here; default $RAY_ADDRESS "
     "when it is one (set for ray.init, `auto` or HOST:6379, it is not: the launch stays here). Each request waits "
-    f"at most ${TIMEOUT_ENV} seconds (30). Needs `pip install 'sapo-toolkit[ray]'`.",
+    "at most $SAPO_LAUNCH_RAY_TIMEOUT seconds (30). Needs `pip install 'sapo-toolkit[ray]'`.",
 )
 @click.option("--detach", is_flag=True, help="With --address: return once the job is submitted.")
 @click.option(
@@ -170,8 +169,11 @@ def run(
     except (PlanError, SettingsError, UnreadableFile) as exc:
         hint = "" if detected.kind else f" (no device detected: {detected.how}; pass --device npu|gpu)"
         raise click.UsageError(f"{exc}{hint}") from None
+    from .. import executors
+
+    executor = executors.create(executors.named(address), executors.Options(address, tuple(secret_env)))
     if dry_run:
-        _print_plan(launch, fmt, secret_env, notes, address)
+        _print_plan(launch, fmt, secret_env, notes, executor)
         sys.exit(EXIT_REFUSED if launch.lint.refuses else 0)
     from .. import rundir
     from ..versions import installed_versions
@@ -182,7 +184,12 @@ def run(
     if launch.lint.refuses:
         rundir.write_json(
             run_dir / rundir.SUMMARY_FILE,
-            {"status": "refused", "exit_code": EXIT_REFUSED, "errors": launch.lint.count(Severity.ERROR)},
+            {
+                "status": "refused",
+                "exit_code": EXIT_REFUSED,
+                "errors": launch.lint.count(Severity.ERROR),
+                executors.NAME_KEY: executor.NAME,
+            },
         )
         click.echo(printable(f"sapo-launch: refused: the recipe has lint errors (run directory {run_dir})"), err=True)
         sys.exit(EXIT_REFUSED)
@@ -191,21 +198,7 @@ def run(
         click.echo(printable(f"sapo-launch: {note}"), err=True)
     from ..execution import run as run_plan
 
-    if address:
-        from ..executors.ray_jobs import RayExecutor
-
-        sys.exit(
-            run_plan(
-                RayExecutor(address),
-                launch,
-                run_dir,
-                fail_on_gates=fail_on_gates,
-                detach=detach,
-            )
-        )
-    from ..executors.local import LocalExecutor
-
-    sys.exit(run_plan(LocalExecutor(), launch, run_dir, fail_on_gates=fail_on_gates))
+    sys.exit(run_plan(executor, launch, run_dir, fail_on_gates=fail_on_gates, detach=detach))
 
 
 def _runtime_env(path: Path | None, working_dir: Path | None) -> dict:
@@ -253,11 +246,11 @@ def _resources(text: str | None) -> dict[str, float]:
 def _environment_address(environ) -> tuple[str | None, list[str]]:
     """$RAY_ADDRESS as the default --address when it is a Jobs API URL; otherwise None, with a note that it was
     ignored: verl users set it for `ray.init` (`auto`, `HOST:6379`), and a launch with it stays here."""
-    from ..executors.ray_jobs import jobs_address, not_jobs_api, shown_address
-
     text = environ.get("RAY_ADDRESS")
     if not text:
         return None, []
+    from ..executors.ray_client import jobs_address, not_jobs_api, shown_address
+
     why = not_jobs_api(text)
     if why is None:
         return jobs_address(text), []
@@ -269,12 +262,11 @@ def _print_lint(launch) -> None:
         click.echo(printable(d.text_line()), err=True)
 
 
-def _print_plan(launch, fmt: str, secret_env, notes: list[str], address: str | None) -> None:
-    from ..executors.ray_jobs import job_request, shown_request
-    from ..plan import redact, redact_urls
+def _print_plan(launch, fmt: str, secret_env, notes: list[str], executor) -> None:
+    from ..plan import redact
 
     env = redact(launch.env_dict(), secret_env)
-    ray = {"address": redact_urls(address), **shown_request(job_request(launch), secret_env)} if address else None
+    described = executor.describe(launch)
     if fmt == "json":
         click.echo(
             json.dumps(
@@ -288,7 +280,8 @@ def _print_plan(launch, fmt: str, secret_env, notes: list[str], address: str | N
                     "notes": [*launch.notes, *notes],
                     "recipe_hash": launch.recipe_hash,
                     "lint": launch.lint.to_json(),
-                    "ray": ray,
+                    "ray": None,  # null where the run does not go to a Ray cluster, as it always was
+                    **({executor.NAME: described.data} if described else {}),
                 },
                 indent=2,
             )
@@ -305,14 +298,8 @@ def _print_plan(launch, fmt: str, secret_env, notes: list[str], address: str | N
     lines.extend(f"    {o}" for o in overrides)
     lines.append("env")
     lines.extend(f"  {k}={v}" for k, v in env.items())
-    if ray:
-        lines.append(f"ray      {ray.pop('address')}: what the Jobs API is sent")
-        for key, value in ray.items():
-            fields = value.items() if key == "runtime_env" else [(None, value)]
-            lines.extend(
-                f"  {key}{'.' + name if name else ''}  {item if isinstance(item, str) else json.dumps(item)}"
-                for name, item in fields
-            )
+    if described:
+        lines.extend(described.lines)
     lines.extend(f"note     {n}" for n in (*launch.notes, *notes))
     lines.extend(d.text_line() for d in launch.lint.diagnostics)
     errors, warnings = launch.lint.count(Severity.ERROR), launch.lint.count(Severity.WARNING)

@@ -1,4 +1,4 @@
-"""`sapo-launch status RUN_DIR`: the status of a run, on Ray or on this machine."""
+"""`sapo-launch status RUN_DIR`: the status of a run, through the executor that ran it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import sys
 
 import click
 
-from ..rundir import SUMMARY_FILE
 from .options import ADDRESS, RUN_DIR
 
 
@@ -18,9 +17,7 @@ def status_command(run_dir, address):
     exit code once it ended (2 for a local run whose launcher died: it is marked lost). A run that ended and that
     nobody followed to its end (`--detach`) gets its metrics.jsonl and gate verdicts now, as `logs --follow` would
     have recorded them."""
+    from .. import executors
     from ..execution import status
-    from ..executors import local, ray_jobs
 
-    on_ray = (run_dir / ray_jobs.JOB_FILE).exists() or not (run_dir / SUMMARY_FILE).exists()
-    executor = ray_jobs.RayExecutor(address) if on_ray else local.LocalExecutor()
-    sys.exit(status(executor, run_dir))
+    sys.exit(status(executors.for_run(run_dir, executors.Options(address)), run_dir))

@@ -1,4 +1,4 @@
-"""`sapo-launch stop RUN_DIR`: stop a Ray job and wait until it has ended."""
+"""`sapo-launch stop RUN_DIR`: stop a run and wait until it has ended, through the executor that ran it."""
 
 from __future__ import annotations
 
@@ -13,11 +13,9 @@ from .options import ADDRESS, RUN_DIR
 @RUN_DIR
 @ADDRESS
 def stop_command(run_dir, address):
-    """Stop the Ray job RUN_DIR submitted and wait until it has ended (its gates are then judged, as for every
-    ended run)."""
-    from ..execution import conclude
-    from ..executors import ray_jobs
+    """Stop the run RUN_DIR holds (the Ray job it submitted, or the launcher running it here: SIGTERM, as Ctrl-C
+    would) and wait until it has ended (its gates are then judged, as for every ended run)."""
+    from .. import executors
+    from ..execution import stop
 
-    code = ray_jobs.stop(run_dir, address=address)
-    conclude(run_dir)
-    sys.exit(code)
+    sys.exit(stop(executors.for_run(run_dir, executors.Options(address)), run_dir))

@@ -22,6 +22,12 @@ Stopping, and what is guaranteed:
 Memory stays bounded whatever the trainer prints: its output is read in chunks of `READ_BYTES`, train.log gets
 every byte, and the live view, the metrics and the tail in summary.json keep bounded lines (`live.py`,
 `metrics.py`).
+
+From another process, a run here is found by its run directory: `status` prints what summary.json records,
+`logs` prints train.log, `logs --follow` (`attach`) reads train.log as it grows until summary.json records the
+end (Ctrl-C stops following, not the run: exit 130), and `stop` sends the launcher SIGTERM, as a user's kill
+would (it stops the trainer's group and records the outcome), then waits for it to be recorded. A run whose
+launcher ended without recording an outcome is recorded `lost` by whichever of them finds it.
 """
 
 from __future__ import annotations
@@ -31,21 +37,32 @@ import ctypes
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from ..live import LineTail
 from ..metrics import read_files
 from ..plan import METRICS_FILE, Plan
-from ..rundir import EXIT_LOST, LOG_FILE, exit_code_of, launcher_identity, record_outcome, settle_lost
+from ..rundir import (
+    EXIT_LOST,
+    LOG_FILE,
+    SUMMARY_FILE,
+    exit_code_of,
+    launcher_identity,
+    settle_lost,
+)
+from . import ExecutorError
+from .base import Live, Options, Record
 
 KILL_GRACE_S = 10.0
 READ_BYTES = 64 * 1024
-TICK_S = 0.2  # how often deadlines are checked while the output is quiet
+TICK_S = 0.2  # how often deadlines are checked while the output is quiet (and a followed train.log read)
+STOP_WAIT_S = 60.0  # how long `stop` waits for the launcher to record the end
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 TRAINER_DEFAULT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -80,8 +97,33 @@ class LocalRun(NamedTuple):
     clock: float  # time.monotonic() at the start
 
 
+class Follower(NamedTuple):
+    """A run another launcher runs here (or ran), followed through its run directory (`attach`)."""
+
+    run_dir: Path
+
+
 class LocalExecutor:
     """The trainer as a child process of this launcher (module docstring)."""
+
+    NAME = "local"
+
+    @classmethod
+    def configured(cls, options: Options) -> LocalExecutor:
+        return cls()
+
+    @classmethod
+    def rerun_of(cls, run_dir: Path, options: Options, read_text) -> LocalExecutor:
+        return cls()
+
+    def where(self) -> str:
+        return "on this machine"
+
+    def destination(self) -> None:
+        return None
+
+    def describe(self, plan: Plan) -> None:
+        return None
 
     def summary_fields(self) -> dict:
         return {"launcher": launcher_identity()}
@@ -95,9 +137,17 @@ class LocalExecutor:
             return LocalRun(None, None, tail, clock), {}
         return LocalRun(proc, _Stopper(proc, tail), tail, clock), {"pid": proc.pid}
 
-    def follow(self, handle: LocalRun, run_dir: Path, live) -> int:
+    def attach(self, run_dir: Path) -> Follower:
+        if not (Path(run_dir) / SUMMARY_FILE).is_file():
+            raise ExecutorError(f"{run_dir} holds no run ({SUMMARY_FILE} is missing)")
+        return Follower(Path(run_dir))
+
+    def follow(self, handle: LocalRun | Follower, run_dir: Path, live: Live, record: Record) -> int:
         """Tee the trainer's output to train.log and `live` until it has ended, its process group stopped on
-        the launcher's signals (module docstring); record the outcome in summary.json whatever happens."""
+        the launcher's signals (module docstring); record the outcome whatever happens. A `Follower` reads
+        train.log instead (`_follow_log`)."""
+        if isinstance(handle, Follower):
+            return _follow_log(run_dir, live, record)
         stopper, tail = handle.stopper, handle.tail
         code = None if handle.proc is not None else 127
         try:
@@ -130,8 +180,7 @@ class LocalExecutor:
                     exit_code = 128 + forwarded[0]
             else:
                 status = "succeeded" if exit_code == 0 else "failed"
-            record_outcome(
-                run_dir,
+            summary = record(
                 status=status,
                 exit_code=exit_code,
                 duration_s=round(time.monotonic() - handle.clock, 3),
@@ -139,15 +188,52 @@ class LocalExecutor:
                 last_lines=tail.lines(),
                 signals=[signal.Signals(s).name for s in forwarded],
             )
-        return exit_code
+        return summary["exit_code"]
 
-    def stop(self, handle: LocalRun, signum: int) -> None:
-        """As if the launcher had received `signum`: the first stops the trainer's group, a second kills it."""
-        if handle.stopper is not None:
-            handle.stopper.on_signal(signum, None)
+    def stop(self, run_dir: Path, record: Record, timeout_s: float = STOP_WAIT_S) -> int:
+        """SIGTERM to the launcher that runs RUN_DIR's trainer (it stops the trainer's group and records the
+        outcome), then wait (at most `timeout_s`) until summary.json records the end; print its status line (on
+        stderr). Exit 0 once the run has ended (now or before), 1 when it still runs after the wait."""
+        summary = _settled(run_dir, record)
+        if summary.get("status") == "running":
+            identity = summary.get("launcher")
+            pid = identity.get("pid") if isinstance(identity, dict) else None
+            if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:  # never 0 or -N: a process group
+                raise ExecutorError(f"{run_dir} records no launcher to stop")
+            if identity.get("host") != socket.gethostname():
+                raise ExecutorError(f"{run_dir} runs on {identity.get('host')}: stop it there")
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:  # it ended meanwhile: recorded, or lost (below)
+                pass
+            except PermissionError as exc:
+                raise ExecutorError(f"cannot signal the launcher of {run_dir} (pid {pid}): {exc.strerror}") from None
+            deadline = time.monotonic() + timeout_s
+            while (summary := _settled(run_dir, record)).get("status") == "running":
+                if time.monotonic() > deadline:
+                    print(
+                        f"sapo-launch: {run_dir} is still running {timeout_s:.0f} s after SIGTERM to its launcher",
+                        file=sys.stderr,
+                    )
+                    return 1
+                time.sleep(TICK_S)
+        print(_status_line(summary, run_dir), file=sys.stderr)
+        return 0
 
-    def status(self, run_dir: Path) -> int:
-        return status(run_dir)
+    def logs(self, run_dir: Path, record: Record, terminal: BinaryIO) -> int:
+        """Print train.log as it stands (a run whose launcher was lost is recorded so); exit 0."""
+        _settled(run_dir, record)
+        try:
+            with open(Path(run_dir) / LOG_FILE, "rb") as log:
+                while data := log.read(READ_BYTES):
+                    terminal.write(data)
+        except FileNotFoundError:  # nothing started
+            pass
+        terminal.flush()
+        return 0
+
+    def status(self, run_dir: Path, record: Record) -> int:
+        return recorded_status(run_dir, record)
 
 
 def _start_trainer(plan: Plan) -> subprocess.Popen:
@@ -291,22 +377,68 @@ class _Stopper:
         return True
 
 
-def status(run_dir: Path) -> int:
-    """`sapo-launch status RUN_DIR` for a run on this machine: print `<status> [step N] [exit N]`; exit 0 while it
-    runs, its exit code once it ended, `EXIT_LOST` when its launcher ended without recording one (the run is then
-    marked `lost`)."""
-    summary = settle_lost(run_dir, lambda: _last_step(run_dir))
-    state = summary.get("status", "unknown")
-    step = summary.get("last_step") if state == "lost" else _last_step(run_dir)
-    code = summary.get("exit_code")
-    print(
-        " ".join(
-            [state, *([f"step {step}"] if step is not None else []), *([f"exit {code}"] if code is not None else [])]
-        )
-    )
-    if state == "lost":
+def recorded_status(run_dir: Path, record: Record) -> int:
+    """`sapo-launch status RUN_DIR` for a run on this machine (and one that never reached its cluster): print
+    `<status> [step N] [exit N]`; exit 0 while it runs, its exit code once it ended, `EXIT_LOST` when its launcher
+    ended without recording one (the run is then recorded `lost`, through `record`)."""
+    summary = _settled(run_dir, record)
+    print(_status_line(summary, run_dir))
+    if summary.get("status") == "lost":
         return EXIT_LOST
-    return 0 if state == "running" or code is None else code
+    code = summary.get("exit_code")
+    return 0 if summary.get("status") == "running" or code is None else code
+
+
+def _settled(run_dir: Path, record: Record) -> dict:
+    """summary.json, a run whose launcher ended without recording the outcome recorded `lost` (`settle_lost`)."""
+    return settle_lost(Path(run_dir), lambda: _last_step(Path(run_dir)), record)
+
+
+def _status_line(summary: dict, run_dir: Path) -> str:
+    state = summary.get("status", "unknown")
+    step = summary.get("last_step") if state == "lost" else _last_step(Path(run_dir))
+    code = summary.get("exit_code")
+    return " ".join(
+        [state, *([f"step {step}"] if step is not None else []), *([f"exit {code}"] if code is not None else [])]
+    )
+
+
+def _follow_log(run_dir: Path, live: Live, record: Record) -> int:
+    """Follow a run that another launcher runs here: train.log into `live` as it grows, until summary.json records
+    that the run is no longer running (its launcher recorded the end, or was lost: then recorded here); then the
+    rest of the log, and the run's exit code. The first SIGINT or SIGTERM stops following, not the run: exit
+    128 + N, summary.json as it was."""
+    received: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, _frame: received.append(signum)) for s in STOP_SIGNALS[:2]}
+    position = 0
+
+    def read_on() -> None:
+        nonlocal position
+        try:
+            with open(run_dir / LOG_FILE, "rb") as log:
+                log.seek(position)
+                while data := log.read(READ_BYTES):
+                    position += len(data)
+                    live.output(data)
+        except FileNotFoundError:  # not started yet, or nothing to show
+            pass
+
+    try:
+        while True:
+            read_on()  # before a lost run is recorded (and judged on what was read): its log grows no more
+            summary = _settled(run_dir, record)
+            read_on()  # and after: a launcher writes the last of the log before it records the end
+            if summary.get("status") == "lost":
+                return EXIT_LOST
+            if summary.get("status") != "running":
+                return summary.get("exit_code") or 0
+            if received:
+                live.message(f"stopped following {run_dir} (running); `sapo-launch status {run_dir}` tells how it ends")
+                return 128 + received[0]
+            time.sleep(TICK_S)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def _last_step(run_dir: Path) -> int | None:
