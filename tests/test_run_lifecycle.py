@@ -199,6 +199,53 @@ def test_report_judges_a_run_whose_launcher_was_lost(tmp_path):
     assert steps[:2] == [1, 2]  # from the console lines train.log kept: the stand-in wrote no JSONL
 
 
+def test_logs_follow_a_local_run_from_another_terminal_and_record_it_lost_when_its_launcher_dies(tmp_path):
+    """`logs --follow` of a run here reads its train.log as it grows; when the launcher is killed (nothing recorded),
+    the follower records the run `lost`, judged on its log (one write), and says so; `logs` prints the log."""
+    recipe = lifecycle_recipe(tmp_path, {"FAKE_STEPS": 300, "FAKE_SLEEP": 0.1}, gates=FLOOR_ONLY)
+    owner = subprocess.Popen(
+        [*launcher(), str(recipe), "--runs-dir", str(tmp_path / "runs")],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not run_dirs(tmp_path / "runs") or "step:2 " not in _log(next(iter(run_dirs(tmp_path / "runs")))):
+            assert time.monotonic() < deadline and owner.poll() is None, "the run never reached step 2"
+            time.sleep(0.1)
+        (run_dir,) = run_dirs(tmp_path / "runs")
+        follower = subprocess.Popen(
+            [*launcher(), "logs", "--follow", str(run_dir)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for line in follower.stdout:
+            if line.startswith("step:3 "):
+                break
+        owner.kill()  # no chance to record anything
+        owner.wait(timeout=30)
+        out, err = follower.communicate(timeout=60)
+    finally:
+        owner.kill()
+    assert follower.returncode == 2, err
+    assert (
+        err.splitlines()[-1]
+        == f"sapo-launch: lost (its launcher ended without recording how the run ended); run directory {run_dir}"
+    )
+    recorded = summary(run_dir)
+    assert recorded["status"] == "lost" and recorded["executor"] == "local"
+    assert recorded["gates"][FLOOR]["status"] == "not judged"
+    printed = sapo_launch("logs", run_dir)
+    assert printed.returncode == 0 and printed.stdout == _log(run_dir) and "step:3 " in printed.stdout
+
+
+def _log(run_dir: Path) -> str:
+    return (run_dir / "train.log").read_text() if (run_dir / "train.log").exists() else ""
+
+
 # -- on a Ray cluster ----------------------------------------------------------------------------------------------
 
 
