@@ -232,3 +232,16 @@ VERL_CHOICE_KEYS = ("version", "source", "path", "snapshot")
 def verl_choice(report: dict, path: str) -> dict:
     """The JSON report's verl of one file, less the libraries and `why` the stack adds."""
     return {k: v for k, v in report["verl"][path].items() if k in VERL_CHOICE_KEYS}
+
+
+# verl main's example-naming hook (.pre-commit-config.yaml @ 1dda039), as verl writes it: a repository holding it runs
+# verl's naming check, so the NM rules apply there (linter/rules/nm_naming.py)
+VERL_NAMING_HOOK = """repos:
+  - repo: local
+    hooks:
+      - id: check-example-naming
+        name: Check example script naming convention
+        entry: python3 tests/special_sanity/check_example_naming.py --root examples
+        language: python
+        pass_filenames: false
+"""

@@ -19,6 +19,8 @@ from sapo_toolkit.linter.rules.nm_naming import (
     naming_diagnostics,
 )
 
+from .helpers import VERL_NAMING_HOOK
+
 NM_RULES = (nm_naming.FORBIDDEN_TOKEN, nm_naming.MISSING_BACKEND, nm_naming.NOT_RUN_SCRIPT)
 # Verdict tests name scripts under this examples/ given as a naming root: nothing on disk is looked at.
 REPOSITORY = Path("/nonexistent-sapo-nm-repository")
@@ -198,16 +200,7 @@ def test_only_run_scripts_are_named_a_helper_script_is_not(tmp_path):
 # --- only where the repository runs the check, or naming-roots asks for it (issue 29) ---------------------------
 
 TRAINER = "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n"
-# verl main's hook (.pre-commit-config.yaml @ 1dda039), as verl writes it
-VERL_HOOK = """repos:
-  - repo: local
-    hooks:
-      - id: check-example-naming
-        name: Check example script naming convention
-        entry: python3 tests/special_sanity/check_example_naming.py --root examples
-        language: python
-        pass_filenames: false
-"""
+VERL_HOOK = VERL_NAMING_HOOK
 # verl 0.7's own hooks, which LongVT's checkout carries: no naming check among them
 OTHER_HOOKS = """repos:
   - repo: https://github.com/astral-sh/ruff-pre-commit

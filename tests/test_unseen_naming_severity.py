@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from .helpers import VERL_NAMING_HOOK
+
 # verl's own CI launch scripts live in tests/special_e2e/, its recipes' launchers in verl/experimental/**/shell/:
 # neither is under examples/, where verl's check_example_naming runs.
 TRAINER = (
@@ -48,18 +50,6 @@ def write(path: Path, text: str) -> Path:
 
 def naming(proc: subprocess.CompletedProcess) -> list[tuple[str, str]]:
     return sorted((d["path"], d["code"]) for d in findings(proc) if d["code"].startswith("NM"))
-
-
-# verl main's hook (.pre-commit-config.yaml @ 1dda039): a repository holding it runs verl's naming check (issue 29)
-VERL_NAMING_HOOK = """repos:
-  - repo: local
-    hooks:
-      - id: check-example-naming
-        name: Check example script naming convention
-        entry: python3 tests/special_sanity/check_example_naming.py --root examples
-        language: python
-        pass_filenames: false
-"""
 
 
 def enforcing_repository(root: Path) -> Path:
