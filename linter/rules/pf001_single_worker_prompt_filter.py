@@ -36,6 +36,6 @@ def check(ctx: LintContext):
     yield Finding(
         ctx.blame(WORKERS, FILTER),
         f"data.filter_overlong_prompts is on with filter_overlong_prompts_workers={workers}: prompts are "
-        f"tokenized and filtered in one process on every launch (~28 min on a 17k-prompt set, devices idle). "
-        f"Set `{WORKERS}` to e.g. 32",
+        "tokenized and filtered in one process, over the whole dataset, on every launch, while the devices wait. "
+        f"Set `{WORKERS}` to a few dozen (verl caps it at the CPU count)",
     )
