@@ -18,6 +18,7 @@ from .core.command import Command, LocatedOverride, Stack, locate_override, site
 from .core.diagnostics import Diagnostic, Location
 from .core.problems import NoSnapshot, ReadProblem
 from .core.variants import collapse_variants, matches
+from .custom_configs import config_for
 from .engine import LintContext, Suggestions, lint_command
 from .engine import resolve as resolve_against
 from .rules import findings, load_rules, without_superseded
@@ -34,7 +35,7 @@ from .settings import Settings
 from .sources.files import TextFile, UnreadableFile, read_text
 from .sources.recipe import ReadOptions, Recipe, looks_like_recipe, read_recipe
 from .stack import ResolvedStack
-from .verl_source import VerlChoice, config_for
+from .verl_source import VerlChoice
 
 RECIPE_SUFFIXES = (".yaml", ".yml")
 SCRIPT_SUFFIXES = (".sh",)
@@ -175,7 +176,7 @@ def check_file(loaded: Loaded, settings: Settings, extra: Iterable[Diagnostic] =
 
 def resolve(command: Command, verl_version: str, loaded: Loaded | None = None) -> LintContext:
     """One command resolved against its snapshot, as the rules see it; `loaded`: the file it comes from, where it
-    names a config directory of its own (`verl_source.config_for`). Raises `schema.SnapshotNotFound`."""
+    names a config directory of its own (`custom_configs.config_for`). Raises `schema.SnapshotNotFound`."""
     file = loaded.source.path if loaded is not None else ""
     reference, name = config_for(verl_version, loaded.verl if loaded is not None else None, command, file)
     return resolve_against(command, load_snapshot(reference, name))
@@ -189,7 +190,7 @@ def select(commands: list[Command], wanted: Iterable[str]) -> list[Command]:
 
 def _lint_commands(loaded: Loaded, rules) -> tuple[int, list[NoSnapshot], list[Diagnostic]]:
     """Every command (variant) against its config's snapshot (a config directory of its own composed as Hydra would:
-    `verl_source.config_for`): how many were checked, the configs (or the version) without one, and the findings,
+    `custom_configs.config_for`): how many were checked, the configs (or the version) without one, and the findings,
     collapsed over the variants."""
     snapshots: dict[tuple[str | None, str], Snapshot | None] = {}  # (config directory, name) -> its snapshot
     unchecked: list[NoSnapshot] = []

@@ -13,7 +13,7 @@ first of these that applies:
 - MindSpeed: the recipe's `stack.mindspeed` (the run is on Ascend NPU); the Megatron-LM commit or branch a script
   installs, as the script names it;
 - for a file in a repository (the one holding its verl source tree, else its git repository), the repository whose
-  own code adds to verl (`verl_source.repository_code`, read only when a rule asks): the loss modes and advantage
+  own code adds to verl (`repository_code.repository_code`, read only when a rule asks): the loss modes and advantage
   estimators it registers, which SL005 accepts, and the key names it reads, which SL003 does not call unread.
 """
 
@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import NamedTuple, Protocol
 
 from .core.command import Stack
+from .repository_code import repository_root
 from .schema import DEFAULT_MBRIDGE, fact, snapshot_version
-from .verl_source import SOURCE_TREE, VerlChoice, choose, repository_root, tree_code_facts
+from .verl_source import SOURCE_TREE, VerlChoice, choose, tree_code_facts
 
 
 class StackOptions(Protocol):

@@ -37,7 +37,7 @@ that cannot be built is one warning (RF004), remembered in the cache too; it is 
 commands are checked against no other verl (the file is reported as not checked: `snapshot-not-built`).
 
 A command that names a config directory of its own (`--config-path`, or a wrapper module's `@hydra.main`) is checked
-against that config composed as Hydra composes it (`config_for`), snapshotted and cached the same way.
+against that config composed as Hydra composes it (`custom_configs.config_for`), snapshotted and cached the same way.
 """
 
 from __future__ import annotations
@@ -60,21 +60,16 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from .core.budget import not_counted
-from .core.command import Command
 from .core.diagnostics import Location
 from .core.files import MAX_BYTES, UnreadableFile, read_bytes
 from .core.problems import SnapshotNotBuilt
 from .core.user_cache import read_cached, trusted_directory, user_cache_dir, write_cached
-from .engine import searchpath
 from .schema import (
-    ConfigNotInSnapshot,
     code_patterns,
     committed_for,
     installed_verl_version,
-    load_snapshot,
     newest_release,
     resolve_verl_version,
-    snapshot_document,
     snapshot_version,
 )
 
@@ -242,9 +237,14 @@ def _absent_verl_submodule(directories: list[Path]) -> Path | None:
         return None
     for written in _SUBMODULE_PATH.findall(text):
         path = top / written.strip().strip("/")
-        if path.name == "verl" and _inside(path, top) and not source_trees([path, path.parent]):
+        if path.name == "verl" and inside(path, top) and not source_trees([path, path.parent]):
             return path
     return None
+
+
+def inside(path: Path, directory: Path) -> bool:
+    real, top = os.path.realpath(path), os.path.realpath(directory)
+    return real == top or real.startswith(top + os.sep)
 
 
 def installed_roots(directories: list[Path]) -> list[Path]:
@@ -423,7 +423,7 @@ def _tree_snapshot(package_dir: Path, version: str, what: str) -> tuple[str, boo
             source = f"{what} (content {key[:16]})"
             return build_isolated({"kind": "verl", "package_dir": real, "version": version, "source": source})
 
-        _BUILT[real] = _cached(key, build)
+        _BUILT[real] = cached_build(key, build)
     return _BUILT[real]
 
 
@@ -456,92 +456,12 @@ def tree_code_facts(snapshot: str, package_dir: Path) -> tuple[tuple[str, bool],
     return tuple(sorted(holds.items()))
 
 
-# --- choices the repository registers with verl's registries ----------------------------------------------------
-
-# The keys whose values verl looks up in a registry its code fills with a decorator: a repository's own module (a
-# recipe's `core_algos.py` that the repository's verl imports) may add to it. The name written is the one looked up.
-REGISTRIES = {
-    "register_policy_loss": "actor_rollout_ref.actor.policy_loss.loss_mode",
-    "register_adv_est": "algorithm.adv_estimator",
-}
-# `@register_policy_loss("vespo")`, `@core_algos.register_adv_est('my_est')`: a string literal (an enum member is
-# verl's own, which the snapshot reads); one line, linear (the file is untrusted input).
-_REGISTRATION = re.compile(rb"@[ \t]*(?:[A-Za-z_][\w.]*\.)?(register_policy_loss|register_adv_est)[ \t]*\([ \t]*"
-                           rb"[\"']([A-Za-z0-9_.+-]{1,100})[\"']")  # fmt: skip
-
-
-# What repository code reads: each key name with the name it is read from (`config.algorithm.my_key` ->
-# (algorithm, my_key); `data_cfg.get("k")`, `data_cfg["k"]` -> (data_cfg, k)), so that a key counts as read only
-# where code reads it off a node named like its own parent: a name read off another node (`recurrent_config.k`)
-# says nothing of `data.k`. Read as text, linear (the files are untrusted input).
-_READ = re.compile(
-    rb"([A-Za-z_][A-Za-z0-9_]{0,100})\s{0,8}(?:\.get\(\s{0,8}[\"']|\[\s{0,8}[\"']|\.)(?=([A-Za-z_][A-Za-z0-9_]{0,100}))"
-)  # the key's name in a lookahead: `config.algorithm.my_key` gives (config, algorithm) and (algorithm, my_key)
-MAX_REPOSITORY_BYTES = MAX_TREE_BYTES  # Python of the repository read for registrations and reads
-
-
-class RepositoryCode(NamedTuple):
-    """What a repository's own Python, outside the verl package it runs, adds to that verl."""
-
-    registered: tuple[tuple[str, tuple[str, ...]], ...]  # (key, values) registered with verl's registries
-    reads: frozenset[tuple[str, str]]  # (the name a key is read off, the key's name)
-
-
-@cache
-def repository_code(root: Path, package_dir: Path | None) -> RepositoryCode:
-    """The registrations (`REGISTRIES`: a loss mode or an advantage estimator a recipe's code adds) and the key
-    names read (a wrapper's trainer subclass reading `config.algorithm.my_key`) of the Python files under the
-    repository `root`, outside `package_dir` (whose own the snapshot holds). Read as text, never imported; virtual
-    environments, hidden and `__pycache__` directories are skipped, and reading stops after `MAX_TREE_FILES` files
-    or `MAX_REPOSITORY_BYTES` bytes."""
-    package = os.path.realpath(package_dir) if package_dir is not None else None
-    found: dict[str, dict[str, None]] = {}
-    reads: set[tuple[bytes, bytes]] = set()
-    pending, files, total = [root], 0, 0
-    while pending and files < MAX_TREE_FILES and total < MAX_REPOSITORY_BYTES:
-        directory = pending.pop()
-        try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError:
-            continue
-        if any(e.name == "pyvenv.cfg" for e in entries):  # a virtual environment: installed packages, not the repo's
-            continue
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    skipped = entry.name == "__pycache__" or entry.name.startswith(".")
-                    if not skipped and os.path.realpath(entry.path) != package:
-                        pending.append(Path(entry.path))
-                    continue
-                if not entry.name.endswith(".py") or not entry.is_file(follow_symlinks=False):
-                    continue
-                data = read_bytes(Path(entry.path))
-            except (OSError, UnreadableFile):
-                continue
-            files, total = files + 1, total + len(data)
-            reads.update(_READ.findall(data))
-            if b"register_" in data:
-                for registry, value in _REGISTRATION.findall(data):
-                    found.setdefault(REGISTRIES[registry.decode()], {})[value.decode()] = None
-    registered = tuple((key, tuple(values)) for key, values in sorted(found.items()))
-    return RepositoryCode(registered, frozenset((left.decode(), name.decode()) for left, name in reads))
-
-
-def repository_root(file: str, verl: VerlChoice) -> Path | None:
-    """The repository whose code runs with `file`'s trainer: the one holding its verl source tree, else the git
-    repository the file is in; None for a file in no repository (its directories up to the home directory are no
-    project: they are never read)."""
-    start = Path(verl.package_dir).parent if verl.source == SOURCE_TREE and verl.package_dir else None
-    top = repository_dirs(start or Path(os.path.abspath(file)).parent)[-1]
-    return top if start is not None or (top / ".git").exists() else None
-
-
 class TreeRefused(Exception):
     """A verl tree that is not snapshotted: it holds a file that is not a regular one, or is over a bound (the
     message, one line, names it)."""
 
 
-def _builder_stamp() -> str:
+def builder_stamp() -> str:
     """What else a snapshot depends on: the snapshot format the builder writes, and sapo-toolkit's version."""
     from sapo_toolkit.schemas.build.layout import VERL_FORMAT
 
@@ -597,7 +517,7 @@ def _content_key(package_dir: Path, version: str) -> str:
     paths, sizes and modification times in the cache's `stat/`, so that an unchanged tree is only listed. Raises
     `TreeRefused` (`_tree_files`, or a file that cannot be read)."""
     files = _tree_files(package_dir)
-    stamp = _builder_stamp() + f"verl {version}\0"
+    stamp = builder_stamp() + f"verl {version}\0"
     listing = hashlib.blake2b((stamp + str(package_dir) + "\0" + repr(files)).encode("utf-8", "surrogateescape"))
     memo = _cache_dir() / "stat" / listing.hexdigest()[:40]
     known = (read_cached(memo, 64) or b"").strip().decode("ascii", "replace")
@@ -616,7 +536,7 @@ def _content_key(package_dir: Path, version: str) -> str:
     return key
 
 
-def _cached(key: str, build) -> tuple[str, bool] | str:
+def cached_build(key: str, build) -> tuple[str, bool] | str:
     """(the path of the snapshot `key`, whether it was cached) or why it cannot be built, from the cache or by
     `build()` (then stored: the snapshot, or the reason). Concurrent runs build a key once: the first holds its
     lock, the others wait for it and read what it stored."""
@@ -706,278 +626,6 @@ def _locked(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
-# --- custom configs ----------------------------------------------------------------------------------------------
-
-
-class UnresolvedConfig(ConfigNotInSnapshot):
-    """A command's config directory cannot be composed: no snapshot holds its config; the message says why (one
-    line). `placeholder`: the path is a template's blank left unfilled (`/path/to/your/project/config`)."""
-
-    def __init__(self, message: str, placeholder: bool = False) -> None:
-        super().__init__(message)
-        self.placeholder = placeholder
-
-
-# A template's blank in a path: `/path/to/...`, `/your/project`, `<project_dir>`, `YOUR_DIR`.
-_PLACEHOLDER_PATH = re.compile(r"/path/to/|(?:^|/)your[_/-]|<[A-Za-z][\w. -]{0,80}>|\bYOUR_[A-Z]", re.IGNORECASE)
-
-
-# Hydra's `pkg://` and `file://` search path entries.
-_PKG, _FILE = "pkg://", "file://"
-_VERL_CONFIG = ("verl", "trainer", "config")
-# A value the bash reader could not evaluate holds a private-use character from U+F0000 (`sources.bash.markers`),
-# or reads `$NAME`.
-_UNRESOLVED = re.compile("[\U000f0000-\U0010ffff$`]")
-
-
-def config_for(snapshot: str, verl: VerlChoice | None, command: Command, file: str) -> tuple[str, str]:
-    """(the snapshot reference, the config name) that `command` of `file` is checked against, for the verl snapshot
-    `snapshot` of `verl` (`_config_for`). Raises `UnresolvedConfig`, its message naming the config."""
-    try:
-        return _config_for(snapshot, verl, command, file)
-    except UnresolvedConfig as exc:
-        raise UnresolvedConfig(f"config `{command.config_name}`: {exc}", exc.placeholder) from None
-
-
-def _config_for(snapshot: str, verl: VerlChoice | None, command: Command, file: str) -> tuple[str, str]:
-    """(the snapshot reference, the config name) that `command` is checked against: verl's snapshot, unless the
-    command names a config directory of its own (`Command.config_path`), which is then composed as Hydra would and
-    snapshotted (`schemas.build.build_custom_snapshot`, cached like a tree) with verl's own config files (`verl`'s
-    package directory). Raises `UnresolvedConfig`.
-
-    The directory is Hydra's `--config-path`: absolute; `pkg://a.b` (package a.b's directory); or relative to the
-    directory of the module that declares `@hydra.main` (`hydra/_internal/utils.py` `compute_search_path_dir`: Hydra
-    sees a module run with `-m` as `__main__`, its file's directory is the base), which for `python -m
-    verl.trainer.main_ppo` is verl's `trainer/`: `--config-path=config` is verl's own. A directory inside verl's
-    package, or whose path ends in `verl/trainer/config` (another machine's verl), is verl's own config directory.
-    The config's `hydra.searchpath` (the command's `hydra.searchpath=[...]` override, else the config's own) is
-    followed: `pkg://verl.x` in verl's package, `file://` and other `pkg://` entries from the directory holding
-    verl's package, else the repository root."""
-    written = command.config_path
-    if written is None:
-        return snapshot, command.config_name
-    anchored = _anchored(written, file)
-    if anchored is not None:  # `$(pwd)/config`, `$(dirname "$0")/config`: a directory on this machine
-        written = str(next((d for d in anchored if d.is_dir()), anchored[0]))
-    elif _UNRESOLVED.search(written):
-        raise UnresolvedConfig(f"--config-path `{written}` is not known statically")
-    package = Path(verl.package_dir) if verl is not None and verl.package_dir is not None else None
-    directory = _config_directory(written, command.entry_module, package, file)
-    if directory is None or (package is not None and _inside(directory, package) and _ships(snapshot, command)):
-        return snapshot, command.config_name  # verl's own config directory, or one of verl's configs
-    yaml_file = directory / f"{command.config_name}.yaml"
-    if not yaml_file.is_file():
-        raise UnresolvedConfig(f"--config-path `{written}` ({directory}) holds no `{command.config_name}.yaml`")
-    if package is None:
-        raise UnresolvedConfig(
-            f"composing `{yaml_file}` needs verl's own config files, and the verl linted against "
-            f"({snapshot_version(snapshot)}) has none on this machine: a verl source tree in the repository or an "
-            "installed verl has them"
-        )
-    search = _search_path(command, yaml_file, package, file)
-    return _custom_snapshot(snapshot, package, directory, command.config_name, search), command.config_name
-
-
-# How scripts name the directory they are started in, and their own directory (bash's idioms, as the bash reader shows
-# a construct it does not evaluate): a `--config-path` starting with one is a directory on this machine.
-_STARTED_IN = re.compile(r"\$\(\s*pwd(?:\s+-[LP])?\s*\)|`pwd`|\$\{PWD\}|\$PWD")
-_OWN_DIRECTORY = re.compile(r"\$\(.*\bdirname\b.*(?:\$0\b|\$\{0\}|BASH_SOURCE).*\)", re.DOTALL)
-
-
-def _anchored(written: str, file: str) -> list[Path] | None:
-    """The directories a path may be that starts with the directory the script is started in (`$(pwd)/x`, `$PWD/x`:
-    each directory from the script's own up to the repository root, `repository_dirs`) or with the
-    script's own (`$(dirname "$0")/x`, `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/x`); None for any other."""
-    head = _leading_construct(written)
-    rest = written[len(head) :] if head else ""
-    if not head or (rest and not rest.startswith("/")) or _UNRESOLVED.search(rest):
-        return None
-    own = Path(os.path.abspath(file)).parent
-    if _STARTED_IN.fullmatch(head):
-        bases = repository_dirs(own)
-    elif _OWN_DIRECTORY.fullmatch(head):
-        bases = [own]
-    else:
-        return None
-    return [Path(os.path.normpath(base / rest.lstrip("/"))) for base in bases]
-
-
-def _leading_construct(text: str) -> str:
-    """The `$(...)` (parentheses balanced), `` `...` `` or `$NAME`/`${NAME}` that `text` starts with, else ''."""
-    if text.startswith("$("):
-        depth = 0
-        for i, ch in enumerate(text):
-            depth += (ch == "(") - (ch == ")")
-            if depth == 0 and ch == ")":
-                return text[: i + 1]
-        return ""
-    m = re.match(r"`[^`]*`|\$\{[^}]*\}|\$\w+", text)
-    return m[0] if m else ""
-
-
-def _config_directory(written: str, module: str | None, package: Path | None, file: str) -> Path | None:
-    """The directory a `--config-path` names, or None for verl's own config directory. Raises `UnresolvedConfig`."""
-    if written.startswith(_PKG):
-        dotted = written[len(_PKG) :].strip("/").replace("/", ".")
-        if dotted == "verl" or dotted.startswith("verl."):
-            return None
-        found = _first_dir(Path(*dotted.split(".")), file, package)
-        if found is None:
-            raise UnresolvedConfig(f"--config-path `{written}`: package `{dotted}` is not found in the repository")
-        return found
-    if os.path.isabs(written):
-        directory = Path(os.path.normpath(written))
-    elif module is not None and module.startswith("verl."):
-        relative = Path(*module.split(".")[1:-1], written)
-        inside = os.path.normpath(relative)
-        if package is None:
-            if inside.startswith(".."):
-                raise UnresolvedConfig(
-                    f"--config-path `{written}` is relative to `{module}`'s directory in verl's package (Hydra), "
-                    "outside it, and no verl source tree or installed verl was found"
-                )
-            return None
-        directory = Path(os.path.normpath(package / relative))
-    else:
-        raise UnresolvedConfig(
-            f"--config-path `{written}` is relative to the directory of the file of `{module}`, the module that "
-            "declares `@hydra.main` (Hydra), which is not resolved"
-        )
-    if directory.is_dir():
-        return directory
-    if directory.parts[-3:] == _VERL_CONFIG:
-        return None  # verl's own config directory, on the machine the script was written on
-    if _PLACEHOLDER_PATH.search(written):
-        raise UnresolvedConfig(
-            f"--config-path `{written}` is a placeholder to fill in before a run (the directory does not exist)",
-            placeholder=True,
-        )
-    raise UnresolvedConfig(f"--config-path `{written}` is {directory}, which does not exist")
-
-
-def _inside(path: Path, directory: Path) -> bool:
-    real, top = os.path.realpath(path), os.path.realpath(directory)
-    return real == top or real.startswith(top + os.sep)
-
-
-def _ships(snapshot: str, command: Command) -> bool:
-    """Whether verl's snapshot holds the command's config (one verl ships, in a directory of its package)."""
-    try:
-        load_snapshot(snapshot, command.config_name)
-    except LookupError:
-        return False
-    return True
-
-
-def _first_dir(relative: Path, file: str, package: Path | None) -> Path | None:
-    """`relative` from the directory holding verl's package, else from each directory up to the repository root."""
-    bases = ([package.parent] if package is not None else []) + repository_dirs(Path(os.path.abspath(file)).parent)
-    return next((base / relative for base in bases if (base / relative).is_dir()), None)
-
-
-def _search_path(command: Command, yaml_file: Path, package: Path, file: str) -> tuple[Path, ...]:
-    """The directories Hydra searches after the primary config's: the command's `hydra.searchpath`, else the
-    config's own, each entry as a directory (those that are not found are left out: Hydra does not find them
-    either), then verl's own config directory, which verl's configs are written to be composed with (`- ppo_trainer`,
-    `- /ppo_trainer@_here_`). Never empty: the builder then passes it to Hydra in place of the config's own list, so
-    that Hydra never imports a package a `pkg://` entry names (the linted repository's code is never run)."""
-    entries = searchpath(command)
-    if not entries:
-        import yaml
-
-        try:
-            document = yaml.safe_load(read_bytes(yaml_file).decode("utf-8"))
-        except (UnreadableFile, UnicodeDecodeError, yaml.YAMLError, RecursionError):
-            document = None
-        hydra = document.get("hydra") if isinstance(document, dict) else None
-        listed = hydra.get("searchpath") if isinstance(hydra, dict) else None
-        entries = [str(e) for e in listed] if isinstance(listed, list) else []
-    out: dict[Path, None] = {}
-    for entry in entries:
-        if entry.startswith(_PKG):
-            parts = entry[len(_PKG) :].strip("/").replace("/", ".").split(".")
-            found = package.joinpath(*parts[1:]) if parts[0] == "verl" else _first_dir(Path(*parts), file, package)
-        else:
-            written = Path(entry.removeprefix(_FILE))
-            if written.parts[-3:] == _VERL_CONFIG:
-                found = package / "trainer" / "config"
-            elif written.is_absolute():
-                found = written
-            else:
-                found = _first_dir(written, file, package)
-        if found is not None and found.is_dir():
-            out[Path(os.path.realpath(found))] = None
-    out[Path(os.path.realpath(package / "trainer" / "config"))] = None
-    return tuple(out)
-
-
-# `_target_: a.b.C` in a config file: the dataclass the build walks the config's tree against.
-_TARGET = re.compile(rb"^\s*_target_\s*:\s*['\"]?([A-Za-z_][\w.]*)", re.MULTILINE)
-
-
-def _custom_key(snapshot: str, package: Path, directory: Path, name: str, search: tuple[Path, ...]) -> str:
-    """The hash of what a custom config's build reads, each part framed by its length: the builder, the config, the
-    verl snapshot (a built one's path names its content), every YAML file of the directories Hydra searches, and the
-    Python files of each top-level package outside verl that a `_target_` of those files names (the repository's
-    own dataclasses, which the build types the config's keys with). Raises `UnresolvedConfig` for a file that is
-    not a regular one or over a bound (`_tree_files`' bounds)."""
-    key = hashlib.blake2b()
-
-    def framed(part: str | bytes) -> None:
-        data = part.encode("utf-8", "surrogateescape") if isinstance(part, str) else part
-        key.update(len(data).to_bytes(8, "big") + data)
-
-    def read(path: Path) -> bytes:
-        try:
-            return read_bytes(path)
-        except UnreadableFile as exc:
-            raise UnresolvedConfig(f"{path}: {exc}") from None
-
-    for part in (_builder_stamp(), "custom", name, snapshot, str(directory)):
-        framed(part)
-    packages: set[str] = set()
-    for d in (directory, *search):
-        framed(str(d))
-        for path in _bounded(sorted(d.rglob("*.yaml"))):
-            data = read(path)
-            framed(str(path.relative_to(d)))
-            framed(data)
-            packages.update(m.group(1).split(b".")[0].decode() for m in _TARGET.finditer(data))
-    for top in sorted(packages - {package.name}):
-        framed(top)
-        for path in _bounded(sorted((package.parent / top).rglob("*.py")) + [package.parent / f"{top}.py"]):
-            if os.path.lexists(path):
-                framed(str(path.relative_to(package.parent)))
-                framed(read(path))
-    return key.hexdigest()[:40]
-
-
-def _bounded(paths: list[Path]) -> list[Path]:
-    if len(paths) > MAX_TREE_FILES:
-        raise UnresolvedConfig(f"over {MAX_TREE_FILES} files to read (the bound of a snapshot build)")
-    return paths
-
-
-def _custom_snapshot(snapshot: str, package: Path, directory: Path, name: str, search: tuple[Path, ...]) -> str:
-    """The reference of the snapshot of config `name` in `directory`, with the verl of `snapshot` whose files are in
-    `package`: built (`_cached`) or cached. Raises `UnresolvedConfig` with the builder's reason."""
-    key = _custom_key(snapshot, package, directory, name, search)
-
-    def build() -> dict:
-        from sapo_toolkit.schemas.build.isolated import build_isolated
-
-        base = snapshot_document(snapshot)
-        if base is None:  # the verl snapshot itself is missing: RF004 reports it for the file
-            raise UnresolvedConfig(f"no snapshot of verl {snapshot}")
-        config = {"name": name, "config_dir": str(directory), "search_path": [str(d) for d in search]}
-        return build_isolated({"kind": "custom", "base": base, "package_dir": str(package), "config": config})
-
-    built = _cached(key, build)
-    if isinstance(built, str):
-        raise UnresolvedConfig(f"config `{directory / name}.yaml` cannot be composed: {built}")
-    return built[0]
-
-
 __all__ = [
     "COMMAND_LINE",
     "INSTALLED",
@@ -985,10 +633,8 @@ __all__ = [
     "PIN",
     "RECIPE",
     "SOURCE_TREE",
-    "UnresolvedConfig",
     "VerlChoice",
     "choose",
-    "config_for",
     "named",
     "repository_dirs",
 ]

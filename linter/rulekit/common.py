@@ -63,11 +63,11 @@ def nearest(ctx: LintContext, word, candidates) -> str:
 
 
 def repository_code(ctx: LintContext):
-    """What the code of the repository the command runs in adds to its verl (`verl_source.repository_code`:
+    """What the code of the repository the command runs in adds to its verl (`repository_code.repository_code`:
     registrations, key names read), read on the first ask; None outside a repository."""
     from pathlib import Path
 
-    from ..verl_source import repository_code as read
+    from ..repository_code import repository_code as read
 
     stack = ctx.stack
     if stack.repository is None:
