@@ -9,6 +9,9 @@ Public:
 * ``visible_count(total, value, cuda=False) -> int``: devices left by ``ASCEND_RT_VISIBLE_DEVICES`` /
   ``CUDA_VISIBLE_DEVICES``.
 
+What each kind is probed by, and which variable limits its devices, is its record (`core.device.DeviceKind`,
+from schemas/devices.json `kinds`); the kinds are probed in the data's order.
+
 Decision order: an explicit ``requested`` ("npu" | "gpu", the launcher's ``--device``) wins; then the ``DEVICE``
 environment variable (as verl's example scripts use it: npu | gpu, ``cuda`` read as gpu; ``auto`` or empty means
 probe; anything else is ignored and named in ``how``); then the probe. The probe looks for devices, Ascend first:
@@ -25,14 +28,14 @@ Nothing here imports torch or torch_npu; the commands run with argv lists, a sho
 from __future__ import annotations
 
 import glob
-import re
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
+from sapo_toolkit.linter.core.device import DeviceKind, device_kind, device_kinds, kind_named
+
 SMI_TIMEOUT_S = 5.0
-ASCEND_VISIBLE = "ASCEND_RT_VISIBLE_DEVICES"
-CUDA_VISIBLE = "CUDA_VISIBLE_DEVICES"
-KINDS = ("npu", "gpu")
+ASCEND_VISIBLE = device_kind("npu").visible_devices_env
+CUDA_VISIBLE = device_kind("gpu").visible_devices_env
 
 
 class DeviceFacts(NamedTuple):
@@ -90,10 +93,14 @@ DEFAULT_PROBE = DeviceProbe(_device_nodes, _run, _module_findable)
 
 # ------------------------------------------------------------------------------------------------ parsing
 
-# A chip row of `npu-smi info` carries the chip's PCI bus id (`| 0     0   | 0000:C1:00.0  | ...`); counting
-# them counts the logical devices (on A3 one per die) that ASCEND_RT_VISIBLE_DEVICES indexes.
-_BUS_ID = re.compile(r"\|\s*[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\s*\|")
-_NVIDIA_GPU_LINE = re.compile(r"^GPU \d+:", re.MULTILINE)
+# A device's line of its kind's listing (`DeviceKind.list_line`): a chip row of `npu-smi info` carries the chip's
+# PCI bus id (`| 0     0   | 0000:C1:00.0  | ...`), counting them counts the logical devices (on A3 one per die) that
+# ASCEND_RT_VISIBLE_DEVICES indexes; `nvidia-smi -L` lists `GPU 0: NVIDIA H200 (UUID: ...)`, with MIG lines below.
+
+
+def listed_count(kind: DeviceKind, output: str | None) -> int:
+    """Devices listed by the kind's listing command: the lines that match its `list_line`; 0 for None."""
+    return sum(1 for line in (output or "").splitlines() if kind.list_line.search(line))
 
 
 def numbered_nodes(paths: list[str], prefix: str) -> list[str]:
@@ -103,14 +110,12 @@ def numbered_nodes(paths: list[str], prefix: str) -> list[str]:
 
 def npu_smi_count(output: str | None) -> int:
     """Devices listed by `npu-smi info`: its chip rows, each with a PCI bus id; 0 for None or no rows."""
-    if not output:
-        return 0
-    return sum(1 for line in output.splitlines() if _BUS_ID.search(line))
+    return listed_count(device_kind("npu"), output)
 
 
 def nvidia_smi_count(output: str | None) -> int:
     """GPUs listed by `nvidia-smi -L` (`GPU 0: NVIDIA H200 (UUID: ...)`; MIG lines below a GPU are not counted)."""
-    return len(_NVIDIA_GPU_LINE.findall(output or ""))
+    return listed_count(device_kind("gpu"), output)
 
 
 def visible_count(total: int, value: str | None, cuda: bool = False) -> int:
@@ -146,78 +151,71 @@ class _Found(NamedTuple):
     source: str  # where the devices were seen
 
 
-def _ascend(probe: DeviceProbe) -> _Found:
-    nodes = numbered_nodes(probe.device_nodes("/dev/davinci[0-9]*"), "/dev/davinci")
+def _found(kind: DeviceKind, probe: DeviceProbe) -> _Found:
+    """The kind's devices: its device nodes `<prefix><N>`, else the device lines of its listing command."""
+    prefix = kind.device_nodes
+    nodes = numbered_nodes(probe.device_nodes(prefix + "[0-9]*"), prefix)
     if nodes:
-        return _Found(len(nodes), f"{len(nodes)} device node(s) /dev/davinci<N>")
-    listed = npu_smi_count(probe.run(["npu-smi", "info"]))
+        return _Found(len(nodes), f"{len(nodes)} device node(s) {prefix}<N>")
+    listed = listed_count(kind, probe.run(list(kind.list_command)))
     if listed:
-        return _Found(listed, f"{listed} device(s) in `npu-smi info`")
+        return _Found(listed, f"{listed} {kind.listed} in `{' '.join(kind.list_command)}`")
     return _Found(0, "")
 
 
-def _nvidia(probe: DeviceProbe) -> _Found:
-    nodes = numbered_nodes(probe.device_nodes("/dev/nvidia[0-9]*"), "/dev/nvidia")
-    if nodes:
-        return _Found(len(nodes), f"{len(nodes)} device node(s) /dev/nvidia<N>")
-    listed = nvidia_smi_count(probe.run(["nvidia-smi", "-L"]))
-    if listed:
-        return _Found(listed, f"{listed} GPU(s) in `nvidia-smi -L`")
-    return _Found(0, "")
-
-
-def _facts(kind: str, found: _Found, env: Mapping[str, str], decided_by: str) -> DeviceFacts:
-    variable = ASCEND_VISIBLE if kind == "npu" else CUDA_VISIBLE
+def _facts(kind: DeviceKind, found: _Found, env: Mapping[str, str], decided_by: str) -> DeviceFacts:
+    variable = kind.visible_devices_env
     value = env.get(variable)
-    count = visible_count(found.total, value, cuda=kind == "gpu")
-    seen = found.source or (
-        "no Ascend devices (/dev/davinci<N>, npu-smi info)"
-        if kind == "npu"
-        else "no NVIDIA devices (/dev/nvidia<N>, nvidia-smi -L)"
-    )
+    count = visible_count(found.total, value, cuda=kind.visible_devices_stop_at_invalid)
+    seen = found.source or f"no {kind.vendor} devices ({kind.looked_for})"
     limited = f"; {variable}={value!r} leaves {count}" if value is not None else ""
-    return DeviceFacts(kind, count, f"{decided_by}: {seen}{limited}")
+    return DeviceFacts(kind.name, count, f"{decided_by}: {seen}{limited}")
 
 
-def _from_env(value: str | None) -> str | None:
-    """DEVICE's value as a kind: npu | gpu (cuda too), None for unset/empty/auto/anything else."""
-    v = (value or "").strip().lower()
-    return {"npu": "npu", "gpu": "gpu", "cuda": "gpu"}.get(v)
+def _from_env(value: str | None) -> DeviceKind | None:
+    """DEVICE's value as a kind: a kind's name or alias (npu | gpu, cuda too), None for unset/empty/auto/anything
+    else."""
+    return kind_named(value)
 
 
 def detect_device(requested: str | None, env: Mapping[str, str], probe: DeviceProbe = DEFAULT_PROBE) -> DeviceFacts:
     """The device kind and visible count (module docstring: the order of decision). `requested` is "npu", "gpu",
     "auto" or None (both mean: the DEVICE variable, else the probe); anything else raises ValueError."""
-    if requested not in (None, "auto", *KINDS):
-        raise ValueError(f"--device must be auto, npu or gpu, not {requested!r}")
-    if requested in KINDS:
-        return _facts(requested, _ascend(probe) if requested == "npu" else _nvidia(probe), env, f"--device {requested}")
+    kinds = device_kinds()
+    if requested not in (None, "auto", *kinds):
+        raise ValueError(f"--device must be {_either(['auto', *kinds])}, not {requested!r}")
+    if requested in kinds:
+        kind = kinds[requested]
+        return _facts(kind, _found(kind, probe), env, f"--device {requested}")
     note = ""
     device_env = env.get("DEVICE")
     kind = _from_env(device_env)
     if kind is not None:
-        return _facts(kind, _ascend(probe) if kind == "npu" else _nvidia(probe), env, f"DEVICE={device_env}")
+        return _facts(kind, _found(kind, probe), env, f"DEVICE={device_env}")
     if device_env and device_env.strip().lower() != "auto":
-        note = f" (DEVICE={device_env!r} ignored: not npu, gpu or auto)"
-    ascend = _ascend(probe)
-    if ascend.total:
-        return _facts("npu", ascend, env, "probe" + note)
-    nvidia = _nvidia(probe)
-    if nvidia.total:
-        return _facts("gpu", nvidia, env, "probe" + note)
-    if probe.module_findable("torch_npu"):
-        return DeviceFacts(
-            "npu",
-            0,
-            "probe" + note + ": torch_npu is installed but no Ascend device is visible "
-            "(/dev/davinci<N>, npu-smi info) and no NVIDIA device either",
-        )
-    return DeviceFacts(
-        None,
-        0,
-        "probe" + note + ": no Ascend device (/dev/davinci<N>, npu-smi info, torch_npu) and "
-        "no NVIDIA device (/dev/nvidia<N>, nvidia-smi -L)",
+        note = f" (DEVICE={device_env!r} ignored: not {_either([*kinds, 'auto'])})"
+    for kind in kinds.values():  # devices beat packages: every kind's devices are looked for first
+        found = _found(kind, probe)
+        if found.total:
+            return _facts(kind, found, env, "probe" + note)
+    for kind in kinds.values():
+        if kind.package is not None and probe.module_findable(kind.package):
+            others = " or ".join(k.vendor for k in kinds.values() if k is not kind)
+            return DeviceFacts(
+                kind.name,
+                0,
+                "probe" + note + f": {kind.package} is installed but no {kind.vendor} device is visible "
+                f"({kind.looked_for}) and no {others} device either",
+            )
+    looked = " and ".join(
+        f"no {k.vendor} device ({k.looked_for}{', ' + k.package if k.package else ''})" for k in kinds.values()
     )
+    return DeviceFacts(None, 0, "probe" + note + ": " + looked)
+
+
+def _either(names: list[str]) -> str:
+    """`auto, npu or gpu`."""
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else "".join(names)
 
 
 __all__ = [

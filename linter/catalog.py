@@ -9,6 +9,7 @@ import re
 from functools import cache
 from pathlib import Path
 
+from .core.device import device_kind
 from .core.model import Accelerator, ModelShape, shape_from_hf_config
 from .schema import SCHEMA_DIR
 
@@ -203,12 +204,11 @@ def accelerators() -> dict[str, Accelerator]:
     }
 
 
-# The accelerator assumed for a device kind when nobody names one. Both are the 64/80 GB class that most training
-# nodes of their kind have, so a memory verdict on the assumption holds for the common parts: the Ascend 910B1,
-# B2 and B3 share the 64 GB die (60.96 GiB reported by torch_npu; the 910B3 is the Atlas 800T A2 part the field
-# incidents ran on), and the A100-80GB, H100 and H800 all have 80 GB (79.1-79.3 GiB reported by PyTorch).
-ASSUMED_ACCELERATORS = {"npu": "ascend-910b3", "gpu": "nvidia-h100"}
-DEVICE_KINDS = tuple(ASSUMED_ACCELERATORS)
+# The accelerator assumed for a device kind when nobody names one is the kind's `assumed_accelerator`
+# (schemas/devices.json `kinds`, `core.device.DeviceKind`). Both are the 64/80 GB class that most training nodes of
+# their kind have, so a memory verdict on the assumption holds for the common parts: the Ascend 910B1, B2 and B3
+# share the 64 GB die (60.96 GiB reported by torch_npu; the 910B3 is the Atlas 800T A2 part the field incidents ran
+# on), and the A100-80GB, H100 and H800 all have 80 GB (79.1-79.3 GiB reported by PyTorch).
 # Vendor and product-line words that people put in front of a part name (`Ascend910B3`, `NVIDIA H100`).
 _VENDOR_WORDS = ("ascend", "nvidia", "huawei", "atlas", "tesla")
 
@@ -258,4 +258,4 @@ def find_accelerator(name: str) -> Accelerator:
 
 def assumed_accelerator(kind: str, why: str) -> Accelerator:
     """The accelerator assumed for a device kind, marked with why (`Accelerator.assumed`)."""
-    return accelerators()[ASSUMED_ACCELERATORS[kind]]._replace(assumed=why)
+    return accelerators()[device_kind(kind).assumed_accelerator]._replace(assumed=why)

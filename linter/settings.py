@@ -242,14 +242,15 @@ class SettingsFinder:
 def _accelerator(path: Path, value) -> str | dict[str, str]:
     """`accelerator = "name"` or `accelerator = {npu = "name", gpu = "name"}`: every name known (aliases allowed) and
     of the kind it is given for."""
-    from .catalog import DEVICE_KINDS, UnknownAccelerator, find_accelerator
+    from .catalog import UnknownAccelerator, find_accelerator
+    from .core.device import kind_names
 
     where = f"{path}: [tool.sapo-lint] accelerator"
     if isinstance(value, dict):
-        unknown = [k for k in value if k not in DEVICE_KINDS]
+        unknown = [k for k in value if k not in kind_names()]
         if unknown or not value or not all(isinstance(v, str) for v in value.values()):
             raise SettingsError(
-                f"{where} maps device kinds ({', '.join(DEVICE_KINDS)}) to accelerator names, not {value!r}"
+                f"{where} maps device kinds ({', '.join(kind_names())}) to accelerator names, not {value!r}"
             )
         entries = value.items()
     elif isinstance(value, str):

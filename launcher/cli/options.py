@@ -6,9 +6,11 @@ from pathlib import Path
 
 import click
 
+from sapo_toolkit.linter.core.device import kind_names
+
 DEVICE = click.option(
     "--device",
-    type=click.Choice(["auto", "npu", "gpu"]),
+    type=click.Choice(["auto", *kind_names()]),
     default="auto",
     show_default=True,
     help="Device kind; auto: the DEVICE environment variable, else what this machine has (Ascend first).",

@@ -7,6 +7,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+from sapo_toolkit.linter.core.device import device_kinds
+
 from ..device import DeviceFacts
 
 EXIT_OK, EXIT_BLOCKING, EXIT_USAGE = 0, 1, 2
@@ -143,7 +145,7 @@ def _device_of(command) -> str | None:
     accelerator = command.accelerator
     if accelerator is None or accelerator.assumed:
         return None
-    return accelerator.device if accelerator.device in ("npu", "gpu") else None
+    return accelerator.device if accelerator.device in device_kinds() else None
 
 
 def _int_or_none(value) -> int | None:

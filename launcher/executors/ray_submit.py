@@ -41,6 +41,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
+from sapo_toolkit.linter.core.device import default_kind, device_kind, device_kinds
+
 from ..plan import Plan, redact_keys, redact_urls
 from ..rundir import write_json
 from ..workdir import HOW_TO_EXCLUDE, UnsafeWorkingDir, shipped_files
@@ -108,12 +110,14 @@ def resource_shortfall(plan: Plan, nodes: Iterable[dict[str, float]]) -> str | N
     if not plan.nnodes or not plan.devices_per_node:
         return None
     nodes = list(nodes)
-    kind, other = ("NPU", "GPU") if plan.device == "npu" else ("GPU", "NPU")
+    device = device_kinds().get(plan.device or "") or default_kind()  # none detected: GPU, as before
+    kind = device.ray_resource
+    other = device_kind(device.other).ray_resource if device.other else None
     per_node, needed = plan.devices_per_node, plan.nnodes
     counts = sorted((int(resources.get(kind, 0)) for resources in nodes), reverse=True)
     shape = f"{needed} node{'s' if needed != 1 else ''} x {per_node}"
     if sum(counts) < needed * per_node:
-        others = sum(int(resources.get(other, 0)) for resources in nodes)
+        others = sum(int(resources.get(other, 0)) for resources in nodes) if other else 0
         hint = f" (it has {others} {other}: pass --device {other.lower()})" if others else ""
         return f"the cluster has {sum(counts)} {kind}, the recipe needs {needed * per_node} ({shape}){hint}"
     if sum(c // per_node for c in counts) < needed:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..core.device import device_of
+from ..core.device import device_kind, device_of
 from ..core.paths import ACTOR, ROLE_NODE, ROLLOUT
 from ..engine import LintContext
 from ..topology import Parallelism, active_roles, parallelism, separated_rollout, world_size
@@ -74,11 +74,12 @@ def plan_inputs(ctx: LintContext) -> PlanInputs | None:
         critic = _role(ctx, "critic", p, world, seq)
     accelerator = command.accelerator
     device = device_of(command, accelerator).kind
+    kind = device_kind(device)
     rollout = RolloutSetup(
         gpu_memory_utilization=_num(ctx.config.value(f"{ROLLOUT}.gpu_memory_utilization"), 0.5),
         free_cache_engine=ctx.config.value(f"{ROLLOUT}.free_cache_engine") is not False,
         tp=_int(ctx.config.value(f"{ROLLOUT}.tensor_model_parallel_size"), 1),
-        sleep_keeps_weights_on_host=device == "npu",
+        sleep_keeps_weights_on_host=kind.sleep_keeps_weights_on_host,
         separate=separated_rollout(ctx),
     )
     contents = ctx.config.value("actor_rollout_ref.actor.checkpoint.save_contents")
@@ -91,10 +92,10 @@ def plan_inputs(ctx: LintContext) -> PlanInputs | None:
     )
     timeout = _num(ctx.config.value("actor_rollout_ref.nccl_timeout"), DEFAULT_NCCL_TIMEOUT_S)
     source = "actor_rollout_ref.nccl_timeout"
-    if device == "npu":
-        exec_timeout = _num(_float_or_none(env.get("HCCL_EXEC_TIMEOUT")), DEFAULT_HCCL_EXEC_TIMEOUT_S)
+    if kind.collective_timeout_env is not None:
+        exec_timeout = _num(_float_or_none(env.get(kind.collective_timeout_env)), DEFAULT_HCCL_EXEC_TIMEOUT_S)
         if 0 < exec_timeout < timeout:
-            timeout, source = exec_timeout, "HCCL_EXEC_TIMEOUT"
+            timeout, source = exec_timeout, kind.collective_timeout_env
     checkpoint = CheckpointSetup(
         saves=_num(ctx.config.value("trainer.save_freq"), -1) > 0,
         contents=tuple(str(c) for c in contents) if isinstance(contents, list) else ("model", "optimizer", "extra"),

@@ -108,7 +108,7 @@ class PlanInputs(NamedTuple):
     world: int
     devices_per_node: int
     hbm_gib: float  # what the runtime reports per device (torch.cuda / torch_npu mem_get_info total), GiB
-    device: str  # "npu" | "gpu"
+    device: str  # a device kind's name (`core.device.DeviceKind`): "npu" | "gpu"
     actor: RoleSetup
     ref: RoleSetup | None = None
     critic: RoleSetup | None = None

@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
+from ..core.device import device_kind
 from ..core.model import ModelShape
 from .activations import forward_activations, train_activations
 from .inputs import GIB, MB, PlanInputs, RoleSetup
@@ -330,7 +331,8 @@ def estimate(inputs: PlanInputs) -> Estimate:
     critic = role_state(m, inputs.critic, inputs.mla_down_replicated) if inputs.critic else None
     hbm = inputs.hbm_gib * GIB
     comms = communicators(actor.layout, m.is_moe)
-    comm_bytes = len(comms) * 2 * inputs.hccl_buffsize_mb * MB if inputs.device == "npu" else 0.0
+    buffers = device_kind(inputs.device).collective_buffer_env is not None  # HCCL_BUFFSIZE per communicator
+    comm_bytes = len(comms) * 2 * inputs.hccl_buffsize_mb * MB if buffers else 0.0
     rollout_bytes = 0.0 if inputs.rollout.separate else inputs.rollout.gpu_memory_utilization * hbm
     notes: list[str] = []
     if inputs.rollout.separate:

@@ -1,7 +1,7 @@
 """Recipe-file rules (RF): reported by the recipe source while reading a file, before any override is checked."""
 
 from ..core.budget import FILE_TIME_GUARD_S, FILE_WORK_UNITS
-from ..core.device import KIND_NAMES
+from ..core.device import device_kind
 from ..core.diagnostics import Severity
 from ..core.problems import (
     AcceleratorKindMismatch,
@@ -353,7 +353,7 @@ def _accelerator_kind_mismatch(p: AcceleratorKindMismatch):
     return ACCELERATOR_MISMATCH.diagnostic(
         p.location,
         f"{p.source} names {p.accelerator}, "
-        f"{KIND_NAMES[p.accelerator_kind]}, for {p.kind}: the {p.kind} variants are "
+        f"{device_kind(p.accelerator_kind).article}, for {p.kind}: the {p.kind} variants are "
         f"checked on {p.assumed} (assumed) instead",
     )
 
@@ -362,8 +362,9 @@ def _accelerator_kind_mismatch(p: AcceleratorKindMismatch):
 def _variant_device_mismatch(p: VariantDeviceMismatch):
     return ACCELERATOR_MISMATCH.diagnostic(
         p.location,
-        f"this variant runs on {KIND_NAMES[p.kind]} ({p.evidence}) but {p.source} names {p.accelerator}, "
-        f"{KIND_NAMES[p.accelerator_kind]}: its memory is checked on {p.assumed} (assumed for {p.kind}) instead. "
+        f"this variant runs on {device_kind(p.kind).article} ({p.evidence}) but {p.source} names {p.accelerator}, "
+        f"{device_kind(p.accelerator_kind).article}: its memory is checked on {p.assumed} (assumed for {p.kind}) "
+        "instead. "
         f"Name one accelerator per device kind: {p.fix_form}",
     )
 

@@ -1,4 +1,4 @@
-from ..core.device import device_of
+from ..core.device import device_kind, device_of
 from ..core.diagnostics import Severity
 from ..engine import LintContext, Part
 from ..rulekit.common import nearest
@@ -107,12 +107,13 @@ def check(ctx: LintContext):
         megatron = _megatron_arguments(consumer)
         flags = megatron.classes[ARGUMENTS]["fields"] if megatron else {}
         device, why, _ = device_of(ctx.command, ctx.accelerator, ro.override)
-        if device == "npu" and (name in added or name in flags):
+        on_mindspeed = device_kind(device).mindspeed  # verl's MindSpeed engine runs there and reads these fields
+        if on_mindspeed and (name in added or name in flags):
             continue
         spelled = _flag_spelling(name, flags)
         if name not in added and name not in flags and (pinned := _pinned_commit(ctx, consumer, elsewhere)):
             yield _pinned_finding(ro, name, consumer, pinned, consequence, spelled or nearest(ctx, name, accepted))
-        elif device == "npu":
+        elif on_mindspeed:
             parser = f", nor by {_parser(megatron, consumer)}" if megatron else ""
             hint = spelled or nearest(ctx, name, accepted | set(added) | set(flags))
             yield Finding(

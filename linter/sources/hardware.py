@@ -1,7 +1,7 @@
 """Which accelerator each command (one variant of a recipe or script) is checked on.
 
 In order: `--accelerator`; the recipe's `hardware.accelerator`; `[tool.sapo-lint] accelerator`; else the one assumed
-for the command's device kind (`catalog.ASSUMED_ACCELERATORS`, the kind from `rulekit.device`), marked as assumed so
+for the command's device kind (`DeviceKind.assumed_accelerator`, the kind from `rulekit.device`), marked as assumed so
 that every finding resting on it says so. Each level is one name for every variant, or a map from device kind to
 name (`{npu: ascend-910b3, gpu: nvidia-h100}`) so that each device variant gets its own; a map without the
 command's kind passes to the next level. A single name whose kind contradicts what the variant states
@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from ..catalog import ASSUMED_ACCELERATORS, UnknownAccelerator, assumed_accelerator, find_accelerator
+from ..catalog import UnknownAccelerator, assumed_accelerator, find_accelerator
 from ..core.command import Command
-from ..core.device import KIND_NAMES, device_of, stated_device
+from ..core.device import device_kind, device_of, stated_device
 from ..core.diagnostics import Location
 from ..core.model import Accelerator
 from ..core.problems import (
@@ -73,7 +73,7 @@ def level(
                     kind=kind,
                     accelerator=acc.name,
                     accelerator_kind=acc.device,
-                    assumed=ASSUMED_ACCELERATORS[kind],
+                    assumed=device_kind(kind).assumed_accelerator,
                 )
             )
             continue
@@ -92,7 +92,7 @@ def choose(command: Command, levels: list[AcceleratorLevel]) -> tuple[Accelerato
                 return acc, None
             instead = assumed_accelerator(
                 stated.kind,
-                f"assumed for {stated.kind} ({stated.evidence}; {lv.source} names {KIND_NAMES[acc.device]})",
+                f"assumed for {stated.kind} ({stated.evidence}; {lv.source} names {device_kind(acc.device).article})",
             )
             names = {acc.device: acc.name, stated.kind: instead.name}
             return instead, VariantDeviceMismatch(

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from functools import cache
 
 from ...core.command import DeviceSignal
-from ...core.device import ASCEND_SOFTWARE, device_word
+from ...core.device import device_kind, device_kinds, device_word, device_words
 from .expansion import Expansion
 from .markers import NEVER_SET, markers
 
@@ -226,8 +227,6 @@ def switch_variable(ev: Expansion, n) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------- device branches
-_GPU_SOFTWARE = re.compile(r"\bnvidia-smi\b")
-_DEVICE_TEXT = re.compile(rb"npu|ascend|gpu|cuda|nvidia", re.IGNORECASE)  # what every device test mentions
 # The nodes whose children can be statements: only these are walked for device tests (not words, not arrays).
 _HOLDS_STATEMENTS = frozenset(
     (
@@ -250,8 +249,15 @@ _HOLDS_STATEMENTS = frozenset(
         "do_group",
     )
 )
-_OTHER = {"npu": "gpu", "gpu": "npu"}
 _Implied = tuple[str | None, str | None]  # the device kind a condition implies when it is true, and when false
+
+
+@cache
+def _device_text() -> re.Pattern[bytes]:
+    """What every device test mentions: a word that names a device kind (`npu`, `ascend`, `gpu`, `cuda`, `nvidia`);
+    each kind's software names one of them as well (`torch_npu`, `/usr/local/Ascend`, `nvidia-smi`)."""
+    words = sorted(device_words(), key=len, reverse=True)
+    return re.compile("|".join(re.escape(w) for w in words).encode(), re.IGNORECASE)
 
 
 def device_regions(ev: Expansion, root) -> dict[int, DeviceSignal]:
@@ -283,7 +289,7 @@ def device_regions(ev: Expansion, root) -> dict[int, DeviceSignal]:
                 where = f"`{brief(ev, left)} {op.type}` (line {left.start_point[0] + 1})"
                 out[right.start_byte] = DeviceSignal(kind, where)
         if n.type in _HOLDS_STATEMENTS:  # a test for a device mentions one: walk only what does
-            stack.extend(c for c in n.named_children if _DEVICE_TEXT.search(ev.src, c.start_byte, c.end_byte))
+            stack.extend(c for c in n.named_children if _device_text().search(ev.src, c.start_byte, c.end_byte))
     return out
 
 
@@ -352,10 +358,9 @@ def _implied(ev: Expansion, n) -> _Implied:
             implied = _compared(*args) if len(args) == 3 else (None, None)
             return implied[::-1] if negated else implied
     text = ev.text(n)
-    if ASCEND_SOFTWARE.search(text):
-        return "npu", "gpu"
-    if _GPU_SOFTWARE.search(text):
-        return "gpu", "npu"
+    for kind in device_kinds().values():
+        if kind.software is not None and kind.software.search(text):
+            return kind.name, kind.other
     return None, None
 
 
@@ -365,7 +370,8 @@ def _compared(left: str, op: str, right: str) -> _Implied:
     if len(kinds) != 1 or op not in ("=", "==", "!="):
         return None, None
     kind = kinds.pop()
-    return (kind, _OTHER[kind]) if op != "!=" else (_OTHER[kind], kind)
+    other = device_kind(kind).other  # a test's failure: the other kind, where there is one
+    return (kind, other) if op != "!=" else (other, kind)
 
 
 def _and(a: _Implied, b: _Implied) -> _Implied:

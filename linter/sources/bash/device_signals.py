@@ -8,7 +8,7 @@ import os
 from functools import cache
 
 from ...core.command import DeviceSignal, LocatedOverride
-from ...core.device import ASCEND_SOFTWARE, named_device
+from ...core.device import mindspeed_kind, named_device, software_kind
 from .conditions import brief
 
 _OUTPUT_ONLY = ("echo", "printf")  # commands whose words are text for the reader, not software run
@@ -21,10 +21,13 @@ def ascend_command(ev, n) -> DeviceSignal | None:
     script tests, which is a probe that runs on either device (`if python3 -c 'import torch_npu'`, `... && echo
     npu`), and not text it prints."""
     name = n.child_by_field_name("name")
-    if name is None or ev.text(name) in _OUTPUT_ONLY or not ASCEND_SOFTWARE.search(ev.text(n)) or _tested(n):
+    if name is None or ev.text(name) in _OUTPUT_ONLY or _tested(n):
+        return None
+    kind = software_kind(ev.text(n))
+    if kind is None:
         return None
     verb = "sources" if ev.text(name) in ("source", ".") else "runs"
-    return DeviceSignal("npu", f"it {verb} `{brief(ev, n)}` (line {n.start_point[0] + 1})")
+    return DeviceSignal(kind.name, f"it {verb} `{brief(ev, n)}` (line {n.start_point[0] + 1})")
 
 
 def _tested(n) -> bool:
@@ -59,9 +62,9 @@ def _mindspeed_field(overrides: list[LocatedOverride]) -> DeviceSignal | None:
         key = lo.parsed.key if lo.parsed is not None else ""
         if _PASSTHROUGH_DICT in key and lo.parsed.op != "delete":
             name = key.split(_PASSTHROUGH_DICT, 1)[1].split(".")[0]
-            if name in _mindspeed_only():
+            if name in _mindspeed_only() and (kind := mindspeed_kind()) is not None:
                 return DeviceSignal(
-                    "npu",
+                    kind.name,
                     f"it sets `{name}`, a field only MindSpeed reads (line {lo.location.line})",
                 )
     return None
