@@ -112,13 +112,14 @@ def resource_shortfall(plan: Plan, nodes: Iterable[dict[str, float]]) -> str | N
     nodes = list(nodes)
     device = device_kinds().get(plan.device or "") or default_kind()  # none detected: GPU, as before
     kind = device.ray_resource
-    other = device_kind(device.other).ray_resource if device.other else None
+    other_kind = device_kind(device.other) if device.other else None  # the kind the hint suggests instead
+    other = other_kind.ray_resource if other_kind else None
     per_node, needed = plan.devices_per_node, plan.nnodes
     counts = sorted((int(resources.get(kind, 0)) for resources in nodes), reverse=True)
     shape = f"{needed} node{'s' if needed != 1 else ''} x {per_node}"
     if sum(counts) < needed * per_node:
-        others = sum(int(resources.get(other, 0)) for resources in nodes) if other else 0
-        hint = f" (it has {others} {other}: pass --device {other.lower()})" if others else ""
+        others = sum(int(resources.get(other, 0)) for resources in nodes) if other_kind else 0
+        hint = f" (it has {others} {other}: pass --device {other_kind.name})" if other_kind and others else ""
         return f"the cluster has {sum(counts)} {kind}, the recipe needs {needed * per_node} ({shape}){hint}"
     if sum(c // per_node for c in counts) < needed:
         return (
