@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from sapo_toolkit.linter.core.problems import BrokenContinuation
-from sapo_toolkit.linter.sources.bash.interpreter import MAX_LOOP_ITERATIONS
+from sapo_toolkit.linter.sources.bash.loops import MAX_LOOP_ITERATIONS
 from sapo_toolkit.linter.sources.bash.markers import readable
 from sapo_toolkit.linter.sources.bash.script import evaluate
 from sapo_toolkit.linter.sources.files import TextFile

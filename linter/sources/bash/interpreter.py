@@ -17,28 +17,27 @@ met without one takes the `else` way and is recorded in `undecided`, so that the
 as another variant. A variable a test finds empty is recorded (`tested_empty`); one the variant evaluates as
 `required` holds the caller's value from such a test on. What is skipped although it can change what a watched
 command receives (rounds of a loop not followed, a `case` on a computed word, `source`) is recorded as unevaluated.
-This module evaluates the statements; `Interpreter` subclasses `Conditions` (tests, in `conditions`), which
-subclasses `Expansion` (words and arithmetic, in `expansion`).
+This module evaluates the statements; `Interpreter` subclasses `Loops` (in `loops`), which subclasses
+`Conditions` (tests, in `conditions`), which subclasses `Expansion` (words and arithmetic, in `expansion`).
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 from typing import NamedTuple
 
 from ...core.budget import charge
 from ...core.diagnostics import Location
-from .conditions import Conditions, is_test
+from .builtin_text import builtin_options, printf_text, rest_of_line
+from .conditions import is_test
 from .expansion import as_string, elements
-from .markers import ARGUMENTS, Marks, markers
-from .words import ansi_c, split_on_ifs
+from .loops import Break, Continue, Loops
+from .markers import Marks, markers
+from .words import split_on_ifs
 
 MAX_STEPS = 200_000
 # Loop iterations evaluated in one evaluation of a script, all loops together: a `for` over a literal list is
 # evaluated item by item, as bash runs it, up to this many.
-MAX_LOOP_ITERATIONS = 64
-_LOOP_LIMIT = f"the script's loops are evaluated for {MAX_LOOP_ITERATIONS} rounds in all"
 # The field that stands for the script's own arguments (`"$@"`) passed to a command.
 PASSTHROUGH_FIELD = "\0@"
 
@@ -66,19 +65,7 @@ class _Exit(Exception):
     """`exit`: the script (or the subshell running it) ends here."""
 
 
-class _Break(Exception):
-    """`break N`: the loop ends here, and so do the N - 1 loops around it (`levels`)."""
-
-    def __init__(self, levels: int):
-        super().__init__(levels)
-        self.levels = levels
-
-
-class _Continue(_Break):
-    """`continue N`: the loop goes on with its next item after leaving the N - 1 loops inside it."""
-
-
-class Interpreter(Conditions):
+class Interpreter(Loops):
     """Evaluates one variant of a script (one environment). A subclass names the commands it looks for
     (`watches`) and receives every command's expanded fields (`on_command`)."""
 
@@ -190,7 +177,7 @@ class Interpreter(Conditions):
             try:
                 for c in n.named_children:
                     self.stmt(c)
-            except (_Exit, _Break):
+            except (_Exit, Break):
                 pass  # `exit` (or `break`) in ( ... ) ends the subshell only
             self.cwd = cwd  # so does a `cd` in it
         elif t == "compound_statement" and n.children and n.children[0].type == "((":
@@ -242,7 +229,7 @@ class Interpreter(Conditions):
             try:
                 for c in n.named_children:
                     last = self.status(c)
-            except (_Exit, _Break):
+            except (_Exit, Break):
                 if t == "compound_statement":
                     raise
                 return None
@@ -394,109 +381,6 @@ class Interpreter(Conditions):
                 fall = False
                 continue
             return
-
-    # ------------------------------------------------------------------ loops
-    def for_(self, n) -> None:
-        """`for NAME in WORDS; do ...; done`: the body once per item, NAME set to it, as bash runs it. The script's
-        own arguments (`for a in "$@"`, `for a`) are some of unknown value: the body runs once with NAME standing
-        for one of them when it runs the watched command, else not at all (as `${1:-x}` is x)."""
-        name_node, body = n.child_by_field_name("variable"), n.child_by_field_name("body")
-        if name_node is None or body is None:
-            return
-        name = self.text(name_node)
-        items: list[str] = []
-        arguments = not any(c.type == "in" for c in n.children)
-        if arguments and self.positional is not None:
-            items, arguments = [a for a, _ in self.positional], False
-        for i, c in enumerate(n.children):
-            if n.field_name_for_child(i) != "value":
-                continue
-            if self.positional is None and _is_passthrough(self, c):
-                arguments = True
-            else:
-                items.extend(f for f, _ in self.word(c, split=True))
-        if arguments and self._has_watched_text(body):
-            items.append(self.mark(f"${name}", ARGUMENTS))
-
-        def rounds():
-            for item in items:
-                self.set_var(name, item)
-                yield True
-
-        self._iterate(n, body, rounds())
-
-    def c_style_for(self, n) -> None:
-        """`for ((INIT; CONDITION; UPDATE)); do ...; done`: evaluated while its condition is known. One that is not
-        from the start (`for ((;;))`, `i < $N`) is evaluated for one round when it runs the watched command."""
-        body = n.child_by_field_name("body")
-        parts = _c_style_parts(self.src, n)
-        if body is None or parts is None:
-            return
-        initializer, condition, update = parts
-
-        def rounds():
-            self.arith_text(f"$(({initializer or 0}))")
-            for done in itertools.count():
-                holds = self.arith_text(f"$(({condition}))") if condition.strip() else None
-                if holds is None:
-                    if not done and self._has_watched_text(body):
-                        yield True
-                    yield "its condition is not known statically"
-                    return
-                if not holds:
-                    return
-                yield True
-                self.arith_text(f"$(({update or 0}))")
-
-        self._iterate(n, body, rounds())
-
-    def while_(self, n) -> None:
-        """`while`/`until CONDITION; do ...; done`: how many times it runs is not followed (an argument-parsing loop
-        shifts through arguments of unknown value). One that runs the watched command has its condition and then
-        its body evaluated once, unless the condition is known to end the loop before."""
-        body = n.child_by_field_name("body")
-        if body is None or not self._has_watched_text(n):
-            return
-        until = n.children[0].type == "until"
-        conditions = [c for i, c in enumerate(n.children) if n.field_name_for_child(i) == "condition" and c.is_named]
-
-        def rounds():
-            holds = None
-            for c in conditions:
-                holds = self.status(c)
-            if holds is not None and holds == until:
-                return
-            yield True
-            yield "how many times it runs is not followed"
-
-        self._iterate(n, body, rounds())
-
-    def _iterate(self, n, body, rounds) -> None:
-        """Evaluate a loop's body once per round that `rounds` yields (True). A reason it yields instead says why
-        the rounds after those are not followed: reported where the body can change what the watched command
-        receives, as is a loop cut at `MAX_LOOP_ITERATIONS`."""
-        self.loop_depth += 1
-        try:
-            for done in itertools.count():
-                step = next(rounds, False) if self.loop_iterations < MAX_LOOP_ITERATIONS else _LOOP_LIMIT
-                if step is False:
-                    return
-                if step is not True:
-                    if self._assigns(body):
-                        rounds_done = "one round" if done == 1 else f"its first {done} rounds"
-                        evaluated = f"evaluated for {rounds_done} only" if done else "not evaluated"
-                        self.warn(n, f"loop `{self.text(n).splitlines()[0]}` is {evaluated}: {step}")
-                    return
-                self.loop_iterations += 1
-                try:
-                    self.stmt(body)
-                except _Break as exc:  # `continue` too
-                    if exc.levels > 1:
-                        raise type(exc)(exc.levels - 1) from None
-                    if not isinstance(exc, _Continue):
-                        return
-        finally:
-            self.loop_depth -= 1
 
     # ------------------------------------------------------------------ assignments
     def assign(self, n, export: bool = False) -> None:
@@ -668,7 +552,7 @@ class Interpreter(Conditions):
             fields = list(name_fields)
             passthrough = None
             for a in args_nodes:
-                if self.positional is None and _is_passthrough(self, a):
+                if self.positional is None and self.is_passthrough(a):
                     passthrough = self.loc(a)
                     fields.append((PASSTHROUGH_FIELD, self.loc(a)))
                     continue
@@ -684,7 +568,7 @@ class Interpreter(Conditions):
             if head in ("break", "continue") and self.loop_depth:
                 words = [f for f, _ in fields[len(name_fields) :]]
                 levels = int(words[0]) if words and words[0].isdigit() and int(words[0]) > 0 else 1
-                raise (_Break if head == "break" else _Continue)(levels)
+                raise (Break if head == "break" else Continue)(levels)
             if head == "return" and self.scopes:
                 raise _Return()
             if head in ("source", "."):
@@ -742,7 +626,7 @@ class Interpreter(Conditions):
                 self.arith_text(f"$(({w}))")
             return True
         if head == "printf" and len(words) >= 3 and words[0] == "-v":
-            formatted = _printf(words[2], words[3:]) if not any(markers(w, self.marks) for w in words[2:]) else None
+            formatted = printf_text(words[2], words[3:]) if not any(markers(w, self.marks) for w in words[2:]) else None
             self.set_var(words[1], formatted if formatted is not None else self.mark(self.text(n)))
             return True
         if head in ("read", "mapfile", "readarray"):
@@ -775,7 +659,7 @@ class Interpreter(Conditions):
             text = "".join(f for f, _ in self.word(herestring.named_children[-1], split=False)) + "\n"
             if markers(text, self.marks):
                 text = None
-        options, names = _options(words, takes_value="adinNptu" if head == "read" else "dnOsuCc")
+        options, names = builtin_options(words, takes_value="adinNptu" if head == "read" else "dnOsuCc")
         if head != "read":
             array = names[0] if names else "MAPFILE"
             lines = None if text is None else text.splitlines(keepends="t" not in options)
@@ -799,7 +683,7 @@ class Interpreter(Conditions):
             return
         for i, name in enumerate(names):
             if i == len(names) - 1 and len(fields) > len(names):
-                self.set_var(name, _rest_of_line(line, len(names) - 1, self.ifs()))
+                self.set_var(name, rest_of_line(line, len(names) - 1, self.ifs()))
             else:
                 self.set_var(name, fields[i] if i < len(fields) else "")
 
@@ -816,22 +700,6 @@ _STATEMENTS = frozenset(
 
 class _Return(Exception):
     """`return` in a function: the function ends here."""
-
-
-def _c_style_parts(src: bytes, n) -> tuple[str, str, str] | None:
-    """The initializer, condition and update of `for ((...; ...; ...))` as written (empty where left out)."""
-    opening = next((c for c in n.children if c.type == "(("), None)
-    closing = next((c for c in n.children if c.type == "))"), None)
-    if opening is None or closing is None:
-        return None
-    semicolons = [c for c in n.children if c.type == ";" and opening.end_byte <= c.start_byte < closing.start_byte]
-    if len(semicolons) != 2:
-        return None
-    initializer, condition, update = (
-        src[a.end_byte : b.start_byte].decode("utf-8", "replace")
-        for a, b in itertools.pairwise([opening, *semicolons, closing])
-    )
-    return initializer, condition, update
 
 
 _INDEXED = re.compile(r"\[(?P<index>[^\]]*)\]=")
@@ -862,75 +730,3 @@ def _append_text(current, value: str, where: Location):
         first = current[0] if current else None
         return [((first[0] if first is not None else "") + value, where), *current[1:]]
     return (current or "") + value
-
-
-def _options(words: list[str], takes_value: str) -> tuple[dict[str, str], list[str]]:
-    """A builtin's `-x` options (those in `takes_value` with their value) and its other words."""
-    options: dict[str, str] = {}
-    i = 0
-    while i < len(words) and words[i].startswith("-") and words[i] != "--":
-        for j, flag in enumerate(words[i][1:]):
-            if flag in takes_value:
-                rest = words[i][j + 2 :]
-                options[flag] = rest if rest else (words[i + 1] if i + 1 < len(words) else "")
-                i += 0 if rest else 1
-                break
-            options[flag] = ""
-        i += 1
-    return options, words[i + (i < len(words) and words[i] == "--") :]
-
-
-def _rest_of_line(line: str, skip: int, ifs: str) -> str:
-    """What `read`'s last name gets: the line after the first `skip` fields and their separators, without IFS white
-    space at its ends."""
-    white = "".join(c for c in ifs if c in " \t\n")
-    i = len(line) - len(line.lstrip(white))
-    for _ in range(skip):
-        while i < len(line) and line[i] not in ifs:
-            i += 1
-        while i < len(line) and line[i] in white:
-            i += 1
-        if i < len(line) and line[i] in ifs:
-            i += 1
-        while i < len(line) and line[i] in white:
-            i += 1
-    return line[i:].rstrip(white)
-
-
-_PRINTF = re.compile(r"%(?P<flags>[-+ #0]*)(?P<width>\d*)(?:\.(?P<precision>\d+))?(?P<conv>[sdiqb%])")
-
-
-def _printf(fmt: str, args: list[str]) -> str | None:
-    """`printf FORMAT ARGS...` for `%s`, `%d`, `%i` and `%%` with flags and widths, the format reused while
-    arguments remain, as bash does; None for any other conversion or a non-number for `%d`."""
-    fmt = ansi_c(fmt)
-    out, rest = [], list(args)
-    while True:
-        pos, used = 0, 0
-        for m in _PRINTF.finditer(fmt):
-            out.append(fmt[pos : m.start()])
-            pos = m.end()
-            conv = m["conv"]
-            if conv == "%":
-                out.append("%")
-                continue
-            if conv in "qb":
-                return None
-            arg = rest.pop(0) if rest else ""
-            used += 1
-            spec = f"%{m['flags']}{m['width']}{'.' + m['precision'] if m['precision'] else ''}"
-            if conv == "s":
-                out.append((spec + "s") % arg)
-            else:
-                try:
-                    out.append((spec + "d") % (int(arg, 0) if arg else 0))
-                except ValueError:
-                    return None
-        out.append(fmt[pos:])
-        if not rest or not used:
-            return "".join(out)
-
-
-def _is_passthrough(ev: Interpreter, n) -> bool:
-    t = ev.text(n)
-    return t in ('"$@"', "$@", '"${@}"', "${@}", "$*", '"$*"')
