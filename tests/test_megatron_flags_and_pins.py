@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sapo_toolkit.linter.sources.bash.script import megatron_pin
+from sapo_toolkit.linter.sources.bash.megatron_pin import megatron_pin
 from sapo_toolkit.schemas import build
 
 from .helpers import recipe

@@ -207,7 +207,7 @@ def test_sl007_field_of_no_release_is_a_warning_when_the_script_installs_a_megat
 
 
 def test_megatron_pin_read_from_the_scripts_install_lines_and_comments():
-    from sapo_toolkit.linter.sources.bash.script import megatron_pin
+    from sapo_toolkit.linter.sources.bash.megatron_pin import megatron_pin
 
     assert megatron_pin("#   git clone -b lite https://github.com/verl-project/Megatron-LM mlite\n") == "branch lite"
     assert (
