@@ -57,7 +57,7 @@ def check(ctx: LintContext):
     node it lands in. Under a node with a `_target_` that verl instantiates (the actor, ref, rollout, critic
     and their typed children), a key that is not a field of the dataclass makes `hydra.utils.instantiate`
     raise `TypeError: __init__() got an unexpected keyword argument` at start-up (where a verl's default legacy
-    workers build fewer nodes as dataclasses, verl 0.7.x's ref and critic, those are plain configs). Under a plain node
+    workers build fewer nodes as dataclasses, verl 0.7.x's ref, that one is a plain config). Under a plain node
     (`data`, `trainer`, `ray_kwargs`, ...) or a `_target_` node that `main_ppo` never instantiates
     (`algorithm`, `reward`, `global_profiler`), verl accepts anything: the key is reported when no code in
     verl, nor in the code of the repository the file is in (a wrapper's trainer subclass reading
