@@ -80,13 +80,17 @@ def render_text(
     not_checked: NotCheckedFiles = (),
     verbose: bool = False,
     verl: VerlOfFiles | None = None,
+    hidden_infos: int = 0,
 ) -> str:
     """One line per finding (the code coloured by severity with `color`), then, with `verbose`, a line per file not
     checked, then which verl was linted against (`_verl_notes`) and the summary line, unless not `summary`
-    (--quiet). What a file name or file text holds is escaped (`_printable_line`): a finding is one line, whatever
-    the file says."""
+    (--quiet), which names the info findings left out (`hidden_infos`: in pre-commit and CI). What a file name or
+    file text holds is escaped (`_printable_line`): a finding is one line, whatever the file says."""
     lines = [_printable_line(d, f"{_BOLD_COLOR[d.severity]}{d.code}{_RESET}" if color else None) for d in diagnostics]
-    return "\n".join([*lines, *_footer(diagnostics, files, not_checked, verbose, verl or {})] if summary else lines)
+    footer = _footer(diagnostics, files, not_checked, verbose, verl or {})
+    if hidden_infos:
+        footer.append(f"{hidden_infos} info(s) not shown in pre-commit and CI: -v (or `show-infos = true`) shows them.")
+    return "\n".join([*lines, *footer] if summary else lines)
 
 
 def _footer(

@@ -41,6 +41,11 @@ KEYS = {
     "warnings-as-errors": ("warnings_as_errors", bool, "exit 1 on warnings too"),
     "strict": ("strict", bool, "exit 1 when a file is not checked (a script with no trainer command excepted)"),
     "shellcheck": ("shellcheck", bool, "run shellcheck on scripts (SH<SC number> findings); false = --no-shellcheck"),
+    "show-infos": (
+        "show_infos",
+        bool,
+        "show info findings in pre-commit and CI too (default: there only errors and warnings; -v shows all)",
+    ),
     "naming-roots": (
         "naming_roots",
         list,
@@ -71,6 +76,7 @@ class Settings:
     warnings_as_errors: bool = False
     strict: bool = False
     shellcheck: bool = True
+    show_infos: bool = False  # in pre-commit and CI too (elsewhere infos are always shown)
     # None: the roots the script's repository runs verl's naming check on, verl's own ignore lists (nm_naming.py)
     naming_roots: list[str] | None = None
     naming_ignore_dirs: list[str] | None = None

@@ -412,3 +412,22 @@ def test_a_script_reader_finding_in_one_branch_names_its_variant(tmp_path):
     proc = sapo_lint(str(script), "--no-shellcheck", "--select", "SH001")
     assert "run_qwen3_8b_fsdp.sh:3:15: SH001 override key `$PREFIX.enable`" in proc.stdout
     assert proc.stdout.splitlines()[0].endswith("[DEVICE=npu]"), proc.stdout
+
+
+def test_infos_are_left_out_of_text_reports_in_pre_commit_and_ci(tmp_path):
+    """Unattended runs (pre-commit's PRE_COMMIT, a CI service's CI) show errors and warnings; -v or `show-infos`
+    shows infos too; JSON keeps every finding."""
+    (tmp_path / "run.sh").write_text('#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1 "$@"\n')
+
+    def lint(*args, env=None, fmt="text"):
+        proc = sapo_lint(str(tmp_path / "run.sh"), "--no-shellcheck", "--format", fmt, *args, env=env)
+        return proc.stdout
+
+    assert "SH003" in lint()  # at a terminal: every finding
+    for variable in ("PRE_COMMIT", "CI"):
+        out = lint(env={variable: "1"})
+        assert "SH003" not in out and "info(s) not shown in pre-commit and CI" in out, out
+    assert "SH003" in lint("-v", env={"CI": "true"})
+    assert '"SH003"' in lint(env={"CI": "true"}, fmt="json")
+    (tmp_path / "pyproject.toml").write_text("[tool.sapo-lint]\nshow-infos = true\n")
+    assert "SH003" in lint(env={"PRE_COMMIT": "1"})

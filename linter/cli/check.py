@@ -213,6 +213,10 @@ def check(
         if not quiet:
             click.echo(f"Would fix {sum(f.fixes for f in planned)} override(s) in {len(planned)} file(s).", err=True)
         sys.exit(EXIT_USAGE if result.unreadable else EXIT_FINDINGS if planned else EXIT_OK)
+    hidden: set = set()
+    if fmt in ("text", "github") and not statistics:
+        hidden = _unattended_infos(result.diagnostics, finder, verbose)
+        result.diagnostics = [d for d in result.diagnostics if d not in hidden]
     render = (STATISTICS if statistics else RENDER)[fmt]
     colored = fmt == "text" and _color(color, output_file)
     if fmt == "text":
@@ -224,6 +228,7 @@ def check(
             not_checked=result.not_checked,
             verbose=verbose,
             verl=result.verl,
+            **({"hidden_infos": len(hidden)} if hidden else {}),  # statistics are counted over every finding
         )
     elif fmt == "github":
         output = render(result.diagnostics, result.files, not_checked=result.not_checked, verbose=verbose)
@@ -233,6 +238,21 @@ def check(
     if result.unreadable:
         sys.exit(EXIT_USAGE)
     sys.exit(EXIT_FINDINGS if failing and not exit_zero else EXIT_OK)
+
+
+# Set by pre-commit in the hooks it runs, and by CI services (GitHub Actions, GitLab CI, ...): a run nobody watches.
+UNATTENDED_VARIABLES = ("PRE_COMMIT", "CI")
+
+
+def _unattended_infos(diagnostics, finder, verbose: bool) -> set:
+    """The info findings a text or github report leaves out: in pre-commit and CI, unless `-v` or `[tool.sapo-lint]
+    show-infos` asks for them (they say what was not checked or assumed; the errors and warnings are what to act
+    on). JSON and SARIF keep every finding."""
+    if verbose or not any(os.environ.get(v) for v in UNATTENDED_VARIABLES):
+        return set()
+    return {
+        d for d in diagnostics if d.severity.value == "info" and not finder.for_path(Path(d.location.path)).show_infos
+    }
 
 
 def _read_stdin(name: str):
