@@ -8,6 +8,7 @@ from collections import Counter
 from .core.checked import NO_TRAINER_COMMAND, NotChecked
 from .core.diagnostics import Applicability, Diagnostic, Severity
 from .core.printable import printable
+from .report import Report
 from .sarif import render_sarif
 from .stack import ResolvedStack
 
@@ -51,17 +52,16 @@ def _reasons(not_checked: NotCheckedFiles) -> list[tuple[NotChecked, int]]:
     return sorted(grouped, key=lambda item: (item[0] == NO_TRAINER_COMMAND, -item[1], item[0].message))
 
 
-def render_json(
-    diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFiles = (), verl: VerlOfFiles | None = None
-) -> str:
+def render_json(report: Report) -> str:
     """The findings, the summary, and per file with a trainer command the stack it was linted with (`verl`: path ->
     `{"version", "source", "path", "snapshot", "megatron_core", "mbridge", "why"}`, `ResolvedStack.as_dict`)."""
+    diagnostics, files, not_checked, verl = report.diagnostics, report.files, report.not_checked, report.verl
     return json.dumps(
         {
             "version": 1,
             "diagnostics": [d.as_dict() for d in diagnostics],
             "summary": summary(diagnostics, files, not_checked),
-            "verl": {path: choice.as_dict() for path, choice in (verl or {}).items()},
+            "verl": {path: choice.as_dict() for path, choice in (verl).items()},
         },
         indent=2,
     )
@@ -72,33 +72,32 @@ _BOLD_COLOR = {Severity.ERROR: "\x1b[31m\x1b[1m", Severity.WARNING: "\x1b[33m\x1
 _RESET = "\x1b[0m"
 
 
-def render_text(
-    diagnostics: list[Diagnostic],
-    files: int,
-    color: bool = False,
-    summary: bool = True,
-    not_checked: NotCheckedFiles = (),
-    verbose: bool = False,
-    verl: VerlOfFiles | None = None,
-    hidden_infos: int = 0,
-) -> str:
+def render_text(report: Report) -> str:
     """One line per finding (the code coloured by severity with `color`), then, with `verbose`, a line per file not
     checked, then which verl was linted against (`_verl_notes`) and the summary line, unless not `summary`
     (--quiet), which names the info findings left out (`hidden_infos`: in pre-commit and CI). What a file name or
     file text holds is escaped (`_printable_line`): a finding is one line, whatever the file says."""
-    lines = [_printable_line(d, f"{_BOLD_COLOR[d.severity]}{d.code}{_RESET}" if color else None) for d in diagnostics]
-    footer = _footer(diagnostics, files, not_checked, verbose, verl or {})
-    if hidden_infos:
-        footer.append(f"{hidden_infos} info(s) not shown in pre-commit and CI: -v (or `show-infos = true`) shows them.")
-    return "\n".join([*lines, *footer] if summary else lines)
+    lines = [
+        _printable_line(d, f"{_BOLD_COLOR[d.severity]}{d.code}{_RESET}" if report.color else None)
+        for d in report.diagnostics
+    ]
+    return "\n".join([*lines, *_footer(report)] if report.summary else lines)
 
 
-def _footer(
-    diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFiles, verbose: bool, verl: VerlOfFiles
-) -> list[str]:
-    """What the text report ends with: with `verbose`, a line per file not checked; which verl; the summary line."""
-    listed = [printable(f"{path}: not checked: {why.message}") for path, why in not_checked] if verbose else []
-    return [*listed, *_verl_notes(verl), _summary_line(diagnostics, files, not_checked)]
+def _footer(report: Report) -> list[str]:
+    """What the text report ends with: with `verbose`, a line per file not checked; which verl; the summary line;
+    how many infos an unattended run left out."""
+    listed = [printable(f"{path}: not checked: {why.message}") for path, why in report.not_checked]
+    footer = [
+        *(listed if report.verbose else []),
+        *_verl_notes(report.verl),
+        _summary_line(report.diagnostics, report.files, report.not_checked),
+    ]
+    if report.hidden_infos:
+        footer.append(
+            f"{report.hidden_infos} info(s) not shown in pre-commit and CI: -v (or `show-infos = true`) shows them."
+        )
+    return footer
 
 
 def _verl_notes(verl: VerlOfFiles) -> list[str]:
@@ -158,11 +157,10 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def render_github(
-    diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFiles = (), verbose: bool = False
-) -> str:
+def render_github(report: Report) -> str:
     """A workflow annotation per finding, then one per file not checked: a warning for a file that could not be
     checked, a notice (with `verbose` only) for a script with no trainer command."""
+    diagnostics, not_checked, verbose = report.diagnostics, report.not_checked, report.verbose
     level = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
     lines = []
     for d in diagnostics:
@@ -217,39 +215,30 @@ def statistics(diagnostics: list[Diagnostic]) -> list[dict]:
 _FIX_COUNTED = {Applicability.SAFE: "fixable", Applicability.UNSAFE: "unsafe", Applicability.DISPLAY_ONLY: "hint(s)"}
 
 
-def render_statistics_text(
-    diagnostics: list[Diagnostic],
-    files: int,
-    color: bool = False,
-    summary: bool = True,
-    not_checked: NotCheckedFiles = (),
-    verbose: bool = False,
-    verl: VerlOfFiles | None = None,
-) -> str:
+def render_statistics_text(report: Report) -> str:
     """One line per code (count, code, severity, how many fixable, unsafe and hints, name), then the usual footer
     (`render_text`)."""
     rows = [
         (r, ", ".join(f"{r['fixes'][a.value]} {word}" for a, word in _FIX_COUNTED.items() if r["fixes"][a.value]))
-        for r in statistics(diagnostics)
+        for r in statistics(report.diagnostics)
     ]
     width = max([11, *(len(fixes) for _, fixes in rows)])
     lines = [
         printable(f"{r['count']:>6}  {r['code']:<7} {r['severity']:<8} {fixes:<{width}} {r['name']}")
         for r, fixes in rows
     ]
-    return "\n".join([*lines, *_footer(diagnostics, files, not_checked, verbose, verl or {})] if summary else lines)
+    return "\n".join([*lines, *_footer(report)] if report.summary else lines)
 
 
-def render_statistics_json(
-    diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFiles = (), verl: VerlOfFiles | None = None
-) -> str:
+def render_statistics_json(report: Report) -> str:
     """The counts per code, the summary and the verl of each file (`render_json`)."""
+    diagnostics, files, not_checked, verl = report.diagnostics, report.files, report.not_checked, report.verl
     return json.dumps(
         {
             "version": 1,
             "statistics": statistics(diagnostics),
             "summary": summary(diagnostics, files, not_checked),
-            "verl": {path: choice.as_dict() for path, choice in (verl or {}).items()},
+            "verl": {path: choice.as_dict() for path, choice in (verl).items()},
         },
         indent=2,
     )

@@ -57,8 +57,8 @@ from urllib.parse import quote
 
 from .core.checked import NO_TRAINER_COMMAND, NotChecked
 from .core.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
+from .report import Report
 from .ruledocs import rule_anchor
-from .stack import ResolvedStack
 
 LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 OVERRIDE_SOURCE = "--override"  # api.py: command-line overrides are located as `--override:N`
@@ -67,14 +67,10 @@ FINGERPRINT = "sapoLintFinding/v1"
 DESCRIPTION_LIMIT = 1024  # GitHub code scanning: shortDescription.text and fullDescription.text
 
 
-def render_sarif(
-    diagnostics: list[Diagnostic],
-    files: int,
-    not_checked: list[tuple[str, NotChecked]] = (),
-    verl: dict[str, ResolvedStack] | None = None,
-) -> str:
+def render_sarif(report: Report) -> str:
     """SARIF 2.1.0 (the module docstring); the run's `properties` say how many files were checked, and per file with
     a trainer command the verl it was linted with (`verl`: path -> `ResolvedStack.as_dict`), as the JSON does."""
+    diagnostics, files, not_checked, verl = report.diagnostics, report.files, report.not_checked, report.verl
     from . import __version__
 
     root = Path.cwd()
@@ -106,7 +102,7 @@ def render_sarif(
             "files": files,
             "checked": files - len(not_checked),
             "notChecked": len(not_checked),
-            "verl": {path: choice.as_dict() for path, choice in (verl or {}).items()},
+            "verl": {path: choice.as_dict() for path, choice in (verl).items()},
         },
     }
     doc = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [run]}

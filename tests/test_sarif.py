@@ -11,6 +11,7 @@ import pytest
 
 from sapo_toolkit.linter import __version__
 from sapo_toolkit.linter.core.diagnostics import Diagnostic, Location, Severity
+from sapo_toolkit.linter.report import Report
 from sapo_toolkit.linter.sarif import render_sarif
 
 from .helpers import REPO, RUNNABLE, recipe
@@ -136,7 +137,7 @@ def test_help_uri_is_the_rules_own_section_of_docs_rules_md_at_the_installed_ver
     repository = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
     docs = (REPO / "docs" / "rules.md").read_text()
     sections = {github_anchor(m.group(1)): m.group(1) for m in re.finditer(r"^## (.+)$", docs, re.MULTILINE)}
-    doc = json.loads(render_sarif([], 0))
+    doc = json.loads(render_sarif(Report([], 0)))
     rules = doc["runs"][0]["tool"]["driver"]["rules"]
     assert {r["id"] for r in rules} == set(all_rules())
     for r in rules:
@@ -149,7 +150,7 @@ def test_full_description_is_the_rules_documentation_in_whole_sentences_within_g
     from sapo_toolkit.linter.rules import all_rules
 
     registered = all_rules()
-    doc = json.loads(render_sarif([], 0))
+    doc = json.loads(render_sarif(Report([], 0)))
     cut = 0
     for r in doc["runs"][0]["tool"]["driver"]["rules"]:
         full, docs = r["fullDescription"]["text"], " ".join(registered[r["id"]].explanation.split())
@@ -187,7 +188,7 @@ def test_regions_of_located_text_that_spans_lines_or_is_not_there(tmp_path):
 
     def region(path, line, column):
         d = Diagnostic(Location(str(path), line, column), "SL001", "unknown-key", Severity.ERROR, "m")
-        doc = json.loads(render_sarif([d], 1))
+        doc = json.loads(render_sarif(Report([d], 1)))
         validate(doc)
         return doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]
 

@@ -131,6 +131,7 @@ def check(
     """
     from ..core.checked import fails_strict
     from ..lint import lint_paths, lint_text
+    from ..report import Report
     from ..reporters import RENDER, STATISTICS
     from ..settings import SettingsError, SettingsFinder, unknown_codes
 
@@ -219,21 +220,17 @@ def check(
         result.diagnostics = [d for d in result.diagnostics if d not in hidden]
     render = (STATISTICS if statistics else RENDER)[fmt]
     colored = fmt == "text" and _color(color, output_file)
-    if fmt == "text":
-        output = render(
-            result.diagnostics,
-            result.files,
-            color=colored,
-            summary=not quiet,
-            not_checked=result.not_checked,
-            verbose=verbose,
-            verl=result.verl,
-            **({"hidden_infos": len(hidden)} if hidden else {}),  # statistics are counted over every finding
-        )
-    elif fmt == "github":
-        output = render(result.diagnostics, result.files, not_checked=result.not_checked, verbose=verbose)
-    else:
-        output = render(result.diagnostics, result.files, not_checked=result.not_checked, verl=result.verl)
+    report = Report(
+        result.diagnostics,
+        result.files,
+        result.not_checked,
+        result.verl,
+        verbose=verbose,
+        color=colored,
+        summary=not quiet,
+        hidden_infos=len(hidden),
+    )
+    output = render(report)
     _write(output, output_file, colored)
     if result.unreadable:
         sys.exit(EXIT_USAGE)
