@@ -303,7 +303,7 @@ class LintContext:
         return load_consumer(package, version), cls
 
     def fact(self, spec: str):
-        """`verl:workers-convert-global-micro-batch` -> that fact of `schemas/facts.json` for the verl this command
+        """`verl:default-engine-workers` -> that fact of `schemas/facts.json` for the verl this command
         is checked against; `megatron-core:...` for its megatron-core (`schema.fact`)."""
         package, _, name = spec.partition(":")
         if package == "verl" and name in (decided := dict(self.stack.code_facts)):
@@ -540,7 +540,6 @@ def resolve(command: Command, snapshot: Snapshot) -> LintContext:
     verdicts = group_overrides(command, snapshot, selection)
     changes = _changes(snapshot, verdicts.values())
     base = snapshot.tree(selection)
-    model_engine = selection.get("model_engine") or _engine_of_strategy(base, command)
     tree = snapshot.tree(selection, changes)
     view = ConfigView(tree)
     # Subtrees filled from a config outside verl: `model_engine`'s package is the root (it picks every role's
@@ -576,6 +575,11 @@ def resolve(command: Command, snapshot: Snapshot) -> LintContext:
         resolved.append(ResolvedOverride(lo, p, tree.get(p.key), existed, current, anchor, replaced=replaced))
         if p.op == "delete" or (existed or p.op != "set"):
             view.apply(p)
+    # A config without a `model_engine` group (verl <= 0.7): the actor's `strategy`, as the overrides leave it
+    strategy = view.value("actor_rollout_ref.actor.strategy")
+    model_engine = selection.get("model_engine") or _STRATEGY_ENGINE.get(
+        strategy if isinstance(strategy, str) else "", ""
+    )
     return LintContext(
         snapshot, tree, model_engine, resolved, view, command.stack, broken, command, selection=selection
     )
@@ -638,16 +642,6 @@ ENTRY_MODULE_PARTS: dict[str, frozenset[Part]] = {
 MEGATRON, DATA_PARALLEL = "megatron", "dp"
 MEGATRON_ONLY = frozenset({MEGATRON})  # `@rule(..., engines=MEGATRON_ONLY)`: the Megatron parallel and recompute rules
 _STRATEGY_ENGINE = {"megatron": MEGATRON, "fsdp": DATA_PARALLEL, "fsdp2": DATA_PARALLEL}
-
-
-def _engine_of_strategy(tree: Tree, command: Command) -> str:
-    """The backend of a config without a `model_engine` group: the actor's `strategy`, as the command leaves it."""
-    strategy = (tree.get("actor_rollout_ref.actor.strategy") or {}).get("default")
-    for lo in command.overrides:
-        p = lo.parsed
-        if p is not None and p.key == "actor_rollout_ref.actor.strategy" and p.op == "set":
-            strategy = p.value
-    return _STRATEGY_ENGINE.get(strategy, "") if isinstance(strategy, str) else ""
 
 
 def parts_run(entry_module: str | None) -> frozenset[Part]:

@@ -79,9 +79,7 @@ class ResolvedStack(NamedTuple):
 def resolve_stack(path: str, declared: Declared, options: StackOptions) -> ResolvedStack:
     """The stack `path` is checked against (the module docstring's order)."""
     cli_verl = options.cli_verl_named or options.cli_verl
-    verl = choose(path, cli_verl, options.verl_pin, declared.roots, declared.text, declared.verl)
-    if verl.snapshot is None:
-        verl = verl._replace(snapshot=options.default_verl, version=options.default_verl)
+    verl = choose(path, cli_verl, options.verl_pin, declared.roots, declared.text, declared.verl, options.default_verl)
     version = snapshot_version(verl.snapshot) if verl.snapshot else verl.version
     megatron_core, core_why = _first(
         (declared.megatron_core, "the recipe's `stack.megatron_core`"),

@@ -178,13 +178,7 @@ def choose(
     # The trainer's import roots first; then the repository's own verl, which a script that `cd`s elsewhere (or
     # into a directory this machine does not have) still runs once installed (`pip install -e .`).
     for package_dir in source_trees(own if roots is None else [*roots, *own]):
-        version = _tree_version(package_dir)
-        built = _tree_snapshot(package_dir, version, f"{SOURCE_TREE} verl")
-        where = str(package_dir)
-        if isinstance(built, str):
-            unbuilt = SnapshotNotBuilt(location=Location(file), tree=where, reason=built)
-            return VerlChoice("", version, SOURCE_TREE, where, package_dir=where, unbuilt=unbuilt)
-        return VerlChoice(built[0], version, SOURCE_TREE, where, built[1], where)
+        return _from_files(file, package_dir, _tree_version(package_dir), SOURCE_TREE)
     submodule = _absent_verl_submodule(own)
     if submodule is not None:  # the repository's verl is known, but not here: no other verl judges its keys
         reason = f"it is the git submodule `{submodule.name}`, not checked out here (`git submodule update --init`)"
@@ -196,17 +190,23 @@ def choose(
         where = package_dir and str(package_dir)
         if package_dir is None or (from_index and committed_for(version) == version):
             return VerlChoice(version, version, INSTALLED, where, package_dir=where)
-        built = _tree_snapshot(package_dir, version, f"{INSTALLED} verl")
-        if isinstance(built, str):
-            unbuilt = SnapshotNotBuilt(location=Location(file), tree=where, reason=built)
-            return VerlChoice("", version, INSTALLED, where, package_dir=where, unbuilt=unbuilt)
-        return VerlChoice(built[0], version, INSTALLED, where, built[1], where)
+        return _from_files(file, package_dir, version, INSTALLED)
     found = _pin(Path(file), pin, text)
     if found is not None:
         version, where = found
         return VerlChoice(committed_for(version) or version, version, PIN, where)
     newest = default or newest_release()
     return VerlChoice(newest, newest, NEWEST)
+
+
+def _from_files(file: str, package_dir: Path, version: str, source: str) -> VerlChoice:
+    """The choice of the verl whose files are in `package_dir`, snapshotted (or, where it cannot be, `unbuilt`)."""
+    where = str(package_dir)
+    built = _tree_snapshot(package_dir, version, f"{source} verl")
+    if isinstance(built, str):
+        unbuilt = SnapshotNotBuilt(location=Location(file), tree=where, reason=built)
+        return VerlChoice("", version, source, where, package_dir=where, unbuilt=unbuilt)
+    return VerlChoice(built[0], version, source, where, built[1], where)
 
 
 # --- where verl is imported from ---------------------------------------------------------------------------------
@@ -427,10 +427,11 @@ def _tree_snapshot(package_dir: Path, version: str, what: str) -> tuple[str, boo
     return _BUILT[real]
 
 
+@cache
 def tree_code_facts(snapshot: str, package_dir: Path) -> tuple[tuple[str, bool], ...]:
     """(fact, holds) for each verl fact its own code decides (`schema.code_patterns`): whether any Python file of the
     tree matches the fact's pattern. Kept beside the tree's built `snapshot` (whose name is the tree's content
-    hash), so a tree is read for them once."""
+    hash), so a tree is read for them once, and the file once per process."""
     patterns = code_patterns()
     memo = Path(snapshot + ".facts")
     stored = read_cached(memo, MAX_REASON_BYTES)
