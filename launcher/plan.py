@@ -22,6 +22,7 @@ from sapo_toolkit.linter import api
 from sapo_toolkit.linter.core.command import Command, locate_override, merge_overrides
 from sapo_toolkit.linter.core.diagnostics import Diagnostic, Location, Severity
 from sapo_toolkit.linter.core.redaction import REDACTED, is_secret_name
+from sapo_toolkit.linter.rules import one_finding_per_cause
 from sapo_toolkit.linter.settings import Settings
 
 DEFAULT_ENTRYPOINT = "verl.trainer.main_ppo"
@@ -270,7 +271,11 @@ def plan(
     config = api.resolve(command, loaded.verl_version).config
     chosen = replace(loaded, commands=[command])
     lint = LintReport(
-        tuple(d for d in sorted(api.check(chosen, settings), key=Diagnostic.sort_key) if settings.enabled(d.code))
+        tuple(
+            one_finding_per_cause(
+                [d for d in sorted(api.check(chosen, settings), key=Diagnostic.sort_key) if settings.enabled(d.code)]
+            )
+        )
     )
     entrypoint = str(data.get("entrypoint") or DEFAULT_ENTRYPOINT)
     argv = (facts.python, "-m", entrypoint, "--config-name", command.config_name, *command.hydra_overrides())

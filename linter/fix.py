@@ -64,9 +64,11 @@ def planned_fixes(diagnostics: list[Diagnostic], unsafe: bool = False) -> list[F
     applied in memory: the files it changes."""
     by_file: dict[str, dict[tuple[int, int], Edit]] = defaultdict(dict)
     for d in diagnostics:
-        if d.fix is not None and d.fix.applied(unsafe) and Path(d.location.path).is_file():
-            for edit in d.fix.edits:
-                by_file[d.location.path].setdefault((edit.line, edit.column), edit)
+        if Path(d.location.path).is_file():
+            for fix in d.fixes:
+                if fix.applied(unsafe):
+                    for edit in fix.edits:
+                        by_file[d.location.path].setdefault((edit.line, edit.column), edit)
     planned = []
     for name, fixes in by_file.items():
         path = Path(name)
@@ -167,7 +169,7 @@ def add_noqa(diagnostics: list[Diagnostic]) -> NoqaOutcome:
                 left.append((d, "on the shebang line, where a comment would become the interpreter's argument"))
             else:
                 targets[index].append(d)
-        edits = {i: _with_codes(lines[i], bare[i], {d.code for d in ds}) for i, ds in targets.items()}
+        edits = {i: _with_codes(lines[i], bare[i], {c for d in ds for c in d.codes}) for i, ds in targets.items()}
         edits = {i: line for i, line in edits.items() if line != lines[i]}
         kept = _meaning_kept(text, lines, edits, _script_meaning if script else _yaml_meaning)
         if kept and not _rewrite(path, read, (BOM if bom else b"") + _joined(lines, kept).encode("utf-8")):

@@ -17,7 +17,7 @@ from .core.budget import FILE_WORK_UNITS, OutOfBudget, work_budget
 from .core.checked import NotChecked, not_checked_because
 from .core.diagnostics import Diagnostic, Location
 from .core.problems import FileUnreadable, InternalError, NotLintable, OverBudget, ReadProblem
-from .rules import findings
+from .rules import findings, one_finding_per_cause
 from .rules.sh_shellcheck import SAID_BETTER_BY, UNSET_UNDER_NOUNSET, in_run_script, reported_by_default
 from .settings import Settings, SettingsFinder
 from .sources.files import TextFile, UnreadableFile, is_regular_file
@@ -327,7 +327,7 @@ def _cores() -> int:
 
 def _shown_once(diagnostics: list[Diagnostic], settings_for: Callable[[Path], Settings]) -> list[Diagnostic]:
     """Sorted, each finding once, filtered by the settings of the path it is about (looked up once per path: a
-    file can have hundreds of thousands of findings)."""
+    file can have hundreds of thousands of findings), one finding per cause (`rules.one_finding_per_cause`)."""
     settings: dict[str, Settings] = {}
 
     def enabled(d: Diagnostic) -> bool:
@@ -337,7 +337,7 @@ def _shown_once(diagnostics: list[Diagnostic], settings_for: Callable[[Path], Se
         return settings[path].enabled(d.code)
 
     kept = {(d.sort_key(), d.message): d for d in diagnostics if enabled(d)}
-    return sorted(kept.values(), key=Diagnostic.sort_key)
+    return one_finding_per_cause(sorted(kept.values(), key=Diagnostic.sort_key))
 
 
 def _shown(found: list[Diagnostic], loaded: api.Loaded, settings: Settings) -> list[Diagnostic]:

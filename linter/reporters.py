@@ -169,8 +169,9 @@ def render_github(report: Report) -> str:
             f"file={_escape_property(d.location.path)},line={d.location.line},col={d.location.column},"
             f"title={_escape_property(title)}"
         )
-        # An annotation has one location: the related ones are named in its message, as in the text output.
-        message = f"{d.message} ({d.see_also()})" if d.related else d.message
+        # An annotation has one location: the related ones are named in its message, as in the text output, and so
+        # are the findings of the same cause.
+        message = (f"{d.message} ({d.see_also()})" if d.related else d.message) + d.also_messages()
         lines.append(f"::{level[d.severity]} {props}::{_escape_data(message)}")
     for path, why in not_checked:
         if why == NO_TRAINER_COMMAND and not verbose:

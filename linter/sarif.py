@@ -184,7 +184,7 @@ def _result(d: Diagnostic, index: dict[str, int], root: Path, spans: _Spans) -> 
         "ruleId": d.code,
         "ruleIndex": index[d.code],
         "level": LEVEL[d.severity],
-        "message": {"text": d.message},
+        "message": {"text": d.message + d.also_messages()},
         "locations": [_location(d.location, root, spans)],
     }
     if d.related:
@@ -195,11 +195,12 @@ def _result(d: Diagnostic, index: dict[str, int], root: Path, spans: _Spans) -> 
             {**_location(r, root, spans), "id": i, "message": {"text": key}}
             for i, (r, key) in enumerate(zip(d.related, keys, strict=True), 1)
         ]
-    if d.variant or d.fix:
+    if d.variant or d.fix or d.also:
         result["properties"] = {
             k: v
             for k, v in (
                 ("variant", d.variant),
+                ("alsoRuleIds", [a.code for a in d.also]),
                 ("fix", d.fix and d.fix.text),
                 ("fixApplicability", d.fix and d.fix.applicability.value),
             )

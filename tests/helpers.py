@@ -67,12 +67,18 @@ def recipe(body: str) -> str:
     return "\n".join(lines) + "\n" + body.strip("\n") + "\n"
 
 
+def each_rule_finding(diagnostics) -> list:
+    """Every rule's finding, whether reported on its own or inside the finding of its cause (`Diagnostic.also`):
+    what a rule's own tests look at."""
+    return [x for d in diagnostics for x in (d, *d.also)]
+
+
 def codes(diagnostics) -> list[str]:
-    return [d.code for d in diagnostics]
+    return [d.code for d in each_rule_finding(diagnostics)]
 
 
 def only(diagnostics, code):
-    return [d for d in diagnostics if d.code == code]
+    return [d for d in each_rule_finding(diagnostics) if d.code == code]
 
 
 def body(base, *lines):

@@ -94,10 +94,12 @@ def test_json_output_follows_the_contract(tmp_path):
         "fix",
         "fix_applicability",
         "related",
+        "also",
     }
     assert (d["code"], d["name"], d["severity"], d["line"], d["column"]) == ("SL001", "unknown-key", "error", 6, 3)
     assert d["variant"] is None and d["fix"] is None and d["fix_applicability"] is None  # a near spelling: a hint
-    assert d["related"] == []  # other settings a finding depends on: tests/test_finding_locations.py
+    assert d["related"] == []  # other settings a finding depends on: tests/test_finding_locations
+    assert d["also"] == []  # findings of the same cause: tests/test_finding_locations.py
     assert "Did you mean `trainer.nnodes`?" in d["message"]
 
 

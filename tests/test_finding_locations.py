@@ -26,14 +26,15 @@ def run_script(tmp_path, *overrides: str, model: str = "Qwen/Qwen2.5-7B-Instruct
     return path, {o.split("=", 1)[0].lstrip("+"): i for i, o in enumerate(written, 3)}
 
 
-def lint_json(path, *args):
-    proc = sapo_lint(str(path), "--format", "json", "--no-shellcheck", "--select", "TP,RC", *args)
+def lint_json(path, *args, select="TP,RC"):
+    proc = sapo_lint(str(path), "--format", "json", "--no-shellcheck", "--select", select, *args)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     return json.loads(proc.stdout)["diagnostics"]
 
 
 def one(diagnostics, code):
-    (found,) = [d for d in diagnostics if d["code"] == code]
+    """The record of `code`'s finding, whether reported on its own or inside the finding of its cause (`also`)."""
+    (found,) = [x for d in diagnostics for x in (d, *d["also"]) if x["code"] == code]
     return found
 
 
@@ -47,7 +48,7 @@ def test_world_size_error_is_at_the_size_that_breaks_it_with_the_world_lines_rel
     path, line = run_script(
         tmp_path, f"{MEGATRON}.tensor_model_parallel_size=4", f"{MEGATRON}.pipeline_model_parallel_size=3", *WORLD
     )
-    found = lint_json(path)
+    found = lint_json(path, select="TP001,TP002")  # the world-size rules alone: the heads' would add the model line
     pp, tp = line[f"{MEGATRON}.pipeline_model_parallel_size"], line[f"{MEGATRON}.tensor_model_parallel_size"]
     world = [line["trainer.nnodes"], line["trainer.n_gpus_per_node"]]
     for code in ("TP001", "TP002"):  # TP002: EP 1 x ETP 4 (it follows TP) x PP 3
@@ -62,7 +63,7 @@ def test_when_no_single_size_fits_the_error_is_at_a_size_the_script_sets(tmp_pat
     path, line = run_script(
         tmp_path, f"{MEGATRON}.pipeline_model_parallel_size=3", f"{MEGATRON}.tensor_model_parallel_size=3", *WORLD
     )
-    d = one(lint_json(path), "TP001")
+    d = one(lint_json(path, select="TP001"), "TP001")
     sizes = [line[f"{MEGATRON}.pipeline_model_parallel_size"], line[f"{MEGATRON}.tensor_model_parallel_size"]]
     assert d["line"] == sizes[1] and related_lines(d) == [
         sizes[0],
@@ -179,3 +180,60 @@ def test_a_model_finding_names_the_model_path_line(tmp_path):
     path, _ = run_script(tmp_path, f"{MEGATRON}.tensor_model_parallel_size=3")  # 28 heads % TP 3: TP003
     d = one(lint_json(path, "--select", "TP003"), "TP003")
     assert d["related"] == [{"path": d["path"], "line": 3, "column": 5}]  # the model path line it depends on
+
+
+def test_one_bad_size_is_one_finding_naming_every_check_it_breaks(tmp_path):
+    """TP 3 for a 32-head MoE on 8 devices breaks the world size, the expert world size, the heads, the query groups
+    and the vocabulary: one value to change, so one finding at it, led by the first code, carrying the others
+    (`also`, each a complete record) and every line they depend on as related locations, in every format."""
+    path, line = run_script(tmp_path, f"{MEGATRON}.tensor_model_parallel_size=3", *WORLD, model="Qwen/Qwen3-30B-A3B")
+    tp = line[f"{MEGATRON}.tensor_model_parallel_size"]
+    (d,) = lint_json(path, select="TP")
+    assert (d["code"], d["line"]) == ("TP001", tp)
+    assert [a["code"] for a in d["also"]] == ["TP002", "TP003", "TP004", "TP009"]
+    assert all(a["line"] == tp and a["also"] == [] for a in d["also"])
+    assert related_lines(d) == sorted(
+        {line["actor_rollout_ref.model.path"], line["trainer.nnodes"], line["trainer.n_gpus_per_node"]}
+    )
+    text = sapo_lint(str(path), "--no-shellcheck", "--select", "TP").stdout
+    assert text.count(": TP0") == 1 and "(also fails TP002 " in text and "TP009 " in text
+    assert "Found 1 error(s)" in text
+    # a code turned off is not reported inside another, and the next one leads where the first is off
+    (d,) = lint_json(path, "--ignore", "TP001,TP004", select="TP")
+    assert d["code"] == "TP002" and [a["code"] for a in d["also"]] == ["TP003", "TP009"]
+    sarif = json.loads(sapo_lint(str(path), "--no-shellcheck", "--select", "TP", "--format", "sarif").stdout)
+    (result,) = sarif["runs"][0]["results"]
+    assert result["properties"]["alsoRuleIds"] == ["TP002", "TP003", "TP004", "TP009"]
+    assert " Also TP003 " in result["message"]["text"]
+    github = sapo_lint(str(path), "--no-shellcheck", "--select", "TP", "--format", "github").stdout
+    assert github.count("::error ") == 1 and " Also TP009 " in github
+
+
+def test_findings_of_different_settings_or_families_stay_apart(tmp_path):
+    """Only findings at one setting share a cause: a bad TP and a bad PP are two findings, and a recompute finding
+    at its own key is never folded into a topology one."""
+    path, line = run_script(
+        tmp_path,
+        f"{MEGATRON}.tensor_model_parallel_size=3",
+        f"{MEGATRON}.pipeline_model_parallel_size=5",
+        f"+{OTC}.recompute_granularity=full",
+        *WORLD,
+    )
+    found = lint_json(path)
+    assert sorted({d["line"] for d in found}) == sorted(
+        {
+            line[f"{MEGATRON}.tensor_model_parallel_size"],
+            line[f"{MEGATRON}.pipeline_model_parallel_size"],
+            line[f"{OTC}.recompute_granularity"],
+        }
+    )
+    (recompute,) = [d for d in found if d["code"].startswith("RC")]
+    assert (recompute["code"], [a["code"] for a in recompute["also"]]) == ("RC003", ["RC004"])
+
+
+def test_add_noqa_names_every_code_of_the_cause_and_a_partial_noqa_leaves_the_rest(tmp_path):
+    path, line = run_script(tmp_path, f"{MEGATRON}.tensor_model_parallel_size=3", *WORLD, model="Qwen/Qwen3-30B-A3B")
+    proc = sapo_lint(str(path), "--no-shellcheck", "--select", "TP", "--add-noqa")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "TP001, TP002, TP003, TP004, TP009" in path.read_text(encoding="utf-8")
+    assert sapo_lint(str(path), "--no-shellcheck", "--select", "TP").returncode == 0

@@ -2,6 +2,8 @@
 
 import pytest
 
+from .helpers import only
+
 OTC = "actor_rollout_ref.actor.megatron.override_transformer_config"
 REF_OTC = "actor_rollout_ref.ref.megatron.override_transformer_config"
 CRITIC_OTC = "critic.megatron.override_transformer_config"
@@ -13,7 +15,7 @@ def body(*lines, mcore=None):
 
 
 def rc(diagnostics, code):
-    return [d for d in diagnostics if d.code == code]
+    return only(diagnostics, code)
 
 
 FULL = (f"{OTC}.recompute_granularity: full", f"{OTC}.recompute_method: uniform", f"{OTC}.recompute_num_layers: 1")

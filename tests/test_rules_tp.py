@@ -4,13 +4,11 @@ import json
 
 from sapo_toolkit.linter.core.diagnostics import Severity
 
+from .helpers import only
+
 MOE = "model: {path: Qwen/Qwen3-30B-A3B}\n"
 A = "actor_rollout_ref.actor.megatron"
 R = "actor_rollout_ref.ref.megatron"
-
-
-def only(diagnostics, code):
-    return [d for d in diagnostics if d.code == code]
 
 
 def test_tp001_reports_the_ref_once_when_it_inherits(lint_text):

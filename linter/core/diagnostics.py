@@ -75,6 +75,9 @@ class Diagnostic(NamedTuple):
     # The other settings the finding depends on, where they are written (a topology error's world-size lines):
     # the finding itself is at the setting whose value breaks the check.
     related: tuple[Location, ...] = ()
+    # The other findings of the same cause (`rules.one_finding_per_cause`): its family's rules failing at the same
+    # setting, each a complete finding with its own code and message, reported inside this one.
+    also: tuple[Diagnostic, ...] = ()
 
     def with_variant(self, variant: str | None) -> Diagnostic:
         return self._replace(variant=variant)
@@ -93,16 +96,40 @@ class Diagnostic(NamedTuple):
             "fix": self.fix and self.fix.text,
             "fix_applicability": self.fix and self.fix.applicability.value,
             "related": [{"path": r.path, "line": r.line, "column": r.column} for r in self.related],
+            "also": [d.as_dict() for d in self.also],
         }
 
+    @property
+    def codes(self) -> tuple[str, ...]:
+        """Its code and those of the findings of the same cause it reports (`also`)."""
+        return (self.code, *(d.code for d in self.also))
+
+    @property
+    def fixes(self) -> tuple[Fix, ...]:
+        """Its fix and those of the findings of the same cause it reports."""
+        return tuple(d.fix for d in (self, *self.also) if d.fix is not None)
+
     def text_line(self, code: str | None = None) -> str:
-        """`path:line:col: CODE message [variant] (fix: ...) (see also ...)` (`unsafe fix:`, or `hint:` for a fix
-        that is only shown; `see also` the related locations); `code` replaces the code's text (e.g. coloured)."""
+        """`path:line:col: CODE message [variant] (fix: ...) (see also ...) (also CODE, ...)` (`unsafe fix:`, or
+        `hint:` for a fix that is only shown; `see also` the related locations; `also` the codes of the same cause,
+        whose messages JSON and SARIF give); `code` replaces the code's text (e.g. coloured)."""
         variant = f" [{self.variant}]" if self.variant else ""
         fix = f" ({FIX_LABEL[self.fix.applicability]}: {self.fix.text})" if self.fix else ""
         see_also = f" ({self.see_also()})" if self.related else ""
         where = f"{self.location.path}:{self.location.line}:{self.location.column}"
-        return f"{where}: {code or self.code} {self.message}{variant}{fix}{see_also}"
+        return f"{where}: {code or self.code} {self.message}{variant}{fix}{see_also}{self.also_text()}"
+
+    def also_text(self) -> str:
+        """` (also fails TP003 heads-tp, TP009 ffn-tp at this setting)`, or nothing without findings of the same
+        cause."""
+        if not self.also:
+            return ""
+        return " (also fails " + ", ".join(f"{d.code} {d.name}" for d in self.also) + " at this setting)"
+
+    def also_messages(self) -> str:
+        """` Also TP003 heads-tp: <its message>` for each finding of the same cause: where a format has room for one
+        message (GitHub annotations, SARIF results)."""
+        return "".join(f" Also {d.code} {d.name}: {d.message}" for d in self.also)
 
     def see_also(self) -> str:
         """`see also lines 10, 11`: the related locations, by line in the finding's own file, else by `path:line`

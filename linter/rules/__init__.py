@@ -120,6 +120,10 @@ class Family(NamedTuple):
     runs_on: str
     severity: str
     in_plan: bool = False
+    # Its rules' findings at one setting (location and variant) have one cause, the value written there: reported
+    # as one finding (`one_finding_per_cause`). A TP of 3 for a 32-head model breaks the world size, the heads, the
+    # query groups and the vocabulary: one value to change, one finding.
+    one_cause_per_setting: bool = False
 
 
 # One record per family of codes: on which inputs and devices its rules run, and which severity they use when (the
@@ -136,15 +140,29 @@ FAMILIES = (
         "Megatron-LM commit has); SL008 and SL010 warnings; SL011 info",
     ),
     Family(
-        "SP", "every command with SAPO settings, both devices", "SP001, SP002 errors; SP003, SP004 warnings; SP005 info"
+        "SP",
+        "every command with SAPO settings, both devices",
+        "SP001, SP002 errors; SP003, SP004 warnings; SP005 info",
+        one_cause_per_setting=True,
     ),
     Family(
         "TP",
         "Megatron commands, both devices; TP003-TP013 only when the model is found",
         "errors, at the parallel size that breaks the invariant, the world-size lines as related locations",
+        one_cause_per_setting=True,
     ),
-    Family("RC", "Megatron commands, both devices", "errors, at the option whose own check fails in megatron-core"),
-    Family("BS", "every trainer command, both devices", "errors: verl's and its configs' start-up checks"),
+    Family(
+        "RC",
+        "Megatron commands, both devices",
+        "errors, at the option whose own check fails in megatron-core",
+        one_cause_per_setting=True,
+    ),
+    Family(
+        "BS",
+        "every trainer command, both devices",
+        "errors: verl's and its configs' start-up checks",
+        one_cause_per_setting=True,
+    ),
     Family(
         "MEM",
         "commands whose model is found, on the accelerator named for the variant's device, else the one assumed "
@@ -165,7 +183,12 @@ FAMILIES = (
         "`--root`), or under `[tool.sapo-lint] naming-roots`",
         "errors, as verl's own naming check",
     ),
-    Family("OP", "Megatron optimizer settings, both devices", "OP002 error; OP001 warning; OP003 info"),
+    Family(
+        "OP",
+        "Megatron optimizer settings, both devices",
+        "OP002 error; OP001 warning; OP003 info",
+        one_cause_per_setting=True,
+    ),
     Family(
         "PF", "every trainer command; PF004 only Ascend's HCCL variables", "warnings and info: the run works, slower"
     ),
@@ -214,6 +237,41 @@ def without_superseded(found: list[Diagnostic]) -> list[Diagnostic]:
     return [d for d in found if (d.code, d.location) not in replaced] if replaced else found
 
 
+_SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+
+
+def one_finding_per_cause(found: list[Diagnostic]) -> list[Diagnostic]:
+    """`found` (sorted, filtered as shown) with the findings of a one-cause family (`Family.one_cause_per_setting`)
+    at the same setting and variant reported as one: the most severe, then the first by code, carries the others
+    (`Diagnostic.also`) and the union of their related locations. Applied last, after noqa, `select` and `ignore`:
+    a code the user turned off is not reported inside another, and the next one leads where the first is off."""
+    grouping = {family.prefix for family in FAMILIES if family.one_cause_per_setting}
+    groups: dict[tuple, list[Diagnostic]] = {}
+    order: list[tuple | int] = []
+    for index, d in enumerate(found):
+        prefix = d.code.rstrip("0123456789")
+        if prefix not in grouping:
+            order.append(index)
+            continue
+        key = (prefix, d.location, d.variant)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(d)
+    out = []
+    for entry in order:
+        if isinstance(entry, int):
+            out.append(found[entry])
+            continue
+        lead, *others = sorted(groups[entry], key=lambda d: (_SEVERITY_RANK[d.severity.value], d.code))
+        if not others:
+            out.append(lead)
+            continue
+        related = tuple(sorted({r for d in (lead, *others) for r in d.related if r != lead.location}))
+        out.append(lead._replace(related=related, also=tuple(others)))
+    return out
+
+
 # shellcheck's findings pass through as SH<SC number>, SC1xxx (parser), SC2xxx (checks) and SC3xxx (sh
 # portability); one rule documents them all.
 SHELLCHECK_CODE = re.compile(r"SH[123]\d{3}")
@@ -238,6 +296,7 @@ __all__ = [
     "SHELLCHECK_CODE",
     "Rule",
     "all_rules",
+    "one_finding_per_cause",
     "documenting_rule",
     "load_rules",
 ]
