@@ -18,7 +18,7 @@ is written atomically, summary.json once per change of state (running, submitted
 following an ended job again, writes the same files.
 
 Exit codes: the executor's (the trainer's own, 128 + N for a signal); `EXIT_GATES_FAILED` (8) when the trainer
-succeeded, a gate did not pass and `--fail-on-gates` was given; 2 when the plan's gates cannot be read (nothing is
+succeeded, a gate held against it (`gates.unmet`) and `--fail-on-gates` was given; 2 when the plan's gates cannot be read (nothing is
 started); 1 when the executor refuses the plan (`Refused`: nothing started); 0 once a detached run is started. An
 `ExecutorError` while starting is recorded (status `failed`, exit code 2) and raised.
 
@@ -38,7 +38,7 @@ from typing import BinaryIO
 from sapo_toolkit.linter.core.printable import printable
 
 from .executors import NAME_KEY, Executor, ExecutorError, Record, Refused
-from .gates import Gate, GateError, Verdict, gate_exit_code, gates_json, parse_gates
+from .gates import Gate, GateError, Verdict, gate_exit_code, gates_json, parse_gates, unmet
 from .live import LiveMonitor, judge
 from .metrics import READ_CHUNK, MetricsWatcher, kept
 from .plan import METRICS_FILE, Plan
@@ -210,8 +210,8 @@ def closing_line(summary: dict, run_dir: Path) -> str:
     """How an ended run ended, in one line (module docstring); names from the recipe escaped for a terminal."""
     state, code = summary.get("status"), summary.get("exit_code")
     if state == "succeeded":
-        unmet = [name for name, verdict in (summary.get("gates") or {}).items() if not verdict.get("passed")]
-        how = f"gates failed: {', '.join(unmet)}" if unmet else "succeeded"
+        failed = unmet(summary.get("gates") or {})
+        how = f"gates failed: {', '.join(failed)}" if failed else "succeeded"
     elif state == "interrupted":
         signals = summary.get("signals") or []
         how = f"stopped ({signals[0]})" if signals else f"stopped (exit {code})"

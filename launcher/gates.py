@@ -50,6 +50,7 @@ LISTED_VIOLATIONS = 100
 # FAILED job without a code, 1), so that a script can tell "the run broke" from "the run was not good enough".
 EXIT_GATES_FAILED = 8
 THEIL_SEN_POINTS = 2000  # see the module docstring
+NOT_JUDGED = "not judged"
 
 
 class GateError(Exception):
@@ -99,9 +100,12 @@ class Gate(NamedTuple):
 
 class Verdict(NamedTuple):
     gate: Gate
-    status: str  # "passed" | "failed" | "no data" (too few readings to decide) | "not judged" (`judged`): not passed
+    # "passed" | "failed" | "no data" (too few readings to decide) | "not judged" (a run cut short, `judged`; or
+    # `needs`): not passed
+    status: str
     reason: str  # one line
     numbers: tuple[tuple[str, Any], ...]  # what the verdict was decided on, in a stable order
+    needs: str | None = None  # the package this machine lacks to judge the gate: no fault of the run's
 
     @property
     def passed(self) -> bool:
@@ -115,6 +119,7 @@ class Verdict(NamedTuple):
             "passed": self.passed,
             "status": self.status,
             "reason": self.reason,
+            **({"needs": self.needs} if self.needs else {}),
             **{k: _json_number(v) for k, v in self.numbers},
         }
 
@@ -240,7 +245,8 @@ def _trend(gate: Gate, found: list[tuple[int, float]]) -> Verdict:
     except ImportError:
         from sapo_toolkit.linter.core.extras import install_command
 
-        return Verdict(gate, "failed", f"not decided: trends need scipy ({install_command('report')})", (("n", n),))
+        reason = f"not decided: trends need scipy ({install_command('report')})"
+        return Verdict(gate, NOT_JUDGED, reason, (("n", n),), needs="scipy")
     steps, values = [s for s, _ in finite], [v for _, v in finite]
     alpha = gate.level
     with warnings.catch_warnings():  # a constant series: tau and p are NaN, which decide below as "no trend"
@@ -319,7 +325,6 @@ def gates_json(verdicts: Iterable[Verdict]) -> dict:
     return {v.gate.name: v.as_json() for v in verdicts}
 
 
-NOT_JUDGED = "not judged"
 # How a run that did not succeed ended, as a verdict's reason says it (summary.json's status).
 _CUT_SHORT = {"failed": "the run failed", "interrupted": "the run was stopped", "lost": "the run's launcher was lost"}
 
@@ -341,9 +346,16 @@ def judged(verdicts: Iterable[Verdict], run_status: str | None) -> tuple[Verdict
     )
 
 
+def unmet(verdicts_json: Mapping[str, dict]) -> list[str]:
+    """The names of the gates that hold against the run, from `gates_json`'s form (summary.json's `gates`): those
+    that did not pass, except one this machine could not judge (`needs` a package): its verdict says so, but
+    the run is no worse for it."""
+    return [name for name, verdict in verdicts_json.items() if not verdict["passed"] and not verdict.get("needs")]
+
+
 def gate_exit_code(exit_code: int, verdicts: Iterable[Verdict], fail_on_gates: bool) -> int:
-    """`--fail-on-gates`: a gate that did not pass turns a success into `EXIT_GATES_FAILED`; a failure keeps its
-    own code."""
-    if fail_on_gates and exit_code == 0 and not all(v.passed for v in verdicts):
+    """`--fail-on-gates`: a gate that holds against the run (`unmet`) turns a success into `EXIT_GATES_FAILED`; a
+    failure keeps its own code."""
+    if fail_on_gates and exit_code == 0 and unmet(gates_json(verdicts)):
         return EXIT_GATES_FAILED
     return exit_code

@@ -386,6 +386,18 @@ class PlotUnavailable(Exception):
     """`--plot` without matplotlib; the message says how to install it."""
 
 
+def plot_titles(shown: list[Item], title: str) -> tuple[str, list[str]]:
+    """The figure's title and each panel's. What every variant shares (the model on N x accelerator) goes in the
+    figure's title, once; where variants differ (a recipe for NPU and GPU), each panel names its own."""
+    setups = [
+        f"{i.estimate.inputs.model.name} on {i.estimate.inputs.world} x {i.estimate.inputs.accelerator}" for i in shown
+    ]
+    panels = [i.variant or "(single variant)" for i in shown]
+    if len(set(setups)) == 1:
+        return f"{title}: {setups[0]} -- device memory by phase", panels
+    return f"{title}: device memory by phase", [f"{p}\n{s}" for p, s in zip(panels, setups, strict=True)]
+
+
 def plot(items: list[Item], out: Path, title: str) -> Path:
     """A stacked bar per phase (one panel per variant) with the HBM line and the 90% line."""
     try:
@@ -406,7 +418,8 @@ def plot(items: list[Item], out: Path, title: str) -> Path:
     # At least 10 inches wide: one panel alone would cut off the title and the legend, which span the figure.
     fig, axes = plt.subplots(rows, cols, figsize=(max(4.6 * cols, 10.0), 4.2 * rows), squeeze=False, sharey=True)
     used_terms: dict[str, Any] = {}
-    for ax, item in zip(axes.flat, shown, strict=False):
+    figure_title, panel_titles = plot_titles(shown, title)
+    for ax, item, panel_title in zip(axes.flat, shown, panel_titles, strict=False):
         e = item.estimate
         phases = list(e.phases)
         bottoms = [0.0] * len(phases)
@@ -432,7 +445,7 @@ def plot(items: list[Item], out: Path, title: str) -> Path:
         ax.text(-0.45, hbm * WARN_FRACTION, f"{WARN_FRACTION:.0%}", va="bottom", ha="left", fontsize=7, color="#b22222")
         for x, total in enumerate(bottoms):
             ax.text(x, total, f"{total:.1f}", ha="center", va="bottom", fontsize=8)
-        ax.set_title(item.variant or "(single variant)", fontsize=9)
+        ax.set_title(panel_title, fontsize=9)
         ax.set_ylim(0, max(max(bottoms), hbm) * 1.12)
         ax.grid(axis="y", alpha=0.3)
     for ax in list(axes.flat)[len(shown) :]:
@@ -447,15 +460,12 @@ def plot(items: list[Item], out: Path, title: str) -> Path:
         fontsize=8,
         frameon=False,
     )
-    first = shown[0].estimate.inputs
-    fig.suptitle(
-        f"{title}: {first.model.name} on {first.world} x {first.accelerator} -- device memory by phase", fontsize=11
-    )
+    fig.suptitle(figure_title, fontsize=11)
     fig.tight_layout(rect=(0, 0.07, 1, 0.95))
     from .sources.files import write_atomically
 
     png = io.BytesIO()
-    fig.savefig(png, format="png", dpi=110)
+    fig.savefig(png, format="png", dpi=110, metadata={"Title": figure_title})
     plt.close(fig)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(out, png.getvalue())  # never a half-written PNG

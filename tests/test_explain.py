@@ -1,6 +1,7 @@
 """`sapo-lint explain`: text, JSON (one object per variant) and the --plot PNG, on every shipped recipe."""
 
 import json
+import subprocess
 
 import pytest
 from click.testing import CliRunner
@@ -8,7 +9,7 @@ from click.testing import CliRunner
 from sapo_toolkit.linter.cli.explain import explain
 from sapo_toolkit.linter.core.variants import matches
 
-from .helpers import REPO
+from .helpers import REPO, SCRIPTS
 
 RECIPES = sorted((REPO / "recipes").glob("*.yaml"))
 RECIPE_30B = REPO / "recipes" / "qwen3-30b-a3b-sapo.yaml"
@@ -220,3 +221,38 @@ def test_helpers():
     assert matches("DEVICE=npu,RECOMPUTE=full", ("recompute=full",))
     assert not matches("DEVICE=npu,RECOMPUTE=full", ("DEVICE=gpu", "RECOMPUTE=none"))
     assert matches(None, ())
+
+
+def sapo_lint(*args, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(SCRIPTS / "sapo-lint"), *map(str, args)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kwargs,
+    )
+
+
+def test_a_plot_of_variants_on_different_devices_names_each_panels_own(tmp_path):
+    """The 8B recipe runs on 8 x ascend-910b3 (npu) and 8 x nvidia-h100 (gpu): the figure's title names neither
+    for all, each panel names its own; variants on one device share the title's."""
+    pytest.importorskip("matplotlib")
+    from PIL import Image
+
+    from sapo_toolkit.linter.explain import explain_recipe, plot_titles
+
+    out = tmp_path / "plan.png"
+    proc = sapo_lint("explain", REPO / "recipes" / "qwen3-8b-sapo.yaml", "--plot", out)
+    assert proc.returncode == 0, proc.stderr
+    assert Image.open(out).text["Title"] == "qwen3-8b-sapo: device memory by phase"
+    items, _ = explain_recipe(REPO / "recipes" / "qwen3-8b-sapo.yaml")
+    _, panels = plot_titles(items, "qwen3-8b-sapo")
+    assert panels[0] == "DEVICE=npu,INFER_BACKEND=vllm\nqwen3-8b on 8 x ascend-910b3"
+    assert panels[-1] == "DEVICE=gpu,INFER_BACKEND=sglang\nqwen3-8b on 8 x nvidia-h100"
+    npu_only = [i for i in items if i.variant.startswith("DEVICE=npu")]
+    assert plot_titles(npu_only, "qwen3-8b-sapo") == (
+        "qwen3-8b-sapo: qwen3-8b on 8 x ascend-910b3 -- device memory by phase",
+        ["DEVICE=npu,INFER_BACKEND=vllm", "DEVICE=npu,INFER_BACKEND=sglang"],
+    )

@@ -9,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from sapo_toolkit.launcher.gates import Gate, GateError, LiveGates, evaluate, parse_gates
+from sapo_toolkit.launcher.gates import Gate, GateError, LiveGates, evaluate, gate_exit_code, parse_gates
 from sapo_toolkit.launcher.metrics import MetricTable, read_files
 
 from . import synthetic_log
@@ -179,10 +179,12 @@ def test_alpha_sets_the_test_level_and_the_interval():
     assert result.number("alpha") == 0.01 and result.number("ci_level") == pytest.approx(0.98)
 
 
-def test_without_scipy_a_trend_is_not_decided(monkeypatch):
+def test_without_scipy_a_trend_is_not_judged_and_does_not_fail_the_run(monkeypatch):
     monkeypatch.setitem(sys.modules, "scipy", None)
     result = verdict({"trend": "rising"}, noisy(0.1))
-    assert result.status == "failed" and "need scipy" in result.reason
+    assert (result.status, result.needs) == ("not judged", "scipy") and "need scipy" in result.reason
+    assert result.as_json()["needs"] == "scipy" and not result.passed
+    assert gate_exit_code(0, [result], fail_on_gates=True) == 0
 
 
 def test_live_check_reports_each_broken_every_bound_once():
