@@ -9,6 +9,8 @@ variant and renders.
 from __future__ import annotations
 
 import io
+import re
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -260,33 +262,64 @@ def _fmt(value: float) -> str:
     return f"{value / GIB:.1f}" if value else "-"
 
 
-def render_text(items: list[Item], title: str, color: bool = False, width: int = 120) -> str:
+UNWRAPPED_WIDTH = 10_000  # the console's width where nothing is wrapped: wider than any line or table
+# A number and the word after it ("15.3 GiB", "8 x", "~61 s") are never split across lines: joined while a line is
+# wrapped by a character textwrap does not break at, a noncharacter that `printable` text never holds.
+_NUMBER_THEN_WORD = re.compile(r"(?<![\w.])(~?\d[\d.,]*%?) (?=\S)")
+_GLUE = "\uffff"
+
+
+def _wrapped(line: str, width: int | None) -> str:
+    """`line` wrapped at `width` between words, its continuation lines indented two columns deeper; whole for
+    None."""
+    if width is None or len(line) <= width:
+        return line
+    indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+    glued = _NUMBER_THEN_WORD.sub(rf"\1{_GLUE}", line)
+    wrapped = textwrap.fill(glued, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
+    return wrapped.replace(_GLUE, " ")
+
+
+def render_text(items: list[Item], title: str, color: bool = False, width: int | None = None) -> str:
+    """The plan as text, its lines wrapped at `width` (a terminal's), or never (None: a pipe, a file)."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     buf = io.StringIO()
     # No rich markup: a path, a model name or a message may hold `[...]`; and what they take from files is
-    # escaped (`printable`).
-    console = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False, markup=False)
+    # escaped (`printable`). Unwrapped, the table takes the width it needs.
+    console = Console(
+        file=buf,
+        force_terminal=color,
+        no_color=not color,
+        width=width or UNWRAPPED_WIDTH,
+        highlight=False,
+        markup=False,
+    )
+
+    def say(line: str = "", style: str = "") -> None:
+        console.print(Text(_wrapped(line, width), style=style), soft_wrap=True)  # wrapped here, not by rich
+
     for item in items:
-        console.print(Text(printable(f"{title}" + (f"  [{item.variant}]" if item.variant else "")), style="bold"))
+        say(printable(f"{title}" + (f"  [{item.variant}]" if item.variant else "")), style="bold")
         if item.estimate is None:
-            console.print(f"  cannot estimate: {printable(item.error)}\n")
+            say(f"  cannot estimate: {printable(item.error)}")
+            say()
             continue
         e = item.estimate
         p = e.inputs
         L = p.actor.layout
         pc = e.params
         moe = p.model.is_moe
-        console.print(
+        say(
             f"  model {printable(p.model.name)}: {pc.total / 1e9:.2f} B parameters "
             f"(embedding {pc.embedding / 1e9:.2f} B, dense {pc.dense / 1e9:.2f} B"
             + (f", routed experts {pc.expert / 1e9:.2f} B; {pc.active / 1e9:.2f} B active" if moe else "")
             + ")"
         )
-        console.print(f"  model from {printable(p.model.source)}")
-        console.print(
+        say(f"  model from {printable(p.model.source)}")
+        say(
             f"  {e.world} x {p.accelerator} ({p.hbm_gib:g} GiB, {p.device}): TP{L.tp} PP{L.pp}"
             + (f" VPP{L.vpp}" if L.vpp else "")
             + f" CP{L.cp}"
@@ -295,18 +328,16 @@ def render_text(items: list[Item], title: str, color: bool = False, width: int =
             + (f", edp {e.edp}" if moe else "")
         )
         if p.accelerator_assumed:
-            console.print(
-                Text(
-                    f"  {p.accelerator} is {p.accelerator_assumed}: name yours with --accelerator, "
-                    "`hardware.accelerator` or `[tool.sapo-lint] accelerator`"
-                )
+            say(
+                f"  {p.accelerator} is {p.accelerator_assumed}: name yours with --accelerator, "
+                "`hardware.accelerator` or `[tool.sapo-lint] accelerator`"
             )
         rank = e.actor.params
-        console.print(
+        say(
             f"  per rank (most loaded: stage {rank.stage}): {rank.total / 1e9:.3f} B parameters"
             + (f" ({rank.dense / 1e9:.3f} B dense, {rank.expert / 1e9:.3f} B routed-expert)" if moe else "")
         )
-        console.print(
+        say(
             f"  actor update: {p.actor.recompute.describe()}, {p.actor.train_tokens:.0f} tokens per micro-batch per "
             f"rank ({p.actor.token_source}); log-prob passes {p.actor.logprob_tokens:.0f} tokens"
         )
@@ -323,10 +354,10 @@ def render_text(items: list[Item], title: str, color: bool = False, width: int =
         console.print(table)
         peak = e.peak_bytes
         state = "OVER" if peak > e.hbm_bytes else ("over 90% of" if peak > WARN_FRACTION * e.hbm_bytes else "within")
-        console.print(f"  peak: {e.peak_phase} {peak / GIB:.1f} GiB, {state} {p.hbm_gib:g} GiB HBM")
+        say(f"  peak: {e.peak_phase} {peak / GIB:.1f} GiB, {state} {p.hbm_gib:g} GiB HBM")
         hp = e.host_peak_phase
         host_terms = ", ".join(f"{TERM_LABELS[t]} {v / GIB:.1f}" for t, v in e.host[hp].items() if v)
-        console.print(
+        say(
             f"  host RAM: {e.host_total(hp) / GIB:.1f} GiB per rank in the {hp} phase"
             + (f" ({host_terms})" if host_terms else "")
             + f" = {e.host_peak_per_node / GIB:.0f} GiB per node of {p.limits.host_ram_gib:g} GiB"
@@ -334,26 +365,26 @@ def render_text(items: list[Item], title: str, color: bool = False, width: int =
         )
         ck = e.checkpoint
         bw = f"{ck.write_gib_per_s:g} GiB/s per writer" + (" (assumed)" if p.limits.assumed("write_gib_per_s") else "")
-        console.print(
+        say(
             f"  checkpoint: weights {ck.weights_bytes / GIB:.1f} GiB, full {ck.full_bytes / GIB:.1f} GiB; "
             f"save_contents {list(p.checkpoint.contents)} = {ck.saved_bytes / GIB:.1f} GiB"
             + ("" if ck.saves else " (trainer.save_freq <= 0: no saves)")
         )
-        console.print(
+        say(
             f"  save time: ~{ck.save_seconds:.0f} s (dist shard {ck.rank_dist_bytes / GIB:.1f} GiB per rank, "
             f"rank 0 HF {ck.rank0_hf_bytes / GIB:.1f} GiB, at {bw}); "
             f"longest barrier wait ~{ck.longest_wait_seconds:.0f} s vs {ck.timeout_s:.0f} s {ck.timeout_source}"
         )
-        console.print(
+        say(
             f"  disk peak: {ck.disk_peak_bytes / GIB:.1f} GiB (two checkpoints) of {p.limits.disk_budget_gib:g} GiB"
             + (" (assumed)" if p.limits.assumed("disk_budget_gib") else "")
         )
         for note in e.notes:
-            console.print(f"  note: {printable(note)}")
+            say(f"  note: {printable(note)}")
         for f in item.findings or []:
             style = {"error": "red", "warning": "yellow"}.get(f["severity"], "")
-            console.print(Text(printable(f"  {f['code']} {f['severity']}: {f['message']}"), style=style))
-        console.print()
+            say(printable(f"  {f['code']} {f['severity']}: {f['message']}"), style=style)
+        say()
     return buf.getvalue().rstrip() + "\n"
 
 

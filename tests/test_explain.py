@@ -1,7 +1,13 @@
 """`sapo-lint explain`: text, JSON (one object per variant) and the --plot PNG, on every shipped recipe."""
 
+import fcntl
 import json
+import os
+import pty
+import re
+import struct
 import subprocess
+import termios
 
 import pytest
 from click.testing import CliRunner
@@ -256,3 +262,48 @@ def test_a_plot_of_variants_on_different_devices_names_each_panels_own(tmp_path)
         "qwen3-8b-sapo: qwen3-8b on 8 x ascend-910b3 -- device memory by phase",
         ["DEVICE=npu,INFER_BACKEND=vllm", "DEVICE=npu,INFER_BACKEND=sglang"],
     )
+
+
+NPU_VLLM = ("--variant", "DEVICE=npu,INFER_BACKEND=vllm")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def in_a_terminal(*args, columns: int) -> list[str]:
+    """What `sapo-lint explain ARGS` shows in a terminal `columns` wide, without its colours."""
+    primary, secondary = pty.openpty()
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    child = subprocess.Popen(
+        [str(SCRIPTS / "sapo-lint"), "explain", *map(str, args)], cwd=REPO, env=env, stdout=secondary
+    )
+    os.close(secondary)
+    shown = bytearray()
+    while True:
+        try:
+            data = os.read(primary, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        shown += data
+    os.close(primary)
+    assert child.wait(timeout=120) == 0
+    return ANSI.sub("", shown.decode()).splitlines()
+
+
+def test_a_narrow_terminal_wraps_at_its_width_and_never_splits_a_number_from_its_unit():
+    lines = in_a_terminal(REPO / "recipes" / "qwen3-8b-sapo.yaml", *NPU_VLLM, columns=80)
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    for line, following in zip(lines, lines[1:], strict=False):
+        assert not (re.search(r"\d$", line) and re.match(r"\s*(GiB|B|s|tokens)\b", following)), (line, following)
+    text = " ".join(line.strip() for line in lines)
+    assert "actor update: full recompute" in text and "log-prob passes 10240 tokens" in text
+
+
+def test_a_pipe_gets_whole_lines_whatever_the_terminal_width():
+    proc = sapo_lint("explain", REPO / "recipes" / "qwen3-8b-sapo.yaml", *NPU_VLLM, env={**os.environ, "COLUMNS": "80"})
+    assert proc.returncode == 0, proc.stderr
+    (update,) = [line for line in proc.stdout.splitlines() if "actor update:" in line]
+    assert update.endswith("; log-prob passes 10240 tokens")
+    (save,) = [line for line in proc.stdout.splitlines() if "save time:" in line]
+    assert save.endswith("actor_rollout_ref.nccl_timeout")

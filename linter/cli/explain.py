@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -76,7 +77,9 @@ def explain(
     if fmt == "json":
         click.echo(json.dumps([to_json(i, str(recipe)) for i in items], indent=2))
     else:
-        click.echo(render_text(items, str(recipe), color=sys.stdout.isatty()), nl=False)
+        # A terminal's lines are wrapped at its width; a pipe's never (a reader or a grep gets whole lines).
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+        click.echo(render_text(items, str(recipe), color=sys.stdout.isatty(), width=width), nl=False)
     if plot_path is not None:
         try:
             written = plot(items, plot_path, recipe.stem)
