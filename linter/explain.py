@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .core.printable import printable
-from .estimate.inputs import GIB, WARN_FRACTION
+from .estimate.inputs import GIB, WARN_FRACTION, gib_text
 from .estimate.plan import DEVICE_TERMS, HOST_TERMS, Estimate
 from .rules import FAMILIES
 
@@ -139,9 +139,21 @@ def explain_recipe(
                 continue
             for f in r.check(ctx):
                 severity = (f.severity or r.severity).value
-                findings.append({"code": r.code, "severity": severity, "message": f.message})
+                findings.append({"code": r.code, "severity": severity, "message": _in_the_plan(f.message)})
         items.append(Item(command.variant, est, findings))
     return items, []
+
+
+# A memory finding points lint's reader to `sapo-lint explain` for every term; in explain's own plan that pointer
+# would go round in a circle: it says where the terms are instead.
+_POINTER_TO_EXPLAIN = re.compile(r"(?:See )?`sapo-lint explain` (?:for|shows) every term")
+
+
+def _in_the_plan(message: str) -> str:
+    return _POINTER_TO_EXPLAIN.sub(
+        lambda m: ("Every" if m[0].startswith("See") else "every") + " term is in this plan's device memory by phase",
+        message,
+    )
 
 
 def _line(d) -> str:
@@ -356,13 +368,15 @@ def render_text(items: list[Item], title: str, color: bool = False, width: int |
         state = "OVER" if peak > e.hbm_bytes else ("over 90% of" if peak > WARN_FRACTION * e.hbm_bytes else "within")
         say(f"  peak: {e.peak_phase} {peak / GIB:.1f} GiB, {state} {p.hbm_gib:g} GiB HBM")
         hp = e.host_peak_phase
-        host_terms = ", ".join(f"{TERM_LABELS[t]} {v / GIB:.1f}" for t, v in e.host[hp].items() if v)
-        say(
-            f"  host RAM: {e.host_total(hp) / GIB:.1f} GiB per rank in the {hp} phase"
-            + (f" ({host_terms})" if host_terms else "")
-            + f" = {e.host_peak_per_node / GIB:.0f} GiB per node of {p.limits.host_ram_gib:g} GiB"
-            + (" (assumed)" if p.limits.assumed("host_ram_gib") else "")
-        )
+        host_terms = ", ".join(f"{TERM_LABELS[t]} {gib_text(v)}" for t, v in e.host[hp].items() if v)
+        ram = f"{p.limits.host_ram_gib:g} GiB" + (" (assumed)" if p.limits.assumed("host_ram_gib") else "")
+        if e.host_peak_per_node:
+            say(
+                f"  host RAM: {gib_text(e.host_total(hp))} per rank in the {hp} phase ({host_terms}) = "
+                f"{gib_text(e.host_peak_per_node)} per node of {ram}"
+            )
+        else:  # "0.0 GiB ... = 0 GiB" would read as a figure rounded away
+            say(f"  host RAM: nothing offloaded or parked there in any phase; the node has {ram}")
         ck = e.checkpoint
         bw = f"{ck.write_gib_per_s:g} GiB/s per writer" + (" (assumed)" if p.limits.assumed("write_gib_per_s") else "")
         say(
@@ -371,8 +385,8 @@ def render_text(items: list[Item], title: str, color: bool = False, width: int |
             + ("" if ck.saves else " (trainer.save_freq <= 0: no saves)")
         )
         say(
-            f"  save time: ~{ck.save_seconds:.0f} s (dist shard {ck.rank_dist_bytes / GIB:.1f} GiB per rank, "
-            f"rank 0 HF {ck.rank0_hf_bytes / GIB:.1f} GiB, at {bw}); "
+            f"  save time: ~{ck.save_seconds:.0f} s (dist shard {gib_text(ck.rank_dist_bytes)} per rank, "
+            f"rank 0 HF {gib_text(ck.rank0_hf_bytes)}, at {bw}); "
             f"longest barrier wait ~{ck.longest_wait_seconds:.0f} s vs {ck.timeout_s:.0f} s {ck.timeout_source}"
         )
         say(

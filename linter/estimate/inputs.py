@@ -20,6 +20,20 @@ from .params import Layout
 GIB = float(2**30)
 MB = float(10**6)
 
+
+def gib_text(size_bytes: float) -> str:
+    """A size for messages, in GiB, never a bare `0.0` for something that is there: one decimal from 0.1 GiB up, as
+    many as show the first significant digit below it (down to 0.001), `<0.001 GiB` under that; `0 GiB` only for
+    nothing at all."""
+    gib = size_bytes / GIB
+    if gib == 0:
+        return "0 GiB"
+    if gib < 0.001:
+        return "<0.001 GiB"
+    decimals = 1 if gib >= 0.1 else 2 if gib >= 0.01 else 3
+    return f"{gib:.{decimals}f} GiB"
+
+
 # ---- Documented assumptions: defaults when neither the recipe's `hardware` nor [tool.sapo-lint] states them -----
 #: Write bandwidth of one writing process to the checkpoint directory, GiB/s: a 2 Gbit/s share of a node's link to
 #: shared storage with eight ranks writing at once. Slow NFS is far below this; state yours.
@@ -60,11 +74,14 @@ class RoleSetup(NamedTuple):
 
 
 class RolloutSetup(NamedTuple):
+    """The rollout engine colocated with the trainer (`rollout_engine.py`: the least memory it can start with)."""
+
     gpu_memory_utilization: float = 0.5
     free_cache_engine: bool = True
     tp: int = 1
     sleep_keeps_weights_on_host: bool = False  # vLLM sleep level 1 (verl's choice on Ascend)
     separate: bool = False  # on devices of its own (verl main's fully-async, one-step-off): not on the trainer's
+    sequence_tokens: int = 0  # the longest sequence it holds: `rollout.max_model_len`, else prompt + response
 
 
 class CheckpointSetup(NamedTuple):

@@ -2,7 +2,7 @@ from ..core.diagnostics import Severity
 from ..core.paths import OVERRIDE_OPTIM
 from ..engine import LintContext
 from ..estimate.from_context import runnable_estimate
-from ..estimate.inputs import GIB
+from ..estimate.inputs import GIB, gib_text
 from ..rulekit.registry import Finding, rule
 
 
@@ -73,8 +73,8 @@ def check(ctx: LintContext):
             "actor_rollout_ref.actor.megatron.optimizer_offload",
             "trainer.n_gpus_per_node",
         ),
-        f"{phase} phase: estimated {need / GIB:.0f} GiB of host RAM per node ({est.inputs.devices_per_node} ranks x "
-        f"{est.host_total(phase) / GIB:.1f} GiB) exceeds the node's {ram_text}; biggest term: {term} "
-        f"{size / GIB:.1f} GiB per rank. Fix: {fix}",
+        f"{phase} phase: estimated {gib_text(need)} of host RAM per node ({est.inputs.devices_per_node} ranks x "
+        f"{gib_text(est.host_total(phase))}) exceeds the node's {ram_text}; biggest term: {term} "
+        f"{gib_text(size)} per rank. Fix: {fix}",
         severity=Severity.WARNING if assumed else None,
     )
