@@ -18,9 +18,9 @@ is written atomically, summary.json once per change of state (running, submitted
 following an ended job again, writes the same files.
 
 Exit codes: the executor's (the trainer's own, 128 + N for a signal); `EXIT_GATES_FAILED` (8) when the trainer
-succeeded, a gate held against it (`gates.unmet`) and `--fail-on-gates` was given; 2 when the plan's gates cannot be read (nothing is
-started); 1 when the executor refuses the plan (`Refused`: nothing started); 0 once a detached run is started. An
-`ExecutorError` while starting is recorded (status `failed`, exit code 2) and raised.
+succeeded, a gate held against it (`gates.unmet`) and `--fail-on-gates` was given; 2 when the plan's gates cannot
+be read (nothing is started); 1 when the executor refuses the plan (`Refused`: nothing started); 0 once a detached
+run is started. An `ExecutorError` while starting is recorded (status `failed`, exit code 2) and raised.
 
 The closing line of a followed run that ended: `sapo-launch: succeeded | failed (exit N) | stopped (SIGNAL) |
 gates failed: NAME, ... | lost; run directory DIR`.
