@@ -340,10 +340,12 @@ def _npu_mem001(path: Path) -> list:
 
 def test_incident_3_is_mem001_at_the_first_optimizer_step(tmp_path):
     found = _npu_mem001(_incident_3(tmp_path))
-    assert found and all(d.severity.value == "error" for d in found), found
-    # the step-1 rollout fits (56.2 GiB, test above); the first optimizer step does not (68.4 GiB): the message
-    # names that point, its biggest term (Adam's 12 B * S = 45,855,756,288 B = 42.7 GiB) and the knob that fits
-    message = found[0].message
+    # the step-1 rollout fits (56.2 GiB, test above) but is over 90% (a warning, reported in the same run); the
+    # first optimizer step does not fit (68.4 GiB): an error that names that point, its biggest term (Adam's
+    # 12 B * S = 45,855,756,288 B = 42.7 GiB) and the knob that fits
+    errors = [d for d in found if d.severity.value == "error"]
+    assert errors and [d.severity.value for d in found if d not in errors] == ["warning"], found
+    message = next(d for d in errors if d.variant == "DEVICE=npu,RECOMPUTE=full").message
     assert message.startswith(
         "train phase, at the first optimizer step (Adam's moments are created): estimated "
         "68.4 GiB per device exceeds the 60.96 GiB the runtime reports for ascend-910b3 "
@@ -371,7 +373,10 @@ def test_without_any_offload_the_step_1_rollout_runs_out_first(tmp_path):
     path = _incident_3(tmp_path, verl_offload=False)
     e = estimate(plan_inputs(contexts(path)["DEVICE=npu,RECOMPUTE=full"]))
     assert e.timeline[0].total == pytest.approx(75_599_129_067.52)
-    message = _npu_mem001(path)[0].message
+    # the update runs out too, for another cause: a finding of its own in the same run
+    found = _npu_mem001(path)
+    assert {d.message.split(" ", 1)[0] for d in found} == {"rollout", "log-prob", "train"}, found
+    message = next(d.message for d in found if d.message.startswith("rollout phase"))
     assert message.startswith(
         "rollout phase of step 1 (before the first optimizer step: no Adam moments yet): estimated 70.4 GiB"
     ), message

@@ -12,8 +12,8 @@ import math
 from typing import Any
 
 from ..core.device import device_kind, device_of
-from ..core.paths import ACTOR, ROLE_NODE, ROLLOUT
-from ..engine import LintContext
+from ..core.paths import ACTOR, ROLE_NODE, ROLE_PREFIX, ROLLOUT
+from ..engine import MEGATRON, LintContext
 from ..topology import Parallelism, active_roles, parallelism, separated_rollout, world_size
 from .activations import Recompute
 from .inputs import (
@@ -28,7 +28,17 @@ from .inputs import (
 )
 from .optimizer import Optimizer
 from .params import Layout
-from .plan import Estimate, estimate
+from .plan import Estimate, divides, estimate
+
+#: The Megatron sizes that must be at least 1 (TP001 reports TP, PP and CP below it; TP014 the rest).
+MEGATRON_SIZES = (
+    "tensor_model_parallel_size",
+    "pipeline_model_parallel_size",
+    "context_parallel_size",
+    "expert_model_parallel_size",
+    "expert_tensor_parallel_size",
+    "virtual_pipeline_model_parallel_size",
+)
 
 
 def estimate_for(ctx: LintContext) -> Estimate | None:
@@ -45,6 +55,38 @@ def runnable_estimate(ctx: LintContext) -> Estimate | None:
     verl stops at start-up (TP001/TP002 say why) and figures with dp rounded describe no run."""
     est = estimate_for(ctx)
     return est if est is not None and est.describes_a_run else None
+
+
+def layout_error(ctx: LintContext) -> str | None:
+    """Why the estimate was not made because the parallel layout cannot start, naming the rules that report it; None
+    when it was made, or was not for another reason (no model, a world size not known statically, not the Megatron
+    engine: `explain` says which). MEM001 turns it into a note, so that a run with a topology error is never
+    silently left unchecked for memory."""
+    command = ctx.command
+    if command is None or command.model is None or ctx.model_engine != MEGATRON:
+        return None
+    nodes, per_node = ctx.number("trainer.nnodes"), ctx.number("trainer.n_gpus_per_node")
+    if nodes is not None and per_node is not None and min(nodes, per_node) < 1:
+        return f"the trainer has {nodes} x {per_node} devices (TP014)"
+    world = world_size(ctx)
+    for role in active_roles(ctx):
+        prefix = ROLE_PREFIX[role]
+        for name in MEGATRON_SIZES:
+            value = ctx.number(f"{prefix}.{name}")
+            if value is not None and value < 1:
+                return f"the {role}'s `{name}` is {value} (TP001/TP014)"
+        par = parallelism(ctx, role)
+        if par is not None and not _fits(par, command.model.num_layers):
+            return (
+                f"the {role}'s {par.pp * (par.vpp or 1)} pipeline chunks (PP x VPP) outnumber the model's "
+                f"{command.model.num_layers} layers (TP007/TP008)"
+            )
+    actor = parallelism(ctx, "actor")
+    if world and actor is not None:
+        layout = Layout(world, actor.tp, actor.pp, actor.vpp, actor.cp, actor.ep, actor.etp)
+        if not divides(layout, command.model.is_moe):
+            return f"the world size {world} does not divide the actor's parallel layout (TP001/TP002)"
+    return None
 
 
 def plan_inputs(ctx: LintContext) -> PlanInputs | None:
@@ -81,6 +123,7 @@ def plan_inputs(ctx: LintContext) -> PlanInputs | None:
         tp=_int(ctx.config.value(f"{ROLLOUT}.tensor_model_parallel_size"), 1),
         sleep_keeps_weights_on_host=kind.sleep_keeps_weights_on_host,
         separate=separated_rollout(ctx),
+        sequence_tokens=_int(ctx.config.value(f"{ROLLOUT}.max_model_len"), seq),
     )
     contents = ctx.config.value("actor_rollout_ref.actor.checkpoint.save_contents")
     mbridge_cfg = "actor_rollout_ref.actor.checkpoint.mbridge_config"

@@ -136,7 +136,7 @@ class Estimate(NamedTuple):
     def describes_a_run(self) -> bool:
         """False when the world size does not divide the actor's layout: verl stops at start-up (TP001/TP002), and
         the figures, with dp rounded, describe no run; the MEM/CK rules then say nothing."""
-        return _divides(self.inputs.actor.layout, self.inputs.model.is_moe)
+        return divides(self.inputs.actor.layout, self.inputs.model.is_moe)
 
     @property
     def dp(self) -> int:
@@ -403,12 +403,12 @@ def estimate(inputs: PlanInputs) -> Estimate:
     hosts = _read_only({n: host(n) for n in names})
     timeline = _timeline(phases, act, critic)
     ck = checkpoint_estimate(inputs, act, counts)
-    if not _divides(actor.layout, m.is_moe):
+    if not divides(actor.layout, m.is_moe):
         notes.append("the world size does not divide the parallel layout (see TP001/TP002); dp/edp rounded up to 1")
     return Estimate(inputs, counts, act, ref, critic, phases, hosts, ck, comms, tuple(notes), timeline)
 
 
-def _divides(layout, moe: bool) -> bool:
+def divides(layout, moe: bool) -> bool:
     """Whether the world size divides the layout (TP x PP x CP; EP x ETP x PP for a MoE), as Megatron requires."""
     return not (
         layout.world % (layout.tp * layout.pp * layout.cp)

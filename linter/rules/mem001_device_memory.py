@@ -1,12 +1,16 @@
+import math
+from typing import NamedTuple
+
 from ..catalog import accelerators
-from ..core.diagnostics import Severity
+from ..core.diagnostics import Location, Severity
 from ..core.model import Accelerator
 from ..core.paths import ACTOR, OVERRIDE_OPTIM, ROLLOUT
 from ..engine import LintContext
 from ..estimate.activations import Recompute, train_activations
-from ..estimate.from_context import runnable_estimate
-from ..estimate.inputs import GIB, WARN_FRACTION
-from ..estimate.plan import Estimate, Moment, estimate
+from ..estimate.from_context import layout_error, runnable_estimate
+from ..estimate.inputs import GIB, WARN_FRACTION, gib_text
+from ..estimate.plan import STEP_TRANSIENT_TERMS, Estimate, Moment, divides, estimate
+from ..estimate.rollout_engine import engine_weights_bytes, minimum_engine_bytes
 from ..rulekit.registry import Finding, rule
 
 TRANSFORMER = f"{ACTOR}.megatron.override_transformer_config"
@@ -57,98 +61,285 @@ BLAME = {
 FALLBACK = ("trainer.nnodes", "trainer.n_gpus_per_node")
 
 
-def fixes(est: Estimate, moment: Moment) -> list[tuple[float, str]]:
-    """(bytes it saves at `moment`, the change) for each knob that shrinks a term there."""
+# How realistic a fix is, most first: the message offers the realistic ones before the ones that cost more.
+CHEAP = 0  # costs little speed: offload outside the phase, sleep the engine, a mild reservation cut
+SLOWER = 1  # costs step time or changes the layout: CPU optimizer, recompute, smaller micro-batches, TP/PP/EP
+LAST_RESORT = 2  # a reservation cut leaving the engine under half of today's KV cache: generation slows most
+
+#: What is known of the estimate's accuracy, said in every message (docs/estimates.md, "Accuracy").
+ACCURACY = (
+    "The estimate is formulas, not yet compared with measured peaks beyond incident 3, whose out-of-memory at the "
+    "first optimizer step it reproduces (docs/estimates.md#accuracy)"
+)
+
+
+class Fix(NamedTuple):
+    """One change that shrinks the device memory of a phase."""
+
+    text: str
+    savings: tuple[float, ...]  # bytes it saves at each moment of the phase, in timeline order
+    terms: frozenset[str]  # the terms it shrinks: two fixes of one term do not add up
+    realism: int  # CHEAP, SLOWER or LAST_RESORT
+
+
+class Reservation(NamedTuple):
+    """What a lower `gpu_memory_utilization` can give back in a phase. Never below `floor`, the least that starts
+    the engine: its weights and the KV cache of one `rollout.sequence_tokens` sequence (`rollout_engine.py`). A cut
+    that keeps at least half of today's KV cache is cheap; a deeper one is the last resort, since the engine then
+    holds fewer sequences at once and generation slows most."""
+
+    current: float
+    floor: float
+    engine_weights: float  # bytes
+    hbm: float  # bytes
+    sequence_tokens: int
+    holds: tuple[bool, ...]  # which moments of the phase hold the engine's reservation
+
+    def cut_for(self, needs: tuple[float, ...]) -> float | None:
+        """The highest utilization (two decimals) that takes `needs` off the phase's moments; None when a moment
+        over budget does not hold the engine, or the value would be below the floor."""
+        if any(need > 0 and not holds for need, holds in zip(needs, self.holds, strict=True)):
+            return None
+        need = max((n for n, holds in zip(needs, self.holds, strict=True) if holds), default=0.0)
+        target = math.floor((self.current * self.hbm - need) / self.hbm * 100) / 100
+        return target if self.floor <= target < self.current else None
+
+    def kv_cache(self, utilization: float) -> float:
+        return utilization * self.hbm - self.engine_weights
+
+    def fix(self, target: float) -> Fix:
+        text = f"`{ROLLOUT}.gpu_memory_utilization: {target:.2f}`"
+        mild = self.kv_cache(target) >= self.kv_cache(self.current) / 2
+        if not mild:
+            text += (
+                f" (leaves the engine {gib_text(self.kv_cache(target))} of KV cache, "
+                f"{gib_text(self.kv_cache(self.current))} today; below {self.floor:.2f} it cannot hold its weights "
+                f"and one {self.sequence_tokens}-token sequence)"
+            )
+        saving = (self.current - target) * self.hbm
+        savings = tuple(saving if holds else 0.0 for holds in self.holds)
+        return Fix(text, savings, frozenset({"rollout"}), CHEAP if mild else LAST_RESORT)
+
+
+class Overrun(NamedTuple):
+    """A phase over budget: its moments (timeline order), the one the message names -- the first over the HBM, else
+    the first over 90% of it, where the run would stop or come close -- and the fixes, most realistic first."""
+
+    phase: str
+    moments: tuple[Moment, ...]
+    named: Moment
+    needs: tuple[float, ...]  # bytes each moment must lose to get under 90% of the HBM (<= 0: none)
+    fixes: tuple[Fix, ...]  # the reservation cut among them only where it is enough alone
+    reservation: Reservation | None  # None: the phase holds no rollout engine
+    over_hbm: bool
+
+    def enough(self, fix: Fix) -> bool:
+        return all(saving >= need for saving, need in zip(fix.savings, self.needs, strict=True) if need > 0)
+
+    @property
+    def first_choice(self) -> str | None:
+        """The most realistic fix that alone brings every moment of the phase under 90%; None when none does."""
+        return next((f.text for f in self.fixes if self.enough(f)), None)
+
+
+def overruns(est: Estimate) -> list[Overrun]:
+    """Every phase whose device memory goes over 90% of the HBM at some moment, in the order a run reaches them."""
+    hbm, line = est.hbm_bytes, WARN_FRACTION * est.hbm_bytes
+    out = []
+    for phase in dict.fromkeys(m.phase for m in est.timeline):
+        indexed = [(i, m) for i, m in enumerate(est.timeline) if m.phase == phase]
+        moments = tuple(m for _, m in indexed)
+        over = [m for m in moments if m.total > line]
+        if not over:
+            continue
+        named = next((m for m in over if m.total > hbm), over[0])
+        needs = tuple(m.total - line for m in moments)
+        reservation = _reservation(est, moments)
+        fixes = phase_fixes(est, phase, indexed)
+        cut = reservation.cut_for(needs) if reservation else None
+        if reservation is not None and cut is not None:
+            fixes = tuple(sorted((*fixes, reservation.fix(cut)), key=_realism))
+        out.append(Overrun(phase, moments, named, needs, fixes, reservation, named.total > hbm))
+    return out
+
+
+def _realism(fix: Fix) -> tuple[int, float]:
+    return fix.realism, -max(fix.savings)
+
+
+def _reservation(est: Estimate, moments: tuple[Moment, ...]) -> Reservation | None:
+    holds = tuple(bool(m.terms["rollout"]) for m in moments)
+    if not any(holds):
+        return None
+    p, total = est.inputs, est.params.total
+    floor = math.ceil(minimum_engine_bytes(p, total) / est.hbm_bytes * 100) / 100
+    return Reservation(
+        p.rollout.gpu_memory_utilization,
+        floor,
+        engine_weights_bytes(p, total),
+        est.hbm_bytes,
+        p.rollout.sequence_tokens,
+        holds,
+    )
+
+
+def phase_fixes(est: Estimate, phase: str, indexed: list[tuple[int, Moment]]) -> tuple[Fix, ...]:
+    """The changes that shrink `phase` at its moments (`indexed`: (timeline index, moment)), most realistic first,
+    then by saving. Only the settings verl and Megatron take; the rollout reservation is never cut below what
+    starts the engine (`rollout_engine.minimum_engine_bytes`)."""
     p = est.inputs
     actor = p.actor
-    phase, terms = moment.phase, moment.terms
-    total, hbm = moment.total, est.hbm_bytes
-    out: list[tuple[float, str]] = []
+    found: list[Fix] = []
+
+    def add(text: str, realism: int, terms: tuple[str, ...], saving) -> None:
+        savings = tuple(float(saving(i, m)) for i, m in indexed)
+        if any(s > 0 for s in savings):
+            found.append(Fix(text, savings, frozenset(terms), realism))
+
     opt = actor.optimizer
-    if terms["optimizer"] and opt is not None and not (opt.cpu_offload and opt.fraction >= 1.0 and opt.precision_aware):
-        out.append(
+    if opt is not None and not (opt.cpu_offload and opt.fraction >= 1.0 and opt.precision_aware):
+        add(
             (
-                terms["optimizer"],
-                (
-                    f"Megatron's optimizer CPU offload (`+{OVERRIDE_OPTIM}.optimizer_cpu_offload: true`, "
-                    f"`+{OVERRIDE_OPTIM}.optimizer_offload_fraction: 1.0`, "
-                    f"`+{OVERRIDE_OPTIM}.use_precision_aware_optimizer: true`)"
-                ),
-            )
+                f"Megatron's optimizer CPU offload (`+{OVERRIDE_OPTIM}.optimizer_cpu_offload: true`, "
+                f"`+{OVERRIDE_OPTIM}.optimizer_offload_fraction: 1.0`, "
+                f"`+{OVERRIDE_OPTIM}.use_precision_aware_optimizer: true`)"
+            ),
+            SLOWER,
+            ("optimizer",),
+            lambda i, m: m.terms["optimizer"],
         )
     if phase == "rollout":
-        if terms["rollout"]:
-            fits = (WARN_FRACTION * hbm - (total - terms["rollout"])) / hbm
-            if fits > 0.05:
-                out.append(
-                    (total - WARN_FRACTION * hbm, f"`{ROLLOUT}.gpu_memory_utilization: {int(fits * 100) / 100:.2f}`")
-                )
-        if terms["weights"] + terms["grads"] and not actor.param_offload:
-            out.append(
-                (
-                    terms["weights"] + terms["grads"],
-                    f"`{ACTOR}.megatron.param_offload: true` (weights and grads to host while rolling out)",
-                )
+        if not actor.param_offload:
+            add(
+                f"`{ACTOR}.megatron.param_offload: true` (weights and grads to host while rolling out)",
+                CHEAP,
+                ("weights", "grads"),
+                lambda i, m: m.terms["weights"] + m.terms["grads"],
             )
-        if terms["optimizer"] and not actor.optimizer_offload:
-            out.append(
-                (
-                    terms["optimizer"],
-                    f"`{ACTOR}.megatron.optimizer_offload: true` (optimizer state to host while rolling out)",
-                )
+        if not actor.optimizer_offload:
+            add(
+                f"`{ACTOR}.megatron.optimizer_offload: true` (optimizer state to host while rolling out)",
+                CHEAP,
+                ("optimizer",),
+                lambda i, m: m.terms["optimizer"],
             )
-    elif terms["rollout"]:
-        out.append(
-            (terms["rollout"], f"`{ROLLOUT}.free_cache_engine: true` (the rollout engine sleeps while training)")
+        add("`critic.megatron.param_offload: true`", CHEAP, ("critic_weights",), _critic_resident)
+    else:
+        add(
+            f"`{ROLLOUT}.free_cache_engine: true` (the rollout engine sleeps while training)",
+            CHEAP,
+            ("rollout",),
+            lambda i, m: m.terms["rollout"],
         )
-    if phase == "train" and terms["activations"] and actor.recompute.granularity != "full":
+    if phase == "train" and actor.recompute.granularity != "full":
         recomputed = train_activations(
             p.model, actor.layout, actor.sp, actor.train_tokens, Recompute("full", "uniform", 1), entropy=actor.entropy
         )
-        out.append(
+        add(
             (
-                terms["activations"] + terms["backward_working"] - recomputed.layers - recomputed.working,
-                (
-                    f"full recompute (`{TRANSFORMER}.recompute_granularity: full`, `recompute_method: uniform`, "
-                    "`recompute_num_layers: 1`)"
-                ),
-            )
+                f"full recompute (`{TRANSFORMER}.recompute_granularity: full`, `recompute_method: uniform`, "
+                "`recompute_num_layers: 1`)"
+            ),
+            SLOWER,
+            ("activations", "backward_working"),
+            lambda i, m: m.terms["activations"] + m.terms["backward_working"] - recomputed.layers - recomputed.working,
         )
-    per_token = terms["activations"] + terms["backward_working"] + terms["moe_dispatch"] + terms["logits"]
-    if phase in ("train", "logprob") and per_token:
-        out.append((per_token / 2, f"half the tokens per micro-batch (now {actor.token_source})"))
-    layout = actor.layout
-    if p.model.is_moe and est.actor.params.expert and terms["weights"]:
-        ep = layout.ep * 2
-        if p.model.num_experts % ep == 0 and layout.world % (ep * layout.expert_tp * layout.pp) == 0:
-            share = est.actor.params.expert / est.actor.params.total
-            out.append(
-                (
-                    (terms["weights"] + terms["grads"]) * share / 2,
-                    f"`{ACTOR}.megatron.expert_model_parallel_size: {ep}` (expert weights and grads split further)",
-                )
-            )
-    if terms["ref_weights"]:
-        out.append((terms["ref_weights"], "`actor_rollout_ref.ref.megatron.param_offload: true`"))
-    if terms["critic_weights"] and phase == "rollout":
-        out.append((terms["critic_weights"] + terms["critic_grads"], "`critic.megatron.param_offload: true`"))
-    if terms["comm_buffers"]:
-        out.append((terms["comm_buffers"] / 2, "half HCCL_BUFFSIZE (2 x HCCL_BUFFSIZE of HBM per communicator)"))
-    return [(saving, text) for saving, text in out if saving > 0]
-
-
-def advice(est: Estimate, moment: Moment) -> str:
-    """The changes that alone bring `moment` under the warning line, biggest saving first; else the biggest ones."""
-    need = moment.total - WARN_FRACTION * est.hbm_bytes
-    ranked = sorted(fixes(est, moment), key=lambda f: -f[0])
-    enough = [text for saving, text in ranked if saving >= need]
-    if enough:
-        return "any of " + "; ".join(enough[:4]) if len(enough) > 1 else enough[0]
-    if not ranked:
-        return "more devices"
-    return "no single change is enough; combine " + "; ".join(
-        f"{text} (-{saving / GIB:.1f} GiB)" for saving, text in ranked[:3]
+    if phase in ("train", "logprob"):
+        add(
+            f"half the tokens per micro-batch (now {actor.token_source})",
+            SLOWER,
+            STEP_TRANSIENT_TERMS,
+            lambda i, m: sum(m.terms[t] for t in STEP_TRANSIENT_TERMS) / 2,
+        )
+    for text, relaid in _layouts(est):
+        add(
+            text,
+            SLOWER,
+            ("layout", "weights", "grads", "optimizer"),
+            lambda i, m, relaid=relaid: m.total - relaid.timeline[i].total,
+        )
+    add("`actor_rollout_ref.ref.megatron.param_offload: true`", CHEAP, ("ref_weights",), _ref_resident)
+    add(
+        "half HCCL_BUFFSIZE (2 x HCCL_BUFFSIZE of HBM per communicator)",
+        SLOWER,
+        ("comm_buffers",),
+        lambda i, m: m.terms["comm_buffers"] / 2,
     )
+    return tuple(sorted(found, key=_realism))
+
+
+def _critic_resident(index: int, moment: Moment) -> float:
+    return moment.terms["critic_weights"] + moment.terms["critic_grads"]
+
+
+def _ref_resident(index: int, moment: Moment) -> float:
+    return moment.terms["ref_weights"]
+
+
+def _layouts(est: Estimate) -> list[tuple[str, Estimate]]:
+    """The actor with twice the TP, EP or PP on the same devices, where Megatron takes it (TP within a node, the
+    heads, query groups and FFN split evenly, the world still divides the layout, the layers split over the
+    stages): each with its estimate, whose timeline gives the saving at every moment (DP shrinks, so the
+    distributed optimizer's shard grows: the whole estimate, not a share of one term)."""
+    p = est.inputs
+    m, layout = p.model, p.actor.layout
+    candidates = []
+    tp = layout.tp * 2
+    if (
+        tp <= p.devices_per_node
+        and m.num_attention_heads % tp == 0
+        and (m.is_mla or m.num_query_groups % tp == 0)
+        and m.ffn_hidden_size % tp == 0
+    ):
+        candidates.append(("tensor_model_parallel_size", layout._replace(tp=tp)))
+    if m.is_moe and m.num_experts % (layout.ep * 2) == 0:
+        candidates.append(("expert_model_parallel_size", layout._replace(ep=layout.ep * 2)))
+    pp = layout.pp * 2
+    if m.num_layers % (pp * (layout.vpp or 1)) == 0:
+        candidates.append(("pipeline_model_parallel_size", layout._replace(pp=pp)))
+    out = []
+    for name, relaid in candidates:
+        if not divides(relaid, m.is_moe):
+            continue
+        new = estimate(p._replace(actor=p.actor._replace(layout=relaid)))
+        size = getattr(relaid, {"tensor_model_parallel_size": "tp", "expert_model_parallel_size": "ep"}.get(name, "pp"))
+        out.append((f"`{ACTOR}.megatron.{name}: {size}` (dp {relaid.dp})", new))
+    return out
+
+
+def advice(overrun: Overrun) -> str:
+    """The fixes that alone bring every moment of the phase under 90% of the HBM, most realistic first (three at
+    most). Else a combination: fixes in order of realism (two on one term counted once) until the rest is a cheap
+    reservation cut or nothing, the cut sized to what the others leave; else the biggest ones and more devices."""
+    enough = [f.text for f in overrun.fixes if overrun.enough(f)]
+    if enough:
+        return enough[0] if len(enough) == 1 else "most practical first, any one of " + "; ".join(enough[:3])
+    res = overrun.reservation
+    worst = max(range(len(overrun.needs)), key=lambda i: overrun.needs[i])
+    remaining = overrun.needs
+    chosen: list[Fix] = []
+    shrunk: set[str] = set()
+
+    def closing_cut(needs: tuple[float, ...]) -> Fix | None:
+        target = res.cut_for(needs) if res is not None else None
+        return res.fix(target) if res is not None and target is not None else None
+
+    for fix in overrun.fixes:
+        cut = closing_cut(remaining)
+        if all(n <= 0 for n in remaining) or (cut is not None and cut.realism == CHEAP):
+            break
+        if fix.terms & shrunk:
+            continue
+        chosen.append(fix)
+        shrunk |= fix.terms
+        remaining = tuple(n - s for n, s in zip(remaining, fix.savings, strict=True))
+    cut = closing_cut(remaining) if any(n > 0 for n in remaining) else None
+    parts = "; ".join(f"{f.text} (-{gib_text(f.savings[worst])})" for f in (*chosen, *([cut] if cut else [])))
+    if all(n <= 0 for n in remaining) or cut is not None:
+        return f"no single change is enough; together: {parts}"
+    if not chosen:
+        return "more devices"
+    return f"more devices; the changes the linter knows are not enough even together: {parts}"
 
 
 @rule(
@@ -179,37 +370,64 @@ def advice(est: Estimate, moment: Moment) -> str:
 )
 def check(ctx: LintContext):
     """Estimates the memory of one device in each phase of a colocated verl step (`sapo-lint explain` shows the
-    table), follows them in the order a run reaches them, and reports the first point where the estimate exceeds
-    the HBM the runtime reports for the accelerator (`schemas/devices.json` `usable_hbm_gib`, e.g. 60.96 GiB of a
-    64 GiB Ascend 910B3) -- or, if none does, the first point over 90% of it.
+    table), follows them in the order a run reaches them, and reports every phase that goes over the HBM the
+    runtime reports for the accelerator (`schemas/devices.json` `usable_hbm_gib`, e.g. 60.96 GiB of a 64 GiB Ascend
+    910B3) -- an error -- or over 90% of it -- a warning -- all in one run, each at the first point of the run where
+    it happens, so that fixing one phase does not reveal the next in another lint round.
 
     `rollout`: the rollout engine takes `gpu_memory_utilization` x that HBM while the trainer keeps its weights and
     fp32 main grads (unless `megatron.param_offload`) and its optimizer state (unless `megatron.optimizer_offload`).
-    `train`: the actor update, optimizer step included -- verl loads everything it offloaded back, so only
-    Megatron's own `optimizer_cpu_offload` / `optimizer_offload_fraction` take Adam's state off the device.
-    Adam's moments are created at the first `optimizer.step()`: step 1's rollout and forward/backward hold only the
-    fp32 master part, so a plan that runs out at the first optimizer step gets through a complete rollout first
-    (incident 3: the 30B MoE on 8 devices). The optimizer state is sharded over DP x CP (dense) and expert-DP
-    (experts) by the distributed optimizer; activations follow the recompute mode and the micro-batch or dynamic-bsz
-    token budget, with the backward working set, the MoE dispatcher buffers and the logits' fp32 working set;
-    Ascend adds 2 x HCCL_BUFFSIZE per communicator. The message names the phase and the point in the run, its
-    biggest term and the knobs that shrink it. The accelerator is the one named (--accelerator, the recipe's
-    `hardware.accelerator`, `[tool.sapo-lint] accelerator`, each a name or one per device kind), else the one assumed
-    for the variant's device kind (ascend-910b3 for NPU, nvidia-h100 for GPU), which the message then says: on an
-    assumed accelerator the finding is an error only when no accelerator of that kind in `schemas/devices.json` has
-    enough memory (the verdict holds whichever it is), else a warning. Not counted: allocator fragmentation -- hence
-    the warning above 90%.
-    To compare with a run: verl's `perf/max_memory_allocated_gb` is the peak since the process started (verl never
-    resets the peak counter), init and weight-export transients included."""
+    `logprob`: the old- and ref-log-prob forward passes. `train`: the actor update, optimizer step included -- verl
+    loads everything it offloaded back, so only Megatron's own `optimizer_cpu_offload` /
+    `optimizer_offload_fraction` take Adam's state off the device. Adam's moments are created at the first
+    `optimizer.step()`: step 1's rollout and forward/backward hold only the fp32 master part, so a plan that runs
+    out at the first optimizer step gets through a complete rollout first (incident 3: the 30B MoE on 8 devices).
+    The optimizer state is sharded over DP x CP (dense) and expert-DP (experts) by the distributed optimizer;
+    activations follow the recompute mode and the micro-batch or dynamic-bsz token budget, with the backward
+    working set, the MoE dispatcher buffers and the logits' fp32 working set; Ascend adds 2 x HCCL_BUFFSIZE per
+    communicator.
+
+    One cause, one finding: phases whose most realistic sufficient fix is the same change are one finding (at the
+    first phase's knob, the others' as related locations); phases that need different changes are a finding each.
+    Each names the phase and the point in the run, its biggest term, and the changes that alone bring every moment
+    of the phase under 90%, most realistic first: settings that cost little speed (verl's offload outside the
+    phase, `free_cache_engine`, a reservation cut that keeps at least half of the engine's KV cache), then those
+    that cost step time or change the layout (Megatron's CPU optimizer, full recompute, smaller micro-batches,
+    twice the TP -- within a node --, EP or PP where Megatron takes it), and last a reservation cut deeper than
+    that. `gpu_memory_utilization` is never proposed below the least that starts the engine: its bf16 weights over
+    the rollout TP plus the KV cache of one sequence of `rollout.max_model_len` (else prompt + response) tokens, the
+    minimum vLLM accepts. When no single change is enough, the most realistic combination is named, changes of one
+    term counted once.
+
+    The accelerator is the one named (--accelerator, the recipe's `hardware.accelerator`, `[tool.sapo-lint]
+    accelerator`, each a name or one per device kind), else the one assumed for the variant's device kind
+    (ascend-910b3 for NPU, nvidia-h100 for GPU), which the message then says: on an assumed accelerator a phase is
+    an error only when no accelerator of that kind in `schemas/devices.json` has enough memory for it (the verdict
+    holds whichever it is), else a warning. Not counted: allocator fragmentation -- hence the warning above 90%.
+    The message states what is known of the estimate's accuracy: it has not been compared with measured peaks
+    beyond incident 3 (docs/estimates.md, "Accuracy").
+
+    When the parallel layout cannot start (the world size does not divide it, more pipeline chunks than layers, a
+    size below 1: TP001, TP002, TP007, TP008, TP014 report it) there is no run to estimate; an info then says that
+    device and host memory and the checkpoint were not checked, once, so that a clean MEM/CK result is never read
+    as a pass. To compare with a run: verl's `perf/max_memory_allocated_gb` is the peak since the process started
+    (verl never resets the peak counter), init and weight-export transients included."""
     est = runnable_estimate(ctx)
-    if est is None or not est.inputs.hbm_gib:  # no accelerator: the name given is unknown (RF006 says so)
+    if est is None:
+        reason = layout_error(ctx)
+        if reason is not None:
+            yield Finding(
+                ctx.blame(*SIZES, *FALLBACK),
+                f"memory not checked: {reason}, so there is no run to estimate; MEM001, MEM002, CK001 and CK002 "
+                "check it once the layout is fixed",
+                severity=Severity.INFO,
+            )
         return
-    hbm = est.hbm_bytes
-    moment = est.first_over(hbm) or est.first_over(WARN_FRACTION * hbm)
-    if moment is None:
+    if not est.inputs.hbm_gib:  # no accelerator: the name given is unknown (RF006 says so)
         return
-    over = moment.total > hbm
-    term, size = max(moment.terms.items(), key=lambda kv: kv[1])
+    found = overruns(est)
+    if not found:
+        return
     p = est.inputs
     layout = p.actor.layout
     shape = (
@@ -218,31 +436,69 @@ def check(ctx: LintContext):
         + f", dp {est.dp}"
         + (f", edp {est.edp}" if p.model.is_moe else "")
     )
-    verdict = "exceeds" if over else f"is over {WARN_FRACTION:.0%} of"
     nominal = f" ({p.nominal_hbm_gib:g} GiB nominal)" if p.nominal_hbm_gib and p.nominal_hbm_gib != p.hbm_gib else ""
-    assumed, severity = "", None if over else Severity.WARNING
-    if p.accelerator_assumed:
-        largest = _largest_of_kind(p.accelerator)
-        if over and estimate(p._replace(hbm_gib=largest.usable_hbm_gib)).first_over(largest.usable_hbm_gib * GIB):
-            assumed = (
-                f" {p.accelerator} is assumed (none is named), but no device of its kind in schemas/devices.json "
-                f"has enough ({largest.name}: {largest.usable_hbm_gib:g} GiB)."
+    largest = _largest_of_kind(p.accelerator) if p.accelerator_assumed else None
+    on_largest = estimate(p._replace(hbm_gib=largest.usable_hbm_gib)) if largest else None
+    groups: dict[str, list[Overrun]] = {}
+    for index, overrun in enumerate(found):
+        groups.setdefault(overrun.first_choice or f"#{index}", []).append(overrun)
+    for members in groups.values():
+        group = sorted(members, key=lambda o: not o.over_hbm)  # stable: timeline order within each verdict
+        first = group[0]
+        term, size = max(first.named.terms.items(), key=lambda kv: kv[1])
+        severity = None if any(o.over_hbm for o in group) else Severity.WARNING
+        assumed = ""
+        if largest is not None and on_largest is not None:
+            still_over = [o for o in group if o.over_hbm and _over_on(on_largest, o.phase, largest.usable_hbm_gib)]
+            if still_over:
+                assumed = (
+                    f" {p.accelerator} is assumed (none is named), but no device of its kind in schemas/devices.json "
+                    f"has enough ({largest.name}: {largest.usable_hbm_gib:g} GiB)."
+                )
+            else:
+                severity = Severity.WARNING
+                # Not why it was assumed (that differs between variants that share the finding; `explain` says it).
+                assumed = (
+                    f" {p.accelerator} is assumed (none is named), hence a warning: name yours with --accelerator, "
+                    "`hardware.accelerator` or `[tool.sapo-lint] accelerator`."
+                )
+        also = ""
+        if len(group) > 1:
+            also = (
+                " Also "
+                + "; ".join(
+                    f"{o.named.label}: {gib_text(o.named.total)} ({'over' if o.over_hbm else 'over 90% of'} the HBM)"
+                    for o in group[1:]
+                )
+                + f". One change fixes {'both' if len(group) == 2 else 'all of them'}."
             )
-        else:
-            severity = Severity.WARNING
-            # Not why it was assumed (that differs between variants that share the finding; `explain` says it).
-            assumed = (
-                f" {p.accelerator} is assumed (none is named), hence a warning: name yours with --accelerator, "
-                "`hardware.accelerator` or `[tool.sapo-lint] accelerator`."
-            )
-    yield Finding(
-        ctx.blame(*BLAME.get(term, ()), *FALLBACK),
-        f"{moment.label}: estimated {moment.total / GIB:.1f} GiB per device {verdict} the {p.hbm_gib:g} GiB the "
-        f"runtime reports for {p.accelerator}{nominal} ({p.model.name} on {est.world} devices, {shape}); biggest "
-        f"term: {term} {size / GIB:.1f} GiB. Fix: {advice(est, moment)}.{assumed} "
-        "See `sapo-lint explain` for every term",
-        severity=severity,
-    )
+        yield Finding(
+            ctx.blame(*BLAME.get(term, ()), *FALLBACK),
+            f"{first.named.label}: estimated {gib_text(first.named.total)} per device {_verdict(first)} the "
+            f"{p.hbm_gib:g} GiB the runtime reports for {p.accelerator}{nominal} ({p.model.name} on {est.world} "
+            f"devices, {shape}); biggest term: {term} {gib_text(size)}.{also} Fix: {advice(first)}.{assumed} "
+            f"{ACCURACY}; `sapo-lint explain` shows every term",
+            severity=severity,
+            related=tuple(_location(ctx.blame(*BLAME.get(_biggest(o.named), ()), *FALLBACK)) for o in group[1:]),
+        )
+
+
+def _verdict(overrun: Overrun) -> str:
+    return "exceeds" if overrun.over_hbm else f"is over {WARN_FRACTION:.0%} of"
+
+
+def _location(at) -> Location:
+    """The location of what `LintContext.blame` returns (an override, or a location already)."""
+    return getattr(at, "location", at)
+
+
+def _biggest(moment: Moment) -> str:
+    return max(moment.terms.items(), key=lambda kv: kv[1])[0]
+
+
+def _over_on(est: Estimate, phase: str, hbm_gib: float) -> bool:
+    """Whether `phase` goes over `hbm_gib` at some moment of `est`."""
+    return any(m.total > hbm_gib * GIB for m in est.timeline if m.phase == phase)
 
 
 def _largest_of_kind(name: str) -> Accelerator:
