@@ -114,6 +114,11 @@ class Command(NamedTuple):
     # Hydra's `--config-path` as the trainer call writes it (a directory outside the entry module's own config);
     # None: the entry module's `@hydra.main` directory
     config_path: str | None = None
+    # A run script's words before the entry module, as written: a launcher's (`uv run --frozen`), the interpreter
+    # (`python3`), its options; and the values the loops around the trainer call have in this round (`(("lr",
+    # "1e-6"),)`), which tell the rounds' commands apart. Empty for a recipe.
+    launch: tuple[str, ...] = ()
+    loop: tuple[tuple[str, str], ...] = ()
 
     def hydra_overrides(self) -> list[str]:
         """The command's overrides as Hydra command-line arguments that Hydra reads back as exactly these values.

@@ -122,6 +122,7 @@ class Interpreter(Loops):
         self.depth = 0
         self.loop_iterations = 0  # evaluated so far, against `MAX_LOOP_ITERATIONS`
         self.loop_depth = 0  # the loops being evaluated around the current statement: `break` leaves them
+        self.loop_variables: list[str] = []  # what the loops around the current statement set each round (`for lr`)
 
     def warn(self, n, message: str) -> None:
         self.unevaluated.append(Unevaluated(self.loc(n), message))

@@ -6,12 +6,15 @@ with `break` and `continue`, up to `MAX_LOOP_ITERATIONS` rounds in all; a loop w
 from __future__ import annotations
 
 import itertools
+import re
 
 from .conditions import Conditions
 from .markers import ARGUMENTS
 
 MAX_LOOP_ITERATIONS = 64
 _LOOP_LIMIT = f"the script's loops are evaluated for {MAX_LOOP_ITERATIONS} rounds in all"
+# The variables a C-style `for`'s initializer sets (`i=0, j=1`; not `i==0`)
+_ASSIGNED = re.compile(r"([A-Za-z_]\w*)\s*=(?!=)")
 
 
 class Break(Exception):
@@ -58,7 +61,7 @@ class Loops(Conditions):
                 self.set_var(name, item)
                 yield True
 
-        self._iterate(n, body, rounds())
+        self._iterate(n, body, rounds(), name)
 
     def c_style_for(self, n) -> None:
         """`for ((INIT; CONDITION; UPDATE)); do ...; done`: evaluated while its condition is known. One that is not
@@ -83,7 +86,7 @@ class Loops(Conditions):
                 yield True
                 self.arith_text(f"$(({update or 0}))")
 
-        self._iterate(n, body, rounds())
+        self._iterate(n, body, rounds(), *_ASSIGNED.findall(initializer))
 
     def while_(self, n) -> None:
         """`while`/`until CONDITION; do ...; done`: how many times it runs is not followed (an argument-parsing loop
@@ -106,11 +109,13 @@ class Loops(Conditions):
 
         self._iterate(n, body, rounds())
 
-    def _iterate(self, n, body, rounds) -> None:
+    def _iterate(self, n, body, rounds, *variables: str) -> None:
         """Evaluate a loop's body once per round that `rounds` yields (True). A reason it yields instead says why
         the rounds after those are not followed: reported where the body can change what the watched command
-        receives, as is a loop cut at `MAX_LOOP_ITERATIONS`."""
+        receives, as is a loop cut at `MAX_LOOP_ITERATIONS`. `variables`: what the loop sets each round (`for
+        lr in ...`: lr), which tell one round's trainer call from another's."""
         self.loop_depth += 1
+        self.loop_variables.extend(variables)
         try:
             for done in itertools.count():
                 step = next(rounds, False) if self.loop_iterations < MAX_LOOP_ITERATIONS else _LOOP_LIMIT
@@ -132,6 +137,7 @@ class Loops(Conditions):
                         return
         finally:
             self.loop_depth -= 1
+            del self.loop_variables[len(self.loop_variables) - len(variables) :]
 
 
 def c_style_parts(src: bytes, n) -> tuple[str, str, str] | None:

@@ -571,6 +571,8 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                 device_signals=script_signals(ev.ascend_command, overrides, source.path),
                 device_regions=regions,
                 config_path=config_path and readable(config_path, marks),
+                launch=tuple(readable(word, marks) for word in tr.launch),
+                loop=tuple((name, readable(value, marks)) for name, value in tr.loop),
             )
             accelerator, mismatch = choose(command, levels)  # per variant: each device variant gets its own
             commands.append(command._replace(accelerator=accelerator))

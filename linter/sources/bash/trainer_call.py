@@ -45,6 +45,9 @@ class TrainerCall:
     passthrough: Location | None
     is_file: bool = False  # `module` is a file run as `python3 path/to/train.py`
     cwd: str | None = None  # the directory the script `cd`s into before the call (`Interpreter.cwd`)
+    # The words before the module or file: a launcher's (`uv run --frozen`), the interpreter, its options
+    launch: tuple[str, ...] = ()
+    loop: tuple[tuple[str, str], ...] = ()  # the loops' variables around the call, with their values this round
 
 
 class TrainerCallFinder(Interpreter):
@@ -72,13 +75,14 @@ class TrainerCallFinder(Interpreter):
                 continue
             # `-- python3 -m verl...` after a cut `ray job submit ... \` never runs; it is checked as if it ran, and
             # SH005 says so (`script._broken_continuations`)
-            module, args, is_file = call
-            self._trainer(n, module, args, assignments, passthrough, is_file)
+            module, args, is_file, options = call
+            launch = tuple(text for text, _ in fields[: i + 1 + options])
+            self._trainer(n, module, args, assignments, passthrough, is_file, launch)
             return
 
-    def _call(self, word: str, rest: list[tuple[str, Location]]) -> tuple[str, list, bool] | None:
-        """(the module or file, its arguments, whether it is a file) where `word` is an interpreter that `rest`
-        makes a trainer call; None where it makes none."""
+    def _call(self, word: str, rest: list[tuple[str, Location]]) -> tuple[str, list, bool, int] | None:
+        """(the module or file, its arguments, whether it is a file, how many interpreter options come before it)
+        where `word` is an interpreter that `rest` makes a trainer call; None where it makes none."""
         base = self._interpreter(word)
         if base is None:
             return None
@@ -88,9 +92,9 @@ class TrainerCallFinder(Interpreter):
         if j + 1 < len(rest) and rest[j][0] in ("-m", "--module"):
             module, args = rest[j + 1][0], rest[j + 2 :]
             if module.startswith("verl.") or _hydra_arguments(args):
-                return module, args, False
+                return module, args, False, j
         elif j < len(rest) and rest[j][0].endswith(".py") and _hydra_arguments(rest[j + 1 :]):
-            return rest[j][0], rest[j + 1 :], True
+            return rest[j][0], rest[j + 1 :], True, j
         return None
 
     def _interpreter(self, word: str) -> str | None:
@@ -104,7 +108,7 @@ class TrainerCallFinder(Interpreter):
             return base
         return "python" if tail == "" else None
 
-    def _trainer(self, n, module, args, assignments, passthrough, is_file=False) -> None:
+    def _trainer(self, n, module, args, assignments, passthrough, is_file, launch) -> None:
         config_name = config_path = None
         out = []
         k = 0
@@ -132,8 +136,11 @@ class TrainerCallFinder(Interpreter):
             k += 1
         # the command's own prefix assignments win over exported variables of the same name
         env = {name: EnvVar(name, value, loc) for name, (value, loc) in {**self.exported, **assignments}.items()}
+        loop = tuple((name, value) for name in self.loop_variables if isinstance(value := self.vars.get(name), str))
         self.trainers.append(
-            TrainerCall(self.loc(n), module, config_name, config_path, out, env, passthrough, is_file, self.cwd)
+            TrainerCall(
+                self.loc(n), module, config_name, config_path, out, env, passthrough, is_file, self.cwd, launch, loop
+            )
         )
 
 
