@@ -6,7 +6,14 @@ The script is read the way `sapo-lint` reads it (statically, every variant); the
 the script switches on (`device`, `infer_backend`, ...), with the value the script runs with when its caller sets
 none as the axis's `variant_defaults` entry. Variables whose differences do not factor apart (the script sets
 something only for one combination of them) share one axis, `device_infer_backend: {npu-vllm: ..., ...}`: the
-finest grouping that reproduces every variant is chosen.
+finest grouping that reproduces every variant is chosen. A loop's variable is a switch like any other (`for lr in
+...`: an `lr` axis, without a default); a variable that changes nothing is no axis, and values of an axis that run
+the trainer the same are one variant (`_distinct`, `_variant_axes`).
+
+What comes before the entry module (`uv run --frozen --extra gpu python3`, `torchrun ...`) has no place in a recipe,
+and is dropped with a note and a warning (`LaunchNote`): `sapo-launch` runs `python -m` with its own Python, so the
+note says to start `sapo-launch` through the same prefix. Carrying it would need a recipe field per variant (verl's
+scripts use uv for some variants only), and the plan's argv, the Ray entrypoint, `plan.json` and reruns to follow.
 
 A value the script takes from the environment it runs in (`$DATA_DIR/x.parquet`, `$(date +%s)`) cannot be known
 here: it becomes `???`, OmegaConf's mandatory value, which the recipe's user must set (RF014 refuses a launch until
@@ -23,7 +30,9 @@ recipe against a verl the repository does not run.
 
 from __future__ import annotations
 
+import itertools
 import re
+import shlex
 from dataclasses import replace
 from pathlib import Path
 
@@ -41,8 +50,15 @@ class ConversionError(ValueError):
     """The script cannot be converted: not a run script, or no trainer command in it."""
 
 
+class LaunchNote(str):
+    """A note that `sapo-lint convert` also prints as a warning: the recipe starts the trainer otherwise than the
+    script does."""
+
+
 _AXIS_NAME = re.compile(r"[^a-z0-9_]")
 _CHOICE_NAME = re.compile(r"[^A-Za-z0-9._-]")
+# The interpreter a recipe's launch stands for: a Python found on PATH, without options (`python3 -m ...`)
+_PLAIN_PYTHON = re.compile(r"python[\d.]*")
 
 
 # Groupings of at most this many switch variables are searched for the finest that factors (Bell(6) = 203 tries);
@@ -80,8 +96,50 @@ def _minus(m: dict, base: dict) -> dict:
     return {k: v for k, v in m.items() if not (k in base and _same(base[k], v))}
 
 
-def _labels(variant: str | None) -> list[tuple[str, str]]:
-    return [tuple(tok.split("=", 1)) for tok in (variant or "").split(",") if tok]
+def _inputs(command) -> dict[str, str]:
+    """What tells the command from the script's others: the switch variables and conditions its variant was
+    evaluated with (its label), then the values of the loops around the trainer call (`lr=1e-6`)."""
+    return {**dict(tok.split("=", 1) for tok in (command.variant or "").split(",") if tok), **dict(command.loop)}
+
+
+def _runs_the_same(a, b) -> bool:
+    """Both commands run the trainer with the same overrides and environment."""
+    written = _override_map(a)
+    return (
+        written.keys() == _override_map(b).keys()
+        and all(_same(v, _override_map(b)[k]) for k, v in written.items())
+        and _env_map(a) == _env_map(b)
+    )
+
+
+def _distinct(commands) -> tuple[list[tuple[object, dict[str, str]]], list[str]]:
+    """One (command, inputs) per way the script runs the trainer, and notes. An input that changes nothing is left
+    out (a `for seed` whose seed the trainer never gets, a switch with one value): any two commands whose other
+    inputs agree (an input one of them never read agrees with any value) run the same; then commands with the same
+    inputs are one (`for lr in 1e-6 1e-6 2e-6` runs two ways). Commands that nothing read tells apart (a `while`
+    loop's rounds) cannot all be kept: the first is."""
+    inputs = [_inputs(c) for c in commands]
+    pairs = list(itertools.combinations(range(len(commands)), 2))
+    for var in dict.fromkeys(var for i in inputs for var in i):
+        if all(
+            _runs_the_same(commands[a], commands[b])
+            for a, b in pairs
+            if all(inputs[b].get(k, v) == v for k, v in inputs[a].items() if k != var)
+        ):
+            for i in inputs:
+                i.pop(var, None)
+    kept: dict[tuple, tuple[object, dict[str, str]]] = {}
+    notes = []
+    for c, i in zip(commands, inputs, strict=True):
+        key = tuple(i.items())
+        if key not in kept:
+            kept[key] = (c, i)
+        elif not _runs_the_same(kept[key][0], c):
+            label = ",".join(f"{k}={v}" for k, v in key) or "the script"
+            notes.append(
+                f"{label} runs the trainer in ways nothing the script reads tells apart: the first is converted"
+            )
+    return list(kept.values()), list(dict.fromkeys(notes))
 
 
 def _choice(value: str) -> str:
@@ -89,9 +147,8 @@ def _choice(value: str) -> str:
     return name if name[0].isalnum() else "v" + name
 
 
-def _grouped(variant: str | None, groups: list[tuple[str, ...]]) -> list[tuple[tuple[str, ...], str]]:
-    """A variant's label as (group of variables, their values joined by `-`) for each group it names."""
-    values = dict(_labels(variant))
+def _grouped(values: dict[str, str], groups: list[tuple[str, ...]]) -> list[tuple[tuple[str, ...], str]]:
+    """A command's inputs as (group of variables, their values joined by `-`) for each group it names."""
     out = []
     for group in groups:
         named = [values[var] for var in group if var in values]
@@ -100,22 +157,22 @@ def _grouped(variant: str | None, groups: list[tuple[str, ...]]) -> list[tuple[t
     return out
 
 
-def _factor(commands, base_o: dict, base_e: dict, groups: list[tuple[str, ...]]) -> dict | None:
-    """Per-axis deltas (one axis per group of variables) that reproduce every variant, or None when the variants do
-    not factor by these groups."""
+def _factor(runs, base_o: dict, base_e: dict, groups: list[tuple[str, ...]]) -> dict | None:
+    """Per-axis deltas (one axis per group of variables) that reproduce every (command, inputs) of `runs`, or None
+    when they do not factor by these groups."""
     axes: dict[tuple[str, ...], dict[str, tuple[dict, dict]]] = {}
     by_axis: dict[tuple, list] = {}
-    for c in commands:
-        for group, value in _grouped(c.variant, groups):
+    for c, inputs in runs:
+        for group, value in _grouped(inputs, groups):
             by_axis.setdefault((group, value), []).append(c)
     for (group, value), cs in by_axis.items():
         o = _common([_minus(_override_map(c), base_o) for c in cs])
         e = _common([_minus(_env_map(c), base_e) for c in cs])
         axes.setdefault(group, {})[value] = (o, e)
-    for c in commands:
+    for c, inputs in runs:
         o, e = dict(base_o), dict(base_e)
         seen: set[str] = set()
-        for group, value in _grouped(c.variant, groups):
+        for group, value in _grouped(inputs, groups):
             do, de = axes[group][value]
             if seen & set(do):
                 return None
@@ -146,14 +203,16 @@ def _partitions(items: list[str]):
     return sorted(split(items), key=len, reverse=True)
 
 
-def _variant_axes(commands, base_o: dict, base_e: dict, defaults: dict[str, str]) -> tuple[dict, dict, list[str]]:
-    """The recipe's `variants` and `variant_defaults`, and notes: the finest grouping of the script's switch
-    variables that reproduces every variant (all of them in one axis always does)."""
-    variables = list(dict.fromkeys(var for c in commands for var, _ in _labels(c.variant)))
+def _variant_axes(runs, base_o: dict, base_e: dict, defaults: dict[str, str]) -> tuple[dict, dict, list[str]]:
+    """The recipe's `variants` and `variant_defaults`, and notes: the finest grouping of the script's switch and
+    loop variables that reproduces every (command, inputs) of `runs` (all of them in one axis always does); an axis
+    is named by its variables (`MODEL_SIZE`: `model_size`)."""
+    variables = list(dict.fromkeys(var for _, inputs in runs for var in inputs))
     for groups in _partitions(variables):
-        axes = _factor(commands, base_o, base_e, groups)
+        axes = _factor(runs, base_o, base_e, groups)
         if axes is not None:
             break
+    loops = {var for c, _ in runs for var, _ in c.loop}
     variants, chosen, notes = {}, {}, []
     for group, choices in axes.items():
         axis = _AXIS_NAME.sub("_", "_".join(group).lower())
@@ -162,16 +221,24 @@ def _variant_axes(commands, base_o: dict, base_e: dict, defaults: dict[str, str]
                 f"{', '.join(group)} do not factor apart (the script sets something for one combination): "
                 f"the `{axis}` axis holds their combinations"
             )
-        variants[axis] = {}
-        for value, (o, e) in choices.items():
-            body = {}
-            if o:
-                body["overrides"] = o
-            if e:
-                body["env"] = e
-            variants[axis][_choice(value)] = body or None
+        if loops & set(group):
+            notes.append(
+                f"the script runs the trainer once per round of its loop over {', '.join(sorted(loops & set(group)))};"
+                f" a launch runs one: `sapo-launch RECIPE --variant {axis}=VALUE`"
+            )
         default = "-".join(defaults[var] for var in group if var in defaults)
-        if _choice(default) in variants[axis] and all(var in defaults for var in group):
+        default = default if default in choices and all(var in defaults for var in group) else None
+        variants[axis] = {}
+        kept: dict[str, str] = {}  # a body, as text -> the value it is kept under
+        for value in sorted(choices, key=lambda value: value != default):  # the default's name first
+            o, e = choices[value]
+            same = repr((sorted(o.items()), sorted(e.items())))
+            if same in kept:  # `npu|ascend)`: one variant, under the first name
+                notes.append(f"{', '.join(group)}={value} runs as {kept[same]}: one variant, `{_choice(kept[same])}`")
+                continue
+            kept[same] = value
+            variants[axis][_choice(value)] = {**({"overrides": o} if o else {}), **({"env": e} if e else {})} or None
+        if default is not None:
             chosen[axis] = _choice(default)
     return variants, chosen, notes
 
@@ -239,15 +306,47 @@ def script_to_recipe(source: TextFile, options) -> tuple[dict, list[str]]:
     recipe["overrides"] = base_o
     if base_e:
         recipe["env"] = base_e
-    if len(commands) > 1:
+    runs, merged = _distinct(commands)
+    notes.extend(merged)
+    if len(runs) > 1:
         defaults = dict(token.split("=", 1) for token in read.variant_defaults)
-        variants, chosen, grouped = _variant_axes(commands, base_o, base_e, defaults)
+        variants, chosen, grouped = _variant_axes(runs, base_o, base_e, defaults)
         notes.extend(grouped)
         recipe["variants"] = variants
         if chosen:
             recipe["variant_defaults"] = chosen
     notes.extend(_must_be_set(commands))
+    notes.extend(_launch_notes(commands))
     return recipe, notes
+
+
+def _launch_notes(commands) -> list[LaunchNote]:
+    """A note per way the script starts the trainer other than `python3 -m` (`uv run --frozen --extra gpu python3`,
+    `python3 -u`, `torchrun ...`, `ray job submit -- python3`), with the variants that do."""
+    variants: dict[tuple[str, ...], list[str | None]] = {}
+    for c in commands:
+        if len(c.launch) != 1 or not _PLAIN_PYTHON.fullmatch(c.launch[0]):
+            variants.setdefault(c.launch, []).append(c.variant)
+    notes = []
+    for launch, labels in variants.items():
+        written = f"`{shlex.join(launch)} -m {commands[0].entry_module}`"
+        if len(labels) < len(commands):
+            written += f" (in {' or '.join(label or 'the script' for label in labels)})"
+        if launch[0] == "ray":
+            notes.append(
+                LaunchNote(f"the script submits the trainer as a Ray job, {written}: `sapo-launch --ray` does")
+            )
+            continue
+        interpreter = max((i for i, word in enumerate(launch) if _PLAIN_PYTHON.fullmatch(word)), default=0)
+        how = f"`{shlex.join(launch[:interpreter])} sapo-launch RECIPE`" if interpreter else "from that environment"
+        notes.append(
+            LaunchNote(
+                f"the script runs the trainer as {written}; a recipe does not say how the trainer is started: "
+                f"sapo-launch runs `-m {commands[0].entry_module}` with the Python that runs sapo-launch, so start "
+                f"sapo-launch the same way, {how}, or the trainer's driver runs under another Python than its workers"
+            )
+        )
+    return notes
 
 
 def _must_be_set(commands) -> list[str]:

@@ -496,13 +496,23 @@ def test_odd_valid_bash_never_raises(text):
     read_text_script(text)
 
 
+def _runs(command) -> frozenset:
+    """What a command runs the trainer with: a script's and a recipe's command alike, whatever their labels (convert
+    merges the script's variants that run the same); a key set twice has its last value, one the script takes from
+    where it runs is the recipe's `???`."""
+    overrides = {
+        lo.parsed.key: repr("???" if lo.unresolved else lo.parsed.value) for lo in command.overrides if lo.parsed
+    }
+    return frozenset([*overrides.items(), *((e.name, e.value) for e in command.env)])
+
+
 def _findings(commands, version="0.9.1"):
     """Each command's findings against verl's config alone: the code of the repository a file lies in (this
     checkout, for the fixtures; none for a converted recipe in a temporary directory) aside."""
     out = set()
     for c in (c._replace(stack=c.stack._replace(repository=None, verl_package=None)) for c in commands):
         for d in without_superseded(lint_command(c, load_snapshot(version, c.config_name), all_rules().values())):
-            out.add((d.code, c.variant))
+            out.add((d.code, _runs(c)))
     return out
 
 
@@ -525,7 +535,8 @@ def test_convert_lints_with_the_same_findings(name, tmp_path):
     recipe = read_recipe(TextFile(str(out), text), OPTIONS)
     found = findings(recipe.problems)
     assert not [d for d in found if d.code == "RF001"], found
-    assert sorted(c.variant or "" for c in recipe.recipe.commands) == sorted(c.variant or "" for c in script.commands)
+    assert {_runs(c) for c in recipe.recipe.commands} == {_runs(c) for c in script.commands}
+    assert len(recipe.recipe.commands) == len({_runs(c) for c in script.commands})  # no two variants run the same
     # unparseable overrides are not carried over (the convert notes say so); a value the script takes from where it
     # runs is `???` in the recipe, which RF014 reports until it is set
     expected = {f for f in _findings(script.commands) if f[0] != "SL009"}

@@ -166,3 +166,74 @@ def test_a_nan_value_in_a_variant_is_one_value_like_any_other(tmp_path):
     _, recipe, _ = convert(tmp_path, script)
     assert recipe["variants"]["device"]["npu"]["overrides"] == {"trainer.project_name": "a"}
     assert math.isnan(recipe["variants"]["device"]["gpu"]["overrides"]["trainer.project_name"])  # YAML's .nan
+
+
+MICRO_BATCHES = (
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2 "
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4"
+)
+LOOPS = """#!/bin/bash
+for MODEL_SIZE in 0.6B 1.7B; do
+  for lr in 1e-6 1e-6 2e-6; do
+    for seed in 1 2; do  # never reaches the trainer
+      python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo data.train_files=/data/train.parquet \\
+        actor_rollout_ref.model.path=Qwen/Qwen3-$MODEL_SIZE actor_rollout_ref.actor.optim.lr=$lr $MICRO_BATCHES
+    done
+  done
+done
+"""
+
+
+def test_loop_rounds_are_variants_named_by_their_variable_and_identical_ones_are_one(tmp_path):
+    """A loop's rounds were commands that no label told apart: convert stopped with an internal error. Each loop
+    variable is now an axis named after it; a variable that changes nothing (seed) is none, a repeated value one."""
+    _, recipe, text = convert(tmp_path, LOOPS.replace("$MICRO_BATCHES", MICRO_BATCHES))
+    assert {axis: sorted(values) for axis, values in recipe["variants"].items()} == {
+        "model_size": ["0.6B", "1.7B"],
+        "lr": ["1e-6", "2e-6"],
+    }
+    assert "variant_defaults" not in recipe  # a loop runs every round: a launch names the one it runs
+    assert "--variant model_size=VALUE" in text and "--variant lr=VALUE" in text
+    proc = dry_run(tmp_path / "recipe.yaml", "--variant", "model_size=1.7B", "--variant", "lr=2e-6")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    argv = json.loads(proc.stdout)["argv"]
+    assert "actor_rollout_ref.model.path=Qwen/Qwen3-1.7B" in argv and "actor_rollout_ref.actor.optim.lr=2e-06" in argv
+
+
+UV = """#!/bin/bash
+DEVICE=${DEVICE:-gpu}
+LAUNCH=(python3)
+if [ "${USE_UV:-1}" != 0 ] && [ "$DEVICE" = gpu ]; then
+  LAUNCH=(uv run --frozen --extra gpu python3)
+fi
+case $DEVICE in
+  npu) dev=npu ;;
+  gpu) dev=cuda ;;
+esac
+PYTHONUNBUFFERED=1 "${LAUNCH[@]}" -m verl.trainer.main_ppo algorithm.adv_estimator=grpo \\
+  data.train_files=/data/train.parquet actor_rollout_ref.model.path=Qwen/Qwen3-0.6B trainer.device=$dev \\
+  {MICRO_BATCHES}
+"""
+
+
+def test_a_launcher_prefix_is_named_where_it_is_dropped_and_its_switch_is_no_axis(tmp_path):
+    """`uv run ... python3` was dropped without a word (the driver then ran under sapo-launch's Python, the workers
+    under uv's), and USE_UV, which changes nothing else, was an axis of identical variants."""
+    proc, recipe, text = convert(tmp_path, UV.replace("{MICRO_BATCHES}", MICRO_BATCHES))
+    assert sorted(recipe["variants"]) == ["device"] and recipe["variant_defaults"] == {"device": "gpu"}
+    assert recipe["env"] == {"PYTHONUNBUFFERED": "1"}
+    (warning,) = [line for line in proc.stderr.splitlines() if line.startswith("warning: ")]
+    assert "`uv run --frozen --extra gpu python3 -m verl.trainer.main_ppo` (in USE_UV=1,DEVICE=gpu)" in warning
+    assert "`uv run --frozen --extra gpu sapo-launch RECIPE`" in warning
+    assert f"# note: {warning.removeprefix('warning: ')}" in text
+    lint = subprocess.run(
+        ["sapo-lint", str(tmp_path / "recipe.yaml")], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert lint.returncode == 0, lint.stdout
+    assert dry_run(tmp_path / "recipe.yaml").returncode == 0
+
+
+def test_a_plain_python_is_no_launcher(tmp_path):
+    for interpreter in ("python", "python3", "python3.11"):
+        proc, _, text = convert(tmp_path, switches("").replace("python3 -m", f"{interpreter} -m"))
+        assert "warning" not in proc.stderr and "starts the trainer" not in text

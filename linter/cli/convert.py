@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..convert import ConversionError, recipe_yaml, script_to_recipe
+from ..convert import ConversionError, LaunchNote, recipe_yaml, script_to_recipe
 
 
 @click.command("convert")
@@ -35,6 +35,9 @@ def convert(script: Path, output: Path | None, verl_version: str | None) -> None
         recipe, notes = script_to_recipe(source, options)
     except ConversionError as exc:
         raise click.ClickException(str(exc)) from None
+    for note in notes:
+        if isinstance(note, LaunchNote):
+            click.echo(f"warning: {note}", err=True)
     text = recipe_yaml(recipe, notes, script)
     if output is None:
         sys.stdout.write(text)
