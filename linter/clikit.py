@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import click
+from click.shell_completion import BashComplete, add_completion_class
 
 
 class DefaultCommandGroup(click.Group):
@@ -29,6 +30,31 @@ class DefaultCommandGroup(click.Group):
 
     def parse_args(self, ctx, args):
         named = bool(args) and args[0] in (*self.commands, *self.lazy, "--help", "-h", "--version")
-        if not named and (args or self.default_without_arguments):
+        # Completing the first word (`prog ex<TAB>`, no word before it) stays here: `shell_complete` below.
+        completing_first_word = ctx.resilient_parsing and not args
+        if not named and (args or (self.default_without_arguments and not completing_first_word)):
             args = [self.default, *args]
         return super().parse_args(ctx, args)
+
+    def shell_complete(self, ctx, incomplete):
+        """The first word may name a command or be the default command's first argument (`sapo-lint ex<TAB>`:
+        `explain`, and the files starting with `ex`), or one of either's options."""
+        default = self.get_command(ctx, self.default)
+        offered = [*super().shell_complete(ctx, incomplete), *default.shell_complete(ctx, incomplete)]
+        if not incomplete.startswith("-"):
+            first = next(p for p in default.get_params(ctx) if isinstance(p, click.Argument))
+            offered += first.shell_complete(ctx, incomplete)
+        return list({(item.type, item.value): item for item in offered}.values())  # `--help` is both's
+
+
+class FilesBesideOthers(BashComplete):
+    """click's bash completion, except that files are offered beside the other candidates (`sapo-lint ex<TAB>`:
+    `explain` and `examples/`); click's own script offers them only instead of all others."""
+
+    source_template = BashComplete.source_template.replace(
+        "COMPREPLY=()\n            compopt -o default",
+        'compopt -o filenames\n            COMPREPLY+=($(compgen -f -- "$value"))',
+    )
+
+
+add_completion_class(FilesBesideOthers)  # for `bash_source`: both console scripts import this module

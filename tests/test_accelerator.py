@@ -190,3 +190,19 @@ def test_convert_writes_model_and_the_named_accelerators(tmp_path):
     assert converted["hardware"] == {"accelerator": {"npu": "ascend-910b2", "gpu": "nvidia-h200"}}
     found = lint_paths([out], Settings(shellcheck=False)).diagnostics
     assert [(d.code, d.variant) for d in found if d.code.startswith(("MEM", "RF"))] == [("MEM001", "DEVICE=npu")]
+
+
+def test_what_users_read_names_the_setting_not_the_data_file():
+    """Users know --accelerator and `hardware.accelerator`, not the toolkit's schemas/devices.json."""
+    import subprocess
+
+    from .helpers import REPO, SCRIPTS
+
+    def shown(*args: str) -> str:
+        proc = subprocess.run([str(SCRIPTS / "sapo-lint"), *args], cwd=REPO, capture_output=True, text=True)
+        return proc.stdout + proc.stderr
+
+    unknown = shown("--accelerator", "tpu9", "recipes/smoke-qwen3-0.6b-sapo.yaml")
+    assert "unknown accelerator `tpu9`; known: ascend-910b1" in unknown
+    for text in (unknown, shown("rules"), shown("rule", "RF006"), shown("check", "--help"), shown("explain", "--help")):
+        assert "devices.json" not in text

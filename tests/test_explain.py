@@ -135,6 +135,10 @@ def test_findings_for_the_8_device_variant(tmp_path):
     assert plans[0]["memory_gib"]["peak"] > plans[0]["hbm_gib"]
     result = run(path, "--variant", "DEVICE=npu,RECOMPUTE=full")
     assert "OVER 60.96 GiB HBM" in result.output and "MEM001 error" in result.output
+    # Lint's pointer to `sapo-lint explain` would be circular here: the plan says where the terms are.
+    mem001 = next(f["message"] for f in plans[0]["findings"] if f["code"] == "MEM001")
+    assert "sapo-lint explain" not in mem001 and "every term is in this plan's device memory by phase" in mem001
+    assert "sapo-lint explain" not in result.output
 
 
 def test_plot_writes_a_png(tmp_path):

@@ -1,5 +1,7 @@
 """SL rules (overrides against verl's schema): failing and passing cases beyond the documented examples."""
 
+import pytest
+
 from .helpers import only
 
 
@@ -78,6 +80,21 @@ def test_sl004_null_for_a_type_not_declared_optional_is_a_warning(lint_text):
     assert "not Optional" in found[0].message
     found = only(lint_text("overrides:\n  algorithm.rollout_correction.rollout_is_threshold: [2]\n"), "SL004")
     assert len(found) == 1 and found[0].severity.value == "error", found
+
+
+@pytest.mark.parametrize("typo,meant", [("Flase", "False"), ("Ture", "True"), ("flase", "False")])
+def test_sl004_a_misspelt_flag_gets_a_did_you_mean(lint_text, typo, meant):
+    """Declared (use_dynamic_bsz) or only read as a flag (val_before_train: an error, not a possible mode name)."""
+    found = only(
+        lint_text(
+            f"overrides:\n  actor_rollout_ref.actor.use_dynamic_bsz: {typo}\n  trainer.val_before_train: {typo}\n"
+        ),
+        "SL004",
+    )
+    assert [(d.severity.value, d.message.endswith(f". Did you mean `{meant}`?")) for d in found] == [
+        ("error", True)
+    ] * 2
+    assert not only(lint_text("overrides:\n  trainer.val_before_train: disabled\n"), "SL004")[0].message.endswith("?")
 
 
 def test_sl004_interpolations_are_not_type_checked(lint_text):

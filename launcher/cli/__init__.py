@@ -17,6 +17,7 @@ from typing import ClassVar
 
 import click
 
+from sapo_toolkit.linter import __version__
 from sapo_toolkit.linter.clikit import DefaultCommandGroup
 from sapo_toolkit.linter.core.printable import printable
 
@@ -45,6 +46,7 @@ class DefaultToRun(DefaultCommandGroup):
 
 
 @click.group(cls=DefaultToRun, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="sapo-launch")
 def cli():
     """Lint-gated, device-aware launcher for verl SAPO recipes."""
 

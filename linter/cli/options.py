@@ -32,5 +32,7 @@ VERL_VERSION = click.option(
     "snapshot; a release without a snapshot of its own: its minor's newest).",
 )
 ACCELERATOR = click.option(
-    "--accelerator", help="Accelerator from schemas/devices.json, instead of the recipe's `hardware.accelerator`."
+    "--accelerator",
+    help="The accelerator, by name or alias (ascend-910b3, 910B3, nvidia-h100, H100; an unknown name lists the "
+    "known), instead of the recipe's `hardware.accelerator`.",
 )

@@ -155,7 +155,8 @@ UNKNOWN_ACCELERATOR = source_rule(
     "RF006",
     "unknown-accelerator",
     Severity.ERROR,
-    summary="an accelerator name (`hardware.accelerator`, --accelerator, [tool.sapo-lint]) not in schemas/devices.json",
+    summary="an accelerator name (`hardware.accelerator`, --accelerator, [tool.sapo-lint]) that names no known "
+    "accelerator",
     explanation="""The accelerator decides the memory per device that MEM001 checks against. Names are matched
     case-insensitively with the usual spellings (`910B3`, `Ascend910B3`, `H100`, `h100-80gb`, `A100-80G`); a name
     that matches none (usually a typo, or an ambiguous `A100`) is an error that lists the known names, and MEM001 is

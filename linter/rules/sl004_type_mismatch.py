@@ -1,7 +1,7 @@
 from ..core.diagnostics import Severity
 from ..core.redaction import shown_value
 from ..engine import INT64, LintContext, Part, beyond_int64
-from ..rulekit.common import is_interpolation, is_number
+from ..rulekit.common import is_interpolation, is_number, nearest
 from ..rulekit.registry import Finding, rule
 
 _ACCEPTS = {
@@ -42,6 +42,14 @@ ALSO_READ = {
 
 # Strings that mean "off" to a person but are true to Python: for a flag, certainly a mistake.
 SPELLS_OFF = frozenset({"no", "n", "false", "f", "off", "0", "none", "null", "disable", "disabled", ""})
+
+
+def _flag_typo(ctx: LintContext, entry: dict, value) -> str:
+    """'. Did you mean `False`?' for a flag's value that is a misspelt True or False (`Flase`, `ture`), else ''."""
+    if "bool" not in entry.get("type", "").split("|") or not isinstance(value, str):
+        return ""
+    suggestion = nearest(ctx, value.capitalize(), ("False", "True"))
+    return f".{suggestion}" if suggestion else ""
 
 
 def _strings(value) -> bool:
@@ -158,16 +166,24 @@ def check(ctx: LintContext):
         if value in ALSO_READ.get((ctx.snapshot.config_name, ro.path), ()):
             continue
         problem = type_error(ro.path, value, entry)
+        typo = _flag_typo(ctx, entry, value) if problem else ""
         if problem and value is not None and entry.get("inferred") and _read_as_default(ctx, ro.path, entry, value):
             read_as, breaks = _READ_AS[entry["type"]]
             # A string for a flag that does not spell "off" may be a mode the code also reads by name
             # (`if config.recurrent.enable: getattr(config.recurrent, config.recurrent.enable)`): a warning.
-            mode = entry["type"] == "bool" and isinstance(value, str) and value.strip().lower() not in SPELLS_OFF
+            # A misspelt True or False is no mode: an error.
+            mode = (
+                entry["type"] == "bool"
+                and isinstance(value, str)
+                and value.strip().lower() not in SPELLS_OFF
+                and not typo
+            )
             yield Finding(
                 ro,
                 f"`{ro.path}` {problem}, the type of verl's default; no dataclass declares it, but verl reads "
                 f"`{ro.path.rpartition('.')[2]}` as {read_as}, which a {type(value).__name__} cannot be: {breaks}"
-                + ("; check that the code also reads it as a name" if mode else ""),
+                + ("; check that the code also reads it as a name" if mode else "")
+                + typo,
                 severity=Severity.WARNING if mode else None,
             )
         elif problem and value is None:
@@ -186,8 +202,8 @@ def check(ctx: LintContext):
             yield Finding(
                 ro,
                 f"`{ro.path}` {problem}, the type of verl's default; no dataclass declares the key's "
-                "type, so check that verl reads this value",
+                f"type, so check that verl reads this value{typo}",
                 severity=Severity.WARNING,
             )
         elif problem:
-            yield Finding(ro, f"`{ro.path}` {problem}")
+            yield Finding(ro, f"`{ro.path}` {problem}{typo}")
