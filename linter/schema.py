@@ -274,11 +274,12 @@ class GroupChange(NamedTuple):
 class _VerlSnapshot:
     """One parsed `schemas/verl/<version>.json`, shared by its configs; each tree is built on first use."""
 
-    __slots__ = ("_subtrees", "_trees", "data", "main_modules", "read_set")
+    __slots__ = ("_subtrees", "_trees", "data", "entry_reads", "main_modules", "read_set")
 
     def __init__(self, data: dict) -> None:
         self.data = data
         self.read_set = frozenset(data["read_set"])
+        self.entry_reads = {node: frozenset(modules) for node, modules in data["entry_reads"].items()}
         self.main_modules = frozenset(data["main_modules"])
         self._trees: dict[tuple, Tree] = {}
         self._subtrees: dict[str, dict[str, dict]] = {}
@@ -327,6 +328,7 @@ class Snapshot:
     __slots__ = (
         "_versioned",
         "config_name",
+        "entry_reads",
         "group_options",
         "groups",
         "main_modules",
@@ -351,6 +353,8 @@ class Snapshot:
         self.tree_set: str = config["trees"]
         self.selecting = selecting_groups(self.groups)
         self.read_set: frozenset[str] = versioned.read_set
+        # top-level node -> the entry modules that read it, where some whose config has it do not (FORMAT.md)
+        self.entry_reads: dict[str, frozenset[str]] = versioned.entry_reads
         self.main_modules: frozenset[str] = versioned.main_modules  # the modules `python -m` runs
         self._versioned = versioned
 
@@ -498,11 +502,16 @@ class OtherVersion(NamedTuple):
 
 
 def other_versions(
-    snapshot: Snapshot, selection: dict[str, str], path: str | None = None, read: str | None = None
+    snapshot: Snapshot,
+    selection: dict[str, str],
+    path: str | None = None,
+    read: str | None = None,
+    entry_read: tuple[str, str] | None = None,
 ) -> list[OtherVersion]:
     """The other committed verl snapshots where the same config and group selection has the key `path`, or whose
-    verl reads a key named `read`, oldest first. Only asked when a key is unknown, so the other files are read
-    then, each once (`_verl_snapshot`, `_tree_of` are cached)."""
+    verl reads a key named `read`, or (`entry_read`: top-level node, entry module) whose entry module reads the node
+    its config has, oldest first. Only asked when a key is unknown or unread, so the other files are read then,
+    each once (`_verl_snapshot`, `_tree_of` are cached)."""
     out = []
     wanted = tuple(sorted(selection.items()))
     for version in available_verl_versions():
@@ -512,10 +521,21 @@ def other_versions(
         if tree is None:
             continue
         versioned = _verl_snapshot(version)
-        if (path is not None and tree.get(path) is not None) or (read is not None and read in versioned.read_set):
+        if (
+            (path is not None and tree.get(path) is not None)
+            or (read is not None and read in versioned.read_set)
+            or (entry_read is not None and _entry_reads_node(versioned, tree, *entry_read))
+        ):
             newer = version_key(version) > version_key(snapshot.verl_version)
             out.append(OtherVersion(version, version_label(versioned.data), newer))
     return out
+
+
+def _entry_reads_node(versioned: _VerlSnapshot, tree: Tree, node: str, entry_module: str) -> bool:
+    """Whether the entry module of that verl reads the top-level node its config has (FORMAT.md `entry_reads`)."""
+    readers = versioned.entry_reads.get(node)
+    has = tree.get(node) is not None and entry_module in versioned.data["entrypoints"]
+    return has and (readers is None or entry_module in readers)
 
 
 @dataclass(slots=True)

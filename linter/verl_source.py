@@ -463,12 +463,14 @@ class TreeRefused(Exception):
 
 
 def builder_stamp() -> str:
-    """What else a snapshot depends on: the snapshot format the builder writes, and sapo-toolkit's version."""
-    from sapo_toolkit.schemas.build.layout import VERL_FORMAT
+    """What else a snapshot depends on: the snapshot format the builder writes and the parts it writes (a part added
+    within a format, `entry_reads`, is built anew rather than missing from a cached snapshot), and sapo-toolkit's
+    version."""
+    from sapo_toolkit.schemas.build.layout import VERL_FORMAT, VERL_PARTS
 
     from . import __version__
 
-    return f"format {VERL_FORMAT}\0sapo-toolkit {__version__}\0"
+    return f"format {VERL_FORMAT}\0parts {' '.join(VERL_PARTS)}\0sapo-toolkit {__version__}\0"
 
 
 def _tree_files(package_dir: Path) -> list[tuple[str, int, int]]:

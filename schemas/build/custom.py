@@ -17,8 +17,8 @@ def build_custom_snapshot(verl: dict, package_dir: Path, config: ConfigSource) -
     `package_dir`: composed with hydra-core like verl's own configs (`config.search_path` names the directories
     Hydra searches after `config.config_dir`, verl's `trainer/config` among them, as absolute paths), each tree
     walked against the dataclasses its `_target_`s name, read from the sources under the directory holding `verl/`
-    (verl's, and a vendoring repository's own), and verl's read-set, entry modules and main modules taken from
-    `verl`. Raises `SchemaBuildError` (one line) when Hydra cannot compose it."""
+    (verl's, and a vendoring repository's own), and verl's read-set, entry modules, main modules and
+    `entry_reads` taken from `verl`. Raises `SchemaBuildError` (one line) when Hydra cannot compose it."""
     index = Index(Path(package_dir).parent)  # parsed on demand: only the modules a `_target_` names
     return configs_snapshot(
         [config],
@@ -30,4 +30,5 @@ def build_custom_snapshot(verl: dict, package_dir: Path, config: ConfigSource) -
         verl["read_set"],
         verl["entrypoints"],
         verl["main_modules"],
+        lambda _entry_nodes: verl["entry_reads"],
     )

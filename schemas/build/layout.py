@@ -17,6 +17,7 @@ CONSUMER_FORMAT = 1
 # Containers written one item per line (nested: a child's own layout; "*": any key); all else is one compact line.
 _VERL_LAYOUT: dict = {
     "configs": {},
+    "entry_reads": {},
     "entrypoints": {},
     "main_modules": {},
     "read_set": {},
@@ -31,6 +32,7 @@ _VERL_LAYOUT: dict = {
     },
 }
 _CONSUMER_LAYOUT: dict = {"classes": {"*": {"fields": {}}}}
+VERL_PARTS = tuple(sorted(_VERL_LAYOUT))  # the parts of a verl document written one item per line
 
 
 def _entry_key(entry: dict | None) -> str | None:
@@ -189,6 +191,7 @@ def verl_document(
     read_set: list[str],
     entrypoints: dict[str, str],
     main_modules: list[str],
+    entry_reads: dict[str, list[str]],
 ) -> dict:
     """The format 4 snapshot of one verl version (FORMAT.md); ``tree_sets``: name -> selection key -> full tree;
     ``corrections``: name -> selection key -> group override -> correction (every override the build composed);
@@ -218,6 +221,7 @@ def verl_document(
         "tree_sets": stored,
         "read_set": read_set,
         "entrypoints": entrypoints,
+        "entry_reads": entry_reads,
         "main_modules": main_modules,
     }
     if commit:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -20,6 +21,7 @@ from .compose import (
     config_files_parsed_once,
     probe_options,
 )
+from .entry_reads import entry_reads
 from .hydra_main import hydra_mains, parse_module
 from .layout import difference, nested_in, placed, region_without, subtree_at, verl_document
 from .registries import registry_choices
@@ -166,6 +168,7 @@ def build_verl_snapshot(package_dir: Path, version: str, source: str, commit: st
         read_set,
         entrypoint_defaults(package_dir),
         main_modules(package_dir),
+        lambda entry_nodes: entry_reads(package_dir, entry_nodes),
     )
 
 
@@ -179,9 +182,11 @@ def configs_snapshot(
     read_set: list[str],
     entrypoints: dict[str, str],
     mains: list[str],
+    nodes_read: Callable[[Mapping[str, set[str]]], dict[str, list[str]]],
 ) -> dict:
     """The format 4 snapshot of the configs in ``sources`` (composed with hydra-core, their trees walked against the
-    dataclasses ``index`` finds), with the read-set, entry modules and main modules given: what
+    dataclasses ``index`` finds), with the read-set, entry modules and main modules given, and the entry modules that
+    read each top-level node only some take (``nodes_read``, given each entry module's top-level nodes): what
     ``build_verl_snapshot`` writes for verl's own configs and ``custom.build_custom_snapshot`` for one of a team's."""
     problems: list[str] = []
     workspace = Workspace()
@@ -224,6 +229,8 @@ def configs_snapshot(
     )
     for p in sorted(set(problems)):
         log.info("schema build (verl %s): %s", version, p)
+    top_nodes = {name: {p.split(".")[0] for tree in trees[name].values() for p in tree if p} for name in trees}
+    entry_nodes = {module: top_nodes[name] for module, name in entrypoints.items() if name in top_nodes}
     return verl_document(
         version,
         source,
@@ -236,6 +243,7 @@ def configs_snapshot(
         read_set,
         entrypoints,
         mains,
+        nodes_read(entry_nodes),
     )
 
 
