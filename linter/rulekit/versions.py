@@ -1,4 +1,5 @@
-"""What other committed verl snapshots say about a key the snapshot in use does not know (SL001, SL003)."""
+"""What other committed verl snapshots say about a key the snapshot in use does not know, or that the command's entry
+module does not read (SL001, SL003)."""
 
 from __future__ import annotations
 
@@ -37,3 +38,9 @@ def read_elsewhere(ctx: LintContext, name: str) -> str:
     if not ctx.suggestions.allowed(name):
         return ""
     return _advice(ctx, other_versions(ctx.snapshot, ctx.selection, read=name), f"`{name}` is read")
+
+
+def entry_read_elsewhere(ctx: LintContext, node: str, entry_module: str) -> str:
+    """The same, for a top-level node that the entry module reads in another snapshot's verl."""
+    found = other_versions(ctx.snapshot, ctx.selection, entry_read=(node, entry_module))
+    return _advice(ctx, found, f"`{entry_module}` reads `{node}`")

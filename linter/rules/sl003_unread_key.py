@@ -1,9 +1,11 @@
+import re
+
 from ..core.diagnostics import Applicability, Severity
 from ..engine import LintContext, Part
 from ..rulekit.common import did_you_mean, first_missing, repository_code, runs_engine_workers, short_class
 from ..rulekit.registry import Finding, rule
 from ..rulekit.sapo import is_nested_tau
-from ..rulekit.versions import path_elsewhere, read_elsewhere
+from ..rulekit.versions import entry_read_elsewhere, path_elsewhere, read_elsewhere
 
 # Values that turn a setting off: null, false, and the words verl's switches take for it. Not 0: a count of 0
 # (`data.num_workers=0`) is a setting of its own, lost when nothing reads it.
@@ -27,6 +29,57 @@ def built_as_dataclass(ctx: LintContext, anchor: str) -> bool:
     return any(anchor == node or anchor.startswith(node + ".") for node in legacy)
 
 
+# The module a recipe that names no `entrypoint` runs (schemas/recipe.schema.json).
+_RECIPE_ENTRY_MODULE = "verl.trainer.main_ppo"
+# What code names a config it takes a top-level node off, as the snapshot builder reads verl's
+# (schemas/build/entry_reads.py): `config.reward_model`, `self.config`, `cfg`.
+_CONFIG_NAME = re.compile(r"conf|cfg", re.IGNORECASE)
+
+
+def node_unread_by_entry(ctx: LintContext, ro) -> str | None:
+    """The top-level node of a key that composes, where the command's entry module never takes that node off its
+    config while another of verl's entry modules does (`entry_reads`: verl 0.9's `main_ppo` never reads the legacy
+    `reward_model.*` that only `fully_async_main` migrates) and the repository's own code does not either; else
+    None."""
+    op = ro.parsed.op
+    composes = op == "force_add" or (op == "set" and ro.existed) or (op == "add" and not ro.existed)
+    if not composes or ro.group is not None or ro.outside is not None:
+        return None
+    node = ro.path.split(".")[0]
+    readers = ctx.snapshot.entry_reads.get(node)
+    if readers is None or entry_module(ctx) in readers or ctx.tree.get(node) is None:
+        return None
+    code = repository_code(ctx)
+    if code is not None and any(key == node and _CONFIG_NAME.search(left) for left, key in code.reads):
+        return None
+    return node
+
+
+def entry_module(ctx: LintContext) -> str:
+    return (ctx.command.entry_module if ctx.command is not None else None) or _RECIPE_ENTRY_MODULE
+
+
+def unread_node_finding(ctx: LintContext, node: str, overrides: list) -> Finding:
+    """One finding per unread node, at its first key, the others as related locations; a warning where every
+    value turns something off."""
+    readers = ctx.snapshot.entry_reads[node]
+    module = entry_module(ctx)
+    harmless = all(turns_off(ro.parsed.value) for ro in overrides)
+    first, *more = overrides
+    keys = f"`{first.path}`" + (f" and {len(more)} more key{'s' if len(more) > 1 else ''}" if more else "")
+    others = ", ".join(f"`{m}`" for m in sorted(readers))
+    return Finding(
+        first,
+        f"{keys} under `{node}`: `{module}` of verl {ctx.snapshot.label} never reads `{node}` (only {others} "
+        f"{'does' if len(readers) == 1 else 'do'}), so Hydra composes "
+        f"{'them and they are' if more else 'it and it is'} silently ignored"
+        f"{' (it turns something off, so nothing is lost)' if harmless else ''}."
+        f"{entry_read_elsewhere(ctx, node, module)}",
+        severity=Severity.WARNING if harmless else None,
+        related=tuple(ro.location for ro in more),
+    )
+
+
 def read_by_repository(ctx: LintContext, anchor: str, name: str) -> bool:
     """Whether the repository's own code reads `name` off a node named like `anchor`'s last part
     (`self.config.algorithm.my_key`, `data_cfg.get("my_key")` for `data.my_key`)."""
@@ -40,7 +93,7 @@ def read_by_repository(ctx: LintContext, anchor: str, name: str) -> bool:
     "unread-key",
     Severity.ERROR,
     part=Part.CONFIG,
-    summary="`+key` adds a key that nothing reads",
+    summary="`+key` adds a key that nothing reads, or a key sits under a node the entry module never reads",
     bad="""
     overrides:
       +actor_rollout_ref.rollout.sampling_temperature: 0.7
@@ -67,8 +120,26 @@ def check(ctx: LintContext):
     since then nothing is lost. Keys under open pass-through dicts are checked by SL007, and keys under a declared
     dict-typed field (`fsdp_config.mixed_precision`) are the field's value. When another committed verl snapshot
     has the field, or reads the name, the message says which. Nested SAPO taus are SP001. Renaming the key to the
-    nearest real one is an unsafe fix (`--fix --unsafe-fixes`): the near spelling is a guess at the key meant."""
+    nearest real one is an unsafe fix (`--fix --unsafe-fixes`): the near spelling is a guess at the key meant.
+
+    The read-set is per entry point: a key, set or added, under a top-level node that the command's entry module
+    never takes off its config is reported whatever another entry module does with it (verl 0.9's `main_ppo` never
+    reads the legacy `reward_model.reward_manager` and `reward_model.reward_kwargs`, which only `fully_async_main`
+    migrates to `reward.*`, so a DAPO reward and its overlong penalty never apply); which entry modules read a node
+    is built from verl's source (`entry_reads`, FORMAT.md), so verl 0.7-0.8, whose `main_ppo` migrated them, gets
+    no finding. A recipe that names no `entrypoint` runs `main_ppo`; the repository's own code taking the node off a
+    config (`config.reward_model`) counts as a read. One finding per node and command, at its first key."""
+    unread: dict[str, list] = {}
     for ro in ctx.overrides:
+        node = node_unread_by_entry(ctx, ro)
+        if node is not None:
+            unread.setdefault(node, []).append(ro)
+    for node, overrides in unread.items():
+        yield unread_node_finding(ctx, node, overrides)
+    reported = {id(ro) for overrides in unread.values() for ro in overrides}
+    for ro in ctx.overrides:
+        if id(ro) in reported:
+            continue
         if ro.parsed.op not in ("add", "force_add") or ro.existed or ro.group is not None or ro.outside is not None:
             continue
         if ro.entry is not None or is_nested_tau(ro.path):  # a declared dataclass field, or SP001's case
