@@ -22,7 +22,6 @@ from sapo_toolkit.linter import api
 from sapo_toolkit.linter.core.command import Command, locate_override, merge_overrides
 from sapo_toolkit.linter.core.diagnostics import Diagnostic, Location, Severity
 from sapo_toolkit.linter.core.redaction import REDACTED, is_secret_name
-from sapo_toolkit.linter.rules import one_finding_per_cause
 from sapo_toolkit.linter.settings import Settings
 
 DEFAULT_ENTRYPOINT = "verl.trainer.main_ppo"
@@ -270,13 +269,7 @@ def plan(
     notes[:0] = [*(f"{token}: the recipe's default (`variant_defaults:`)" for token in defaulted), *expansions]
     config = api.resolve(command, loaded.verl_version).config
     chosen = replace(loaded, commands=[command])
-    lint = LintReport(
-        tuple(
-            one_finding_per_cause(
-                [d for d in sorted(api.check(chosen, settings), key=Diagnostic.sort_key) if settings.enabled(d.code)]
-            )
-        )
-    )
+    lint = LintReport(tuple(api.reported(api.check(chosen, settings), settings)))
     entrypoint = str(data.get("entrypoint") or DEFAULT_ENTRYPOINT)
     argv = (facts.python, "-m", entrypoint, "--config-name", command.config_name, *command.hydra_overrides())
     env = {e.name: e.value for e in command.env}

@@ -21,7 +21,7 @@ from .core.variants import collapse_variants, matches
 from .custom_configs import config_for
 from .engine import LintContext, Suggestions, lint_command
 from .engine import resolve as resolve_against
-from .rules import findings, load_rules, without_superseded
+from .rules import findings, load_rules, one_finding_per_cause, without_superseded
 from .rules.rf_recipe import RECIPE_SCHEMA
 from .schema import (
     ConfigNotInSnapshot,
@@ -174,6 +174,12 @@ def check_file(loaded: Loaded, settings: Settings, extra: Iterable[Diagnostic] =
     return FileCheck(diagnostics, None if checked else not_checked_because(problems))
 
 
+def reported(found: Iterable[Diagnostic], settings: Settings) -> list[Diagnostic]:
+    """What a run reports of one file's findings (`check`): sorted, the codes `settings` enable, one finding per
+    cause (`rules.one_finding_per_cause`)."""
+    return one_finding_per_cause(sorted((d for d in found if settings.enabled(d.code)), key=Diagnostic.sort_key))
+
+
 def resolve(command: Command, verl_version: str, loaded: Loaded | None = None) -> LintContext:
     """One command resolved against its snapshot, as the rules see it; `loaded`: the file it comes from, where it
     names a config directory of its own (`custom_configs.config_for`). Raises `schema.SnapshotNotFound`."""
@@ -292,6 +298,7 @@ __all__ = [
     "command_line_overrides",
     "load",
     "read_options",
+    "reported",
     "resolve",
     "select",
 ]

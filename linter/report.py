@@ -3,7 +3,7 @@ command line builds the report once (README, "Usage": text, json, github, sarif,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from .core.checked import NotChecked
@@ -21,3 +21,6 @@ class Report(NamedTuple):
     color: bool = False  # colour the codes (text)
     summary: bool = True  # the summary and notes after the findings (text; False: --quiet)
     hidden_infos: int = 0  # infos left out of an unattended run's text report (`cli.check`)
+    width: int | None = None  # the terminal's columns, to wrap the text format's notes at; None: never wrap (a pipe)
+    # The text of a file's line (path, 1-based line), for the text format's source excerpts; None: none shown
+    source_line: Callable[[str, int], str | None] | None = None

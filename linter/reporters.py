@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 from .core.checked import NO_TRAINER_COMMAND, NotChecked
-from .core.diagnostics import Applicability, Diagnostic, Severity
+from .core.diagnostics import FIX_LABEL, Applicability, Diagnostic, Severity
 from .core.printable import printable
+from .core.redaction import redact_line
 from .report import Report
 from .sarif import render_sarif
 from .stack import ResolvedStack
 
-FORMATS = ("text", "json", "github", "sarif")
+FORMATS = ("text", "concise", "json", "github", "sarif")
 
 NotCheckedFiles = list[tuple[str, NotChecked]]  # (path, why) of each linted file none of whose commands was checked
 VerlOfFiles = dict[str, ResolvedStack]  # path -> the stack its trainer commands were linted with (`stack`)
@@ -72,16 +74,95 @@ _BOLD_COLOR = {Severity.ERROR: "\x1b[31m\x1b[1m", Severity.WARNING: "\x1b[33m\x1
 _RESET = "\x1b[0m"
 
 
-def render_text(report: Report) -> str:
+def render_concise(report: Report) -> str:
     """One line per finding (the code coloured by severity with `color`), then, with `verbose`, a line per file not
     checked, then which verl was linted against (`_verl_notes`) and the summary line, unless not `summary`
     (--quiet), which names the info findings left out (`hidden_infos`: in pre-commit and CI). What a file name or
     file text holds is escaped (`_printable_line`): a finding is one line, whatever the file says."""
-    lines = [
-        _printable_line(d, f"{_BOLD_COLOR[d.severity]}{d.code}{_RESET}" if report.color else None)
-        for d in report.diagnostics
-    ]
+    lines = [_printable_line(d, _styled_code(d, report.color)) for d in report.diagnostics]
     return "\n".join([*lines, *_footer(report)] if report.summary else lines)
+
+
+def render_text(report: Report) -> str:
+    """Each finding as a headline (`path:line:col: CODE what is wrong [variant]`), the source line with a caret
+    under the setting (where `source_line` has it), then `= note:` (why), `= help:` (what to do, the fix), `= see
+    also:` and `= also CODE name:` lines (`message_parts`: the message's own parts), wrapped at `width` (never in
+    a pipe); a blank line between findings; then the footer of `render_concise`."""
+    blocks = ["\n".join(_finding_block(d, report)) for d in report.diagnostics]
+    body = "\n\n".join(blocks)
+    if not report.summary:
+        return body
+    return "\n\n".join(part for part in (body, "\n".join(_footer(report))) if part)
+
+
+def _styled_code(d: Diagnostic, color: bool) -> str | None:
+    return f"{_BOLD_COLOR[d.severity]}{d.code}{_RESET}" if color else None
+
+
+def _finding_block(d: Diagnostic, report: Report) -> list[str]:
+    from .message_parts import message_parts
+
+    parts = message_parts(d.message)
+    where = printable(f"{d.location.path}:{d.location.line}:{d.location.column}")
+    variant = f" [{printable(d.variant)}]" if d.variant else ""
+    lines = [f"{where}: {_styled_code(d, report.color) or d.code} {printable(parts.headline)}{variant}"]
+    lines += _excerpt(d, report)
+    items = [("note", parts.note)] if parts.note else []
+    items += [("help", h) for h in parts.helps]
+    if d.fix:
+        items.append((FIX_LABEL[d.fix.applicability], d.fix.text))
+    if d.related:
+        items.append(("see also", d.see_also().removeprefix("see also ")))
+    items += [(f"also {a.code} {a.name}", a.message) for a in d.also]
+    for label, text in items:
+        lines += _wrapped(f"  = {label}: ", printable(text), report.width)
+    return lines
+
+
+# A source line longer than this is shown as a window around the setting.
+_EXCERPT_WIDTH = 160
+
+
+def _excerpt(d: Diagnostic, report: Report) -> list[str]:
+    """The finding's source line, numbered, with a caret under the setting's key (up to `=`, `:` or a blank), as
+    ruff and rustc show it; nothing where the line is not at hand (`--override`, standard input, a changed file)."""
+    text = report.source_line(d.location.path, d.location.line) if report.source_line else None
+    if text is None:
+        return []
+    text = redact_line(text.replace("\t", " "))
+    start = max(0, d.location.column - 1 - _EXCERPT_WIDTH // 4) if len(text) > _EXCERPT_WIDTH else 0
+    shown = text[start : start + _EXCERPT_WIDTH]
+    if printable(shown) != shown:  # escaped characters would move the caret: the line alone
+        return [f"{d.location.line} | {printable(shown)}"]
+    column = d.location.column - 1 - start
+    key = re.match(r"[^\s=:]*", shown[column:]).group()
+    number = str(d.location.line)
+    gutter = " " * len(number)
+    return [
+        f"{gutter} |",
+        f"{number} | {shown.rstrip()}",
+        f"{gutter} | {' ' * column}{'^' * max(1, len(key))}",
+    ]
+
+
+def _wrapped(label: str, text: str, width: int | None) -> list[str]:
+    """`label` then `text`, wrapped at `width` with later lines indented under the text; one line when `width` is
+    None. A number stays with its unit: only blanks that precede a letter-led word or a backtick break."""
+    if width is None or len(label) + len(text) <= width:
+        return [label + text]
+    import textwrap
+
+    indent = " " * len(label)
+    glued = re.sub(r"(?<=\d) (?=[A-Za-z%]{1,3}\b)", "\u00a0", text)  # `15.3 GiB`, `898 s` never split
+    lines = textwrap.wrap(
+        glued,
+        width=max(width, len(label) + 20),
+        initial_indent=label,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return [line.replace("\u00a0", " ") for line in lines]
 
 
 def _footer(report: Report) -> list[str]:
@@ -182,7 +263,13 @@ def render_github(report: Report) -> str:
     return "\n".join(lines)
 
 
-RENDER = {"text": render_text, "json": render_json, "github": render_github, "sarif": render_sarif}
+RENDER = {
+    "text": render_text,
+    "concise": render_concise,
+    "json": render_json,
+    "github": render_github,
+    "sarif": render_sarif,
+}
 
 
 # --- --statistics -----------------------------------------------------------------------------------------------
@@ -218,7 +305,7 @@ _FIX_COUNTED = {Applicability.SAFE: "fixable", Applicability.UNSAFE: "unsafe", A
 
 def render_statistics_text(report: Report) -> str:
     """One line per code (count, code, severity, how many fixable, unsafe and hints, name), then the usual footer
-    (`render_text`)."""
+    (`render_concise`)."""
     rows = [
         (r, ", ".join(f"{r['fixes'][a.value]} {word}" for a, word in _FIX_COUNTED.items() if r["fixes"][a.value]))
         for r in statistics(report.diagnostics)

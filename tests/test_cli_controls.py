@@ -60,9 +60,9 @@ def test_exit_zero_keeps_findings_but_not_usage_errors(tmp_path):
 
 def test_quiet_prints_only_the_findings(tmp_path):
     path = write(tmp_path / "r.yaml", UNKNOWN_KEY)
-    proc = sapo_lint(str(path), "--select", "SL", "-q")
+    proc = sapo_lint(str(path), "--select", "SL", "-q", "--format", "concise")
     assert proc.returncode == 1 and [line.split(": ")[1].split()[0] for line in proc.stdout.splitlines()] == ["SL001"]
-    assert "Found" not in proc.stdout
+    assert "Found" not in proc.stdout and "Found" not in sapo_lint(str(path), "--select", "SL", "-q").stdout
     clean = write(tmp_path / "clean.yaml", "overrides:\n  trainer.nnodes: 2\n")
     assert sapo_lint(str(clean), "--select", "SL", "--quiet").stdout == ""
     assert "All checks passed" in sapo_lint(str(clean), "--select", "SL").stdout

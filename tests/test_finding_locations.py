@@ -151,10 +151,11 @@ def test_every_output_format_names_the_related_locations(tmp_path):
     see_also = f"(see also lines {', '.join(map(str, related))})"
     select = ("--no-shellcheck", "--select", "TP001")
 
-    text = sapo_lint(str(path), *select).stdout.splitlines()[0]
-    assert text.startswith(f"{path}:{line[f'{MEGATRON}.pipeline_model_parallel_size']}:5: TP001 ") and text.endswith(
-        see_also
-    )
+    where = f"{path}:{line[f'{MEGATRON}.pipeline_model_parallel_size']}:5: TP001 "
+    concise = sapo_lint(str(path), "--format", "concise", *select).stdout.splitlines()[0]
+    assert concise.startswith(where) and concise.endswith(see_also)
+    text = sapo_lint(str(path), *select).stdout.splitlines()
+    assert text[0].startswith(where) and f"  = see also: {see_also[10:-1]}" in text
 
     github = sapo_lint(str(path), "--format", "github", *select).stdout
     assert github.startswith("::error ") and github.rstrip().endswith(see_also)
@@ -195,10 +196,14 @@ def test_one_bad_size_is_one_finding_naming_every_check_it_breaks(tmp_path):
     assert related_lines(d) == sorted(
         {line["actor_rollout_ref.model.path"], line["trainer.nnodes"], line["trainer.n_gpus_per_node"]}
     )
-    text = sapo_lint(str(path), "--no-shellcheck", "--select", "TP").stdout
+    text = sapo_lint(str(path), "--no-shellcheck", "--select", "TP", "--format", "concise").stdout
     assert text.count(": TP0") == 1 and "(also fails TP002 " in text and "TP009 " in text
     assert "Found 1 error(s)" in text
-    # a code turned off is not reported inside another, and the next one leads where the first is off
+    full = sapo_lint(str(path), "--no-shellcheck", "--select", "TP").stdout
+    also = [line.split()[2] for line in full.splitlines() if line.startswith("  = also ")]
+    assert also == ["TP002", "TP003", "TP004", "TP009"], (
+        full
+    )  # a code turned off is not reported inside another, and the next one leads where the first is off
     (d,) = lint_json(path, "--ignore", "TP001,TP004", select="TP")
     assert d["code"] == "TP002" and [a["code"] for a in d["also"]] == ["TP003", "TP009"]
     sarif = json.loads(sapo_lint(str(path), "--no-shellcheck", "--select", "TP", "--format", "sarif").stdout)
@@ -237,3 +242,21 @@ def test_add_noqa_names_every_code_of_the_cause_and_a_partial_noqa_leaves_the_re
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "TP001, TP002, TP003, TP004, TP009" in path.read_text(encoding="utf-8")
     assert sapo_lint(str(path), "--no-shellcheck", "--select", "TP").returncode == 0
+
+
+def test_one_rule_failing_twice_at_a_place_stays_two_findings():
+    """The actor's and the rollout's missing micro-batch size are both reported where the overrides start: two
+    things to change. A finding of another code there joins the first."""
+    from sapo_toolkit.linter.core.diagnostics import Diagnostic, Location, Severity
+    from sapo_toolkit.linter.rules import one_finding_per_cause
+
+    at = Location("r.yaml", 5, 1)
+    found = [
+        Diagnostic(at, "BS002", "mini-batch-divisibility", Severity.ERROR, "actor mini-batch"),
+        Diagnostic(at, "BS003", "micro-batch-keys", Severity.ERROR, "actor micro-batch"),
+        Diagnostic(at, "BS003", "micro-batch-keys", Severity.ERROR, "rollout micro-batch"),
+    ]
+    assert [(d.message, [a.message for a in d.also]) for d in one_finding_per_cause(found)] == [
+        ("actor mini-batch", ["actor micro-batch"]),
+        ("rollout micro-batch", []),
+    ]

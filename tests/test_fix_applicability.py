@@ -17,7 +17,7 @@ GUESSED = "  actor_rollout_ref.actor.tau_pos: 1.0\n"
 def test_fix_applies_safe_fixes_and_unsafe_fixes_only_when_asked(tmp_path):
     path = write(tmp_path / "r.yaml", "overrides:\n" + SAFE + UNSAFE)
     text = sapo_lint(str(path), "--no-shellcheck").stdout
-    assert "(fix: trainer.nnodes)" in text and "(unsafe fix: actor_rollout_ref.actor.tau_pos)" in text, text
+    assert "  = fix: trainer.nnodes\n" in text and "  = unsafe fix: actor_rollout_ref.actor.tau_pos\n" in text, text
 
     assert sapo_lint(str(path), "--unsafe-fixes").returncode == 2  # it says which fixes --fix applies: --fix first
     diff = sapo_lint(str(path), "--diff", "--unsafe-fixes", "--no-shellcheck")

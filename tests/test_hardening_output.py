@@ -85,9 +85,10 @@ def test_file_names_and_file_text_cannot_inject_lines_or_escape_sequences(tmp_pa
     reports = {}
     for name, args in {
         "text": [],
-        "color": ["--color", "always"],
+        "concise": ["--format", "concise"],
+        "color": ["--color", "always", "--format", "concise"],
         "github": ["--format", "github"],
-        "file": ["-o", str(out)],
+        "file": ["-o", str(out), "--format", "concise"],
     }.items():
         proc = sapo_lint(str(tmp_path), "--no-shellcheck", *args)
         assert proc.returncode == 1, proc.stderr
@@ -98,10 +99,12 @@ def test_file_names_and_file_text_cannot_inject_lines_or_escape_sequences(tmp_pa
         lines = shown.splitlines()
         newline = "%0A" if name == "github" else "\\n"  # GitHub's own escape of a newline, then ours
         finding = (r"::(error|warning|notice) file=" if name == "github" else "") + re.escape(str(tmp_path))
-        assert all(re.match(finding, line) or line.startswith(("Found ", "Linted against ")) for line in lines), (
-            name,
-            lines,
-        )
+        # a finding's lines: its headline, the source excerpt (`N | ...`), its `= note:`-style lines, a blank line
+        shown_lines = r"\s*\d* \||  = |$" if name == "text" else "(?!)"
+        assert all(
+            re.match(finding, line) or re.match(shown_lines, line) or line.startswith(("Found ", "Linted against "))
+            for line in lines
+        ), (name, lines)
         assert any(f"evil{newline}\\x1b]0;pwn\\x07\\u202ex.yaml" in line for line in lines), name
         assert any(f"a{newline}fake.yaml:1:1: RF001 pwned\\x1b[2J" in line for line in lines), name
     for fmt in ("json", "sarif"):  # JSON escapes what it holds
@@ -112,3 +115,22 @@ def test_file_names_and_file_text_cannot_inject_lines_or_escape_sequences(tmp_pa
     proc = sapo_lint("explain", str(named), "--variant", "DEVICE=gpu")
     assert proc.returncode == 0, proc.stderr
     assert "\x1b" not in proc.stdout and "[bold]\\x1b]0;pwn\\x07.yaml" in proc.stdout.splitlines()[0]
+
+
+def test_a_line_shown_whole_has_every_secret_value_redacted():
+    """The text format shows the source line of a finding: a secret written in it in any of a recipe's or a
+    script's forms is redacted, ordinary keys that merely contain `token` or `key` are not."""
+    from sapo_toolkit.linter.core.redaction import redact_line
+
+    for line, kept in [
+        ("  +trainer.api_key: hf_abc", "  +trainer.api_key: "),
+        ('env: {HF_TOKEN: "a b", A: 1}', "env: {HF_TOKEN: "),
+        ("env: {WANDB_API_KEY: [a, b], B: 2}", "env: {WANDB_API_KEY: "),
+        ('{"db_password": "pw"}', '{"db_password": '),
+        ("python3 x.py --hf_token abc --n 3", "python3 x.py --hf_token "),
+        ("export HF_TOKEN=abc", "export HF_TOKEN="),
+    ]:
+        redacted = redact_line(line)
+        assert redacted.startswith(kept + "<redacted>") and "abc" not in redacted and "pw" not in redacted[12:]
+    for ordinary in ("  actor_rollout_ref.actor.ppo_max_token_len_per_gpu: 24k", "data.prompt_key=prompt"):
+        assert redact_line(ordinary) == ordinary

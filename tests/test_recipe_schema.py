@@ -242,7 +242,7 @@ def test_a_key_inside_a_mapping_gets_its_fix_as_a_hint_only(tmp_path):
         text=True,
     )
     assert path.read_bytes() == before, "a dotted key written into a nested mapping breaks the file"
-    assert "SP001" in proc.stdout and "(hint: actor_rollout_ref.actor.tau_pos)" in proc.stdout, proc.stdout
+    assert "SP001" in proc.stdout and "  = hint: actor_rollout_ref.actor.tau_pos\n" in proc.stdout, proc.stdout
     stats = subprocess.run(
         [sys.executable, "-m", "sapo_toolkit.linter", str(path), "--statistics", "--format", "json", "--no-shellcheck"],
         capture_output=True,

@@ -26,6 +26,12 @@ SHELLCHECK_FINDING = re.compile(r"SH\d{4}")
 
 def run_example(code: str, example: str, tmp_path):
     """The codes sapo-lint reports for one example, with the family SH100 standing for shellcheck's codes."""
+    found = example_findings(code, example, tmp_path)
+    return {"SH100" if SHELLCHECK_FINDING.fullmatch(c) else c for d in found for c in d.codes}
+
+
+def example_findings(code: str, example: str, tmp_path):
+    """The findings sapo-lint reports for one of `code`'s documented examples."""
     if example.startswith("sapo-lint"):
         args = shlex.split(example)[1:]
         overrides = [args[i + 1] for i, a in enumerate(args) if a == "--override"]
@@ -57,7 +63,7 @@ def run_example(code: str, example: str, tmp_path):
         path = tmp_path / "example.yaml"
         path.write_text(recipe(example), encoding="utf-8")
         found = lint_paths([path], Settings()).diagnostics
-    return {"SH100" if SHELLCHECK_FINDING.fullmatch(d.code) else d.code for d in found}
+    return found
 
 
 @pytest.mark.parametrize("code", EXAMPLE_RULES)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -17,7 +18,13 @@ from .options import ACCELERATOR, OVERRIDES, VERL_VERSION
 # a dangling name is a usage error; `-` is standard input
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True, path_type=Path))
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]), default="text", show_default=True
+    "--format",
+    "--output-format",
+    "fmt",
+    type=click.Choice(["text", "concise", "json", "github", "sarif"]),
+    default="text",
+    show_default=True,
+    help="text: a headline per finding, the source line, note and help lines; concise: one line per finding.",
 )
 @click.option("--select", multiple=True, help="Only these rule codes or prefixes (repeatable, or comma-separated).")
 @click.option("--ignore", multiple=True, help="Skip these rule codes or prefixes (repeatable, or comma-separated).")
@@ -173,6 +180,7 @@ def check(
     finder = SettingsFinder(adjust)
     targets = list(paths) or [Path(".")]
     try:
+        source = None
         if stdin:
             source = _read_stdin(stdin_filename)
             result = lint_text(
@@ -215,11 +223,12 @@ def check(
             click.echo(f"Would fix {sum(f.fixes for f in planned)} override(s) in {len(planned)} file(s).", err=True)
         sys.exit(EXIT_USAGE if result.unreadable else EXIT_FINDINGS if planned else EXIT_OK)
     hidden: set = set()
-    if fmt in ("text", "github") and not statistics:
+    if fmt in ("text", "concise", "github") and not statistics:
         hidden = _unattended_infos(result.diagnostics, finder, verbose)
         result.diagnostics = [d for d in result.diagnostics if d not in hidden]
     render = (STATISTICS if statistics else RENDER)[fmt]
-    colored = fmt == "text" and _color(color, output_file)
+    colored = fmt in ("text", "concise") and _color(color, output_file)
+    terminal = output_file is None and sys.stdout.isatty()
     report = Report(
         result.diagnostics,
         result.files,
@@ -229,6 +238,8 @@ def check(
         color=colored,
         summary=not quiet,
         hidden_infos=len(hidden),
+        width=shutil.get_terminal_size().columns if terminal else None,
+        source_line=_line_reader(source, overrides),
     )
     output = render(report)
     _write(output, output_file, colored)
@@ -259,6 +270,32 @@ def _read_stdin(name: str):
         return decode_text(name, sys.stdin.buffer.read(MAX_BYTES + 1))
     except UnreadableFile as exc:
         raise click.ClickException(f"standard input ({name}): {exc}") from None
+
+
+def _line_reader(stdin_source=None, overrides=()):
+    """The text of a line of a linted file, for the text format's excerpts: each file read once, numbered as the
+    linter numbers it (standard input: the text it read; `--override:N`: the Nth override); None where the file
+    cannot be read now."""
+    from functools import lru_cache
+
+    from ..sources.files import UnreadableFile, is_regular_file, read_text
+
+    @lru_cache(maxsize=64)
+    def lines_of(path: str) -> list[str] | None:
+        if stdin_source is not None and path == stdin_source.path:
+            return stdin_source.text.splitlines()
+        if not is_regular_file(Path(path)):
+            return None
+        try:
+            return read_text(Path(path)).text.splitlines()
+        except (OSError, UnreadableFile):
+            return None
+
+    def line(path: str, number: int) -> str | None:
+        lines = list(overrides) if path == "--override" else lines_of(path)
+        return lines[number - 1] if lines is not None and 0 < number <= len(lines) else None
+
+    return line
 
 
 def _progress(quiet: bool):

@@ -51,3 +51,20 @@ def shown_value(name: str, value: object) -> str:
 def redact_assignments(text: str) -> str:
     """`text` with the value of every `NAME=value` in it redacted where NAME is a secret name."""
     return _ASSIGNMENT.sub(lambda m: f"{m['name']}={REDACTED}" if is_secret_name(m["name"]) else m[0], text)
+
+
+# In a line of a file shown whole (the text format's excerpt), a secret can also be a YAML or JSON mapping's value
+# (`api_key: x`, `{"HF_TOKEN": "x"}`) or a command-line option's argument (`--hf_token x`).
+_MAPPING_ENTRY = re.compile(r"""(?P<name>["']?[\w.@/+~-]+["']?)(?P<sep>\s*:\s+)(?P<value>\[[^\]]*\]?|[^,{}\[\]#]*)""")
+_OPTION_ARGUMENT = re.compile(r"(?P<name>--?[\w.-]+)(?P<sep>\s+)(?P<value>[^\s-]\S*)")
+
+
+def redact_line(text: str) -> str:
+    """A line quoted whole from a file, every value under a secret name redacted: `NAME=value`, `name: value`
+    (YAML, JSON) and `--name value`."""
+
+    def entry(m: re.Match) -> str:
+        secret = is_secret_name(m["name"].strip("\"'").lstrip("-"))
+        return f"{m['name']}{m['sep']}{REDACTED}" if secret and m["value"].strip() else m[0]
+
+    return _OPTION_ARGUMENT.sub(entry, _MAPPING_ENTRY.sub(entry, redact_assignments(text)))

@@ -247,13 +247,18 @@ def one_finding_per_cause(found: list[Diagnostic]) -> list[Diagnostic]:
     a code the user turned off is not reported inside another, and the next one leads where the first is off."""
     grouping = {family.prefix for family in FAMILIES if family.one_cause_per_setting}
     groups: dict[tuple, list[Diagnostic]] = {}
+    seen: dict[tuple, int] = {}  # (place, code) -> how many findings of the code were met there before
     order: list[tuple | int] = []
     for index, d in enumerate(found):
         prefix = d.code.rstrip("0123456789")
         if prefix not in grouping:
             order.append(index)
             continue
-        key = (prefix, d.location, d.variant)
+        # the nth finding of a code here joins the nth group: one rule failing twice at a place (the actor's and
+        # the rollout's missing micro-batch) names two things to change, not one
+        place = (prefix, d.location, d.variant)
+        occurrence = seen[place, d.code] = seen.get((place, d.code), -1) + 1
+        key = (*place, occurrence)
         if key not in groups:
             groups[key] = []
             order.append(key)

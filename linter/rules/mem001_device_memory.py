@@ -452,7 +452,7 @@ def check(ctx: LintContext):
             still_over = [o for o in group if o.over_hbm and _over_on(on_largest, o.phase, largest.usable_hbm_gib)]
             if still_over:
                 assumed = (
-                    f" {p.accelerator} is assumed (none is named), but no device of its kind in schemas/devices.json "
+                    f" {p.accelerator} is assumed (none is named), but no accelerator of its kind that sapo-lint knows "
                     f"has enough ({largest.name}: {largest.usable_hbm_gib:g} GiB)."
                 )
             else:

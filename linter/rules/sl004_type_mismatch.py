@@ -1,7 +1,7 @@
 from ..core.diagnostics import Severity
 from ..core.redaction import shown_value
 from ..engine import INT64, LintContext, Part, beyond_int64
-from ..rulekit.common import is_interpolation, is_number, nearest
+from ..rulekit.common import is_interpolation, is_number
 from ..rulekit.registry import Finding, rule
 
 _ACCEPTS = {
@@ -44,12 +44,27 @@ ALSO_READ = {
 SPELLS_OFF = frozenset({"no", "n", "false", "f", "off", "0", "none", "null", "disable", "disabled", ""})
 
 
-def _flag_typo(ctx: LintContext, entry: dict, value) -> str:
-    """'. Did you mean `False`?' for a flag's value that is a misspelt True or False (`Flase`, `ture`), else ''."""
+def _flag_typo(entry: dict, value) -> str:
+    """'. Did you mean `False`?' for a flag's value that is a misspelt True or False: the same letters in another
+    order (`Flase`, `ture`) or one letter off (`Fals`, `Trye`). Not merely a similar word: `fast` may be a mode the
+    code reads by name."""
     if "bool" not in entry.get("type", "").split("|") or not isinstance(value, str):
         return ""
-    suggestion = nearest(ctx, value.capitalize(), ("False", "True"))
-    return f".{suggestion}" if suggestion else ""
+    word = value.strip().lower()
+    for meant in ("false", "true"):
+        if word != meant and (sorted(word) == sorted(meant) or _one_edit_apart(word, meant)):
+            return f". Did you mean `{meant.capitalize()}`?"
+    return ""
+
+
+def _one_edit_apart(a: str, b: str) -> bool:
+    """Whether one letter changed, added or removed turns `a` into `b`."""
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b, strict=True)) == 1
+    short, long = sorted((a, b), key=len)
+    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
 
 
 def _strings(value) -> bool:
@@ -166,7 +181,7 @@ def check(ctx: LintContext):
         if value in ALSO_READ.get((ctx.snapshot.config_name, ro.path), ()):
             continue
         problem = type_error(ro.path, value, entry)
-        typo = _flag_typo(ctx, entry, value) if problem else ""
+        typo = _flag_typo(entry, value) if problem else ""
         if problem and value is not None and entry.get("inferred") and _read_as_default(ctx, ro.path, entry, value):
             read_as, breaks = _READ_AS[entry["type"]]
             # A string for a flag that does not spell "off" may be a mode the code also reads by name

@@ -48,7 +48,7 @@ def check(ctx: LintContext):
                 )
             yield Finding(
                 ro,
-                f"`{ro.path}`: PolicyLossConfig has no field `{name}` (the SAPO temperatures are actor "
-                f"fields), so {why}. Set `{real}` instead",
+                f"`{ro.path}`: PolicyLossConfig has no field `{name}`, so {why}. The SAPO temperatures are actor "
+                f"fields: set `{real}` instead",
                 fix=fix,
             )
