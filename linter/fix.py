@@ -1,5 +1,6 @@
-"""`--fix`: rewrite override keys in place where a rule offers a safe fix (an unsafe one too with `--unsafe-fixes`,
-a display-only one never); `--add-noqa`: suppress every current finding with a `# sapo-lint: noqa` comment."""
+"""`--fix`: rewrite overrides in place (a key renamed, a value set, an override added on a line after one, or one
+removed) where a rule offers a safe fix (an unsafe one too with `--unsafe-fixes`, a display-only one never);
+`--add-noqa`: suppress every current finding with a `# sapo-lint: noqa` comment."""
 
 from __future__ import annotations
 
@@ -15,13 +16,21 @@ from .sources.files import is_regular_file, write_atomically
 BOM = b"\xef\xbb\xbf"
 
 
-def _replace_key(line: str, column: int, old: str, new: str) -> str | None:
-    start = column - 1
-    if line[start : start + len(old)] == old:
-        return line[:start] + new + line[start + len(old) :]
-    if line[start : start + 1] in ("'", '"') and line[start + 1 : start + 1 + len(old)] == old:  # quoted YAML key
-        return line[: start + 1] + new + line[start + 1 + len(old) :]
-    return None
+def _edited(line: str, edit: Edit) -> str | None:
+    """The line with the edit applied, or None where its text is no longer where the edit says (a key may be
+    written inside YAML quotes that start there). A line break ending `replaces` stands for the line's own (CRLF,
+    LF, or none on a last line), and one in `content` is written as the line's own."""
+    body = line.rstrip("\r\n")
+    ending = line[len(body) :]
+    old, new = edit.replaces, edit.content.replace("\n", ending or "\n")
+    through_end = old.endswith("\n")
+    old = old.removesuffix("\n")
+    start = edit.column - 1
+    if body[start : start + len(old)] != old and body[start : start + 1] in ("'", '"'):
+        start += 1  # a key written inside quotes that start there
+    if body[start : start + len(old)] != old or (through_end and start + len(old) != len(body)):
+        return None
+    return body[:start] + new + body[start + len(old) :] + ("" if through_end else ending)
 
 
 class FileRead(NamedTuple):
@@ -60,8 +69,8 @@ class FixOutcome(NamedTuple):
 
 
 def planned_fixes(diagnostics: list[Diagnostic], unsafe: bool = False) -> list[FixedFile]:
-    """Every fix `--fix` applies (`unsafe`: with --unsafe-fixes) whose key text is still where the edit says,
-    applied in memory: the files it changes."""
+    """Every fix `--fix` applies (`unsafe`: with --unsafe-fixes) whose text is still where its edit says, applied
+    in memory, right to left on each line: the files it changes."""
     by_file: dict[str, dict[tuple[int, int], Edit]] = defaultdict(dict)
     for d in diagnostics:
         if Path(d.location.path).is_file():
@@ -79,10 +88,10 @@ def planned_fixes(diagnostics: list[Diagnostic], unsafe: bool = False) -> list[F
         # from after it, as the linter read the file).
         lines = raw[len(BOM) if bom else 0 :].decode("utf-8").splitlines(keepends=True)
         changed = 0
-        for (line_no, column), edit in sorted(fixes.items(), reverse=True):  # right to left keeps columns valid
+        for (line_no, _), edit in sorted(fixes.items(), reverse=True):  # right to left keeps columns valid
             if not 0 < line_no <= len(lines):
                 continue
-            new_line = _replace_key(lines[line_no - 1], column, edit.replaces, edit.content)
+            new_line = _edited(lines[line_no - 1], edit)
             if new_line is not None:
                 lines[line_no - 1] = new_line
                 changed += 1

@@ -57,6 +57,7 @@ from urllib.parse import quote
 
 from .core.checked import NO_TRAINER_COMMAND, NotChecked
 from .core.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
+from .core.written import shell_word_end
 from .report import Report
 from .ruledocs import rule_anchor
 
@@ -359,41 +360,12 @@ class _FileText:
         if line > len(self.lines) or column > len(self.lines[line - 1]):
             return None
         start = self.line_starts[line - 1] + column - 1
-        end = _word_end(self.text, start)
+        end = shell_word_end(self.text, start)
         if end == start:
             return None
         end_line = line + self.text.count("\n", start, end)
         end_column = end - self.line_starts[end_line - 1] + 1
         return self.text[start:end], end_line, end_column
-
-
-_WORD_BREAK = set(" \t\r\n;&|<>()")
-
-
-def _word_end(text: str, start: int) -> int:
-    """Index after the shell word that starts at `start` (bash's quoting: '...', "...", \\x, $(...), ${...})."""
-    i, depth, quote_char = start, 0, ""
-    while i < len(text):
-        c = text[i]
-        if quote_char == "'":
-            quote_char = "" if c == "'" else quote_char
-        elif c == "\\":
-            if text.startswith("\n", i + 1) and not quote_char and depth == 0:
-                break  # a line continuation ends the word
-            i += 1
-        elif c == '"':
-            quote_char = "" if quote_char == '"' else '"'
-        elif c == "'" and not quote_char:
-            quote_char = "'"
-        elif c == "$" and text.startswith(("(", "{"), i + 1):
-            depth += 1
-            i += 1
-        elif c in ")}" and depth:
-            depth -= 1
-        elif not quote_char and depth == 0 and c in _WORD_BREAK:
-            break
-        i += 1
-    return min(i, len(text))
 
 
 def _yaml_nodes(text: str) -> dict[tuple[int, int], tuple[int, int, str]] | None:

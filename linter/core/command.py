@@ -14,6 +14,7 @@ from .gates import GateNeeds
 from .model import Accelerator, ModelShape
 from .overrides import OverrideSyntaxError, ParsedOverride, format_override, parse_override
 from .redaction import is_secret_name, redact_assignments
+from .written import Written
 
 # OmegaConf's mandatory-value marker (`???`): a value a recipe leaves to be set before a launch (RF014)
 MUST_BE_SET = "???"
@@ -47,6 +48,9 @@ class LocatedOverride(NamedTuple):
     # For one key of a mapping value that Hydra merges into the config key by key: the key text of the override
     # it was written in. Its fixes are not mechanical (the dotted key is not what the file says there).
     merged_from: str | None = None
+    # The override as its file writes it on the line where it starts, where a fix can rewrite it there; None where
+    # it is not written as such (a value from a variable, a value on later lines, the command line's `--override`).
+    written: Written | None = None
 
 
 class Stack(NamedTuple):

@@ -37,7 +37,9 @@ class Applicability(str, Enum):
 
 class Edit(NamedTuple):
     """Replace `replaces`, written at `line`:`column` of the finding's file, with `content`; `replaces` is None
-    where the text to replace is not written there as such (only a DISPLAY_ONLY fix has such an edit)."""
+    where the text to replace is not written there as such (only a DISPLAY_ONLY fix has such an edit). A `replaces`
+    that ends in a line break takes the line's own break with it (a removed line); a line break in `content` is
+    written as the line's own (a line added after it)."""
 
     line: int
     column: int
@@ -50,11 +52,13 @@ class Fix(NamedTuple):
 
     edits: tuple[Edit, ...]
     applicability: Applicability
+    # How the fix reads where its edits' text would not say it: the override a new line adds, ``remove `k=v` ``
+    title: str | None = None
 
     @property
     def text(self) -> str:
-        """The suggested replacement text (the JSON `fix`): the edits' contents."""
-        return "; ".join(e.content for e in self.edits)
+        """The suggested replacement text (the JSON `fix`): its title, else the edits' contents."""
+        return self.title or "; ".join(e.content for e in self.edits)
 
     def applied(self, unsafe: bool) -> bool:
         """Whether `--fix` applies it (`unsafe`: with --unsafe-fixes)."""

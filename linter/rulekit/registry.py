@@ -6,22 +6,22 @@ import inspect
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from ..core.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
+from ..core.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
 from ..core.problems import ReadProblem
 from ..core.redaction import redact_assignments
 from ..engine import Part
+from .fixes import OverrideFix, placed
 
 
 class Finding(NamedTuple):
-    """What a rule found: where (an override or a bare location), why, and the new text of the override's key if
-    the rule has a fix (UNSAFE where it may change what the run does; `Rule.run` makes it DISPLAY_ONLY where the key
-    is not written as such)."""
+    """What a rule found: where (an override or a bare location), why, and its fix if it has one (`rulekit.fixes`:
+    rename the key, set the value, add or remove an override, each with its applicability; `Rule.run` places it
+    in the file, or makes it DISPLAY_ONLY where the override is not written as such)."""
 
     at: object  # ResolvedOverride | LocatedOverride | Location
     message: str
-    fix: str | None = None
+    fix: OverrideFix | None = None
     severity: Severity | None = None  # the rule's own unless the evidence of this finding decides another
-    fix_applicability: Applicability = Applicability.SAFE
     related: tuple[Location, ...] = ()  # where the other settings it depends on are written (`LintContext.set_at`)
 
 
@@ -41,6 +41,9 @@ class Rule(NamedTuple):
     # The codes whose finding at the same place its own replaces: it names the cause the general one only shows
     # (SP001's nested tau is an unknown key, SL001, because it belongs on the actor)
     supersedes: tuple[str, ...] = ()
+    # How far its fixes can be trusted at best (SAFE: `--fix` fixes some of its findings; UNSAFE: only with
+    # `--unsafe-fixes`); None: it offers none (`sapo-lint rules` marks the rules that do)
+    fix: Applicability | None = None
 
     def diagnostic(
         self,
@@ -62,19 +65,10 @@ class Rule(NamedTuple):
         for f in self.check(ctx):
             at = f.at
             location = at if isinstance(at, Location) else at.location
-            fix = _fix(f, at, location) if f.fix is not None else None
+            fix = placed(f.fix, at, location) if f.fix is not None else None
             related = tuple(r for r in f.related if r != location)
             out.append(self.diagnostic(location, f.message, fix, f.severity, related))
         return out
-
-
-def _fix(f: Finding, at, location: Location) -> Fix:
-    """The finding's fix as an edit of the override's key where it is written; a key inside a merged mapping (or
-    a finding without an override) is not written as its dotted key, so there the fix is only shown."""
-    written = getattr(at, "override", at)
-    replaces = None if getattr(written, "merged_from", None) is not None else getattr(written, "key_text", None)
-    applicability = f.fix_applicability if replaces is not None else Applicability.DISPLAY_ONLY
-    return Fix((Edit(location.line, location.column, replaces, f.fix),), applicability)
 
 
 RULES: dict[str, Rule] = {}
@@ -92,8 +86,10 @@ def rule(
     needs_model: bool = False,
     engines: frozenset[str] | None = None,
     supersedes: tuple[str, ...] = (),
+    fix: Applicability | None = None,
 ):
-    """Register a check function; its docstring is the rule's explanation (`sapo-lint rule CODE`). Its reach is
+    """Register a check function; its docstring is the rule's explanation (`sapo-lint rule CODE`). `fix`: how far
+    the fixes its findings carry can be trusted at best (`Rule.fix`), None where it offers none. Its reach is
     declared here, not in the engine: `part`, the part of verl whose code the rule quotes (`engine.Part`; PPO's
     workers unless said), so that runs which never reach it skip it; `needs_model`, whether some of its checks need
     the model's shape, so that a run without the model gets RF005 saying they were skipped; `engines`, the training
@@ -117,6 +113,7 @@ def rule(
                 needs_model,
                 engines,
                 supersedes,
+                fix,
             )
         )
         return check

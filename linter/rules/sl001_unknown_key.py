@@ -1,6 +1,7 @@
 from ..core.diagnostics import Applicability, Severity
 from ..engine import LintContext, Part
 from ..rulekit.common import did_you_mean, where
+from ..rulekit.fixes import rename_key
 from ..rulekit.registry import Finding, rule
 from ..rulekit.versions import path_elsewhere
 
@@ -19,6 +20,7 @@ from ..rulekit.versions import path_elsewhere
     overrides:
       actor_rollout_ref.actor.megatron.tensor_model_parallel_size: 4
     """,
+    fix=Applicability.SAFE,
 )
 def check(ctx: LintContext):
     """Hydra composes verl's config in struct mode: `key=value` for a key that is not in the composed config
@@ -63,7 +65,7 @@ def check(ctx: LintContext):
                 ro,
                 f"`{ro.path}` is a dataclass field that {where(ctx)} does not list; Hydra refuses "
                 "to override a key that is not in the config: add it with `+`",
-                fix="+" + ro.override.key_text,
+                fix=rename_key("+" + ro.override.key_text),
             )
         elif ro.replaced is not None:  # a group override replaced the option that has the key
             yield Finding(ro, f"unknown key `{ro.path}`: it {ro.replaced}, so Hydra refuses it at compose")
@@ -72,7 +74,7 @@ def check(ctx: LintContext):
                 ro,
                 f"`{ro.path}` is not in the open dict `{ro.anchor}`; Hydra refuses to override a "
                 "missing key even there: add it with `+`",
-                fix="+" + ro.override.key_text,
+                fix=rename_key("+" + ro.override.key_text),
             )
         else:
             hint, fix = did_you_mean(ctx, ro.path)
@@ -80,8 +82,7 @@ def check(ctx: LintContext):
             yield Finding(
                 ro,
                 f"unknown key `{ro.path}`: not in {where(ctx)}, so Hydra refuses it at compose.{elsewhere or hint}",
-                fix=None if elsewhere else fix,
-                fix_applicability=Applicability.UNSAFE,
+                fix=None if elsewhere or fix is None else rename_key(fix, Applicability.UNSAFE),
             )
 
 

@@ -1,7 +1,8 @@
-from ..core.diagnostics import Severity
+from ..core.diagnostics import Applicability, Severity
 from ..core.redaction import shown_value
 from ..engine import LintContext, Part
 from ..rulekit.common import plain_key
+from ..rulekit.fixes import rename_key
 from ..rulekit.registry import Finding, rule
 
 
@@ -19,6 +20,7 @@ from ..rulekit.registry import Finding, rule
     overrides:
       actor_rollout_ref.actor.megatron.override_transformer_config.attention_backend: auto
     """,
+    fix=Applicability.SAFE,
 )
 def check(ctx: LintContext):
     """`+key=value` appends a key; Hydra refuses it when the key already holds a non-null value
@@ -37,7 +39,7 @@ def check(ctx: LintContext):
                 ro,
                 f"`+{plain_key(ro)}` adds a second selection to the config group `{ro.path}`, which already "
                 f"selects `{ro.current}`; Hydra fails with `Multiple values for {plain_key(ro)}`",
-                fix=plain_key(ro),
+                fix=rename_key(plain_key(ro)),
             )
         elif ro.existed and ro.current is not None and isinstance(ro.parsed.value, list):
             # Hydra merges a container `+` as `++` does (`OmegaConf.update(..., merge=True, force_add=True)`): a
@@ -53,5 +55,5 @@ def check(ctx: LintContext):
                 ro,
                 f"`{ro.path}` already exists (value {shown_value(ro.path, ro.current)}); Hydra refuses "
                 "`+` on it (`Could not append to config`): drop the `+`",
-                fix=plain_key(ro),
+                fix=rename_key(plain_key(ro)),
             )

@@ -3,6 +3,7 @@ import re
 from ..core.diagnostics import Applicability, Severity
 from ..engine import LintContext, Part
 from ..rulekit.common import did_you_mean, first_missing, repository_code, runs_engine_workers, short_class
+from ..rulekit.fixes import rename_key
 from ..rulekit.registry import Finding, rule
 from ..rulekit.sapo import is_nested_tau
 from ..rulekit.versions import entry_read_elsewhere, path_elsewhere, read_elsewhere
@@ -104,6 +105,7 @@ def read_by_repository(ctx: LintContext, anchor: str, name: str) -> bool:
       actor_rollout_ref.rollout.temperature: 0.7
       trainer.save_freq: 50
     """,
+    fix=Applicability.UNSAFE,
 )
 def check(ctx: LintContext):
     """`+` bypasses Hydra's struct check, so an added key always composes. What happens next depends on the
@@ -161,8 +163,7 @@ def check(ctx: LintContext):
                 f"`{ro.path}`: verl builds {short_class(anchor['target'])} from `{ro.anchor}`, which has "
                 f"no field `{name}`; the `+` gets past Hydra, then instantiation fails at start-up with "
                 f"TypeError (unexpected keyword argument '{name}').{elsewhere or hint}",
-                fix=None if elsewhere else fix,
-                fix_applicability=Applicability.UNSAFE,
+                fix=None if elsewhere or fix is None else rename_key(fix, Applicability.UNSAFE),
             )
         elif name not in ctx.snapshot.read_set and not read_by_repository(ctx, ro.anchor, name):
             kind = (
@@ -180,7 +181,6 @@ def check(ctx: LintContext):
                 f"verl {ctx.snapshot.label}{' or in this repository' if ctx.stack.repository else ''} reads "
                 f"a key named `{name}`: the setting is silently "
                 f"ignored{' (it turns something off, so nothing is lost)' if harmless else ''}.{elsewhere or hint}",
-                fix=None if elsewhere else fix,
-                fix_applicability=Applicability.UNSAFE,
+                fix=None if elsewhere or fix is None else rename_key(fix, Applicability.UNSAFE),
                 severity=Severity.WARNING if harmless else None,
             )

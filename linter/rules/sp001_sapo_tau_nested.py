@@ -1,5 +1,6 @@
-from ..core.diagnostics import Severity
+from ..core.diagnostics import Applicability, Severity
 from ..engine import LintContext
+from ..rulekit.fixes import rename_key
 from ..rulekit.registry import Finding, rule
 from ..rulekit.sapo import is_nested_tau
 
@@ -20,6 +21,7 @@ from ..rulekit.sapo import is_nested_tau
       actor_rollout_ref.actor.tau_pos: 1.0
       actor_rollout_ref.actor.tau_neg: 1.05
     """,
+    fix=Applicability.SAFE,
 )
 def check(ctx: LintContext):
     """SAPO's temperatures live on the actor (`ActorConfig.tau_pos`/`tau_neg`); `compute_policy_loss_sapo`
@@ -50,5 +52,5 @@ def check(ctx: LintContext):
                 ro,
                 f"`{ro.path}`: PolicyLossConfig has no field `{name}`, so {why}. The SAPO temperatures are actor "
                 f"fields: set `{real}` instead",
-                fix=fix,
+                fix=rename_key(fix),
             )

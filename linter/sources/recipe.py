@@ -20,6 +20,7 @@ from ..core.overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse
 from ..core.problems import DuplicateKey, InvalidYaml, ReadProblem, SchemaViolation, TooManyVariants, UnknownModel
 from ..core.redaction import REDACTED, is_secret_name
 from ..core.variants import collapse_variants, expand
+from ..core.written import Written
 from ..schema import SCHEMA_DIR
 from ..stack import Declared, ResolvedStack, resolve_stack
 from . import yaml_nodes
@@ -140,8 +141,9 @@ def _override_mappings(root: yaml.Node):
             yield yaml_nodes.child(body, "overrides")
 
 
-def _overrides(path: str, loader, mapping: yaml.Node | None) -> list[LocatedOverride]:
-    """Each `key: value` of an overrides mapping, in file order, duplicates kept (SL008 reports them)."""
+def _overrides(path: str, lines: list[str], loader, mapping: yaml.Node | None) -> list[LocatedOverride]:
+    """Each `key: value` of an overrides mapping (`lines`: the recipe's), in file order, duplicates kept (SL008
+    reports them)."""
     out = []
     for key_node, value_node in yaml_nodes.mapping_pairs(mapping):
         charge("reading the overrides")
@@ -160,8 +162,19 @@ def _overrides(path: str, loader, mapping: yaml.Node | None) -> list[LocatedOver
             value = MISSING if value is None else value
         parsed = ParsedOverride(head.op, head.key, head.package, value)
         inner = tuple(_inner_locations(path, value_node).items()) if isinstance(value, dict) else ()
-        out.append(LocatedOverride(location, key_text, parsed, inner_locations=inner))
+        written = _written_entry(lines, key_node, value_node)
+        out.append(LocatedOverride(location, key_text, parsed, inner_locations=inner, written=written))
     return out
+
+
+def _written_entry(lines: list[str], key_node: yaml.Node, value_node: yaml.Node) -> Written | None:
+    """A `key: value` entry as written, where its value ends on the key's line (not a block, nor an alias of a
+    node written elsewhere)."""
+    start, value_start, end = key_node.start_mark, value_node.start_mark, value_node.end_mark
+    if not (start.line == value_start.line == end.line < len(lines) and start.column <= value_start.column):
+        return None
+    line = lines[start.line]
+    return Written(line[: start.column], line[start.column : end.column], line[end.column :], False)
 
 
 def _inner_locations(path: str, mapping: yaml.Node, below: str = "") -> dict[str, Location]:
@@ -366,7 +379,8 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
         config_name=config_name,
     )
 
-    base = _overrides(source.path, loader, yaml_nodes.child(root, "overrides"))
+    lines = source.text.splitlines()
+    base = _overrides(source.path, lines, loader, yaml_nodes.child(root, "overrides"))
     origin = _location(source.path, yaml_nodes.key_node(root, "overrides"))
     model = _model(source, root, data, base, problems)
     hardware = data.get("hardware") if isinstance(data.get("hardware"), dict) else {}
@@ -382,7 +396,7 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
                 (
                     label,
                     (
-                        _overrides(source.path, loader, yaml_nodes.child(body, "overrides")),
+                        _overrides(source.path, lines, loader, yaml_nodes.child(body, "overrides")),
                         _env(source.path, loader, yaml_nodes.child(body, "env")),
                     ),
                 )

@@ -42,6 +42,7 @@ from ...core.problems import (
     VariantsSampled,
 )
 from ...core.variants import MAX_VARIANTS, collapse_variants, expand
+from ...core.written import written_word
 from ...engine import reaches_model_rules
 from ...schema import entrypoints, main_modules
 from ...stack import Declared, ResolvedStack, resolve_stack
@@ -203,10 +204,12 @@ def _located_override(
     problems: list[ReadProblem],
     branches: tuple[int, ...],
     known: dict[tuple[str, Location], LocatedOverride],
+    lines: list[bytes],
 ) -> LocatedOverride | None:
     """One argument of the trainer call. An unresolved key is SH001 here (nothing about it can be checked); an
     unresolved value is carried on the override (`unresolved`) for SH001's rule to judge against the schema.
-    `known`: the overrides already parsed for this script, by argument and place."""
+    `known`: the overrides already parsed for this script, by argument and place; `lines`: the script's, where the
+    argument's word is written (`LocatedOverride.written`)."""
     used = tuple(marks[ch] for ch in dict.fromkeys(markers(text, marks)))
     key_text = text.split("=", 1)[0]
     shown = readable(text, marks)
@@ -222,7 +225,9 @@ def _located_override(
             loc, key_text, ParsedOverride(head.op, head.key, head.package, UNRESOLVED_VALUE), None, used, branches
         )
     if (text, loc) not in known:  # the same argument in every variant: parsed once
-        known[text, loc] = locate_override(text, loc, key_text)._replace(branches=branches)
+        line = lines[loc.line - 1].decode("utf-8") if loc.line <= len(lines) else ""
+        written = written_word(line, loc.column, text)
+        known[text, loc] = locate_override(text, loc, key_text)._replace(branches=branches, written=written)
     return known[text, loc]
 
 
@@ -533,7 +538,7 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                 if text.startswith("-"):
                     found.append(NotAnOverride(location=loc, argument=readable(text, marks)))
                     continue
-                lo = _located_override(text, loc, marks, found, branches(loc), known)
+                lo = _located_override(text, loc, marks, found, branches(loc), known, parsed.lines)
                 if lo is not None:
                     overrides.append(lo)
             if tr.passthrough is not None:
