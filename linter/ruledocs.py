@@ -13,6 +13,13 @@ HEADER = [
 ]
 
 
+# How a rule's fixes are applied, by how far they can be trusted at best
+FIX_USE = {
+    "safe": "`sapo-lint --fix` fixes the findings whose fix is certain.",
+    "unsafe": "only `sapo-lint --fix --unsafe-fixes` applies its fixes: each is a guess to review.",
+}
+
+
 def rule_anchor(code: str, name: str) -> str:
     """The anchor of the rule's section heading `## CODE name`, as GitHub (and MkDocs) make it: lower case, the
     space a hyphen (codes and names are letters, digits and hyphens)."""
@@ -22,13 +29,13 @@ def rule_anchor(code: str, name: str) -> str:
 def rules_markdown(rules: dict) -> str:
     lines = [*HEADER, "| family | runs on | severity |", "|---|---|---|"]
     lines += [f"| {f.prefix} | {f.runs_on} | {f.severity} |" for f in FAMILIES]
-    lines += ["", "| code | name | severity | backends | what it catches |", "|---|---|---|---|---|"]
+    lines += ["", "| code | name | severity | backends | fix | what it catches |", "|---|---|---|---|---|---|"]
     ordered = [rules[code] for code in sorted(rules)]
     for r in ordered:
         summary = _text(" ".join(r.summary.split())).replace("|", "\\|")
         lines.append(
             f"| [{r.code}](#{rule_anchor(r.code, r.name)}) | {r.name} | {r.severity.value} | {backends(r)} | "
-            f"{summary} |"
+            f"{fix_mark(r)} | {summary} |"
         )
     for r in ordered:
         lines += ["", f"## {r.code} {r.name}", "", rule_markdown(r)]
@@ -41,11 +48,18 @@ def backends(rule) -> str:
     return "any" if rule.engines is None else ", ".join(names.get(e, e) for e in sorted(rule.engines))
 
 
+def fix_mark(rule) -> str:
+    """How `--fix` fixes a rule's findings, from its declaration (`@rule(..., fix=...)`): `safe` (some with
+    `--fix`), `unsafe` (only with `--unsafe-fixes`), or nothing."""
+    return rule.fix.value if rule.fix else ""
+
+
 def rule_markdown(rule) -> str:
     """One rule's section body: severity and summary, what verl / Megatron would do, a bad and a good example."""
     return "\n".join(
         [
             f"**{rule.severity.value}**: {_text(' '.join(rule.summary.split()))}",
+            *(["", f"**fix** ({fix_mark(rule)}): {FIX_USE[rule.fix.value]}"] if rule.fix else []),
             "",
             _text(rule.explanation),
             "",

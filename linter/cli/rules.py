@@ -8,7 +8,7 @@ import click
 @click.command("rules")
 @click.option("--markdown", is_flag=True, help="docs/rules.md: a table of every rule, then a section per rule.")
 def list_rules(markdown):
-    """List every rule: code, name, severity, summary."""
+    """List every rule: code, `[*]` where it has fixes, severity, name, summary."""
     from ..rules import all_rules
 
     rules = all_rules()
@@ -19,4 +19,5 @@ def list_rules(markdown):
         return
     width = max(len(r.name) for r in rules.values())
     for r in rules.values():
-        click.echo(f"{r.code:<7} {r.severity.value:<8} {r.name:<{width}}  {r.summary}")
+        fixable = "[*]" if r.fix else "   "  # as ruff marks the rules `--fix` can fix (`--unsafe-fixes` or not)
+        click.echo(f"{r.code:<7} {fixable} {r.severity.value:<8} {r.name:<{width}}  {r.summary}")

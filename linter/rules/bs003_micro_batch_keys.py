@@ -1,7 +1,8 @@
-from ..core.diagnostics import Severity
+from ..core.diagnostics import Applicability, Severity
 from ..core.paths import ACTOR, REF, ROLLOUT
 from ..engine import LintContext
 from ..rulekit.common import runs_engine_workers
+from ..rulekit.fixes import remove_override
 from ..rulekit.registry import Finding, rule
 from ..topology import active_roles
 
@@ -21,6 +22,7 @@ from ..topology import active_roles
       actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu: 1
       actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 1
     """,
+    fix=Applicability.SAFE,
 )
 def check(ctx: LintContext):
     """Without dynamic batch size every forward needs a micro-batch size. verl 0.9.1 accepts it under two
@@ -66,12 +68,14 @@ def check(ctx: LintContext):
         mbs, per_gpu = ctx.config.value(global_key), ctx.config.value(per_gpu_key)
         name = global_key.rsplit(".", 1)[1]
         if mbs is not None and per_gpu is not None:
+            at = ctx.blame(global_key, per_gpu_key)
             yield Finding(
-                ctx.blame(global_key, per_gpu_key),
+                at,
                 f'both `{global_key}` ({mbs}) and `{per_gpu_key}` ({per_gpu}) are set: verl raises "You have '
                 f"set both ... Please remove '{name}' because only '*_{name}_per_gpu' is supported (the former "
                 f'is deprecated)". Remove `{global_key}`',
-                fix=None,
+                # Safe even where it brings back a value the override replaced: that is a global key too
+                fix=remove_override() if at is ctx.explicit(global_key) else None,
             )
         elif mbs is None and per_gpu is None:
             yield Finding(

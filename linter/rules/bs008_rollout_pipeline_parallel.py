@@ -1,6 +1,7 @@
-from ..core.diagnostics import Severity
+from ..core.diagnostics import Applicability, Severity
 from ..core.paths import ROLLOUT
 from ..engine import LintContext, Part
+from ..rulekit.fixes import set_value
 from ..rulekit.registry import Finding, rule
 
 
@@ -20,6 +21,7 @@ from ..rulekit.registry import Finding, rule
       actor_rollout_ref.rollout.name: vllm
       actor_rollout_ref.rollout.pipeline_model_parallel_size: 1
     """,
+    fix=Applicability.SAFE,
 )
 def check(ctx: LintContext):
     """`RolloutConfig.__post_init__` (verl 0.9.1 `verl/workers/config/rollout.py:319-323`) raises
@@ -30,9 +32,11 @@ def check(ctx: LintContext):
     pp = ctx.number(f"{ROLLOUT}.pipeline_model_parallel_size")
     if name not in ("vllm", "sglang", "trtllm") or not isinstance(pp, int) or pp <= 1:
         return
+    at = ctx.blame(f"{ROLLOUT}.pipeline_model_parallel_size", f"{ROLLOUT}.name")
     yield Finding(
-        ctx.blame(f"{ROLLOUT}.pipeline_model_parallel_size", f"{ROLLOUT}.name"),
+        at,
         f'rollout pipeline_model_parallel_size {pp} with rollout.name={name}: verl raises "Current rollout '
         f"self.name='{name}' not implemented pipeline_model_parallel_size > 1 yet.\" Set it to 1 and use "
         f"rollout tensor_model_parallel_size instead",
+        fix=set_value(1) if at is ctx.explicit(f"{ROLLOUT}.pipeline_model_parallel_size") else None,
     )

@@ -1,6 +1,7 @@
-from ..core.diagnostics import Severity
+from ..core.diagnostics import Applicability, Severity
 from ..core.paths import ROLLOUT
 from ..engine import LintContext, Part
+from ..rulekit.fixes import set_value
 from ..rulekit.registry import Finding, rule
 
 MOE_TP = f"{ROLLOUT}.moe_tensor_parallel_size"
@@ -24,6 +25,7 @@ MOE_TP = f"{ROLLOUT}.moe_tensor_parallel_size"
       actor_rollout_ref.rollout.tensor_model_parallel_size: 4
       +actor_rollout_ref.rollout.moe_tensor_parallel_size: 2
     """,
+    fix=Applicability.SAFE,
 )
 def check(ctx: LintContext):
     """`RolloutConfig.moe_tensor_parallel_size` (a dataclass field verl's YAML does not list, so it is added with
@@ -45,18 +47,24 @@ def check(ctx: LintContext):
     if name == "trtllm":
         ep, tp = ctx.number(f"{ROLLOUT}.expert_parallel_size"), ctx.number(f"{ROLLOUT}.tensor_model_parallel_size")
         if isinstance(ep, int) and isinstance(tp, int) and ep > 1 and size * ep != tp:
+            at = ctx.blame(MOE_TP, f"{ROLLOUT}.expert_parallel_size", f"{ROLLOUT}.tensor_model_parallel_size")
+            # tp / size satisfies the assertion, but leaving one of them at 1 does too: a guess at the one meant
+            divides = tp % size == 0 and at is ctx.explicit(f"{ROLLOUT}.expert_parallel_size")
             yield Finding(
-                ctx.blame(MOE_TP, f"{ROLLOUT}.expert_parallel_size", f"{ROLLOUT}.tensor_model_parallel_size"),
+                at,
                 f"rollout moe_tensor_parallel_size {size} x expert_parallel_size {ep} = {size * ep} != "
                 f'tensor_model_parallel_size {tp}: verl asserts "moe_tensor_parallel_size * '
                 'expert_parallel_size must equal tensor_model_parallel_size" when it builds the trtllm '
                 f"rollout config. Set expert_parallel_size to {tp // size if tp % size == 0 else 1} or "
                 "leave one of them at 1 (TensorRT-LLM derives it)",
+                fix=set_value(tp // size, Applicability.UNSAFE) if divides else None,
             )
         return
+    at = ctx.blame(MOE_TP, f"{ROLLOUT}.name")
     yield Finding(
-        ctx.blame(MOE_TP, f"{ROLLOUT}.name"),
+        at,
         f"rollout moe_tensor_parallel_size {size} with rollout.name={name}: verl asserts "
         f'"moe_tensor_parallel_size is only supported for trtllm" when it builds the rollout config. '
         f"Remove it (or set it to 1) for {name}",
+        fix=set_value(1) if at is ctx.explicit(MOE_TP) else None,  # 1 is no split: the same run, without it
     )

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
-from ..core.diagnostics import Severity
+from ..core.diagnostics import Applicability, Severity
 from ..engine import MEGATRON_ONLY, LintContext
+from ..rulekit.fixes import add_override, set_value
 from ..rulekit.optimizer import optimizer_views
 from ..rulekit.registry import Finding, rule
 
@@ -21,6 +22,7 @@ from ..rulekit.registry import Finding, rule
       +actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_cpu_offload: true
       +actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_offload_fraction: 1.0
     """,
+    fix=Applicability.UNSAFE,
 )
 def check(ctx: LintContext):
     """verl passes `optim.override_optimizer_config` straight into megatron-core's `OptimizerConfig`
@@ -37,10 +39,18 @@ def check(ctx: LintContext):
         fraction = view.value("optimizer_offload_fraction")
         if isinstance(fraction, (int, float)) and not isinstance(fraction, bool) and fraction <= 0:
             where = "its default 0.0" if not view.overridden("optimizer_offload_fraction") else f"{fraction}"
+            fraction_key = view.override_key("optimizer_offload_fraction")
+            at = ctx.blame(view.override_key("optimizer_cpu_offload"), fraction_key)
+            # 1.0 (offload everything, as verl's examples do) is one choice in the range: a guess
+            if at is ctx.explicit(fraction_key):
+                fix = set_value(1.0, Applicability.UNSAFE)
+            else:
+                fix = add_override(f"+{fraction_key}", 1.0, Applicability.UNSAFE)
             yield Finding(
-                ctx.blame(view.override_key("optimizer_cpu_offload"), view.override_key("optimizer_offload_fraction")),
+                at,
                 f"{view.role}: optimizer_cpu_offload=True with optimizer_offload_fraction {where}: "
                 f"megatron-core's HybridDeviceOptimizer offloads parameters while their size is below "
                 f"`gpu_params_total_numel * offload_fraction` = 0, i.e. none; the optimizer state stays on the "
                 f"device. Set `+{view.override_key('optimizer_offload_fraction')}` in (0, 1], e.g. 1.0",
+                fix=fix,
             )
