@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from .core.checked import NotChecked, not_checked_because
 from .core.command import Command, LocatedOverride, Stack, locate_override, site_limits
-from .core.diagnostics import Diagnostic, Location
+from .core.diagnostics import COMMAND_LINE, Diagnostic, Location
 from .core.problems import NoSnapshot, ReadProblem
 from .core.variants import collapse_variants, matches
 from .custom_configs import config_for
@@ -74,7 +74,7 @@ class FileCheck(NamedTuple):
 
 def command_line_overrides(texts: Iterable[str]) -> tuple[LocatedOverride, ...]:
     """`--override` / launch-time `key=value` arguments, located as `--override:N`."""
-    return tuple(locate_override(text, Location("--override", i, 1)) for i, text in enumerate(texts, 1))
+    return tuple(locate_override(text, Location(COMMAND_LINE, i, 1)) for i, text in enumerate(texts, 1))
 
 
 def read_options(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .core.diagnostics import COMMAND_LINE
 from .core.printable import printable
 from .estimate.inputs import GIB, WARN_FRACTION, gib_text
 from .estimate.plan import DEVICE_TERMS, HOST_TERMS, Estimate
@@ -98,7 +99,7 @@ def explain_recipe(
     if not loaded.commands:
         return [], [f"{path}: no trainer command (`python3 -m verl...`) found"]
     rejected = [
-        d for d in api.check(loaded, settings) if d.location.path == "--override" and d.severity.value == "error"
+        d for d in api.check(loaded, settings) if d.location.path == COMMAND_LINE and d.severity.value == "error"
     ]
     if rejected:
         return [], [_line(d) for d in dict.fromkeys(d.with_variant(None) for d in rejected)]
@@ -159,7 +160,7 @@ def _in_the_plan(message: str) -> str:
 def _line(d) -> str:
     where = (
         f"{d.location.path}:{d.location.line}:{d.location.column}"
-        if d.location.path != "--override"
+        if d.location.path != COMMAND_LINE
         else f"--override {d.location.line}"
     )
     return f"{where}: {d.code} {d.message}"

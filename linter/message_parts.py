@@ -82,6 +82,12 @@ def _top_level_clauses(message: str) -> list[tuple[str, str]]:
         c = message[i]
         if closing and c == closing[-1]:
             closing.pop()
+            quoted_stop = not closing and c in _QUOTES and message[i - 1 : i] in (".", "!", "?")
+            if quoted_stop and message[i + 1 : i + 2] == " " and message[i + 2 : i + 3].isupper():
+                clauses.append((message[start : i + 1], " "))  # `... raises "X failed." Set ...`
+                start = i + 2
+                i += 2
+                continue
         elif closing and closing[-1] in _QUOTES:
             pass  # inside a quote, brackets do not nest
         elif c in _OPENING:

@@ -7,9 +7,10 @@ import re
 from collections import Counter
 
 from .core.checked import NO_TRAINER_COMMAND, NotChecked
-from .core.diagnostics import FIX_LABEL, Applicability, Diagnostic, Severity
+from .core.diagnostics import COMMAND_LINE, FIX_LABEL, Applicability, Diagnostic, Severity
 from .core.printable import printable
 from .core.redaction import redact_line
+from .core.words import counted
 from .report import Report
 from .sarif import render_sarif
 from .stack import ResolvedStack
@@ -176,7 +177,8 @@ def _footer(report: Report) -> list[str]:
     ]
     if report.hidden_infos:
         footer.append(
-            f"{report.hidden_infos} info(s) not shown in pre-commit and CI: -v (or `show-infos = true`) shows them."
+            f"{counted(report.hidden_infos, 'info')} not shown in pre-commit and CI: -v (or `show-infos = true`) "
+            f"shows {'it' if report.hidden_infos == 1 else 'them'}."
         )
     return footer
 
@@ -206,16 +208,17 @@ def _printable_line(d: Diagnostic, code: str | None = None) -> str:
 
 
 def _summary_line(diagnostics: list[Diagnostic], files: int, not_checked: NotCheckedFiles = ()) -> str:
-    """`Found 2 error(s), ... in 30 files.` or `All checks passed (30 files).`; where a file was not checked, instead
-    of the second and after the first, `Checked 28 of 30 files; 2 not checked: unknown config `my_cfg` (1), no
-    trainer command (1).` (escaped: a config name is the file's text). Never that all checks passed when none ran."""
+    """`Found 2 errors, 1 warning, 0 infos in 30 files.` or `All checks passed (30 files).`; where a file was not
+    checked, instead of the second and after the first, `Checked 28 of 30 files; 2 not checked: unknown config
+    `my_cfg` (1), no trainer command (1).` (escaped: a config name is the file's text). Never that all checks passed
+    when none ran."""
     noun = "file" if files == 1 else "files"
     found = ""
     if diagnostics:
         counts = Counter(d.severity for d in diagnostics)
         found = (
-            f"Found {counts[Severity.ERROR]} error(s), {counts[Severity.WARNING]} warning(s), "
-            f"{counts[Severity.INFO]} info(s) in {files} {noun}."
+            f"Found {counted(counts[Severity.ERROR], 'error')}, {counted(counts[Severity.WARNING], 'warning')}, "
+            f"{counted(counts[Severity.INFO], 'info')} in {files} {noun}."
         )
     if not_checked:
         reasons = ", ".join(f"{why.message} ({n})" for why, n in _reasons(not_checked))
@@ -246,10 +249,14 @@ def render_github(report: Report) -> str:
     lines = []
     for d in diagnostics:
         title = f"{d.code} {d.name}" + (f" [{d.variant}]" if d.variant else "")
-        props = (
-            f"file={_escape_property(d.location.path)},line={d.location.line},col={d.location.column},"
-            f"title={_escape_property(title)}"
-        )
+        if d.location.path == COMMAND_LINE:  # no file to annotate: the run's annotation names the override
+            title += f" (--override {d.location.line})"
+            props = f"title={_escape_property(title)}"
+        else:
+            props = (
+                f"file={_escape_property(d.location.path)},line={d.location.line},col={d.location.column},"
+                f"title={_escape_property(title)}"
+            )
         # An annotation has one location: the related ones are named in its message, as in the text output, and so
         # are the findings of the same cause.
         message = (f"{d.message} ({d.see_also()})" if d.related else d.message) + d.also_messages()

@@ -56,13 +56,13 @@ from pathlib import Path, PurePath
 from urllib.parse import quote
 
 from .core.checked import NO_TRAINER_COMMAND, NotChecked
-from .core.diagnostics import Applicability, Diagnostic, Fix, Location, Severity
+from .core.diagnostics import COMMAND_LINE, Applicability, Diagnostic, Fix, Location, Severity
 from .core.written import shell_word_end
 from .report import Report
 from .ruledocs import rule_anchor
 
 LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
-OVERRIDE_SOURCE = "--override"  # api.py: command-line overrides are located as `--override:N`
+OVERRIDE_SOURCE = COMMAND_LINE  # command-line overrides are located as `--override:N`
 SRCROOT = "%SRCROOT%"
 FINGERPRINT = "sapoLintFinding/v1"
 DESCRIPTION_LIMIT = 1024  # GitHub code scanning: shortDescription.text and fullDescription.text

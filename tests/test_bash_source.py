@@ -793,7 +793,7 @@ def test_an_override_cut_off_by_a_comment_line_is_sh005_and_replaces_shellcheck_
     found = lint_paths([path], Settings(), []).diagnostics
     (sh005,) = [d for d in found if d.code == "SH005"]
     assert (sh005.location.line, sh005.location.column) == (5, 5)
-    assert "ended at line 3, where a comment line" in sh005.message and "the 2 override(s)" in sh005.message
+    assert "ended at line 3, where a comment line" in sh005.message and "the 2 overrides" in sh005.message
     assert not [d for d in found if d.code == "SH2276"]
     # the trainer still gets (and is linted with) what came before the break
     commands = read_script_findings(TextFile(str(path), path.read_text()), OPTIONS).commands

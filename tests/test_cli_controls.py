@@ -39,7 +39,7 @@ def test_diff_shows_what_fix_would_change_and_changes_nothing(tmp_path):
     assert (
         "-  +actor_rollout_ref.actor.policy_loss.tau_pos: 1.2\n+  actor_rollout_ref.actor.tau_pos: 1.2\n"
     ) in proc.stdout
-    assert "Would fix 1 override(s) in 1 file(s)." in proc.stderr
+    assert "Would fix 1 override in 1 file." in proc.stderr
     assert path.read_text() == before
 
     sapo_lint(str(path), "--fix")

@@ -59,7 +59,7 @@ def test_the_documented_stand_in_launch_runs_end_to_end(tmp_path):
     run, and the report the README says it makes."""
     recipe, runs = REPO / "docs" / "stand-in-recipe.yaml", tmp_path / "runs"
     dry = sapo_launch(recipe, "--runs-dir", runs, "--dry-run")
-    assert code_of(dry) == 0 and "lint     0 error(s), 0 warning(s): would launch" in dry.stdout, dry.stdout
+    assert code_of(dry) == 0 and "lint     0 errors, 0 warnings: would launch" in dry.stdout, dry.stdout
     assert not runs.exists()
     ran = sapo_launch(recipe, "--runs-dir", runs)
     assert code_of(ran) == 0 and "step:3 - perf/throughput:103.0" in ran.stdout, ran.stderr

@@ -198,7 +198,7 @@ def test_one_bad_size_is_one_finding_naming_every_check_it_breaks(tmp_path):
     )
     text = sapo_lint(str(path), "--no-shellcheck", "--select", "TP", "--format", "concise").stdout
     assert text.count(": TP0") == 1 and "(also fails TP002 " in text and "TP009 " in text
-    assert "Found 1 error(s)" in text
+    assert "Found 1 error" in text
     full = sapo_lint(str(path), "--no-shellcheck", "--select", "TP").stdout
     also = [line.split()[2] for line in full.splitlines() if line.startswith("  = also ")]
     assert also == ["TP002", "TP003", "TP004", "TP009"], (

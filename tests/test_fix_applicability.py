@@ -21,16 +21,16 @@ def test_fix_applies_safe_fixes_and_unsafe_fixes_only_when_asked(tmp_path):
 
     assert sapo_lint(str(path), "--unsafe-fixes").returncode == 2  # it says which fixes --fix applies: --fix first
     diff = sapo_lint(str(path), "--diff", "--unsafe-fixes", "--no-shellcheck")
-    assert "+  actor_rollout_ref.actor.tau_pos: 1.0" in diff.stdout and "Would fix 2 override(s)" in diff.stderr
+    assert "+  actor_rollout_ref.actor.tau_pos: 1.0" in diff.stdout and "Would fix 2 overrides" in diff.stderr
 
     fixed = sapo_lint(str(path), "--fix", "--no-shellcheck")
     body = path.read_text()
-    assert "Fixed 1 override(s)." in fixed.stderr and "  trainer.nnodes: 1\n" in body and UNSAFE in body, body
+    assert "Fixed 1 override." in fixed.stderr and "  trainer.nnodes: 1\n" in body and UNSAFE in body, body
     assert fixed.returncode == 1  # the unknown key is still there
 
     fixed = sapo_lint(str(path), "--fix", "--unsafe-fixes", "--no-shellcheck")
     body = path.read_text()
-    assert "Fixed 1 override(s)." in fixed.stderr and UNSAFE not in body and GUESSED in body, body
+    assert "Fixed 1 override." in fixed.stderr and UNSAFE not in body and GUESSED in body, body
 
 
 def test_json_sarif_and_statistics_say_how_safe_each_fix_is(tmp_path):

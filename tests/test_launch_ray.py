@@ -147,7 +147,7 @@ def test_metadata_is_strings(tmp_path):
     meta = ray_submit.metadata(launch)
     assert all(isinstance(v, str) for v in meta.values())
     assert meta["recipe"] == "fake" and meta["recipe_hash"] == launch.recipe_hash and meta["variant"] == ""
-    assert meta["lint"] == "0 error(s), 0 warning(s), 1 info(s)"
+    assert meta["lint"] == "0 errors, 0 warnings, 1 info"
 
 
 def staged(stage: Path) -> list[str]:

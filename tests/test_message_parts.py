@@ -12,6 +12,7 @@ from sapo_toolkit.linter.message_parts import message_parts
 from sapo_toolkit.linter.report import Report
 from sapo_toolkit.linter.reporters import render_text
 
+from .helpers import REPO
 from .test_cli import sapo_lint
 from .test_rule_examples import EXAMPLE_RULES, RULES, example_findings
 
@@ -110,3 +111,22 @@ def test_a_pipe_never_wraps():
     message = "three phases are over budget: " + "x " * 200
     (_, note) = render_text(Report([finding(message)], 1, summary=False, width=None)).splitlines()
     assert note.startswith("  = note: ") and len(note) > 400
+
+
+def test_counts_are_words_and_a_command_line_override_is_no_file_in_github(tmp_path):
+    """`1 error, 0 warnings` (never `error(s)`); a GitHub annotation for an `--override` names it in its title
+    instead of a `file=--override` that GitHub cannot place; RC messages end Megatron's quote with a full stop."""
+    tau = "+actor_rollout_ref.actor.policy_loss.tau_pos=1.0"
+    smoke, big = str(REPO / "recipes/smoke-qwen3-0.6b-sapo.yaml"), str(REPO / "recipes/qwen3-30b-a3b-sapo.yaml")
+    proc = sapo_lint(smoke, "--override", tau)
+    assert "Found 1 error, 0 warnings, 0 infos in 1 file." in proc.stdout, proc.stdout
+    github = sapo_lint(smoke, "--override", tau, "--format", "github").stdout
+    assert github.startswith("::error title=SP001 sapo-tau-nested (--override 1)::") and "file=" not in github
+    full = "actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity=full"
+    rc = sapo_lint(big, "--select", "RC003", "--override", full, "--format", "concise")
+    assert 'recompute_method must be "block" or "uniform"". Set ' in rc.stdout, rc.stdout
+
+
+def test_a_quote_that_ends_a_sentence_ends_it():
+    parts = message_parts('actor: megatron-core rejects this: "layers must be None." Drop the override')
+    assert parts.note == '"layers must be None."' and parts.helps == ("Drop the override.",)

@@ -63,7 +63,9 @@ def test_mem001_on_an_assumed_accelerator_is_an_error_when_no_device_of_its_kind
     assert [d.message.split(" ", 1)[0] for d in mem] == ["train", "rollout"], mem
     for d in mem:
         assert d.severity.value == "error", d
-        assert "ascend-910b3 is assumed (none is named), but no device of its kind" in d.message
+        assert (
+            "ascend-910b3 is assumed (none is named), but no accelerator of its kind that sapo-lint knows" in d.message
+        )
         assert "(ascend-a3: 61.27 GiB)" in d.message
 
 

@@ -95,7 +95,7 @@ def test_sl004_a_misspelt_flag_gets_a_did_you_mean(lint_text, typo, meant):
         ("error", True)
     ] * 2
     assert not only(lint_text("overrides:\n  trainer.val_before_train: disabled\n"), "SL004")[0].message.endswith("?")
-    # a word merely like one (`fast`) or any other (`greedy`) may be a mode the code reads by name: a warning, no suggestion
+    # a word merely like one (`fast`) or any other (`greedy`) may be a mode the code reads by name: a warning
     for word in ("fast", "greedy"):
         (mode,) = only(lint_text(f"overrides:\n  trainer.balance_batch: {word}\n"), "SL004")
         assert (mode.severity.value, "Did you mean" in mode.message) == ("warning", False), mode

@@ -13,6 +13,7 @@ import click
 
 from sapo_toolkit.linter.core.diagnostics import Severity
 from sapo_toolkit.linter.core.printable import printable
+from sapo_toolkit.linter.core.words import counted
 
 from ..rundir import EXIT_REFUSED
 from .options import DEVICE, FAIL_ON_GATES, FORMAT, jobs_address
@@ -304,6 +305,7 @@ def _print_plan(launch, fmt: str, secret_env, notes: list[str], executor) -> Non
     lines.extend(d.text_line() for d in launch.lint.diagnostics)
     errors, warnings = launch.lint.count(Severity.ERROR), launch.lint.count(Severity.WARNING)
     lines.append(
-        f"lint     {errors} error(s), {warnings} warning(s): " + ("refused" if launch.lint.refuses else "would launch")
+        f"lint     {counted(errors, 'error')}, {counted(warnings, 'warning')}: "
+        + ("refused" if launch.lint.refuses else "would launch")
     )
     click.echo("\n".join(map(printable, lines)))  # paths, values and messages from the recipe: escaped

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from sapo_toolkit.linter.core.words import counted
+
 from ..device import DeviceFacts, DeviceProbe, detect_device
 from ..versions import (
     PACKAGES,
@@ -232,7 +234,7 @@ def doctor_report(
 
 
 def _check_devices(recipe, relevant, facts: DeviceFacts, add) -> None:
-    what = f"{facts.count} {facts.kind or 'accelerator'} device(s) visible ({facts.how})"
+    what = f"{counted(facts.count, (facts.kind or 'accelerator') + ' device')} visible ({facts.how})"
     if recipe is None:
         if facts.kind is None or facts.count == 0:
             add(
@@ -261,7 +263,11 @@ def _check_devices(recipe, relevant, facts: DeviceFacts, add) -> None:
     per = f"trainer.n_gpus_per_node={need}" + (
         f" (variants ask {', '.join(map(str, wanted))})" if len(wanted) > 1 else ""
     )
-    other = f"; the other {nodes[-1] - 1} node(s) are not checked from here" if nodes and nodes[-1] > 1 else ""
+    other = (
+        f"; the other {counted(nodes[-1] - 1, 'node')} {'is' if nodes[-1] == 2 else 'are'} not checked from here"
+        if nodes and nodes[-1] > 1
+        else ""
+    )
     if facts.count < need:
         add(
             Finding(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sapo_toolkit.linter.core.words import counted
+
 from .facts import ADVISORY, BLOCKING, OK, Report, _join
 
 
@@ -42,8 +44,8 @@ def _summary_lines(report: Report) -> list[tuple[str, str]]:
         lines.append(("recipe", f"{r.path} (verl {r.verl})"))
         for v in r.variants:
             shape = (
-                f"{v.variant or '(single variant)'}: {v.n_gpus_per_node} device(s)/node x {v.nnodes} node(s), "
-                f"rollout {v.rollout}, engine {v.model_engine}"
+                f"{v.variant or '(single variant)'}: {counted(v.n_gpus_per_node, 'device')}/node x "
+                f"{counted(v.nnodes, 'node')}, rollout {v.rollout}, engine {v.model_engine}"
             )
             lines.append(("", shape))
     return lines

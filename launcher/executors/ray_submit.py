@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from sapo_toolkit.linter.core.device import default_kind, device_kind, device_kinds
+from sapo_toolkit.linter.core.words import counted
 
 from ..plan import Plan, redact_keys, redact_urls
 from ..rundir import write_json
@@ -99,7 +100,7 @@ def metadata(plan: Plan) -> dict[str, str]:
         "recipe": plan.name,
         "recipe_hash": plan.recipe_hash,
         "variant": plan.variant or "",
-        "lint": ", ".join(f"{n} {severity}(s)" for severity, n in lint.items()),
+        "lint": ", ".join(counted(n, severity) for severity, n in lint.items()),
         "run_dir": plan.run_dir,
     }
 

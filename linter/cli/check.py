@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ..core.printable import printable
+from ..core.words import counted
 from . import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, OneLineError
 from .options import ACCELERATOR, OVERRIDES, VERL_VERSION
 
@@ -220,7 +221,8 @@ def check(
         planned = planned_fixes(result.diagnostics, unsafe_fixes)
         _write(unified_diff(planned), output_file)
         if not quiet:
-            click.echo(f"Would fix {sum(f.fixes for f in planned)} override(s) in {len(planned)} file(s).", err=True)
+            fixes = counted(sum(f.fixes for f in planned), "override")
+            click.echo(f"Would fix {fixes} in {counted(len(planned), 'file')}.", err=True)
         sys.exit(EXIT_USAGE if result.unreadable else EXIT_FINDINGS if planned else EXIT_OK)
     hidden: set = set()
     if fmt in ("text", "concise", "github") and not statistics:
@@ -278,6 +280,7 @@ def _line_reader(stdin_source=None, overrides=()):
     cannot be read now."""
     from functools import lru_cache
 
+    from ..core.diagnostics import COMMAND_LINE
     from ..sources.files import UnreadableFile, is_regular_file, read_text
 
     @lru_cache(maxsize=64)
@@ -292,7 +295,7 @@ def _line_reader(stdin_source=None, overrides=()):
             return None
 
     def line(path: str, number: int) -> str | None:
-        lines = list(overrides) if path == "--override" else lines_of(path)
+        lines = list(overrides) if path == COMMAND_LINE else lines_of(path)
         return lines[number - 1] if lines is not None and 0 < number <= len(lines) else None
 
     return line
@@ -334,7 +337,7 @@ def _fix(result, unsafe, quiet, lint_again):
     except OSError as exc:
         raise click.ClickException(f"cannot apply fixes: {exc.strerror or exc}: {exc.filename}") from None
     if outcome.fixes and not quiet:
-        click.echo(f"Fixed {outcome.fixes} override(s).", err=True)
+        click.echo(f"Fixed {counted(outcome.fixes, 'override')}.", err=True)
     _exit_if_changed(outcome.changed)
     return lint_again() if outcome.fixes else result
 
@@ -358,8 +361,8 @@ def _add_noqa(result, quiet, lint_again):
         raise click.ClickException(f"cannot add noqa comments: {exc.strerror or exc}: {exc.filename}") from None
     if not quiet:
         click.echo(
-            f"Added {outcome.comments} noqa comment(s) covering {outcome.covered} finding(s) in "
-            f"{outcome.files} file(s).",
+            f"Added {counted(outcome.comments, 'noqa comment')} covering {counted(outcome.covered, 'finding')} in "
+            f"{counted(outcome.files, 'file')}.",
             err=True,
         )
     for d, why in outcome.left:

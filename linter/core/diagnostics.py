@@ -17,6 +17,10 @@ class Severity(str, Enum):
     INFO = "info"
 
 
+# The path of a finding about a command-line override (`--override`); its line is the override's number.
+COMMAND_LINE = "--override"
+
+
 class Location(NamedTuple):
     """A 1-based line and column in a file (column points at the override's first character)."""
 

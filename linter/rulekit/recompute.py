@@ -40,5 +40,7 @@ def mcore(ctx) -> str:
 
 
 def rejects(ctx, message: str) -> str:
-    """How every RC message quotes Megatron."""
-    return f'{mcore(ctx)} rejects this at model init (`TransformerConfig.__post_init__`): "{message}"'
+    """How every RC message quotes Megatron: verbatim, a sentence (a full stop after a quote that has none of its
+    own: what follows is the next sentence, `Set ...`)."""
+    stop = "" if message.endswith((".", "!", "?")) else "."
+    return f'{mcore(ctx)} rejects this at model init (`TransformerConfig.__post_init__`): "{message}"{stop}'

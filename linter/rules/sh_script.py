@@ -16,6 +16,7 @@ from ..core.problems import (
     UnresolvedKey,
     VariantsSampled,
 )
+from ..core.words import counted
 from ..engine import LintContext
 from ..rulekit.registry import RULES, Finding, reads, rule, source_rule
 
@@ -292,8 +293,9 @@ def _broken_continuation(p: BrokenContinuation):
         )
     else:
         message = (
-            f"`{p.command}` starts a command of its own: the trainer command {ended}, so the {p.overrides} "
-            f"override(s) from line {p.location.line} on never reach verl, which trains without them; bash then "
+            f"`{p.command}` starts a command of its own: the trainer command {ended}, so the "
+            f"{counted(p.overrides, 'override')} from line {p.location.line} on never reach verl, which trains "
+            "without them; bash then "
             f"fails with `command not found`. {fix}"
         )
     return BROKEN_CONTINUATION.diagnostic(p.location, message)
