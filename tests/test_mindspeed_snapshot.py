@@ -1,4 +1,4 @@
-"""The transcribed MindSpeed consumer snapshot (schemas/build/mindspeed.py) is what is committed, and every field
+"""The transcribed MindSpeed consumer snapshot (schemas/build/mindspeed.py, its data in mindspeed_arguments.py) is what is committed, and every field
 says where it was transcribed from."""
 
 from __future__ import annotations
