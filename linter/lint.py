@@ -286,17 +286,30 @@ _forked_job: Callable[[Path], FileOutcome] | None = None  # what a forked worker
 def _outcomes(files: list[Path], lint_file: Callable[[Path], FileOutcome]) -> Iterator[Iterator[FileOutcome]]:
     """Each file's outcome, in file order: here, or in forked workers for a long run. Workers are forked (Linux
     only), so they start with everything already loaded and run the very same `lint_file`; they ignore Ctrl-C, which
-    reaches the main process, and are stopped however the run ends."""
+    reaches the main process, and are stopped however the run ends. The first file of a long run is linted here
+    before the fork: what it loads on first use (the rule modules, the verl snapshots) is then loaded once, not once
+    per worker (45 of verl's run scripts on 2 cores: 2.65 -> 2.10 s of CPU, median of 5)."""
     workers = min(_cores(), len(files) // FILES_PER_WORKER) if sys.platform == "linux" else 1
-    pool = _fork_workers(workers, lint_file) if workers > 1 else None
-    if pool is None:
+    if workers <= 1:
         yield map(lint_file, files)
         return
+    pools = []  # the pool, once the first file is linted
+
+    def outcomes() -> Iterator[FileOutcome]:
+        yield lint_file(files[0])
+        pool = _fork_workers(workers, lint_file)
+        if pool is None:
+            yield from map(lint_file, files[1:])
+            return
+        pools.append(pool)
+        yield from pool.imap(_lint_forked, files[1:], chunksize=max(1, len(files) // (workers * 8)))
+
     try:
-        yield pool.imap(_lint_forked, files, chunksize=max(1, len(files) // (workers * 8)))
+        yield outcomes()
     finally:
-        pool.terminate()
-        pool.join()
+        for pool in pools:
+            pool.terminate()
+            pool.join()
 
 
 def _fork_workers(workers: int, lint_file: Callable[[Path], FileOutcome]):
