@@ -98,6 +98,9 @@ def read_options(
         accelerator=settings.accelerator,
         resources=site_limits(settings.resources()),
         cli_resources=site_limits(cli_resources or {}),
+        model=settings.model,
+        model_dir=str(settings.config.parent) if settings.config is not None else ".",
+        fetch_model_config=settings.fetch_model_config,
     )
 
 

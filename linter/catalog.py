@@ -8,9 +8,11 @@ import os
 import re
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 from .core.device import device_kind
 from .core.model import Accelerator, ModelShape, shape_from_hf_config
+from .hub_config import FetchFailed, fetch_config, hub_id
 from .schema import SCHEMA_DIR
 
 MODELS_DIR = SCHEMA_DIR / "models"
@@ -24,6 +26,64 @@ _HUB_REPO = re.compile(r"models--(?P<org>[^/]+?)--(?P<name>[^/]+)")  # a reposit
 
 class ModelNotFound(LookupError):
     pass
+
+
+ACTOR_MODEL_PATH = "actor_rollout_ref.model.path"
+# The key that names the model, where it is not the actor's: verl's SFT trainers and its offline generation read
+# their own `model` node (verl/trainer/fsdp_sft_trainer.py: `model.partial_pretrain`, verl <= 0.7;
+# verl/trainer/sft_trainer.py and sft_trainer_ray.py: `model.path` of sft_trainer_engine's hf_model;
+# verl/trainer/main_generation.py: `model.path`, verl <= 0.6). By entry module, else by the config it composes (a
+# wrapper module of a repository's own that composes one of these configs).
+_MODEL_PATH_BY_ENTRY = {
+    "verl.trainer.fsdp_sft_trainer": "model.partial_pretrain",
+    "verl.trainer.sft_trainer": "model.path",
+    "verl.trainer.sft_trainer_ray": "model.path",
+    "verl.trainer.main_generation": "model.path",
+}
+_MODEL_PATH_BY_CONFIG = {
+    "sft_trainer": "model.partial_pretrain",
+    "sft_trainer_engine": "model.path",
+    "generation": "model.path",
+}
+# `# sapo-lint: model=Qwen/Qwen3-8B`: a comment naming the model of a file whose path is known only at run time.
+MODEL_DIRECTIVE = re.compile(r"#\s*sapo-lint:\s*model\s*=\s*(?P<model>[^\s#]+)", re.IGNORECASE)
+
+
+def model_path_key(entry_module: str | None, config_name: str | None) -> str:
+    """The override key that names the model of a trainer call running `entry_module` with `config_name`."""
+    return _MODEL_PATH_BY_ENTRY.get(entry_module or "") or _MODEL_PATH_BY_CONFIG.get(
+        config_name or "", ACTOR_MODEL_PATH
+    )
+
+
+class ModelNaming(NamedTuple):
+    """What names a file's model besides its trainer call's path, and whether an unknown one may be fetched."""
+
+    directive: str | None = None  # `# sapo-lint: model=...` in the file: wins over the file's own path
+    directive_line: int = 0
+    setting: str | None = None  # `[tool.sapo-lint] model`: for a file whose model path is unknown until run time
+    setting_dir: Path = Path()  # the pyproject.toml's directory: a relative `model` is a directory there
+    fetch: bool = False  # `--fetch-model-config`: an id no local source has is fetched from the Hub
+
+    def remedy(self, key: str, path: str | None = None) -> str:
+        """How to name the model: the three ways, and fetching where the path names a Hub id and fetching is off."""
+        fetch = (
+            f"; --fetch-model-config downloads `{hub_id(path)}`'s config.json from the Hugging Face Hub"
+            if path and not self.fetch and hub_id(path)
+            else ""
+        )
+        return (
+            f'Name the model with --override {key}=ID, with `model = "ID"` under [tool.sapo-lint], or with a '
+            f"`# sapo-lint: model=ID` comment in the file (ID: a Hugging Face id such as Qwen/Qwen3-8B, or a "
+            f"directory holding config.json){fetch}"
+        )
+
+
+def model_naming(text: str, setting: str | None = None, setting_dir: Path = Path(), fetch: bool = False) -> ModelNaming:
+    """The `ModelNaming` of a file's text (its first `# sapo-lint: model=` comment) and the run's settings."""
+    found = MODEL_DIRECTIVE.search(text)
+    line = text.count("\n", 0, found.start()) + 1 if found else 0
+    return ModelNaming(found["model"] if found else None, line, setting, setting_dir, fetch)
 
 
 @cache
@@ -79,10 +139,11 @@ def _path_names(path: str) -> list[tuple[str, str]]:
     return found
 
 
-def find_model(path: str | None, card: str | None, base_dir: Path) -> ModelShape:
+def find_model(path: str | None, card: str | None, base_dir: Path, fetch: bool = False) -> ModelShape:
     """The model's shape, from the first of: an explicit card; a local directory's config.json (`path`, relative
     to `base_dir`); the config.json of a model in the Hugging Face cache that the path names (`hub_config`); the
-    card that the path's last component or two name (`card_named`). Raises ModelNotFound with what was tried."""
+    card that the path's last component or two name (`card_named`); with `fetch`, the config.json of the Hub
+    repository they name (`hub_config.fetch_config`). Raises ModelNotFound with what was tried."""
     cards = _cards()
     if card:
         if card not in cards:
@@ -97,12 +158,13 @@ def find_model(path: str | None, card: str | None, base_dir: Path) -> ModelShape
     config_file = (local if local.is_absolute() else base_dir / local) / "config.json"
     if _is_file(config_file):
         return _read_config(config_file, config_file.parent.name, str(config_file))
-    return find_model_named(path, f"`{path}` is not a local directory with config.json")
+    return find_model_named(path, f"`{path}` is not a local directory with config.json", fetch)
 
 
-def find_model_named(path: str, missing: str) -> ModelShape:
+def find_model_named(path: str, missing: str, fetch: bool = False) -> ModelShape:
     """The model a path's end names (the rest may be unknown: `$HOME/models/Qwen3-8B`), from the Hugging Face cache
-    or a card. `missing`: what was tried before, for the message of the ModelNotFound raised when neither has it."""
+    or a card, else with `fetch` from the Hub. `missing`: what was tried before, for the message of the ModelNotFound
+    raised when none has it."""
     names = _path_names(path)
     hub = hub_cache()
     for key, _ in names:
@@ -126,9 +188,15 @@ def find_model_named(path: str, missing: str) -> ModelShape:
             f"{missing}, and it ends in no whole name to look up in the Hugging Face cache or the cards"
         )
     tried = " or ".join(f"`{written}`" for _, written in names)
-    raise ModelNotFound(
-        f"{missing}, and neither the Hugging Face cache ({hub}) nor a shipped card has a model named {tried}"
-    )
+    not_local = f"{missing}, and neither the Hugging Face cache ({hub}) nor a shipped card has a model named {tried}"
+    repo_id = hub_id(path) if fetch else None
+    if repo_id is None:
+        raise ModelNotFound(not_local)
+    try:
+        config_file = fetch_config(repo_id)
+    except FetchFailed as exc:
+        raise ModelNotFound(f"{not_local}; {exc}") from None
+    return _read_config(config_file, repo_id, f"{config_file} (fetched from the Hugging Face Hub)")
 
 
 def hub_cache() -> Path:

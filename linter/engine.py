@@ -624,9 +624,11 @@ ENTRY_MODULE_PARTS: dict[str, frozenset[Part]] = {
     "verl.trainer.main_generation_server": frozenset({Part.ENTRY, Part.CONFIG, Part.ROLLOUT}),
     # verl/trainer/main_eval.py composes `evaluation` and scores a parquet of responses with Ray tasks.
     "verl.trainer.main_eval": frozenset({Part.ENTRY, Part.CONFIG}),
-    # verl/trainer/sft_trainer.py and sft_trainer_ray.py compose sft_trainer_engine: no PPO roles, no rollout.
+    # verl/trainer/sft_trainer.py and sft_trainer_ray.py compose sft_trainer_engine: no PPO roles, no rollout; and
+    # verl <= 0.7's fsdp_sft_trainer.py composes sft_trainer: one FSDP model, its devices given by torchrun.
     "verl.trainer.sft_trainer": frozenset({Part.ENTRY, Part.CONFIG}),
     "verl.trainer.sft_trainer_ray": frozenset({Part.ENTRY, Part.CONFIG}),
+    "verl.trainer.fsdp_sft_trainer": frozenset({Part.ENTRY, Part.CONFIG}),
     # fully_async_main.py goes straight to run_ppo without the driver's `validate_config`, and its rollouter asserts
     # `data.train_batch_size == 0` ("train_batch_size must be zero"): the train batch is `require_batches`
     # mini-batches instead. Its rollout is standalone: the actor's worker group builds no rollout mesh

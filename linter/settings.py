@@ -57,6 +57,18 @@ KEYS = {
     "checkpoint-write-gib-per-s": ("write_gib_per_s", float, "checkpoint write bandwidth per writing rank (CK001)"),
     "host-ram-gib": ("host_ram_gib", float, "host RAM per node (MEM002)"),
     "checkpoint-disk-budget-gib": ("disk_budget_gib", float, "disk budget for checkpoints (CK002)"),
+    "model": (
+        "model",
+        str,
+        "the model of the files whose model path is known only at run time ($MODEL_PATH): a Hugging Face id such "
+        "as Qwen/Qwen3-8B, or a directory holding config.json (relative to this file)",
+    ),
+    "fetch-model-config": (
+        "fetch_model_config",
+        bool,
+        "fetch the config.json of a model no local source has from the Hugging Face Hub (needs the hub extra; "
+        "default: lint never reaches the network)",
+    ),
     "accelerator": (
         "accelerator",
         (str, dict),
@@ -85,6 +97,8 @@ class Settings:
     host_ram_gib: float | None = None
     disk_budget_gib: float | None = None
     accelerator: str | dict[str, str] | None = None  # a name, or device kind -> name
+    model: str | None = None  # for files whose model path is known only at run time
+    fetch_model_config: bool = False
     config: Path | None = None  # the pyproject.toml these settings come from; `exclude` is relative to its directory
 
     def resources(self) -> dict:

@@ -45,6 +45,12 @@ from .options import ACCELERATOR, OVERRIDES, VERL_VERSION
 @VERL_VERSION
 @ACCELERATOR
 @click.option("--no-shellcheck", is_flag=True, help="Do not run shellcheck on run scripts.")
+@click.option(
+    "--fetch-model-config",
+    is_flag=True,
+    help="Download the config.json of a model no local source has from the Hugging Face Hub (HF_ENDPOINT, HF_TOKEN; "
+    "needs `pip install 'sapo-toolkit[hub]'`). Also [tool.sapo-lint] fetch-model-config = true.",
+)
 @click.option("--fix", is_flag=True, help="Apply the safe fixes (tau path, `+` prefix) in place.")
 @click.option(
     "--unsafe-fixes",
@@ -114,6 +120,7 @@ def check(
     verl_version,
     accelerator,
     no_shellcheck,
+    fetch_model_config,
     fix,
     unsafe_fixes,
     show_diff,
@@ -177,6 +184,7 @@ def check(
         settings.warnings_as_errors = warnings_as_errors or settings.warnings_as_errors
         settings.strict = strict or settings.strict
         settings.shellcheck = settings.shellcheck and not no_shellcheck
+        settings.fetch_model_config = fetch_model_config or settings.fetch_model_config
 
     finder = SettingsFinder(adjust)
     targets = list(paths) or [Path(".")]

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from ..catalog import ModelNotFound, find_model
+from ..catalog import ModelNotFound, find_model, model_naming, model_path_key
 from ..core.budget import charge
 from ..core.command import RESOURCE_KEYS, Command, EnvVar, LocatedOverride, Stack, merge_overrides, site_limits
 from ..core.diagnostics import Location
@@ -259,24 +259,35 @@ def _env(path: str, loader, mapping: yaml.Node | None) -> dict[str, EnvVar]:
     return out
 
 
-def _model(source: TextFile, root, data: dict, base: list[LocatedOverride], problems: list[ReadProblem]):
+def _model(
+    source: TextFile, root, data: dict, base: list[LocatedOverride], options: ReadOptions, problems: list[ReadProblem]
+):
+    """The recipe's model, from the first of: an `--override` of the model key; the file's `# sapo-lint: model=`
+    comment; `model.card`; `model.path` (else the key in `overrides`); where the recipe names none,
+    `[tool.sapo-lint] model`. None, with RF005 in `problems`, when it is not found."""
     model = data.get("model") if isinstance(data.get("model"), dict) else {}
-    path = model.get("path")
+    entry = data.get("entrypoint") if isinstance(data.get("entrypoint"), str) else None
+    key = model_path_key(entry, None)
+    naming = model_naming(source.text, options.model, Path(options.model_dir), options.fetch_model_config)
+    path, card, base_dir, by = model.get("path"), model.get("card"), Path(source.path).parent, ""
     for lo in base:
-        if lo.parsed and lo.parsed.key == "actor_rollout_ref.model.path" and isinstance(lo.parsed.value, str):
+        if lo.parsed and lo.parsed.key == key and isinstance(lo.parsed.value, str):
             path = path or lo.parsed.value
+    where = _location(source.path, yaml_nodes.key_node(root, "model") or yaml_nodes.key_node(root, "overrides"))
+    cli = next((lo for lo in reversed(options.cli_overrides) if lo.parsed and lo.parsed.key == key), None)
+    if cli is not None and isinstance(cli.parsed.value, str):
+        path, card, where = cli.parsed.value, None, cli.location
+    elif naming.directive is not None:
+        path, card, by = naming.directive, None, "the `# sapo-lint: model=` comment"
+        where = Location(source.path, naming.directive_line, 1)
+    elif path is None and card is None and naming.setting is not None:
+        path, base_dir, by = naming.setting, naming.setting_dir, "[tool.sapo-lint] model"
     try:
-        return find_model(path, model.get("card"), Path(source.path).parent)
+        return find_model(path, card, base_dir, naming.fetch)
     except ModelNotFound as exc:
-        where = yaml_nodes.key_node(root, "model") or yaml_nodes.key_node(root, "overrides")
-        problems.append(
-            UnknownModel(
-                location=_location(source.path, where),
-                reason=str(exc),
-                remedy="Name a shipped card with `model.card`, or point `model.path` at a directory holding "
-                "config.json or at a Hugging Face id such as Qwen/Qwen3-8B",
-            )
-        )
+        reason = f"{by}: {exc}" if by else str(exc)
+        remedy = f"Name a shipped card with `model.card`, or point `model.path` at one. {naming.remedy(key, path)}"
+        problems.append(UnknownModel(location=where, reason=reason, remedy=remedy))
         return None
 
 
@@ -319,6 +330,9 @@ class ReadOptions(NamedTuple):
     cli_resources: tuple[tuple[str, float], ...] = ()
     verl_pin: str | None = None  # `[tool.sapo-lint] verl-version`: a pin, in `verl_source`'s order
     cli_verl_named: str | None = None  # `--verl-version` as written (`main`); `cli_verl` is the snapshot it names
+    model: str | None = None  # `[tool.sapo-lint] model`: for files whose model path is known only at run time
+    model_dir: str = "."  # the directory a relative `model` is taken from: its pyproject.toml's
+    fetch_model_config: bool = False  # fetch an unknown model's config.json from the Hugging Face Hub
 
 
 def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
@@ -382,7 +396,7 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
     lines = source.text.splitlines()
     base = _overrides(source.path, lines, loader, yaml_nodes.child(root, "overrides"))
     origin = _location(source.path, yaml_nodes.key_node(root, "overrides"))
-    model = _model(source, root, data, base, problems)
+    model = _model(source, root, data, base, options, problems)
     hardware = data.get("hardware") if isinstance(data.get("hardware"), dict) else {}
     levels, found = accelerator_levels(source.path, options, hardware.get("accelerator"), root)
     problems.extend(found)

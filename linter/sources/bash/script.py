@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from ...catalog import ModelNaming, ModelNotFound, find_model, find_model_named, model_naming, model_path_key
 from ...core.budget import charge
 from ...core.command import Command, LocatedOverride, locate_override, merge_overrides, site_limits
-from ...core.diagnostics import Location
+from ...core.diagnostics import COMMAND_LINE, Location
 from ...core.overrides import OverrideSyntaxError, ParsedOverride, parse_override
 from ...core.problems import (
     BashSyntaxError,
@@ -64,7 +65,6 @@ from .trainer_call import TrainerCall, TrainerCallFinder
 # rules leave it alone while key rules still apply.
 UNRESOLVED_VALUE = "${oc.env:SAPO_LINT_UNRESOLVED}"
 # `var=${SRC:-default}`, `var=${SRC-default}`, `var="$SRC"`: the value is the caller's SRC (or the default).
-MODEL_PATH_OVERRIDE = "--override actor_rollout_ref.model.path=DIR (a directory holding config.json)"
 _ALIAS = re.compile(r'"?\$(?:\{(?P<braced>[A-Za-z_]\w*)(?::?-[^}]*)?\}|(?P<plain>[A-Za-z_]\w*))"?')
 
 
@@ -514,7 +514,8 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
     regions = tuple(device_regions(runs[0][1], parsed.root).items())
     commands: list[Command] = []
     per_variant: list[list[ReadProblem]] = []
-    models: dict[str | None, tuple[object, UnknownModel | None]] = {}
+    models: dict[tuple[str, str | None], tuple[object, UnknownModel | None]] = {}
+    naming = model_naming(source.text, options.model, Path(options.model_dir), options.fetch_model_config)
     inputs: dict[str, Location] = {}  # unresolved construct -> where it first reaches the trainer
     known: dict[tuple[str, Location], LocatedOverride] = {}
     configs: dict[tuple, tuple[tuple[str, str, str | None] | None, ReadProblem | None]] = {}
@@ -543,25 +544,23 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
                     overrides.append(lo)
             if tr.passthrough is not None:
                 found.append(Passthrough(location=tr.passthrough))
-            path_lo = next(
+            model_key = model_path_key(module, config_name)
+            path_lo = next(  # the last setting wins, as in Hydra: `--override` after the script's own
                 (
                     lo
-                    for lo in overrides
-                    if lo.parsed
-                    and lo.parsed.key == "actor_rollout_ref.model.path"
-                    and isinstance(lo.parsed.value, str)
+                    for lo in reversed((*overrides, *options.cli_overrides))
+                    if lo.parsed and lo.parsed.key == model_key and isinstance(lo.parsed.value, str)
                 ),
                 None,
             )
-            if not reaches_model_rules(module):  # an SFT or eval entry: no rule needs the model (no RF005)
-                model = None
-            else:
-                mpath = _model_path(path_lo, tr.args)
-                if mpath not in models:  # looked up once; reported in every variant that names it
-                    models[mpath] = _model(path_lo, mpath, tr.node_loc, Path(source.path).parent, marks)
-                model, not_found = models[mpath]
-                if not_found is not None:
-                    found.append(not_found)
+            mpath = _model_path(path_lo, tr.args)
+            if (model_key, mpath) not in models:  # looked up once; reported in every variant that names it
+                models[model_key, mpath] = _model(
+                    path_lo, mpath, model_key, tr.node_loc, Path(source.path).parent, marks, naming
+                )
+            model, not_found = models[model_key, mpath]
+            if not_found is not None and reaches_model_rules(module):  # SFT, eval: no rule needs it (no RF005)
+                found.append(not_found)
             command = Command(
                 config_name,
                 merge_overrides(overrides, options.cli_overrides),
@@ -657,30 +656,52 @@ def _model_path(path_lo: LocatedOverride | None, args) -> str | None:
     return written.partition("=")[2]
 
 
-def _model(path_lo: LocatedOverride | None, written: str | None, call: Location, base_dir: Path, marks: Marks):
-    """(the model the trainer call's `actor_rollout_ref.model.path` names, None) or (None, RF005 saying why not).
-    A path partly unknown statically (`$HOME/models/Qwen3-8B`, `${MODEL_PATH:-$ROOT/DeepSeek-V3}`) is looked up by
-    the components written after its last unknown part."""
-    from ...catalog import ModelNotFound, find_model, find_model_named  # the model cards: only when a script names one
-
+def _model(
+    path_lo: LocatedOverride | None,
+    written: str | None,
+    key: str,
+    call: Location,
+    base_dir: Path,
+    marks: Marks,
+    naming: ModelNaming,
+):
+    """(the model the trainer call runs, None) or (None, RF005 saying why it is unknown), from the first of: an
+    `--override` of the model key; the file's `# sapo-lint: model=` comment; the trainer call's own path (`key`); else,
+    where that path is unknown until run time, `[tool.sapo-lint] model`. A path partly unknown statically
+    (`$HOME/models/Qwen3-8B`, `${MODEL_PATH:-$ROOT/DeepSeek-V3}`) is looked up by the components written after its
+    last unknown part."""
+    if naming.directive is not None and (path_lo is None or path_lo.location.path != COMMAND_LINE):
+        where = Location(call.path, naming.directive_line, 1)
+        return _named(naming.directive, base_dir, naming, key, where, "the `# sapo-lint: model=` comment")
+    if path_lo is not None and not path_lo.unresolved:
+        try:
+            return find_model(written, None, base_dir, naming.fetch), None
+        except ModelNotFound as exc:
+            return None, UnknownModel(location=path_lo.location, reason=str(exc), remedy=naming.remedy(key, written))
     if path_lo is None:
-        return None, UnknownModel(
-            location=call,
-            reason="the trainer command sets no `actor_rollout_ref.model.path`",
-            remedy=f"Pass it with {MODEL_PATH_OVERRIDE}",
+        not_found = UnknownModel(
+            location=call, reason=f"the trainer command sets no `{key}`", remedy=naming.remedy(key)
         )
-    try:
-        if not path_lo.unresolved:
-            return find_model(written, None, base_dir), None
+    else:
         constructs = ", ".join(f"`{construct_text(u)}`" for u in path_lo.unresolved)
         unknown = f"the model path `{readable(written, marks)}` is not known statically (it uses {constructs})"
-        return find_model_named(_literal_end(written, marks), unknown), None
+        end = _literal_end(written, marks)
+        try:
+            return find_model_named(end, unknown, naming.fetch), None
+        except ModelNotFound as exc:
+            not_found = UnknownModel(location=path_lo.location, reason=str(exc), remedy=naming.remedy(key, end))
+    if naming.setting is not None:  # known only at run time: the model the project names
+        return _named(naming.setting, naming.setting_dir, naming, key, call, "[tool.sapo-lint] model")
+    return None, not_found
+
+
+def _named(model: str, base_dir: Path, naming: ModelNaming, key: str, where: Location, by: str):
+    """(the model a directive or setting names, None) or (None, RF005 at `where` saying `by` names none found)."""
+    try:
+        return find_model(model, None, base_dir, naming.fetch), None
     except ModelNotFound as exc:
-        return None, UnknownModel(
-            location=path_lo.location,
-            reason=str(exc),
-            remedy=f"Pass the path with {MODEL_PATH_OVERRIDE}, or a Hugging Face id such as Qwen/Qwen3-8B",
-        )
+        reason = f"{by}: {exc}"
+        return None, UnknownModel(location=where, reason=reason, remedy=naming.remedy(key, model))
 
 
 def _literal_end(written: str, marks: Marks) -> str:
