@@ -134,12 +134,18 @@ UNKNOWN_MODEL = source_rule(
     without case or separators, release words (`-Instruct`, `-Base`, `-Chat`, `-it`, `-hf`, `-Thinking`, a date
     such as `-2507`) left out. A run script's path that is partly unknown statically is looked up by the whole
     components written after its last unknown part (`$HOME/models/Qwen3-8B`, `${MODEL_PATH:-$ROOT/DeepSeek-V3}`).
-    `sapo-lint explain` says which of these found the model. When none applies, or a local config.json cannot
-    describe a model (not a JSON object; a size missing, not an integer, or beyond any real model's: the note names
-    the field), this note says what was tried, which rules were skipped (the topology rules from TP003, and the
-    estimate's MEM001, MEM002, CK001 and CK002) and how to supply the shape; it is never a silent skip. A script
-    whose entry module reaches none of those rules (verl's SFT trainers, `main_eval`, `main_generation_server`) gets
-    no note: nothing there needs the shape.""",
+    With `--fetch-model-config` (or `[tool.sapo-lint] fetch-model-config = true`), a model none of these has is
+    fetched from the Hugging Face Hub: only its config.json, into huggingface_hub's cache, where the next run finds
+    it offline; a failed fetch (no answer, a gated model, a 404) is one line of this note. A path known only at run
+    time (`$MODEL_PATH`) is named with `--override actor_rollout_ref.model.path=ID`, a `# sapo-lint: model=ID`
+    comment in the file (which wins over the file's own path) or `[tool.sapo-lint] model = "ID"` (for files whose
+    path names no model). `sapo-lint explain` says which of these found the model. When none applies, or a local
+    config.json cannot describe a model (not a JSON object; a size missing, not an integer, or beyond any real
+    model's: the note names the field), this note says what was tried, which rules were skipped (the topology rules
+    from TP003, and the estimate's MEM001, MEM002, CK001 and CK002) and the three ways to name the model; it is never
+    a silent skip. SFT trainers read their own key (`model.partial_pretrain` for `fsdp_sft_trainer`, `model.path`
+    for `sft_trainer`); a script whose entry module reaches none of those rules (verl's SFT trainers, `main_eval`,
+    `main_generation_server`) gets no note: nothing there needs the shape.""",
     bad="""
     model: {path: my-org/private-model}
     overrides: {}
