@@ -117,8 +117,21 @@ def is_secret(name: str, extra: Iterable[str] = ()) -> bool:
 
 
 def redact(env: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
+    """`env` as files and the terminal show it: the values of secret variables (`is_secret`) and of those holding
+    a URL's credentials (`holds_credentials`: `https://user:token@host`, under any name) are `REDACTED`."""
     extra = tuple(extra)
-    return {k: (REDACTED if is_secret(k, extra) else v) for k, v in env.items()}
+    return {k: (REDACTED if is_secret(k, extra) or holds_credentials(v) else v) for k, v in env.items()}
+
+
+def credential_names(env: Mapping[str, str]) -> set[str]:
+    """The variables of `env` whose values hold a URL's credentials: redacted as secrets are, and recorded as secret
+    in plan.json so that `rerun` takes them from the environment."""
+    return {name for name, value in env.items() if holds_credentials(value)}
+
+
+def holds_credentials(value) -> bool:
+    """Whether text holds a URL with credentials (`redact_urls` would change it)."""
+    return isinstance(value, str) and redact_urls(value) != value
 
 
 def redact_keys(value, extra: Iterable[str] = ()):
@@ -137,8 +150,12 @@ def redact_keys(value, extra: Iterable[str] = ()):
 
 
 # A URL in free text: a scheme, then its authority (which may hold `user:password@`), path, and query.
+# A password is often a generated token with `/`, `?` or `#` written as it is (RFC 3986 would have them
+# percent-encoded): a `user:` before the first of those, then up to an `@`, is taken for user info with such a
+# password. (A path holding `:` before the host's first `/` and an `@` after it reads so too: over-redacted.)
 _URL = re.compile(
-    r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<authority>[^/?#\s\"']*)(?P<path>[^?#\s\"']*)"
+    r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)"
+    r"(?P<authority>[^/?#@\s\"':]*:[^@\s\"']*@[^/?#\s\"']*|[^/?#\s\"']*)(?P<path>[^?#\s\"']*)"
     r"(?:\?(?P<query>[^#\s\"']*))?"
 )
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from sapo_toolkit.atomicio import write_atomically
 
 from . import git
-from .plan import FILE_LOGGER_ENV, METRICS_FILE, Plan, RayOptions, redact, redact_keys
+from .plan import FILE_LOGGER_ENV, METRICS_FILE, Plan, RayOptions, credential_names, redact, redact_keys
 
 LOG_FILE = "train.log"
 SUMMARY_FILE = "summary.json"
@@ -51,7 +51,9 @@ def write_json(path: Path, data: dict) -> None:
 
 
 def plan_json(plan: Plan, secret_env: Iterable[str] = ()) -> dict:
-    secret_env = tuple(secret_env)
+    """plan.json: the plan, its environment redacted (`plan.redact`); `secret_env` records the names `--secret-env`
+    gave and those whose values hold a URL's credentials, which `rerun` takes from the environment."""
+    secret_env = (*secret_env, *credential_names(plan.env_dict()))
     return {
         "recipe": plan.recipe_path,
         "name": plan.name,

@@ -178,3 +178,27 @@ def test_rerun_replays_the_recorded_plan(tmp_path):
         env={k: v for k, v in os.environ.items() if k != "WANDB_API_KEY"},
     )
     assert proc.returncode == 2 and "WANDB_API_KEY was redacted" in proc.stderr
+
+
+def test_url_credentials_in_the_recipe_env_reach_no_file(tmp_path):
+    """A variable under no secret name whose value is a URL with credentials (a password with a raw `/`, as
+    generated tokens have) is redacted as a secret is, and recorded as one: `rerun` takes it from the environment."""
+    endpoint = "https://me:t0k/en@mirror.example/simple"
+    recipe = fake_recipe(tmp_path, {"HF_ENDPOINT": endpoint, "FAKE_STEPS": 1})
+    dry = launch(tmp_path, recipe, "--dry-run")
+    assert dry.returncode == 0 and "t0k" not in dry.stdout + dry.stderr, dry.stdout
+    done = launch(tmp_path, recipe)
+    assert done.returncode == 0, done.stderr
+    run_dir = only_run_dir(tmp_path)
+    for f in run_dir.iterdir():
+        assert "t0k" not in f.read_text(errors="replace"), f.name
+    plan = json.loads((run_dir / "plan.json").read_text())
+    assert plan["env"]["HF_ENDPOINT"] == "<redacted>" and "HF_ENDPOINT" in plan["secret_env"]
+    rerun = subprocess.run(
+        [*launcher(), "rerun", "--dry-run", str(run_dir)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "HF_ENDPOINT"},
+    )
+    assert rerun.returncode == 2 and "HF_ENDPOINT was redacted" in rerun.stderr, rerun.stderr
