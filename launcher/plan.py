@@ -269,7 +269,12 @@ def plan(
 ) -> Plan:
     """Read, choose, complete and lint one variant of a recipe; `ray`: the command line's Ray options. Raises
     `PlanError` (and the linter's `UnreadableFile`) for what cannot be planned; lint errors do not raise:
-    `Plan.lint.refuses` says so."""
+    `Plan.lint.refuses` says so.
+
+    The chosen command is resolved twice, as few times as the data allows: once before the launcher's additions
+    (`_complete` reads it; the plan's nnodes, devices per node and total steps come from it, since the additions
+    set only trainer.logger and data.filter_overlong_prompts_workers, on which none of them depends), and once by
+    the lint check, which must judge the command with the additions and resolves inside the linter."""
     overrides = tuple(overrides)
     loaded = api.load(recipe_path, api.read_options(settings, overrides))
     if loaded is None or loaded.kind != "recipe":
@@ -282,9 +287,10 @@ def plan(
     )
     run_dir = str(Path(facts.cwd, facts.runs_dir) / run_dir_name(str(data.get("name") or recipe_path.stem), facts.now))
     command, expansions = _expand_home(command, facts.home)
-    command, notes = _complete(command, loaded.verl_version, facts)
+    context = api.resolve(command, loaded.verl_version)
+    command, notes = _complete(command, context, facts)
     notes[:0] = [*(f"{token}: the recipe's default (`variant_defaults:`)" for token in defaulted), *expansions]
-    config = api.resolve(command, loaded.verl_version).config
+    config = context.config
     chosen = replace(loaded, commands=[command])
     lint = LintReport(tuple(api.reported(api.check(chosen, settings), settings)))
     entrypoint = str(data.get("entrypoint") or DEFAULT_ENTRYPOINT)
@@ -377,11 +383,11 @@ def _int(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _complete(command: Command, verl_version: str, facts: Facts) -> tuple[Command, list[str]]:
+def _complete(command: Command, ctx: api.LintContext, facts: Facts) -> tuple[Command, list[str]]:
     """What the launcher adds to every run, as located overrides so that they are linted like the recipe's:
     verl's `file` logger (metrics as JSONL for the run directory), and prompt-filter workers when the recipe
-    filters overlong prompts with verl's single-worker default (incident 6)."""
-    ctx = api.resolve(command, verl_version)
+    filters overlong prompts with verl's single-worker default (incident 6). `ctx`: the command resolved
+    (`api.resolve`), read, not resolved again."""
     added, notes = [], []
     logger = ctx.config.value("trainer.logger")
     loggers = [logger] if isinstance(logger, str) else list(logger or [])

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from sapo_toolkit.launcher.plan import Facts, PlanError, plan, selection_tokens
 from sapo_toolkit.linter.settings import Settings
 
-from .helpers import REPO, composed, recipe
+from .helpers import REPO, composed, recipe, stand_in
 
 RECIPES = sorted((REPO / "recipes").glob("*.yaml"))
 FACTS = Facts("gpu", "/usr/bin/python3", "/work", 16, datetime(2026, 12, 1, 3, 4, 5, tzinfo=timezone.utc), "runs")
@@ -187,3 +187,16 @@ def test_run_directory_is_named_after_the_recipe_and_utc_time():
     # absolute: verl's `file` logger writes to it from wherever Ray runs the trainer
     assert launch.run_dir == "/work/runs/smoke-qwen3-0.6b-sapo-20261201T030405Z"
     assert len(launch.recipe_hash) == 64
+
+
+def test_the_chosen_command_is_resolved_once_by_the_plan(tmp_path, monkeypatch):
+    """The plan resolves the chosen command once (the lint check resolves it once more, inside the linter)."""
+    from sapo_toolkit.linter import api
+
+    calls = []
+    resolve = api.resolve
+    monkeypatch.setattr(api, "resolve", lambda *args, **kwargs: calls.append(args) or resolve(*args, **kwargs))
+    recipe = stand_in(tmp_path, {}, overrides="  trainer.nnodes: 2\n  trainer.total_training_steps: 7\n")
+    launch = plan(recipe, settings=Settings(), facts=FACTS, device=None)
+    assert len(calls) == 1
+    assert (launch.nnodes, launch.total_steps) == (2, 7)
