@@ -289,6 +289,17 @@ class _VerlSnapshot:
             self._trees[tree_set, key] = Tree(tree_entries(self.data, tree_set, key))
         return self._trees[tree_set, key]
 
+    def entry(self, tree_set: str, key: str, path: str) -> dict | None:
+        """Tree `key`'s entry at `path`, read from the stored diffs without building the tree (what
+        `other_versions` asks of every other snapshot: building each tree took longer than the question)."""
+        stored = self.data["tree_sets"][tree_set]
+        diff = stored["trees"][key]
+        if path in diff["set"]:
+            return diff["set"][path]
+        if path in diff["unset"]:
+            return None
+        return self.entry(stored["extends"], key, path) if "extends" in stored else stored["base"].get(path)
+
     def subtree(self, name: str) -> dict[str, dict] | None:
         """`group/option`'s subtree; None for an option that does not compose on its own."""
         if name not in self.data["subtrees"]:
@@ -479,8 +490,15 @@ def load_snapshot(verl_version: str, config_name: str) -> Snapshot:
     return Snapshot(versioned, config_name)
 
 
+class _TreeOf(NamedTuple):
+    """Where the tree of a config and selection is stored in a snapshot: its tree set and key."""
+
+    tree_set: str
+    key: str
+
+
 @cache
-def _tree_of(verl_version: str, config_name: str, selection: tuple[tuple[str, str], ...]) -> Tree | None:
+def _tree_of(verl_version: str, config_name: str, selection: tuple[tuple[str, str], ...]) -> _TreeOf | None:
     """The tree of another version's config that matches a group selection: that version's groups take the
     selection's option, or their default where the selection does not name them (verl 0.4-0.7's ppo_trainer has no
     `model_engine`: its one tree matches every selection). None where the version lacks the config, or a group of
@@ -492,7 +510,7 @@ def _tree_of(verl_version: str, config_name: str, selection: tuple[tuple[str, st
     chosen = other.default_selection() | {g: o for g, o in selection if g in other.selecting}
     if any(chosen[g] not in other.groups[g]["options"] for g in chosen):
         return None
-    return other.tree(chosen)
+    return _TreeOf(other.tree_set, selection_key(chosen))
 
 
 class OtherVersion(NamedTuple):
@@ -522,7 +540,7 @@ def other_versions(
             continue
         versioned = _verl_snapshot(version)
         if (
-            (path is not None and tree.get(path) is not None)
+            (path is not None and versioned.entry(*tree, path) is not None)
             or (read is not None and read in versioned.read_set)
             or (entry_read is not None and _entry_reads_node(versioned, tree, *entry_read))
         ):
@@ -531,10 +549,10 @@ def other_versions(
     return out
 
 
-def _entry_reads_node(versioned: _VerlSnapshot, tree: Tree, node: str, entry_module: str) -> bool:
+def _entry_reads_node(versioned: _VerlSnapshot, tree: _TreeOf, node: str, entry_module: str) -> bool:
     """Whether the entry module of that verl reads the top-level node its config has (FORMAT.md `entry_reads`)."""
     readers = versioned.entry_reads.get(node)
-    has = tree.get(node) is not None and entry_module in versioned.data["entrypoints"]
+    has = versioned.entry(*tree, node) is not None and entry_module in versioned.data["entrypoints"]
     return has and (readers is None or entry_module in readers)
 
 
