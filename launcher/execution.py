@@ -22,14 +22,17 @@ succeeded, a gate held against it (`gates.unmet`) and `--fail-on-gates` was give
 be read (nothing is started); 1 when the executor refuses the plan (`Refused`: nothing started); 0 once a detached
 run is started. An `ExecutorError` while starting is recorded (status `failed`, exit code 2) and raised.
 
-The closing line of a followed run that ended: `sapo-launch: succeeded | failed (exit N) | stopped (SIGNAL) |
-gates failed: NAME, ... | lost; run directory DIR`.
+The closing line of a followed run that ended: `sapo-launch: succeeded | failed (exit N)[: REASON] | stopped
+(SIGNAL) | gates failed: NAME, ... | lost: REASON; run directory DIR` (a reason: what Ray said of a job that never
+started; why a run was lost). It is printed only for an end this process saw or found recorded, never after
+following failed: a stale end is not news.
 """
 
 from __future__ import annotations
 
 import signal
 import sys
+from collections import deque
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -134,9 +137,13 @@ def follow(
     try:
         code = executor.follow(handle, run_dir, monitor, record)
     finally:
-        if not ended:
+        if not ended and code is None:  # following failed: the summary stands as it was, nothing to announce
+            monitor.close()
+        elif not ended:
             summary = read_summary(run_dir)
-            if summary.get("status") in ENDED:  # recorded by another: the launcher that runs it, a follower
+            # Recorded by another (the launcher that runs it, a follower), and the end the executor found: not when
+            # a signal stopped following (128 + N) a run that records another end.
+            if summary.get("status") in ENDED and code == summary.get("exit_code", code):
                 verdicts = monitor.finish(summary["status"])
                 if "gates" in summary:  # as recorded, in the recipe's order (summary.json's keys are sorted)
                     order = {gate.name: i for i, gate in enumerate(gates)}
@@ -185,18 +192,59 @@ def conclude(run_dir: Path) -> dict:
 
 def status(executor: Executor, run_dir: Path) -> int:
     """`sapo-launch status RUN_DIR`: the executor prints the run's status (and records an end it finds), then the
-    run is concluded if it has ended. Exit: the executor's (0 while the run goes), or for a run that succeeded the
-    code its gates give."""
+    run is concluded if it has ended, and a run that succeeded while gates held against it gets a second line,
+    `gates failed: NAME, ...`. Exit: the executor's (0 while the run goes), or for a run that succeeded the code
+    its gates give."""
     code = executor.status(run_dir, recorder(run_dir))
     summary = conclude(run_dir)
-    return summary["exit_code"] if summary.get("status") == "succeeded" else code
+    if summary.get("status") != "succeeded":
+        return code
+    failed = unmet(summary.get("gates") or {})
+    if failed:
+        print(printable(f"gates failed: {', '.join(failed)}"))
+    return summary["exit_code"]
 
 
-def logs(executor: Executor, run_dir: Path, *, terminal: BinaryIO | None = None) -> int:
-    """`sapo-launch logs RUN_DIR`: the run's log so far on `terminal` (stdout); an ended run is concluded."""
-    code = executor.logs(run_dir, recorder(run_dir), terminal or sys.stdout.buffer)
+def settle(executor: Executor, run_dir: Path) -> dict:
+    """summary.json once the executor has recorded an end it can find (a detached job that ended, a launcher that
+    is gone) and the run, if ended, is concluded: what `report` reads, as `status` would leave it."""
+    executor.settle(run_dir, recorder(run_dir))
+    return conclude(run_dir)
+
+
+def logs(executor: Executor, run_dir: Path, *, terminal: BinaryIO | None = None, last: int | None = None) -> int:
+    """`sapo-launch logs RUN_DIR [--tail N]`: the run's log so far on `terminal` (stdout), or its `last` N lines;
+    an ended run is concluded."""
+    terminal = terminal or sys.stdout.buffer
+    shown = terminal if last is None else LastLines(last)
+    code = executor.logs(run_dir, recorder(run_dir), shown)
+    if last is not None:
+        shown.write_to(terminal)
     conclude(run_dir)
     return code
+
+
+class LastLines:
+    """A sink that keeps the last `count` lines written to it (`logs --tail N`): what streams through is never held
+    whole, only those lines (and the line being written)."""
+
+    def __init__(self, count: int):
+        self.lines: deque[bytes] = deque(maxlen=count) if count > 0 else deque(maxlen=0)
+        self.partial = b""
+
+    def write(self, data: bytes) -> int:
+        *complete, self.partial = (self.partial + data).split(b"\n")
+        self.lines.extend(line + b"\n" for line in complete)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def write_to(self, terminal: BinaryIO) -> None:
+        if self.partial:  # a last line without its line break counts as a line
+            self.lines.append(self.partial)
+        terminal.writelines(self.lines)
+        terminal.flush()
 
 
 def stop(executor: Executor, run_dir: Path) -> int:
@@ -216,9 +264,9 @@ def closing_line(summary: dict, run_dir: Path) -> str:
         signals = summary.get("signals") or []
         how = f"stopped ({signals[0]})" if signals else f"stopped (exit {code})"
     elif state == "lost":
-        how = "lost (its launcher ended without recording how the run ended)"
+        how = f"lost: {summary.get('reason') or 'its launcher ended without recording how the run ended'}"
     else:
-        how = f"failed (exit {code})"
+        how = f"failed (exit {code})" + (f": {summary['reason']}" if summary.get("reason") else "")
     return printable(f"sapo-launch: {how}; run directory {run_dir}")
 
 

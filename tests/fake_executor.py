@@ -155,6 +155,10 @@ class FakeExecutor:
         print(f"fake {FakeJob.read(run_dir).status(time.time())}")
         return _complete(run_dir, record)
 
+    def settle(self, run_dir: Path, record) -> dict:
+        _complete(run_dir, record)
+        return read_summary(run_dir)
+
 
 def _complete(run_dir: Path, record) -> int:
     """Record an ended job nobody recorded (train.log then holds its whole log); its exit code, 0 while it runs."""

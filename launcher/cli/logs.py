@@ -12,13 +12,16 @@ from .options import ADDRESS, RUN_DIR
 @click.command("logs")
 @RUN_DIR
 @click.option("--follow", "-f", is_flag=True, help="Stream until the run ends; exit with its exit code.")
+@click.option("--tail", "last", type=click.IntRange(min=0), metavar="N", help="Print only the log's last N lines.")
 @ADDRESS
-def logs_command(run_dir, follow, address):
-    """Print the log of the run RUN_DIR holds (the Ray job it submitted, or its train.log here; re-attach with
-    --follow: Ctrl-C then stops following, not the run). Once the run has ended, the run directory gets its log,
-    metrics.jsonl and gate verdicts, whichever way it was followed."""
+def logs_command(run_dir, follow, last, address):
+    """Print the log of the run RUN_DIR holds (the Ray job it submitted, streamed, or its train.log here; re-attach
+    with --follow: Ctrl-C then stops following, not the run). Once the run has ended, the run directory gets its
+    log, metrics.jsonl and gate verdicts, whichever way it was followed."""
     from .. import executors
     from ..execution import follow_again, logs
 
+    if follow and last is not None:
+        raise click.UsageError("--tail prints the log so far: it does not go with --follow")
     executor = executors.for_run(run_dir, executors.Options(address))
-    sys.exit(follow_again(executor, run_dir) if follow else logs(executor, run_dir))
+    sys.exit(follow_again(executor, run_dir) if follow else logs(executor, run_dir, last=last))

@@ -9,9 +9,11 @@ import click
 
 from sapo_toolkit.linter.core.printable import printable
 
-from ..execution import conclude, recorder
+from .. import executors
+from ..execution import conclude, recorder, settle
 from ..gates import EXIT_GATES_FAILED, evaluate, gate_exit_code, gates_json, judged
 from ..report import REPORT_FILE, ReportError, ReportWriteError, load_log, load_run_dir, write_report
+from ..rundir import SUMMARY_FILE
 
 
 @click.command("report")
@@ -47,6 +49,8 @@ def report(run_dir, log, recipe, output, title, fmt, fail_on_gates):
     """Write report.md and plots for RUN_DIR (finished, failed or still running) or for --log FILE."""
     if (run_dir is None) == (log is None):
         raise click.UsageError("give a RUN_DIR or --log FILE (one of them)")
+    if run_dir and (run_dir / SUMMARY_FILE).is_file():  # the first to look at a detached run asks where it runs
+        settle(executors.for_run(run_dir), run_dir)
     try:
         run = load_run_dir(run_dir, recipe, recorder(run_dir)) if run_dir else load_log(log, recipe)
     except ReportError as exc:

@@ -111,5 +111,9 @@ class Executor(Protocol[Handle]):
     def status(self, run_dir: Path, record: Record) -> int:
         """Print the run's status in one line; exit 0 while it runs, its exit code once it has ended."""
 
+    def settle(self, run_dir: Path, record: Record) -> dict:
+        """Record an end of the run that summary.json does not hold yet and that the executor can find (as `status`
+        would, printing nothing); summary.json as it then stands. What `report` reads first."""
+
 
 ExecutorClass = type[Executor]

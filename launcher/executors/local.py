@@ -235,6 +235,9 @@ class LocalExecutor:
     def status(self, run_dir: Path, record: Record) -> int:
         return recorded_status(run_dir, record)
 
+    def settle(self, run_dir: Path, record: Record) -> dict:
+        return _settled(run_dir, record)
+
 
 def _start_trainer(plan: Plan) -> subprocess.Popen:
     """The trainer in a new session (its own process group), output piped, with the launcher's death signal."""
@@ -391,12 +394,12 @@ def recorded_status(run_dir: Path, record: Record) -> int:
 
 def _settled(run_dir: Path, record: Record) -> dict:
     """summary.json, a run whose launcher ended without recording the outcome recorded `lost` (`settle_lost`)."""
-    return settle_lost(Path(run_dir), lambda: _last_step(Path(run_dir)), record)
+    return settle_lost(Path(run_dir), lambda: last_step(Path(run_dir)), record)
 
 
 def _status_line(summary: dict, run_dir: Path) -> str:
     state = summary.get("status", "unknown")
-    step = summary.get("last_step") if state == "lost" else _last_step(Path(run_dir))
+    step = summary.get("last_step") if state == "lost" else last_step(Path(run_dir))
     code = summary.get("exit_code")
     return " ".join(
         [state, *([f"step {step}"] if step is not None else []), *([f"exit {code}"] if code is not None else [])]
@@ -441,7 +444,8 @@ def _follow_log(run_dir: Path, live: Live, record: Record) -> int:
             signal.signal(s, handler)
 
 
-def _last_step(run_dir: Path) -> int | None:
+def last_step(run_dir: Path) -> int | None:
+    """The last step a run directory's metrics.jsonl or train.log shows; None when none (or they cannot be read)."""
     files = [run_dir / name for name in (METRICS_FILE, LOG_FILE) if (run_dir / name).is_file()]
     try:
         return read_files(files, keep=lambda _: False).last_step

@@ -4,7 +4,11 @@ it takes, how long a request may wait, the job client itself, the cluster's node
 The address is the Jobs API's, `http://` added where it has none; what verl users give `ray.init` (`auto`, a
 `ray://` address, the GCS or Ray Client server port) is refused (`jobs_address`), and Ray's clients are kept from
 taking $RAY_ADDRESS over it. Every request waits at most $SAPO_LAUNCH_RAY_TIMEOUT seconds (30) for an answer
-(`connect`), an upload excepted; the log stream's handshake is bounded by aiohttp's own 5 minutes. Credentials in
+(`connect`), an upload excepted. The job's log is read as a stream, never whole: its streamed follow
+(`tail_job_logs`, a websocket) has its handshake bounded by the same timeout and a heartbeat of that period, so a
+dashboard that stops answering ends the stream within about twice the timeout, however quiet the job; what the
+log holds so far (`stream_job_logs`, Ray's `GET /api/jobs/ID/logs` read as it arrives) has each read bounded.
+A job the cluster does not know (a restart forgot it) raises `JobUnknown`. Credentials in
 the address (`http://me:pw@head:8265`) are redacted wherever it is written or printed (`plan.redact_urls`).
 
 Ray is imported only when a client is made (`connect`, `cluster_nodes`): without it, one line says what to install.
@@ -12,10 +16,14 @@ Ray is imported only when a client is made (`connect`, `cluster_nodes`): without
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
+import json
 import math
 import os
+import re
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -28,6 +36,7 @@ DEFAULT_TIMEOUT_S = 30.0
 # Ray's defaults for the ports that serve a cluster but not its Jobs API.
 NOT_JOBS_PORTS = {6379: "the GCS port, ray.init's", 10001: "the Ray Client server port"}
 RAY_ADDRESS_VARIABLES = ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS")
+STREAM_READ = 64 * 1024  # bytes of a streamed log read at a time
 
 
 class RayJobError(ExecutorError):
@@ -36,6 +45,16 @@ class RayJobError(ExecutorError):
 
     def __init__(self, message: str) -> None:
         super().__init__(redact_urls(message))
+
+
+class JobUnknown(RayJobError):
+    """The cluster answers but has no job of that submission id (HTTP 404): a restarted head forgets its jobs."""
+
+
+def unknown_job(exc: BaseException) -> bool:
+    """Whether Ray's error says the job does not exist (its client's `RuntimeError` or the websocket's handshake
+    error carry the dashboard's HTTP 404)."""
+    return getattr(exc, "status", None) == 404 or "status code 404" in str(exc)
 
 
 def with_scheme(address: str | None) -> str | None:
@@ -125,21 +144,57 @@ def _client_type():
             self.timeout_s, self.run_dir = timeout_s, run_dir
             super().__init__(address)
 
-        def get_job_logs(self, job_id: str) -> str:
-            return ProbeLine(self.run_dir).feed(super().get_job_logs(job_id), end=True)
+        def stream_job_logs(self, job_id: str) -> Iterator[str]:
+            """What the job's log holds so far, in pieces as they arrive: Ray answers `{"logs": "..."}` (JSON, ASCII
+            only: `json.dumps` escapes the rest), decoded here as it streams (`LogsDecoder`)."""
+            probe, decoder = ProbeLine(self.run_dir), LogsDecoder()
+            response = self._do_request("GET", f"/api/jobs/{job_id}/logs", stream=True)
+            with response:
+                if response.status_code != 200:
+                    self._raise_error(response)
+                for data in response.iter_content(STREAM_READ):
+                    text = probe.feed(decoder.feed(data))
+                    if text:
+                        yield text
+            rest = probe.feed(decoder.end(), end=True)
+            if rest:
+                yield rest
 
         async def tail_job_logs(self, job_id: str):
+            """Ray's own streamed follow (`JobSubmissionClient.tail_job_logs`), bounded: the handshake within the
+            timeout, then a heartbeat every `timeout_s` that drops a connection whose other end stopped answering."""
+            import aiohttp
+
             probe = ProbeLine(self.run_dir)
-            async for chunk in super().tail_job_logs(job_id):
-                text = probe.feed(chunk)
-                if text:
-                    yield text
+            async with aiohttp.ClientSession(cookies=self._cookies, headers=self._headers) as session:
+                try:
+                    ws = await asyncio.wait_for(
+                        session.ws_connect(
+                            f"{self._address}/api/jobs/{job_id}/logs/tail",
+                            ssl=self._ssl_context,
+                            heartbeat=self.timeout_s,
+                        ),
+                        self.timeout_s,
+                    )
+                except asyncio.TimeoutError:
+                    raise TimeoutError(
+                        f"no answer to the log stream of {job_id} within {self.timeout_s:g} s ({TIMEOUT_ENV})"
+                    ) from None
+                async with ws:
+                    async for message in ws:
+                        if message.type != aiohttp.WSMsgType.TEXT:
+                            break
+                        text = probe.feed(message.data)
+                        if text:
+                            yield text
+                    if ws.close_code not in (None, aiohttp.WSCloseCode.OK):
+                        raise ConnectionError(f"the log stream of {job_id} closed ({ws.close_code})")
             rest = probe.feed("", end=True)
             if rest:
                 yield rest
 
         def _do_request(self, method, endpoint, **kwargs):
-            if kwargs.get("data") is None:
+            if kwargs.get("data") is None:  # a stream's every read is bounded so too
                 kwargs.setdefault("timeout", self.timeout_s)
             try:
                 return super()._do_request(method, endpoint, **kwargs)
@@ -188,3 +243,66 @@ def first_line(what: BaseException | str | None) -> str:
     if len(lines) > 1 and lines[0].endswith(traceback_start):
         return f"{lines[0][: -len(traceback_start)]}{lines[-1]}"
     return lines[0]
+
+
+_LOGS_OPENING = re.compile(r'"logs"\s*:\s*"')
+_CLOSING_QUOTE = re.compile(r'(?<!\\)(?:\\\\)*"')  # a quote after an even run of backslashes: not escaped
+_LONGEST_ESCAPE = 12  # a surrogate pair: \\ud83d\\ude00
+
+
+class LogsDecoder:
+    """The text of the `logs` string in Ray's `{"logs": "..."}` answer, decoded piece by piece as bytes arrive:
+    memory stays one read's worth, whatever the log's size. Text after the string's closing quote is ignored."""
+
+    __slots__ = ("done", "held", "started")
+
+    def __init__(self) -> None:
+        self.held, self.started, self.done = "", False, False
+
+    def feed(self, data: bytes) -> str:
+        if self.done:
+            return ""
+        text = self.held + data.decode("ascii", "replace")
+        if not self.started:
+            opening = _LOGS_OPENING.search(text)
+            if opening is None:
+                self.held = text[-64:]
+                return ""
+            self.started, text = True, text[opening.end() :]
+        closing = _CLOSING_QUOTE.search(text)
+        if closing is not None:
+            self.done, self.held = True, ""
+            return _decoded(text[: closing.end() - 1])
+        cut = _cut(text)
+        self.held = text[cut:]
+        return _decoded(text[:cut])
+
+    def end(self) -> str:
+        """What is held when the answer ends without its closing quote (a cut connection): as far as it decodes."""
+        held, self.held = self.held, ""
+        return "" if self.done else _decoded(held[: _cut(held)])
+
+
+def _cut(text: str) -> int:
+    """Where JSON string text can be cut so that both sides decode: before an escape that may not be complete yet
+    (a lone backslash, `\\u` and fewer than 4 digits, a high surrogate whose pair may follow)."""
+    for start in range(max(0, len(text) - _LONGEST_ESCAPE + 1), len(text)):
+        if text[start] != "\\" or not _escape_starts_at(text, start):
+            continue
+        rest = text[start:]
+        surrogate = len(rest) >= 6 and rest[2] in "dD" and rest[3] in "89abAB"
+        if len(rest) < 2 or (rest[1] == "u" and (len(rest) < 6 or (surrogate and len(rest) < _LONGEST_ESCAPE))):
+            return start
+    return len(text)
+
+
+def _escape_starts_at(text: str, index: int) -> bool:
+    """Whether the backslash at `index` begins an escape: an even run of backslashes stands before it."""
+    run = 0
+    while index - run > 0 and text[index - run - 1] == "\\":
+        run += 1
+    return run % 2 == 0
+
+
+def _decoded(body: str) -> str:
+    return json.loads(f'"{body}"') if body else ""

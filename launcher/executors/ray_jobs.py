@@ -33,18 +33,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
-from sapo_toolkit.atomicio import write_atomically
-
 from ..live import LineTail
+from ..metrics import READ_CHUNK
 from ..plan import REDACTED, Plan, redact_urls
-from ..rundir import LOG_FILE, PLAN_FILE, SUMMARY_FILE, exit_code_of, read_summary, write_json
+from ..rundir import EXIT_LOST, LOG_FILE, PLAN_FILE, SUMMARY_FILE, exit_code_of, read_summary, write_json
 from .base import Described, Live, Options, Record
-from .ray_client import RayJobError, connect, first_line, with_scheme
+from .local import last_step
+from .ray_client import JobUnknown, RayJobError, connect, first_line, unknown_job, with_scheme
 from .ray_submit import DEFAULT_PYTHON, JOB_FILE, JobRecord, job_request, shown_request, submit
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")  # Ray's job statuses once it has ended
 STOP_WAIT_S = 60.0  # how long `stop` waits for Ray to report the job ended
+PENDING_POLL_S = 1.0  # how often a followed job that has not started is asked what it waits for
+STREAM_TRIES = 2  # log streams in a row that fail before giving anything, while the job goes on: following fails
+REASON_CHARS = 500  # of Ray's reason that the closing line quotes
 
 
 class RayJob(NamedTuple):
@@ -171,41 +174,49 @@ class RayExecutor:
 
     def stop(self, run_dir: Path, record: Record, timeout_s: float = STOP_WAIT_S) -> int:
         """Stop the job and wait (at most `timeout_s`) until Ray reports it ended; record the outcome. Exit 0 when
-        the job has ended (now or before), 1 when it is still running after the wait."""
+        the job has ended (now or before), 1 when it has not after the wait (Ray stops no job that has not started:
+        one still PENDING says so, with what it waits for), `EXIT_LOST` when the cluster no longer knows it."""
         job = _job(run_dir, self.address)
         client = connect(job.address, run_dir=run_dir)
         try:
+            details = _details(client, job)
             client.stop_job(job.submission_id)
+        except JobUnknown as exc:
+            return _forgotten(run_dir, job, exc, record)
         except Exception as exc:  # noqa: BLE001
             raise RayJobError(f"cannot stop job {job.submission_id} at {job.address}: {first_line(exc)}") from None
         deadline = time.monotonic() + timeout_s
-        while not _status(client, job.submission_id).is_terminal():
+        while not (details := _details(client, job)).status.is_terminal():
             if time.monotonic() > deadline:
-                print(
-                    f"sapo-launch: {job.submission_id} is still running {timeout_s:.0f} s after the stop request",
-                    file=sys.stderr,
-                )
+                said = f"{_not_ended(job, details)} {timeout_s:.0f} s after the stop request"
+                print(f"sapo-launch: {said}", file=sys.stderr)
                 return 1
             time.sleep(0.5)
-        details = _details(client, job)
         print(f"{job.submission_id} {details.status}", file=sys.stderr)
         _complete(client, job, run_dir, details, record)
         return 0
 
     def logs(self, run_dir: Path, record: Record, terminal: BinaryIO) -> int:
-        """Print what the job's log holds so far; exit 0 (and complete the run directory if the job has ended)."""
+        """Print what the job's log holds so far, streamed (never held whole); exit 0. A job that has ended gets its
+        log into train.log and its outcome recorded in the same pass; one the cluster no longer knows prints the
+        train.log the run directory kept."""
         job = _job(run_dir, self.address)
         client = connect(job.address, run_dir=run_dir)
-        text = _logs(client, job)
-        terminal.write(text.encode("utf-8", "replace"))
-        _complete(client, job, run_dir, _details(client, job), record, text)
+        try:
+            _complete(client, job, run_dir, _details(client, job), record, shown=terminal)
+        except JobUnknown as exc:
+            _forgotten(run_dir, job, exc, record)
+            _print_kept_log(run_dir, terminal)
+        terminal.flush()
         return 0
 
     def status(self, run_dir: Path, record: Record) -> int:
         """Print `<submission id> <STATUS> <Ray's message>`. While the job is PENDING or RUNNING, exit 0; once it
         has ended, the exit code of the mapping in the module docstring, and the run directory is completed
-        (train.log, summary.json) if a detached run left it open. A run that never reached its cluster (refused,
-        failed before submitting: no job.json) has the status its summary.json records, as a run here prints it."""
+        (train.log, summary.json) if a detached run left it open; `EXIT_LOST` (the run recorded `lost`, with the
+        last step seen) when the cluster no longer knows a job whose end nobody recorded. A run that never reached
+        its cluster (refused, failed before submitting: no job.json) has the status its summary.json records, as a
+        run here prints it."""
         run_dir = Path(run_dir)
         if not (run_dir / JOB_FILE).exists() and (run_dir / SUMMARY_FILE).exists():
             from .local import recorded_status
@@ -213,52 +224,108 @@ class RayExecutor:
             return recorded_status(run_dir, record)
         job = _job(run_dir, self.address)
         client = connect(job.address, run_dir=run_dir)
-        details = _details(client, job)
+        try:
+            details = _details(client, job)
+        except JobUnknown as exc:
+            return _forgotten(run_dir, job, exc, record, say=print)
         print(f"{job.submission_id} {details.status} {first_line(details.message)}".rstrip())
         return _complete(client, job, run_dir, details, record)
 
+    def settle(self, run_dir: Path, record: Record) -> dict:
+        """Ask the cluster, as `status` does, and record an end summary.json does not hold yet; summary.json. A
+        cluster that cannot be asked leaves it as it was (a note on stderr)."""
+        run_dir = Path(run_dir)
+        if (run_dir / JOB_FILE).exists() and read_summary(run_dir).get("status") in ("running", "submitted"):
+            try:
+                job = _job(run_dir, self.address)
+                client = connect(job.address, run_dir=run_dir)
+                try:
+                    _complete(client, job, run_dir, _details(client, job), record)
+                except JobUnknown as exc:
+                    _forgotten(run_dir, job, exc, record)
+            except RayJobError as exc:
+                print(f"sapo-launch: {exc.message}; the run directory as it was", file=sys.stderr)
+        return read_summary(run_dir)
+
+
+class _Log:
+    """train.log, appended to and never truncated: a job's log arrives from its start whenever it is read, so the
+    bytes train.log holds already (an earlier follower's; after a cluster restart the only copy) are skipped and
+    only what lies beyond them is appended. Nothing read, nothing written: a stream that fails leaves the file as
+    it was."""
+
+    def __init__(self, path: Path):
+        self.path, self.file = path, None
+        try:
+            self.held = path.stat().st_size
+        except FileNotFoundError:
+            self.held = 0
+
+    def write(self, data: bytes) -> None:
+        if self.held >= len(data):
+            self.held -= len(data)
+            return
+        data, self.held = data[self.held :], 0
+        if self.file is None:
+            self.file = open(self.path, "ab")  # noqa: SIM115 - closed with the log
+        self.file.write(data)
+        self.file.flush()
+
+    def __enter__(self) -> _Log:
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        if self.file is not None:
+            self.file.close()
+
 
 def _attach(ray_job: RayJob, run_dir: Path, live: Live, record: Record) -> int:
-    """Follow the job's log (from its start) into train.log and `live` until it ends, then record the outcome
-    (a follower that `attach` made: unless summary.json records that end already). With `stop_on_signal` the
-    first SIGINT/SIGTERM stops the job; otherwise, and on a second signal, a signal only stops following (exit
-    128 + N; the summary is left as it was unless the job has ended, and then the signals of a follower that did
-    not stop it are not its outcome's)."""
+    """Follow the job's log (from its start) into train.log (`_Log`: appended beyond what it holds) and `live`
+    until it ends, then record the outcome (a follower that `attach` made: unless summary.json records that end
+    already). With `stop_on_signal` the first SIGINT/SIGTERM stops the job; otherwise, and on a second signal, a
+    signal only stops following (exit 128 + N; the summary is left as it was unless the job has ended, and then the
+    signals of a follower that did not stop it are not its outcome's). Ray stops no job before it starts: one left
+    PENDING stays `submitted`. A job the cluster no longer knows is shown as recorded, or recorded `lost`."""
     client, job = ray_job.client, ray_job.job
     tail = LineTail()
-    with open(run_dir / LOG_FILE, "wb") as log:
+    received = []
+    with _Log(run_dir / LOG_FILE) as log:
 
         def tee(text: str) -> None:
             data = text.encode("utf-8", "replace")
             log.write(data)
-            log.flush()
             live.output(data)
             tail.add(data)
+            received.append(len(data))
 
         try:
             signals = asyncio.run(_follow(client, job.submission_id, tee, ray_job.stop_on_signal, live.message))
             details = _details(client, job)
+        except JobUnknown as exc:
+            if not received:
+                _print_kept_log(run_dir, live)
+            return _forgotten(run_dir, job, exc, record, say=live.message)
         except RayJobError as exc:
             _record_lost(run_dir, job, exc)
             raise
     if not details.status.is_terminal():
-        live.message(
-            f"stopped following {job.submission_id} ({details.status}); "
-            f"`sapo-launch status {run_dir}` tells how it ends"
-        )
-        if not ray_job.stop_on_signal:
+        live.message(f"stopped following; {_not_ended(job, details)}: `sapo-launch status {run_dir}` tells how it ends")
+        if str(details.status) == "PENDING" and ray_job.stop_on_signal:  # queued on: as a detached run
+            _record_submitted(run_dir, job, _not_ended(job, details))
+        if not ray_job.stop_on_signal or str(details.status) == "PENDING":
             return 128 + signals[0]
     if not ray_job.stop_on_signal:
         summary = read_summary(run_dir)
         if summary.get("job_status") == str(details.status) and "gates" in summary:
             return summary["exit_code"]
-    return _finish(run_dir, job, details, tail.lines(), signals if ray_job.stop_on_signal else (), record)
+    return _finish(run_dir, job, details, tail, signals if ray_job.stop_on_signal else (), record)
 
 
 async def _follow(client, submission_id: str, sink, stop_on_signal: bool, notify) -> list[int]:
-    """Stream the job's log to `sink` until the job is in a terminal state, the stop notice to `notify`; returns
-    the signals received. The log stream is reopened (skipping what was already received) if it ends before the
-    job does."""
+    """Stream the job's log to `sink` until the job is in a terminal state, the stop notice and what a job that has
+    not started waits for (`_say_pending`) to `notify`; returns the signals received. The log stream is reopened
+    (skipping what was already received) if it ends before the job does; `STREAM_TRIES` streams in a row that fail
+    before giving anything raise `RayJobError` (`JobUnknown` at once)."""
     loop = asyncio.get_running_loop()
     following = asyncio.current_task()
     signals: list[int] = []
@@ -274,11 +341,12 @@ async def _follow(client, submission_id: str, sink, stop_on_signal: bool, notify
 
     for signum in SIGNALS:
         loop.add_signal_handler(signum, on_signal, signum)
-    received = 0
+    pending = asyncio.ensure_future(_say_pending(client, submission_id, notify))
+    received, failed = 0, 0
     try:
         while True:
-            skip = received
-            with contextlib.suppress(Exception):  # a dropped log stream is reopened while the job runs
+            skip, before, error = received, received, None
+            try:
                 async for chunk in client.tail_job_logs(submission_id):
                     if skip >= len(chunk):
                         skip -= len(chunk)
@@ -286,23 +354,74 @@ async def _follow(client, submission_id: str, sink, stop_on_signal: bool, notify
                     sink(chunk[skip:])
                     received += len(chunk) - skip
                     skip = 0
+            except Exception as exc:  # noqa: BLE001 - a dropped log stream is reopened while the job runs
+                if unknown_job(exc):
+                    raise JobUnknown(f"the Ray cluster no longer knows job {submission_id}") from None
+                error = exc
             status = await loop.run_in_executor(None, _status, client, submission_id)
             if status.is_terminal():
                 break
+            failed = failed + 1 if error is not None and received == before else 0
+            if failed >= STREAM_TRIES:
+                raise RayJobError(f"cannot stream the log of {submission_id}: {first_line(error)}")
             await asyncio.sleep(1)
     except asyncio.CancelledError:
         pass
     finally:
+        pending.cancel()
         for signum in SIGNALS:
             loop.remove_signal_handler(signum)
-        await asyncio.gather(*stopping, return_exceptions=True)
+        await asyncio.gather(pending, *stopping, return_exceptions=True)
     return signals
+
+
+async def _say_pending(client, submission_id: str, notify) -> None:
+    """While the job has not started, say so, with what its entrypoint asks for and Ray's message (what it waits
+    for: resources, the runtime environment), each change once. Errors end it quietly: following reports them."""
+    loop = asyncio.get_running_loop()
+    said = None
+    with contextlib.suppress(Exception):
+        while True:
+            details = await loop.run_in_executor(None, client.get_job_info, submission_id)
+            if str(details.status) != "PENDING":
+                return
+            text = f"{submission_id} PENDING{_asks(details)}: {first_line(details.message)}"
+            if text != said:
+                notify(text)
+                said = text
+            await asyncio.sleep(PENDING_POLL_S)
+
+
+def _asks(details) -> str:
+    """What the job's entrypoint asks of a node, as ` (its entrypoint asks 4 CPU, 1 GPU)`; empty when nothing."""
+    asked = [
+        f"{amount:g} {name}"
+        for name, amount in (
+            ("CPU", getattr(details, "entrypoint_num_cpus", None)),
+            ("GPU", getattr(details, "entrypoint_num_gpus", None)),
+            *(dict(getattr(details, "entrypoint_resources", None) or {}).items()),
+        )
+        if amount
+    ]
+    return f" (its entrypoint asks {', '.join(asked)})" if asked else ""
+
+
+def _not_ended(job: JobRecord, details) -> str:
+    """A job that has not ended, in words: still running, or still PENDING with what it waits for."""
+    if str(details.status) == "PENDING":
+        return (
+            f"{job.submission_id} is still PENDING{_asks(details)}, which Ray does not stop before it starts: "
+            f"{first_line(details.message)}"
+        )
+    return f"{job.submission_id} is still {details.status}"
 
 
 def _status(client, submission_id: str):
     try:
         return client.get_job_status(submission_id)
     except Exception as exc:  # noqa: BLE001
+        if unknown_job(exc):
+            raise JobUnknown(f"the Ray cluster no longer knows job {submission_id}") from None
         raise RayJobError(f"lost the Ray Jobs API while following {submission_id}: {first_line(exc)}") from None
 
 
@@ -310,21 +429,54 @@ def _details(client, job: JobRecord):
     try:
         return client.get_job_info(job.submission_id)
     except Exception as exc:  # noqa: BLE001
+        if unknown_job(exc):
+            raise JobUnknown(f"the Ray cluster at {job.address} no longer knows job {job.submission_id}") from None
         raise RayJobError(f"cannot read job {job.submission_id} at {job.address}: {first_line(exc)}") from None
+
+
+def _forgotten(run_dir: Path, job: JobRecord, exc: JobUnknown, record: Record, say=None) -> int:
+    """A job the cluster no longer knows (a restarted head forgets its jobs): an end summary.json records stands,
+    with train.log as kept; otherwise the run is recorded `lost` with the last step its files show. Says so
+    through `say` (`print`, the live view's message); returns the recorded exit code, or `EXIT_LOST`."""
+    summary = read_summary(run_dir)
+    if summary.get("job_status") in TERMINAL:
+        if say is not None:
+            say(f"{job.submission_id} {summary['job_status']} (as recorded: {exc.message})")
+        return summary.get("exit_code") or 0
+    step = last_step(run_dir)
+    reason = f"{exc.message} (restarted?); the last step seen: {step if step is not None else 'none'}"
+    record(status="lost", exit_code=None, last_step=step, reason=reason, pid=None)
+    if say is not None:
+        say(f"{job.submission_id} LOST: {reason}")
+    return EXIT_LOST
+
+
+def _print_kept_log(run_dir: Path, out) -> None:
+    """train.log as the run directory kept it, to `out` (a terminal, or the live view)."""
+    write = out.write if hasattr(out, "write") else out.output
+    with contextlib.suppress(FileNotFoundError), open(run_dir / LOG_FILE, "rb") as log:
+        while data := log.read(READ_CHUNK):
+            write(data)
 
 
 def _record_lost(run_dir: Path, job: JobRecord, exc: RayJobError) -> None:
     """The job was submitted but cannot be followed: it may still run, so the summary says `submitted`, unless it
     records the job's end already (following again an ended job)."""
+    _record_submitted(run_dir, job, exc.message, exit_code=2)
+
+
+def _record_submitted(run_dir: Path, job: JobRecord, why: str, exit_code: int = 0) -> None:
+    """summary.json `submitted` (the job may still run: `status` finds it), saying `why` nobody follows it; unless
+    it records an end already."""
     summary = read_summary(run_dir)
-    if summary.get("job_status") in TERMINAL:
+    if summary.get("job_status") in TERMINAL or summary.get("status") == "lost":
         return
     summary.update(
         status="submitted",
-        exit_code=2,
+        exit_code=exit_code,
         submission_id=job.submission_id,
         address=redact_urls(job.address),
-        last_lines=[f"sapo-launch: {exc.message}"],
+        last_lines=[f"sapo-launch: {why}"],
     )
     write_json(run_dir / SUMMARY_FILE, summary)
 
@@ -343,17 +495,25 @@ def exit_code(status: str, driver_exit_code: int | None, signals: Iterable[int] 
     return None
 
 
-def _finish(
-    run_dir: Path, job: JobRecord, details, last_lines: list[str], signals: Iterable[int], record: Record
-) -> int:
+def _finish(run_dir: Path, job: JobRecord, details, tail: LineTail, signals: Iterable[int], record: Record) -> int:
     """Record the job's outcome (`record`: with the gate verdicts) and return its exit code. `signals`: those that
     made this launcher stop the job; without any, those summary.json records (the launcher that stopped it, when
     another records the end). A job that has not ended here was left running on a second signal: it counts as
-    interrupted by the first."""
+    interrupted by the first. What Ray says of a job whose driver never ran (`_never_ran`) goes into train.log,
+    `last_lines` and `reason`, which the closing line quotes."""
     summary = read_summary(run_dir)
     signals = list(signals) or [signal.Signals[name] for name in summary.get("signals", [])]
     status = str(details.status)
     code = exit_code(status, getattr(details, "driver_exit_code", None), signals)
+    why = {}
+    said = _never_ran(details)
+    if said:
+        data = "".join(f"sapo-launch: Ray: {line}\n" for line in said.splitlines()).encode("utf-8", "replace")
+        with _Log(run_dir / LOG_FILE) as log:
+            log.held = 0  # Ray's message is no part of the job's log: appended after it
+            log.write(data)
+        tail.add(data)
+        why = {"reason": _reason(said)}
     summary = record(
         status={"SUCCEEDED": "succeeded", "FAILED": "failed"}.get(status, "interrupted"),
         exit_code=128 + signals[0] if code is None else code,
@@ -365,10 +525,26 @@ def _finish(
         started=_when(details.start_time) or summary.get("started"),
         ended=_when(details.end_time) or datetime.now(timezone.utc).isoformat(),
         duration_s=_duration(details.start_time, details.end_time),
-        last_lines=last_lines,
+        last_lines=tail.lines(),
         signals=[signal.Signals(s).name for s in signals],
+        **why,
     )
     return summary["exit_code"]
+
+
+def _never_ran(details) -> str | None:
+    """Ray's message for a job that ended before its driver ran (its runtime environment could not be set up, it was
+    stopped while PENDING): the only account of why, since the job has no log. None for a job whose driver ran."""
+    if str(details.status) not in ("FAILED", "STOPPED") or getattr(details, "driver_exit_code", None) is not None:
+        return None
+    return str(details.message or "").strip() or None
+
+
+def _reason(message: str) -> str:
+    """The line of Ray's message that says why: the last `ERROR` line (pip's, conda's), else its first line."""
+    errors = [line.strip() for line in message.splitlines() if line.strip().startswith("ERROR")]
+    line = errors[-1] if errors else first_line(message)
+    return line if len(line) <= REASON_CHARS else line[:REASON_CHARS] + " [...]"
 
 
 def _when(epoch_ms: int | None) -> str | None:
@@ -391,24 +567,33 @@ def _job(run_dir: Path, address: str | None) -> JobRecord:
     return job
 
 
-def _logs(client, job: JobRecord) -> str:
-    try:
-        return client.get_job_logs(job.submission_id)
-    except Exception as exc:  # noqa: BLE001
-        raise RayJobError(f"cannot read the log of {job.submission_id} at {job.address}: {first_line(exc)}") from None
-
-
-def _complete(client, job: JobRecord, run_dir: Path, details, record: Record, text: str | None = None) -> int:
-    """Once the job has ended, write its whole log (`text`, else read) to train.log and its outcome to
-    summary.json (`record`), unless they already record it (an attached launcher, an earlier `status`); returns
-    the exit code, 0 while the job runs."""
-    if not details.status.is_terminal():
-        return 0
+def _complete(client, job: JobRecord, run_dir: Path, details, record: Record, shown: BinaryIO | None = None) -> int:
+    """Once the job has ended, stream its log into train.log (`_Log`) and record its outcome in summary.json
+    (`record`), unless they already record it (an attached launcher, an earlier `status`); the log goes to `shown`
+    too, when given, ended or not. Returns the exit code, 0 while the job runs."""
     summary = read_summary(run_dir)
-    if summary.get("job_status") == str(details.status):
-        return summary["exit_code"]
-    data = (_logs(client, job) if text is None else text).encode("utf-8", "replace")
-    write_atomically(run_dir / LOG_FILE, data)
+    ended = details.status.is_terminal() and summary.get("job_status") != str(details.status)
+    if not ended and shown is None:
+        return summary.get("exit_code", 0) if details.status.is_terminal() else 0
     tail = LineTail()
-    tail.add(data)
-    return _finish(run_dir, job, details, tail.lines(), (), record)
+    with _Log(run_dir / LOG_FILE) if ended else contextlib.nullcontext() as log:
+        for text in _log_pieces(client, job):
+            data = text.encode("utf-8", "replace")
+            if shown is not None:
+                shown.write(data)
+            if ended:
+                log.write(data)
+                tail.add(data)
+    if not ended:
+        return summary.get("exit_code", 0) if details.status.is_terminal() else 0
+    return _finish(run_dir, job, details, tail, (), record)
+
+
+def _log_pieces(client, job: JobRecord):
+    """The job's log so far, piece by piece (`stream_job_logs`: never held whole)."""
+    try:
+        yield from client.stream_job_logs(job.submission_id)
+    except Exception as exc:  # noqa: BLE001
+        if unknown_job(exc):
+            raise JobUnknown(f"the Ray cluster at {job.address} no longer knows job {job.submission_id}") from None
+        raise RayJobError(f"cannot read the log of {job.submission_id} at {job.address}: {first_line(exc)}") from None

@@ -17,7 +17,9 @@ Before submitting, two checks refuse what could not run:
   trainer.nnodes groups of trainer.n_gpus_per_node `GPU` (`NPU` for an npu plan: the resource name Ray gives Ascend
   devices, ray/_private/accelerators/npu.py). verl 0.9.1 asks Ray for one STRICT_PACK placement group per node
   (verl/single_controller/ray/base.py, RayResourcePool.get_placement_groups) and waits for it forever, so a
-  group must fit on one node; refused (`ClusterTooSmall`): exit 1, summary `refused`, nothing submitted.
+  group must fit on one node; and one node must hold what the entrypoint asks (`--entrypoint-num-cpus`, `-gpus`,
+  `--entrypoint-resources`: Ray keeps a job PENDING forever otherwise, and stops no job before it starts)
+  (`entrypoint_shortfall`); refused (`ClusterTooSmall`): exit 1, summary `refused`, nothing submitted.
 - each local directory Ray would upload (the working directory, a py_modules directory): what it ships is
   decided by Ray's own rules (launcher/workdir.py: .gitignore and .rayignore files, `excludes`, Ray's default
   excludes), and no link in it may lead out of it; it is staged in a temporary directory (which Ray zips and
@@ -128,6 +130,24 @@ def resource_shortfall(plan: Plan, nodes: Iterable[dict[str, float]]) -> str | N
             f"{', '.join(map(str, counts))}); the recipe needs {shape}, each node's share on one node"
         )
     return None
+
+
+def entrypoint_shortfall(plan: Plan, nodes: Iterable[dict[str, float]]) -> str | None:
+    """Why no alive node with these total resources can run the job's entrypoint with what it asks (CPUs, GPUs,
+    other resources: Ray places the entrypoint on one node); None when one can (or it asks nothing)."""
+    options = plan.ray
+    asked = {
+        "CPU": options.entrypoint_num_cpus or 0,
+        "GPU": options.entrypoint_num_gpus or 0,
+        **{str(name): amount for name, amount in (options.entrypoint_resources or {}).items()},
+    }
+    asked = {name: amount for name, amount in asked.items() if isinstance(amount, (int, float)) and amount > 0}
+    nodes = list(nodes)
+    if not asked or any(all(node.get(name, 0) >= amount for name, amount in asked.items()) for node in nodes):
+        return None
+    wanted = ", ".join(f"{amount:g} {name}" for name, amount in asked.items())
+    largest = ", ".join(f"{max((node.get(name, 0) for node in nodes), default=0):g} {name}" for name in asked)
+    return f"no node of the cluster has what the entrypoint asks ({wanted}); the most a node has: {largest}"
 
 
 def job_request(
@@ -272,7 +292,8 @@ def submit(
     job.json (its request with the values of secret names and of `secret_env` redacted); returns the submission
     id."""
     request = job_request(plan, python, working_dir=working_dir, excludes=excludes)
-    shortfall = resource_shortfall(plan, cluster_nodes(address, client.timeout_s))
+    nodes = cluster_nodes(address, client.timeout_s)
+    shortfall = resource_shortfall(plan, nodes) or entrypoint_shortfall(plan, nodes)
     if shortfall:
         raise ClusterTooSmall(shortfall)
     with tempfile.TemporaryDirectory(prefix="sapo-launch-") as scratch:
