@@ -196,6 +196,7 @@ def find_model_named(path: str, missing: str, fetch: bool = False) -> ModelShape
         config_file = fetch_config(repo_id)
     except FetchFailed as exc:
         raise ModelNotFound(f"{not_local}; {exc}") from None
+    _hub_repos.cache_clear()  # the cache now holds it: a later path naming it by name alone finds it there
     return _read_config(config_file, repo_id, f"{config_file} (fetched from the Hugging Face Hub)")
 
 

@@ -94,6 +94,15 @@ def test_a_fetched_config_gives_the_model_and_the_next_run_finds_it_offline(tmp_
     assert codes(offline) == codes(fetched)
 
 
+@needs_hub
+def test_a_model_fetched_once_is_found_by_its_name_alone_later_in_the_run(tmp_path):
+    script = SCRIPT + SCRIPT.replace("acme/tiny-8b", "$HOME/models/tiny-8b")
+    with HubServer({"acme/tiny-8b": card_config("qwen3-8b")}) as server:
+        report = lint(tmp_path, "--fetch-model-config", endpoint=server.endpoint, script=script)
+    assert "RF005" not in codes(report) and codes(report).count("TP003") == 2
+    assert len([r for r in server.requests if r.startswith("GET /acme/")]) == 1
+
+
 def test_without_the_option_nothing_is_fetched_and_the_note_says_how(tmp_path):
     with HubServer({"acme/tiny-8b": card_config("qwen3-8b")}) as server:
         report = lint(tmp_path, endpoint=server.endpoint)
