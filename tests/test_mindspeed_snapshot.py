@@ -1,5 +1,5 @@
-"""The transcribed MindSpeed consumer snapshot (schemas/build/mindspeed.py, its data in mindspeed_arguments.py) is what is committed, and every field
-says where it was transcribed from."""
+"""The transcribed MindSpeed consumer snapshot (schemas/build/mindspeed.py, its data in mindspeed_arguments.py) is what
+is committed, and every field says where it was transcribed from."""
 
 from __future__ import annotations
 

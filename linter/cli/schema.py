@@ -37,6 +37,39 @@ def schema_facts(version, other, package):
             click.echo(f"{name}: {value!r} in {version}, {then!r} in {other}")
 
 
+@schema.command("export")
+@click.option("--verl-version", "verl_version", default="0.9.1", show_default=True, help="The verl whose keys.")
+@click.option("--config-name", default="ppo_trainer", show_default=True, help="The trainer config whose keys.")
+@click.option(
+    "-o",
+    "--output-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the schema here (atomically) instead of standard output.",
+)
+def schema_export(verl_version, config_name, output_file):
+    """The recipe format's JSON Schema with the override keys of one verl, for yaml-language-server.
+
+    \b
+    Point a recipe at it with a first line such as
+      # yaml-language-server: $schema=recipe-verl-0.9.1.schema.json
+    and editors with a YAML language server complete and check its keys, types and choices."""
+    from ..schema import SnapshotNotFound
+    from ..schema_export import recipe_schema, write_recipe_schema
+
+    try:
+        if output_file is None:
+            import json
+
+            click.echo(json.dumps(recipe_schema(verl_version, config_name), indent=1, sort_keys=True))
+            return
+        keys = write_recipe_schema(output_file, verl_version, config_name)
+    except SnapshotNotFound as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {output_file}: {exc.strerror or exc}") from None
+    click.echo(f"Wrote {output_file}: the recipe format and {keys} override keys.", err=True)
+
+
 @schema.command("build")
 @click.option(
     "--wheel",
