@@ -70,3 +70,49 @@ def test_wheel_installed_in_a_fresh_venv_lints_from_its_own_data(wheel, tmp_path
         [str(python), "-m", "sapo_toolkit.linter", str(REPO / "recipes")], capture_output=True, text=True, cwd=tmp_path
     )
     assert lint.returncode == 0 and "All checks passed (3 files)" in lint.stdout, lint.stdout + lint.stderr
+    from sapo_toolkit.linter import __version__
+
+    for cli, name in (("sapo_toolkit.linter", "sapo-lint"), ("sapo_toolkit.launcher", "sapo-launch")):
+        said = subprocess.run([str(python), "-m", cli, "--version"], capture_output=True, text=True, cwd=tmp_path)
+        assert said.stdout.strip() == f"{name}, version {__version__}", said.stdout + said.stderr
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Path:
+    """The sdist and the wheel `python -m build` makes, as a release would."""
+    pytest.importorskip("build", reason="the `build` package is not installed (pip install '.[test]')")
+    out = tmp_path_factory.mktemp("release")
+    proc = subprocess.run([sys.executable, "-m", "build", "-o", str(out), str(REPO)], capture_output=True, text=True)
+    if proc.returncode != 0 and "Could not find a version" in proc.stdout + proc.stderr:
+        pytest.skip("the build backend (setuptools) cannot be fetched from the registry")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-2000:]
+    return out
+
+
+def test_the_release_holds_the_data_and_not_the_tests(release):
+    (sdist,) = release.glob("sapo_toolkit-*.tar.gz")
+    (wheel,) = release.glob("sapo_toolkit-*.whl")
+    import tarfile
+
+    in_sdist = {name.split("/", 1)[1] for name in tarfile.open(sdist).getnames() if "/" in name}
+    in_wheel = set(zipfile.ZipFile(wheel).namelist())
+    version = sdist.name.removeprefix("sapo_toolkit-").removesuffix(".tar.gz")
+    from sapo_toolkit.linter import __version__
+
+    assert version == __version__ and wheel.name.startswith(f"sapo_toolkit-{__version__}-")  # one place
+    for data in ("verl/0.9.1.json", "recipe.schema.json", "devices.json", "facts.json"):
+        assert f"sapo_toolkit/schemas/{data}" in in_wheel and f"schemas/{data}" in in_sdist
+    assert "sapo_toolkit/linter/rules/sp001_sapo_tau_nested.py" in in_wheel  # a rule and its docs
+    assert {"README.md", "CHANGELOG.md", "docs/rules.md"} <= in_sdist
+    assert not any(name.startswith(("tests/", "bench/")) for name in in_sdist)
+    assert not any("/tests/" in name or "fixtures" in name for name in in_wheel)
+
+
+def test_twine_accepts_the_release(release):
+    pytest.importorskip("twine", reason="twine is not installed (pip install '.[test]')")
+    proc = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", *map(str, sorted(release.iterdir()))],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0 and proc.stdout.count("PASSED") == 2, proc.stdout + proc.stderr
