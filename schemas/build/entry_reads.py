@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from .hydra_main import hydra_mains
-from .source_index import module_name
+from .source_index import constant_str, module_name
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +37,6 @@ _CONFIG_NAME = re.compile(r"conf|cfg", re.IGNORECASE)
 _DOTTED_VERL = re.compile(r"^verl(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 
 
-def _const_str(node: ast.AST | None) -> str | None:
-    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
-
-
 def _node_name(expr: ast.AST) -> str | None:
     """The config node an expression ends in: ``a.b`` -> b, ``a["b"]``/``a.get("b")`` -> b, ``node`` -> node."""
     if isinstance(expr, ast.Name):
@@ -48,9 +44,9 @@ def _node_name(expr: ast.AST) -> str | None:
     if isinstance(expr, ast.Attribute):
         return expr.attr
     if isinstance(expr, ast.Subscript):
-        return _const_str(expr.slice)
+        return constant_str(expr.slice)
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in ("get", "pop"):
-        return _const_str(expr.args[0]) if expr.args else None
+        return constant_str(expr.args[0]) if expr.args else None
     return None
 
 
@@ -66,15 +62,15 @@ def _pair_reads(unit: ast.AST) -> set[tuple[str, str]]:
         if isinstance(expr, ast.Attribute):
             add(_node_name(expr.value), expr.attr)
         elif isinstance(expr, ast.Subscript):
-            add(_node_name(expr.value), _const_str(expr.slice))
+            add(_node_name(expr.value), constant_str(expr.slice))
         elif isinstance(expr, ast.Call):
             func, args = expr.func, [a for a in expr.args if not isinstance(a, ast.Starred)]
             if isinstance(func, ast.Attribute) and func.attr in ("get", "pop") and args:
-                add(_node_name(func.value), _const_str(args[0]))
+                add(_node_name(func.value), constant_str(args[0]))
             elif isinstance(func, ast.Name) and func.id in ("getattr", "hasattr") and len(args) > 1:
-                add(_node_name(args[0]), _const_str(args[1]))
+                add(_node_name(args[0]), constant_str(args[1]))
             elif isinstance(func, ast.Attribute) and func.attr == "select" and len(args) > 1:
-                path = (_const_str(args[1]) or "").split(".")
+                path = (constant_str(args[1]) or "").split(".")
                 for node, key in zip([_node_name(args[0]), *path[:-1]], path, strict=True):
                     add(node, key)
     return pairs
@@ -178,9 +174,9 @@ class _Graph:
             elif isinstance(expr, ast.Attribute):
                 yield from self._attribute(m, expr)
             elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "getattr":
-                name = _const_str(expr.args[1]) if len(expr.args) > 1 else None
+                name = constant_str(expr.args[1]) if len(expr.args) > 1 else None
                 yield from (u for u in self.by_name.get(name or "", ()) if u not in self.mains)
-            elif _DOTTED_VERL.match(_const_str(expr) or ""):
+            elif _DOTTED_VERL.match(constant_str(expr) or ""):
                 found = self._resolve(expr.value)
                 if found:
                     yield found

@@ -90,7 +90,7 @@ def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
     return None
 
 
-def _constant_str(node: ast.AST | None) -> str | None:
+def constant_str(node: ast.AST | None) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
@@ -132,16 +132,16 @@ def read_names(source: bytes) -> set[str]:
             f = node.func
             args = [a for a in node.args if not isinstance(a, ast.Starred)]
             if isinstance(f, ast.Attribute) and f.attr in ("get", "pop"):
-                add(_constant_str(args[0]) if args else None)
+                add(constant_str(args[0]) if args else None)
             elif isinstance(f, ast.Attribute) and f.attr == "select":
                 if (_ast_dotted(f.value) or "").split(".")[-1] == "OmegaConf":
                     key = args[1] if len(args) > 1 else next((k.value for k in node.keywords if k.arg == "key"), None)
-                    add_path(_constant_str(key))
+                    add_path(constant_str(key))
             elif isinstance(f, ast.Name) and f.id in ("getattr", "hasattr"):
-                add(_constant_str(args[1]) if len(args) > 1 else None)
+                add(constant_str(args[1]) if len(args) > 1 else None)
         elif isinstance(node, ast.Subscript):
-            add(_constant_str(node.slice))
-        elif id(node) not in fstring_text and "oc.select:" in (_constant_str(node) or ""):
+            add(constant_str(node.slice))
+        elif id(node) not in fstring_text and "oc.select:" in (constant_str(node) or ""):
             for m in _OC_SELECT.finditer(node.value):
                 add_path(m.group(1))
     return names
