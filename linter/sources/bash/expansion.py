@@ -41,10 +41,25 @@ class _Param(NamedTuple):
     unknown: str | None = None
 
 
+class _Expanded:
+    """The words of one script's source already expanded (`Expansion.word`): by word, the variables it reads (None:
+    its expansion does more than read them, and is made each time); by word, location, IFS and the state of those
+    variables, its fields and the variables it read on the way."""
+
+    __slots__ = ("fields", "names")
+
+    def __init__(self) -> None:
+        self.names: dict[tuple, tuple[str, ...] | None] = {}
+        self.fields: dict[tuple, tuple[tuple, tuple[str, ...]]] = {}
+
+
+_UNSEEN = object()  # a word `_Expanded.names` has no entry for yet
+
+
 class Expansion:
     """Expands words and arithmetic for the interpreter, which subclasses it and sets up in its `__init__` the
     state read and written here (`src`, `vars`, `marks`, `switches`, `assigned`, `exported`, `inputs_read`,
-    `locations`, `positional`, `associative`, `arith_nesting`)."""
+    `reading`, `locations`, `positional`, `associative`, `arith_nesting`)."""
 
     # ------------------------------------------------------------------ helpers
     def text(self, n) -> str:
@@ -61,6 +76,8 @@ class Expansion:
         """A variable's value as the script reads it (recording it as an input when the script has not set it)."""
         if name not in self.assigned:
             self.inputs_read.add(name)
+        if self.reading is not None:
+            self.reading.append(name)
         return self.vars.get(name)
 
     def mark(self, construct: str, why: str | None = None) -> str:
@@ -92,10 +109,81 @@ class Expansion:
 
     # ------------------------------------------------------------------ words
     def word(self, n, split: bool, loc: Location | None = None) -> list[tuple[str, Location]]:
-        """Expand one word into fields (text, location): the word's own location, or an array element's."""
-        b = FieldBuilder(loc or self.loc(n), self.ifs())
+        """Expand one word into fields (text, location): the word's own location, or an array element's. A word
+        that only reads variables (`key=${V:-x}`, most of a run script) is expanded once per script for the values
+        it reads: the variants share that expansion (`Marks.expanded`), and each records the inputs it read."""
+        where = loc or self.loc(n)
+        expanded = self.marks.expanded.get(self.src)
+        if expanded is None:
+            expanded = self.marks.expanded[self.src] = _Expanded()
+        span = (n.start_byte, n.end_byte, n.type)
+        names = expanded.names.get(span, _UNSEEN)
+        if names is _UNSEEN:
+            names = expanded.names[span] = self._read_names(n)
+        if names is None:
+            return self._fields(n, split, where)
+        ifs = self.ifs()
+        state = tuple((self._frozen(name), name in self.assigned, name in self.switches) for name in names)
+        key = (span, split, where, ifs, state)
+        found = expanded.fields.get(key)
+        if found is not None:
+            fields, read = found
+            for name in read:
+                if name not in self.assigned:
+                    self.inputs_read.add(name)
+            return list(fields)
+        outer, self.reading = self.reading, []
+        try:
+            fields = self._fields(n, split, where)
+            expanded.fields[key] = (tuple(fields), tuple(dict.fromkeys(self.reading)))
+        finally:
+            self.reading = outer
+        return fields
+
+    def _fields(self, n, split: bool, loc: Location) -> list[tuple[str, Location]]:
+        b = FieldBuilder(loc, self.ifs())
         self._word(n, b, quoted=False, split=split)
         return b.finish()
+
+    def _frozen(self, name: str):
+        value = self.vars.get(name)
+        return tuple(value) if isinstance(value, list) else value
+
+    def _read_names(self, n) -> tuple[str, ...] | None:
+        """The variables a word reads, when reading them is all its expansion does: named variables (`$V`, `${V}`,
+        `${V:-word}`, `${V-word}`, `${V:+word}`, `${V+word}`), quoted and literal text, a command substitution (a
+        marker). None for anything else, whose expansion may read or change more: `~` ($HOME), arithmetic (which
+        assigns), `${V:=x}` and `${V:?}`, the other operators, arrays, positional and special parameters."""
+        names: list[str] = []
+        stack = [n]
+        while stack:
+            x = stack.pop()
+            t = x.type
+            if t == "word":
+                if self.text(x).startswith("~"):
+                    return None
+            elif t in ("string", "concatenation"):
+                stack.extend(x.children)
+            elif t == "simple_expansion":
+                inner = x.named_children
+                if inner:
+                    if inner[0].type != "variable_name" or not self.text(inner[0]).isidentifier():
+                        return None
+                    names.append(self.text(inner[0]))
+            elif t == "expansion":
+                kids = [c for c in x.children if c.type not in ("${", "}")]
+                if not kids:
+                    continue
+                if kids[0].type != "variable_name" or not self.text(kids[0]).isidentifier():
+                    return None
+                if len(kids) > 1:
+                    if kids[1].type not in (":-", "-", ":+", "+"):
+                        return None
+                    stack.extend(kids[2:])
+                names.append(self.text(kids[0]))
+            elif t == "arithmetic_expansion" or (t == "command_substitution" and _arithmetic(self.text(x)) is not None):
+                return None
+        return tuple(dict.fromkeys(names))
 
     def _word(self, n, b: FieldBuilder, quoted: bool, split: bool) -> None:
         t = n.type

@@ -118,6 +118,7 @@ class Interpreter(Loops):
         self.unresolved_switches: set[str] = set()  # switch variables met holding an unresolved construct
         self.assigned: set[str] = set()  # variables the script has set (or unset) so far
         self.inputs_read: set[str] = set()  # variables read before the script set them: the variant's inputs
+        self.reading: list[str] | None = None  # the variables read by the word being expanded (`Expansion.word`)
         self.steps = 0
         self.depth = 0
         self.loop_iterations = 0  # evaluated so far, against `MAX_LOOP_ITERATIONS`

@@ -36,6 +36,9 @@ class Marks(dict):
     def __init__(self) -> None:
         super().__init__()
         self.of: dict[str, str] = {}  # construct -> its marker
+        # script source -> its words already expanded (`expansion._Expanded`): shared by the variants as the markers
+        # in their fields are, so that a word is expanded once for the values it reads
+        self.expanded: dict[bytes, object] = {}
 
     def marker(self, construct: str) -> str:
         """The construct's marker, made on first use; the last private-use character stands for every construct
