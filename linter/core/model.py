@@ -34,6 +34,32 @@ class ModelShape(NamedTuple):
     qk_head_dim: int = 0  # HF qk_nope_head_dim
     qk_pos_emb_head_dim: int = 0  # HF qk_rope_head_dim
     v_head_dim: int = 0
+    # DeepSeek sparse attention (DeepSeek-V3.2, GLM-5): the lightning indexer's heads and head width; 0 = none
+    index_num_heads: int = 0
+    index_head_dim: int = 0
+    # Per layer, what mixes tokens: "attention", "linear_attention" (Qwen3-Next's gated DeltaNet), "mamba"
+    # (Nemotron-H's Mamba-2) or "none" (a Nemotron-H MLP or MoE block); empty = attention in every layer.
+    mixers: tuple[str, ...] = ()
+    mlp_free_layers: tuple[bool, ...] = ()  # per layer: no MLP (Nemotron-H's mixer blocks); empty = MLP everywhere
+    gated_mlp: bool = True  # SwiGLU's three matrices; False: up and down only (Nemotron-H's squared ReLU)
+    attention_output_gate: bool = False  # Qwen3-Next/Qwen3.5: q_proj also yields a gate as wide as the queries
+    attention_sinks: bool = False  # gpt-oss: one learned sink logit per head and layer
+    expert_bias: bool = False  # gpt-oss: biases on every expert's projections and on the router
+    moe_latent_size: int = 0  # Nemotron-3 Super: experts work in this width, projected from and to hidden
+    linear_num_key_heads: int = 0
+    linear_num_value_heads: int = 0
+    linear_key_head_dim: int = 0
+    linear_value_head_dim: int = 0
+    linear_conv_kernel_dim: int = 0
+    mamba_num_heads: int = 0
+    mamba_head_dim: int = 0
+    mamba_state_size: int = 0
+    mamba_groups: int = 0
+    mamba_conv_kernel: int = 0
+    mamba_conv_bias: bool = False
+    mamba_proj_bias: bool = False
+    mtp_layers: int = 0  # multi-token prediction blocks after the last layer (not in transformers' model)
+    vision_params: int = 0  # the vision tower and its projector to the text model, counted from `vision_config`
 
     @property
     def is_moe(self) -> bool:
@@ -50,6 +76,12 @@ class ModelShape(NamedTuple):
 
     def is_moe_layer(self, i: int) -> bool:
         return bool(self.moe_layers) and self.moe_layers[i]
+
+    def mixer(self, i: int) -> str:
+        return self.mixers[i] if self.mixers else "attention"
+
+    def has_mlp(self, i: int) -> bool:
+        return not (self.mlp_free_layers and self.mlp_free_layers[i])
 
 
 MAX_LAYERS = 10_000  # real models have a few hundred at most; per-layer tables are built from this
@@ -110,47 +142,195 @@ def language_config(config: dict) -> dict:
     return {**outer, **text}
 
 
+# Fields whose layers the reader cannot count: DeepSeek-V4's hyper-connections (`hc_mult`) and grouped low-rank output
+# projection (`o_lora_rank`) replace the residual stream and MLA's o_proj of every layer.
+_UNCOUNTED_FIELDS = {"hc_mult": "hyper-connections", "o_lora_rank": "a grouped low-rank output projection"}
+# `layer_types` values that name an attention layer (gpt-oss alternates sliding and full windows, same weights).
+_ATTENTION_LAYERS = frozenset({"full_attention", "sliding_attention", "chunked_attention", "attention"})
+# Nemotron-H's layer pattern: `hybrid_override_pattern` characters, and `layers_block_type` names, old and new.
+_NEMOTRON_BLOCKS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+_NEMOTRON_BLOCK_NAMES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention"}
+_NEMOTRON_BLOCK_NAMES |= {"full_attention": "attention", "mlp": "mlp", "moe": "moe"}
+
+
+def _missing(config: dict, keys: list[str], what: str) -> None:
+    """`BadModelConfig` naming every key of `keys` that `config` lacks (`what`: the part that needs them)."""
+    absent = [f"`{k}`" for k in keys if config.get(k) is None]
+    if absent:
+        listed = absent[0] if len(absent) == 1 else ", ".join(absent[:-1]) + " and " + absent[-1]
+        raise BadModelConfig(f"{listed} {'is' if len(absent) == 1 else 'are'} missing{what}")
+
+
+def _names(config: dict, key: str) -> list | None:
+    value = config.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise BadModelConfig(f"`{key}` must be a list of layer kinds, not {_shown(value)}")
+    return value
+
+
+def _nemotron_blocks(config: dict) -> list[str]:
+    """Nemotron-H's blocks in order, each one mixer: `mamba`, `attention`, `mlp` or `moe`."""
+    pattern = config.get("hybrid_override_pattern")
+    if isinstance(pattern, str) and pattern and all(ch in _NEMOTRON_BLOCKS for ch in pattern):
+        return [_NEMOTRON_BLOCKS[ch] for ch in pattern]
+    listed = _names(config, "layers_block_type") or _names(config, "layer_types")
+    if listed and all(kind in _NEMOTRON_BLOCK_NAMES for kind in listed):
+        return [_NEMOTRON_BLOCK_NAMES[kind] for kind in listed]
+    raise BadModelConfig(
+        "`hybrid_override_pattern` (a string of M, *, - and E) or `layers_block_type` is missing: Nemotron-H's "
+        f"layers are Mamba, attention, MLP or MoE blocks in that order, not {_shown(pattern or listed)}"
+    )
+
+
+def _mixers(config: dict, layers: int) -> tuple[str, ...]:
+    """Per layer, what mixes tokens: `layer_types` (Qwen3-Next, Qwen3.5, gpt-oss), else every
+    `full_attention_interval`-th layer attention and the others gated DeltaNet (Qwen3-Next's default)."""
+    listed = _names(config, "layer_types")
+    if listed is None:
+        interval = _count(config, "full_attention_interval", 1, MAX_LAYERS)
+        if interval is None:
+            return ()
+        listed = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(layers)]
+    if len(listed) < layers:
+        raise BadModelConfig(f"`layer_types` names {len(listed)} layers, `num_hidden_layers` is {layers}")
+    unknown = sorted({kind for kind in listed[:layers] if kind not in _ATTENTION_LAYERS | {"linear_attention"}})
+    if unknown:
+        raise BadModelConfig(f"`layer_types` has layers the reader cannot count: {', '.join(unknown)}")
+    mixers = tuple("linear_attention" if kind == "linear_attention" else "attention" for kind in listed[:layers])
+    if "linear_attention" in mixers:
+        _missing(config, list(_LINEAR_ATTENTION_FIELDS.values()), ": the gated DeltaNet layers need them")
+    return mixers if any(kind != "attention" for kind in mixers) else ()
+
+
+# ModelShape field -> config.json field, for gated DeltaNet (linear attention) and Mamba-2 layers.
+_LINEAR_ATTENTION_FIELDS = {
+    "linear_num_key_heads": "linear_num_key_heads",
+    "linear_num_value_heads": "linear_num_value_heads",
+    "linear_key_head_dim": "linear_key_head_dim",
+    "linear_value_head_dim": "linear_value_head_dim",
+    "linear_conv_kernel_dim": "linear_conv_kernel_dim",
+}
+_MAMBA_FIELDS = {
+    "mamba_num_heads": "mamba_num_heads",
+    "mamba_head_dim": "mamba_head_dim",
+    "mamba_state_size": "ssm_state_size",
+    "mamba_groups": "n_groups",
+    "mamba_conv_kernel": "conv_kernel",
+}
+
+
+def _llama4_vision_params(vision: dict, text_hidden: int) -> int:
+    """Llama-4's vision tower (transformers' `Llama4VisionModel`) and its projector to the text model: a ViT with
+    biased attention and GELU MLP, LayerNorms, a class and positional embedding, a pixel-shuffle MLP adapter."""
+    _missing(
+        vision,
+        ["hidden_size", "intermediate_size", "num_hidden_layers", "image_size", "patch_size"]
+        + ["projector_input_dim", "projector_output_dim", "vision_output_dim"],
+        ": Llama-4's vision tower needs them",
+    )
+    d, ffn, n = _count(vision, "hidden_size"), _count(vision, "intermediate_size"), _count(vision, "num_hidden_layers")
+    patch, image = _count(vision, "patch_size", 1), _count(vision, "image_size", 1)
+    channels = _count(vision, "num_channels") or 3
+    layer = 4 * (d * d + d) + 2 * d * ffn + ffn + d + 4 * d  # q/k/v/o with biases, fc1/fc2 with biases, 2 LayerNorms
+    embeddings = (
+        channels * patch * patch * d + d + ((image // patch) ** 2 + 1) * d + 4 * d
+    )  # patches, class, pos, norms
+    adapter = ffn * _count(vision, "projector_input_dim") + _count(vision, "projector_output_dim") ** 2
+    return n * layer + embeddings + adapter + _count(vision, "vision_output_dim") * text_hidden
+
+
+def _moe_layers(config: dict, layers: int, experts: int, llama4: bool) -> tuple[bool, ...]:
+    """Per layer, MoE (True) or dense; empty for a dense model."""
+    if not experts:
+        return ()
+    if llama4:  # MoE every interleave_moe_layer_step-th layer, unless `moe_layers` lists them
+        listed = config.get("moe_layers")
+        if listed is not None and (not isinstance(listed, list) or not all(isinstance(i, int) for i in listed)):
+            raise BadModelConfig(f"`moe_layers` must be a list of layer numbers, not {_shown(listed)}")
+        step = _count(config, "interleave_moe_layer_step", 1, MAX_LAYERS) or 1
+        chosen = set(listed) if listed is not None else set(range(step - 1, layers, step))
+        return tuple(i in chosen for i in range(layers))
+    if "first_k_dense_replace" in config or "n_routed_experts" in config:  # DeepSeek, Moonlight, Kimi, GLM-4.5
+        first = _count(config, "first_k_dense_replace") or 0
+        freq = _count(config, "moe_layer_freq") or 1
+        return tuple(i >= first and i % freq == 0 for i in range(layers))
+    # Qwen2-MoE / Qwen3-MoE / Qwen3-Next / Mixtral / gpt-oss
+    step = _count(config, "decoder_sparse_step") or 1
+    listed = config.get("mlp_only_layers") or []
+    if not isinstance(listed, list) or not all(isinstance(i, int) for i in listed):
+        raise BadModelConfig(f"`mlp_only_layers` must be a list of layer numbers, not {_shown(listed)}")
+    dense_only = set(listed)
+    return tuple(i not in dense_only and (i + 1) % step == 0 for i in range(layers))
+
+
 def shape_from_hf_config(config: dict, name: str, source: str) -> ModelShape:
     """Read an HF config.json dict -- Qwen2/Qwen2.5/Qwen3 (dense and MoE), Llama-style models (Llama, Mistral,
-    Gemma, Phi-3, GLM, Seed-OSS), Mixtral and GPT-OSS, DeepSeek-V2/V3 and GLM-4.5 (MLA or not), and the language
-    model of a vision-language model (`language_config`) -- into Megatron's terms, as verl's mbridge config
-    converters map them. Raises `BadModelConfig` for anything that is not such a config (its message names the
-    field)."""
+    Gemma, Phi-3, GLM, Seed-OSS), Mixtral and gpt-oss, DeepSeek-V2/V3/V3.2, Kimi K2 and GLM-4.5/5 (MLA or not, sparse
+    attention's indexer, MTP), Qwen3-Next and Qwen3.5 (gated DeltaNet hybrids), Nemotron-H (Mamba hybrid), Llama-4
+    (interleaved MoE, vision tower), and the language model of a vision-language model (`language_config`) -- into
+    Megatron's terms, as verl's mbridge config converters map them. Raises `BadModelConfig` for anything that is not
+    such a config (its message names the fields)."""
     if not isinstance(config, dict):
         raise BadModelConfig(f"a config is a JSON object ({{...}}), not {_shown(config)}")
+    vision = config.get("vision_config") if config.get("model_type") == "llama4" else None
     config = language_config(config)
     model_type = config.get("model_type")
     model_type = model_type.lower() if isinstance(model_type, str) else ""
-    layers = _required(config, "num_hidden_layers", MAX_LAYERS)
+    uncounted = [f"`{k}` ({what})" for k, what in _UNCOUNTED_FIELDS.items() if config.get(k) is not None]
+    if uncounted:
+        raise BadModelConfig(
+            f"{model_type or 'this architecture'} has layers the reader cannot count: {', '.join(uncounted)}"
+        )
+    blocks = _nemotron_blocks(config) if model_type == "nemotron_h" else None
+    _missing(
+        config,
+        ["hidden_size", "num_attention_heads", "vocab_size"] + ([] if blocks else ["num_hidden_layers"]),
+        "",
+    )
+    layers = len(blocks) if blocks else _required(config, "num_hidden_layers", MAX_LAYERS)
+    if layers > MAX_LAYERS:
+        raise BadModelConfig(f"`hybrid_override_pattern` has {layers:,} layers, over {MAX_LAYERS:,}")
     hidden = _required(config, "hidden_size")
     heads = _required(config, "num_attention_heads")
     vocab = _required(config, "vocab_size")
     experts = (
         _count(config, "num_experts") or _count(config, "n_routed_experts") or _count(config, "num_local_experts") or 0
     )
-    # Qwen3.5's MoE models have no dense MLP, and no intermediate_size
-    ffn = _count(config, "intermediate_size", 1) or 0
-    # Mixtral and GPT-OSS have no moe_intermediate_size: their experts are intermediate_size wide.
-    moe_ffn = (_count(config, "moe_intermediate_size", 1) or ffn) if experts else 0
+    if blocks is not None and "moe" not in blocks:
+        experts = 0  # transformers' NemotronHConfig has expert defaults that a model without MoE blocks ignores
+    # Qwen3.5's MoE models have no dense MLP, and no intermediate_size; Llama-4's dense layers are
+    # intermediate_size_mlp wide and its experts (and shared expert) intermediate_size.
+    llama4 = model_type in ("llama4", "llama4_text")
+    ffn = _count(config, "intermediate_size_mlp" if llama4 else "intermediate_size", 1) or 0
+    # Mixtral and gpt-oss have no moe_intermediate_size: their experts are intermediate_size wide.
+    moe_ffn = (
+        (_count(config, "moe_intermediate_size", 1) or _count(config, "intermediate_size", 1) or 0) if experts else 0
+    )
     if not ffn and not moe_ffn:
         raise BadModelConfig("`intermediate_size` is missing")
-    if not experts:
-        moe_layers: tuple[bool, ...] = ()
-    elif "first_k_dense_replace" in config or "n_routed_experts" in config:  # DeepSeek, Moonlight, Kimi, GLM-4.5
-        first = _count(config, "first_k_dense_replace") or 0
-        freq = _count(config, "moe_layer_freq") or 1
-        moe_layers = tuple(i >= first and i % freq == 0 for i in range(layers))
-    else:  # Qwen2-MoE / Qwen3-MoE / Mixtral / GPT-OSS
-        step = _count(config, "decoder_sparse_step") or 1
-        listed = config.get("mlp_only_layers") or []
-        if not isinstance(listed, list) or not all(isinstance(i, int) for i in listed):
-            raise BadModelConfig(f"`mlp_only_layers` must be a list of layer numbers, not {_shown(listed)}")
-        dense_only = set(listed)
-        moe_layers = tuple(i not in dense_only and (i + 1) % step == 0 for i in range(layers))
-    if not ffn and not all(moe_layers):
+    mixers: tuple[str, ...] = ()
+    mlp_free: tuple[bool, ...] = ()
+    if blocks is not None:  # Nemotron-H: one mixer per block
+        mixers = tuple({"mamba": "mamba", "attention": "attention"}.get(b, "none") for b in blocks)
+        mlp_free = tuple(b in ("mamba", "attention") for b in blocks)
+        moe_layers = tuple(b == "moe" for b in blocks) if experts else ()
+        if "mamba" in blocks:
+            _missing(config, list(_MAMBA_FIELDS.values()), ": the Mamba layers need them")
+    else:
+        mixers = _mixers(config, layers)
+        moe_layers = _moe_layers(config, layers, experts, llama4)
+    if not ffn and not all(
+        (bool(moe_layers) and moe_layers[i]) or (bool(mlp_free) and mlp_free[i]) for i in range(layers)
+    ):
         raise BadModelConfig("`intermediate_size` is missing: the dense layers need it")
     shared, gate = 0, False
-    if experts and config.get("n_shared_experts"):
+    if experts and blocks is not None:
+        shared = _count(config, "moe_shared_expert_intermediate_size") or 0
+    elif experts and llama4:
+        shared = moe_ffn  # one shared expert as wide as a routed one (transformers' Llama4TextMoe)
+    elif experts and config.get("n_shared_experts"):
         shared = _count(config, "n_shared_experts") * moe_ffn
     elif experts and config.get("shared_expert_intermediate_size"):
         shared, gate = _count(config, "shared_expert_intermediate_size"), True
@@ -159,6 +339,19 @@ def shape_from_hf_config(config: dict, name: str, source: str) -> ModelShape:
     qkv_bias = bool(attention_bias) if attention_bias is not None else qwen2
     out_bias = config.get("attention_out_bias")  # Seed-OSS states its o_proj bias apart from q/k/v's
     tied = config.get("tie_word_embeddings")
+    index_heads = _count(config, "index_n_heads") or 0
+    if index_heads:
+        _missing(config, ["index_head_dim", "q_lora_rank"], ": the sparse attention's indexer needs them")
+    gpt_oss = model_type == "gpt_oss"
+    extra = (
+        {k: _count(config, v) or 0 for k, v in _LINEAR_ATTENTION_FIELDS.items()} if "linear_attention" in mixers else {}
+    )
+    if "mamba" in mixers:
+        extra |= {k: _count(config, v) or 0 for k, v in _MAMBA_FIELDS.items()}
+        extra |= {
+            "mamba_conv_bias": bool(config.get("use_conv_bias", True)),
+            "mamba_proj_bias": bool(config.get("use_bias")),
+        }
     return ModelShape(
         name=name,
         source=source,
@@ -166,14 +359,15 @@ def shape_from_hf_config(config: dict, name: str, source: str) -> ModelShape:
         hidden_size=hidden,
         num_attention_heads=heads,
         num_query_groups=_count(config, "num_key_value_heads") or heads,
-        kv_channels=_count(config, "head_dim") or hidden // heads,
+        kv_channels=_count(config, "head_dim") or _count(config, "attention_head_dim") or hidden // heads,
         ffn_hidden_size=ffn,
         vocab_size=vocab,
         tied_embeddings=bool(tied) if tied is not None else model_type in _TIED_BY_DEFAULT,
         qkv_bias=qkv_bias,
         # Llama's attention_bias covers o_proj too; Qwen2's only q/k/v
         o_proj_bias=bool(out_bias) if out_bias is not None else qkv_bias and not qwen2,
-        qk_layernorm=model_type in _QK_NORM or bool(config.get("use_qk_norm")),
+        # Llama-4's QK-norm is an L2 norm without weights
+        qk_layernorm=model_type in _QK_NORM or (bool(config.get("use_qk_norm")) and not llama4),
         num_experts=experts,
         moe_ffn_hidden_size=moe_ffn,
         moe_router_topk=(_count(config, "num_experts_per_tok") or 0) if experts else 0,
@@ -185,6 +379,20 @@ def shape_from_hf_config(config: dict, name: str, source: str) -> ModelShape:
         qk_head_dim=_count(config, "qk_nope_head_dim") or 0,
         qk_pos_emb_head_dim=_count(config, "qk_rope_head_dim") or 0,
         v_head_dim=_count(config, "v_head_dim") or 0,
+        index_num_heads=index_heads,
+        index_head_dim=(_count(config, "index_head_dim") or 0) if index_heads else 0,
+        mixers=mixers,
+        mlp_free_layers=mlp_free,
+        gated_mlp=blocks is None,
+        attention_output_gate=bool(config.get("attn_output_gate")),
+        attention_sinks=gpt_oss,
+        expert_bias=gpt_oss,
+        moe_latent_size=(_count(config, "moe_latent_size") or 0) if experts else 0,
+        mtp_layers=_count(config, "num_nextn_predict_layers", 0, MAX_LAYERS)
+        or _count(config, "mtp_num_hidden_layers", 0, MAX_LAYERS)
+        or 0,
+        vision_params=_llama4_vision_params(vision, hidden) if isinstance(vision, dict) else 0,
+        **extra,
     )
 
 

@@ -17,8 +17,9 @@ from ..core.model import ModelShape
 
 class ParamCounts(NamedTuple):
     """Whole-model counts. `embedding` = input embedding + untied output layer; `dense` = every other non-expert
-    parameter (attention, dense MLPs, norms, routers, shared experts); `expert` = routed experts;
-    `active` = what one token touches (top-k of the routed experts)."""
+    parameter (attention, dense MLPs, norms, routers, shared experts, the vision tower); `expert` = routed experts;
+    `active` = what one token touches (top-k of the routed experts). `total` is the model transformers builds: MTP
+    blocks (`ParamParts.mtp`) are left out, as verl's Hugging Face loading and the published totals leave them."""
 
     total: int
     embedding: int
@@ -27,10 +28,31 @@ class ParamCounts(NamedTuple):
     active: int
 
 
+class ParamParts(NamedTuple):
+    """The same parameters by part of the model."""
+
+    embedding: int  # input embedding + untied output layer (or a critic's value head)
+    attention: int  # token mixers -- attention, gated DeltaNet, Mamba -- with their input norms
+    dense_mlp: int  # dense MLPs with their norms
+    shared_experts: int
+    routed_experts: int
+    routers: int  # MoE layers' norms, routers (and their biases) and shared-expert gates
+    final_norm: int
+    vision: int  # vision tower and projector
+    mtp: int  # multi-token prediction blocks (DeepSeek, GLM, Qwen3-Next): not in `ParamCounts.total`
+
+
 class _LayerParams(NamedTuple):
     sharded: int  # split over TP
     replicated: int  # every TP rank holds them
     expert: int  # split over EP x ETP
+
+    @property
+    def total(self) -> int:
+        return self.sharded + self.replicated + self.expert
+
+
+_NOTHING = _LayerParams(0, 0, 0)
 
 
 def _attention_params(m: ModelShape, tp: int = 1, mla_down_replicated: bool = False) -> _LayerParams:
@@ -41,6 +63,9 @@ def _attention_params(m: ModelShape, tp: int = 1, mla_down_replicated: bool = Fa
         sharded = m.q_lora_rank * q_out if m.q_lora_rank else h * q_out
         sharded += m.kv_lora_rank * heads * (m.qk_head_dim + m.v_head_dim) + heads * m.v_head_dim * h
         replicated = h + (m.q_lora_rank or 0) + m.kv_lora_rank  # input norm, q/kv latent norms
+        if m.index_num_heads:  # the sparse attention's indexer: wq_b, wk, its LayerNorm (weight, bias), weights_proj
+            index_q = m.index_num_heads * m.index_head_dim
+            replicated += m.q_lora_rank * index_q + h * m.index_head_dim + 2 * m.index_head_dim + h * m.index_num_heads
         if mla_down_replicated:
             replicated += down
         else:
@@ -50,34 +75,98 @@ def _attention_params(m: ModelShape, tp: int = 1, mla_down_replicated: bool = Fa
     # With TP > query groups Megatron (>= 0.16) replicates KV heads: each rank holds one group.
     kv_sharded = kv if m.num_query_groups >= tp else m.kv_channels * tp
     sharded = 2 * h * q + 2 * h * kv_sharded + ((q + 2 * kv_sharded) if m.qkv_bias else 0)
+    if m.attention_output_gate:  # q_proj's second half: the gate on the attention output
+        sharded += h * q + (q if m.qkv_bias else 0)
+    if m.attention_sinks:
+        sharded += heads
     replicated = h + (h if m.o_proj_bias else 0) + (2 * m.kv_channels if m.qk_layernorm else 0)
     return _LayerParams(sharded, replicated, 0)
 
 
+def _linear_attention_params(m: ModelShape) -> _LayerParams:
+    """Gated DeltaNet (transformers' `Qwen3NextGatedDeltaNet`): q/k/v/z and beta/alpha input projections, a
+    depthwise convolution over q/k/v, per-value-head dt bias and A, a gated RMSNorm of one value head, out_proj."""
+    h, value_heads = m.hidden_size, m.linear_num_value_heads
+    key, value = m.linear_num_key_heads * m.linear_key_head_dim, value_heads * m.linear_value_head_dim
+    conv = (2 * key + value) * m.linear_conv_kernel_dim
+    sharded = h * (2 * key + 2 * value) + h * 2 * value_heads + conv + 2 * value_heads + value * h
+    return _LayerParams(sharded, h + m.linear_value_head_dim, 0)
+
+
+def _mamba_params(m: ModelShape) -> _LayerParams:
+    """Mamba-2 (transformers' `NemotronHMamba2Mixer`): in_proj to x, z, B, C and dt; a depthwise convolution over
+    x, B, C; per-head dt bias, A and D; a grouped gated RMSNorm; out_proj."""
+    h, heads = m.hidden_size, m.mamba_num_heads
+    inner = heads * m.mamba_head_dim
+    conv_dim = inner + 2 * m.mamba_groups * m.mamba_state_size
+    in_proj = inner + conv_dim + heads
+    sharded = h * in_proj + (in_proj if m.mamba_proj_bias else 0) + inner * h + (h if m.mamba_proj_bias else 0)
+    sharded += conv_dim * m.mamba_conv_kernel + (conv_dim if m.mamba_conv_bias else 0) + 3 * heads + inner
+    return _LayerParams(sharded, h, 0)
+
+
+def _mixer_params(m: ModelShape, i: int, tp: int = 1, mla_down_replicated: bool = False) -> _LayerParams:
+    mixer = m.mixer(i)
+    if mixer == "linear_attention":
+        return _linear_attention_params(m)
+    if mixer == "mamba":
+        return _mamba_params(m)
+    if mixer == "none":
+        return _NOTHING
+    return _attention_params(m, tp, mla_down_replicated)
+
+
 def _mlp_params(m: ModelShape, moe: bool) -> _LayerParams:
     h = m.hidden_size
+    matrices = 3 if m.gated_mlp else 2  # SwiGLU gate/up/down, or up/down
     if not moe:
-        return _LayerParams(3 * h * m.ffn_hidden_size, h, 0)  # SwiGLU gate/up/down; pre-MLP norm
+        return _LayerParams(matrices * h * m.ffn_hidden_size, h, 0)  # pre-MLP norm
     replicated = h + m.num_experts * h + (h if m.moe_shared_expert_gate else 0)  # norm, router, shared-expert gate
-    experts = 3 * h * m.moe_ffn_hidden_size * m.num_experts
-    return _LayerParams(3 * h * m.moe_shared_expert_intermediate_size, replicated, experts)
+    width = m.moe_latent_size or h  # Nemotron-3 Super's experts work in a latent width
+    experts = matrices * width * m.moe_ffn_hidden_size * m.num_experts
+    if m.expert_bias:  # gpt-oss: gate_up and down biases of every expert, and the router's
+        experts += m.num_experts * (2 * m.moe_ffn_hidden_size + h)
+        replicated += m.num_experts
+    sharded = matrices * h * m.moe_shared_expert_intermediate_size + 2 * h * m.moe_latent_size
+    return _LayerParams(sharded, replicated, experts)
+
+
+def _layer_mlp(m: ModelShape, i: int) -> _LayerParams:
+    return _mlp_params(m, m.is_moe_layer(i)) if m.has_mlp(i) else _NOTHING
 
 
 @functools.lru_cache(maxsize=256)  # pure; every variant of a recipe asks for the same architecture
-def count_params(m: ModelShape, value_head: bool = False) -> ParamCounts:
-    """Exact parameter counts (HF layout; Megatron's fused modules hold the same numbers). `value_head`: a critic,
-    whose output layer maps hidden -> 1 instead of -> vocab."""
+def count_parts(m: ModelShape, value_head: bool = False) -> ParamParts:
+    """Exact parameter counts by part (HF layout; Megatron's fused modules hold the same numbers). `value_head`: a
+    critic, whose output layer maps hidden -> 1 instead of -> vocab."""
     h, vocab = m.hidden_size, m.vocab_size
     embedding = vocab * h + (h if value_head else 0 if m.tied_embeddings else vocab * h)
-    dense, expert, active = h, 0, 0  # final norm
+    attention = dense_mlp = shared = routed = routers = 0
     for i in range(m.num_layers):
-        attn, mlp = _attention_params(m), _mlp_params(m, m.is_moe_layer(i))
-        dense += attn.sharded + attn.replicated + mlp.sharded + mlp.replicated
-        expert += mlp.expert
-        if mlp.expert:
-            active += mlp.expert // m.num_experts * m.moe_router_topk
-    total = embedding + dense + expert
-    return ParamCounts(total, embedding, dense, expert, embedding + dense + active)
+        attention += _mixer_params(m, i).total
+        mlp = _layer_mlp(m, i)
+        if m.is_moe_layer(i):
+            shared, routed, routers = shared + mlp.sharded, routed + mlp.expert, routers + mlp.replicated
+        else:
+            dense_mlp += mlp.total
+    # An MTP block (DeepSeek-V3's `MultiTokenPredictor`, Qwen3-Next's `mtp`): norms of the hidden state and of the
+    # next token's embedding, their concatenation projected to hidden, one decoder layer like the last, a final norm;
+    # the embedding and output layer are the main model's.
+    last = m.num_layers - 1
+    mtp_block = 3 * h + 2 * h * h + _attention_params(m).total + _layer_mlp(m, last).total
+    return ParamParts(
+        embedding, attention, dense_mlp, shared, routed, routers, h, m.vision_params, m.mtp_layers * mtp_block
+    )
+
+
+@functools.lru_cache(maxsize=256)  # pure, as above
+def count_params(m: ModelShape, value_head: bool = False) -> ParamCounts:
+    """Whole-model counts (`ParamCounts`), from `count_parts`."""
+    parts = count_parts(m, value_head)
+    dense = parts.attention + parts.dense_mlp + parts.shared_experts + parts.routers + parts.final_norm + parts.vision
+    total = parts.embedding + dense + parts.routed_experts
+    active_experts = parts.routed_experts // m.num_experts * m.moe_router_topk if m.num_experts else 0
+    return ParamCounts(total, parts.embedding, dense, parts.routed_experts, parts.embedding + dense + active_experts)
 
 
 class Layout(NamedTuple):
@@ -142,12 +231,12 @@ def stage_params(
     tp, pp = layout.tp, layout.pp
     sharded = replicated = expert = 0
     for i in stage_layers(m.num_layers, pp, layout.vpp)[stage]:
-        for part in (_attention_params(m, tp, mla_down_replicated), _mlp_params(m, m.is_moe_layer(i))):
+        for part in (_mixer_params(m, i, tp, mla_down_replicated), _layer_mlp(m, i)):
             sharded += part.sharded
             replicated += part.replicated
             expert += part.expert
-    if stage == 0:
-        sharded += m.vocab_size * m.hidden_size
+    if stage == 0:  # the input embedding, and the vision tower (Megatron's first stage encodes the images)
+        sharded += m.vocab_size * m.hidden_size + m.vision_params
     if stage == pp - 1:
         replicated += m.hidden_size  # final norm
         if value_head:
