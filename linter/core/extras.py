@@ -12,10 +12,8 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Iterable
-from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote, urlparse
-from urllib.request import url2pathname
 
 DISTRIBUTION = "sapo-toolkit"
 
@@ -24,6 +22,8 @@ def install_command(extra: str) -> str:
     """`pip install ...` that adds `extra` to the installed sapo-toolkit. Run from a checkout, the current directory
     also holds setuptools' `sapo_toolkit.egg-info`, found first and without `direct_url.json`: the record that has one
     is the installed copy's."""
+    from importlib import metadata  # ~20 ms (email, zipfile, csv): only when advice names an extra
+
     for distribution in metadata.distributions(name=DISTRIBUTION):
         direct_url = distribution.read_text("direct_url.json")
         if direct_url is not None:
@@ -43,6 +43,8 @@ def install_command_for(extra: str, direct_url: str | None, requires: Iterable[s
     except (ValueError, KeyError, TypeError, AttributeError):
         dir_info = url = None
     if isinstance(dir_info, dict) and url is not None and url.scheme == "file":
+        from urllib.request import url2pathname  # ~10 ms (http.client, ssl): only for a checkout's install
+
         checkout = Path(url2pathname(unquote(url.path)))
         if checkout.is_dir():
             editable = "-e " if dir_info.get("editable") else ""
