@@ -58,6 +58,7 @@ class DefaultToCheck(DefaultCommandGroup):
             ("schema", "schema", "schema"),
             ("explain", "explain", "explain"),
             ("convert", "convert", "convert"),
+            ("server", "server", "server"),
         )
     }
 
