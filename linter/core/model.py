@@ -153,12 +153,14 @@ _NEMOTRON_BLOCK_NAMES = {"mamba": "mamba", "linear_attention": "mamba", "attenti
 _NEMOTRON_BLOCK_NAMES |= {"full_attention": "attention", "mlp": "mlp", "moe": "moe"}
 
 
-def _missing(config: dict, keys: list[str], what: str) -> None:
-    """`BadModelConfig` naming every key of `keys` that `config` lacks (`what`: the part that needs them)."""
+def _missing(config: dict, keys: list[str], needed_by: str = "") -> None:
+    """`BadModelConfig` naming every key of `keys` that `config` lacks (`needed_by`: the part that needs them, as in
+    "the Mamba layers")."""
     absent = [f"`{k}`" for k in keys if config.get(k) is None]
     if absent:
-        listed = absent[0] if len(absent) == 1 else ", ".join(absent[:-1]) + " and " + absent[-1]
-        raise BadModelConfig(f"{listed} {'is' if len(absent) == 1 else 'are'} missing{what}")
+        one = len(absent) == 1
+        listed = absent[0] if one else ", ".join(absent[:-1]) + " and " + absent[-1]
+        raise BadModelConfig(f"{listed} {'is' if one else 'are'} missing" + (f", for {needed_by}" if needed_by else ""))
 
 
 def _names(config: dict, key: str) -> list | None:
@@ -200,7 +202,7 @@ def _mixers(config: dict, layers: int) -> tuple[str, ...]:
         raise BadModelConfig(f"`layer_types` has layers the reader cannot count: {', '.join(unknown)}")
     mixers = tuple("linear_attention" if kind == "linear_attention" else "attention" for kind in listed[:layers])
     if "linear_attention" in mixers:
-        _missing(config, list(_LINEAR_ATTENTION_FIELDS.values()), ": the gated DeltaNet layers need them")
+        _missing(config, list(_LINEAR_ATTENTION_FIELDS.values()), "the gated DeltaNet layers")
     return mixers if any(kind != "attention" for kind in mixers) else ()
 
 
@@ -228,7 +230,7 @@ def _llama4_vision_params(vision: dict, text_hidden: int) -> int:
         vision,
         ["hidden_size", "intermediate_size", "num_hidden_layers", "image_size", "patch_size"]
         + ["projector_input_dim", "projector_output_dim", "vision_output_dim"],
-        ": Llama-4's vision tower needs them",
+        "Llama-4's vision tower",
     )
     d, ffn, n = _count(vision, "hidden_size"), _count(vision, "intermediate_size"), _count(vision, "num_hidden_layers")
     patch, image = _count(vision, "patch_size", 1), _count(vision, "image_size", 1)
@@ -317,7 +319,7 @@ def shape_from_hf_config(config: dict, name: str, source: str) -> ModelShape:
         mlp_free = tuple(b in ("mamba", "attention") for b in blocks)
         moe_layers = tuple(b == "moe" for b in blocks) if experts else ()
         if "mamba" in blocks:
-            _missing(config, list(_MAMBA_FIELDS.values()), ": the Mamba layers need them")
+            _missing(config, list(_MAMBA_FIELDS.values()), "the Mamba layers")
     else:
         mixers = _mixers(config, layers)
         moe_layers = _moe_layers(config, layers, experts, llama4)
@@ -341,7 +343,7 @@ def shape_from_hf_config(config: dict, name: str, source: str) -> ModelShape:
     tied = config.get("tie_word_embeddings")
     index_heads = _count(config, "index_n_heads") or 0
     if index_heads:
-        _missing(config, ["index_head_dim", "q_lora_rank"], ": the sparse attention's indexer needs them")
+        _missing(config, ["index_head_dim", "q_lora_rank"], "the sparse attention's indexer")
     gpt_oss = model_type == "gpt_oss"
     extra = (
         {k: _count(config, v) or 0 for k, v in _LINEAR_ATTENTION_FIELDS.items()} if "linear_attention" in mixers else {}
@@ -384,7 +386,8 @@ def shape_from_hf_config(config: dict, name: str, source: str) -> ModelShape:
         mixers=mixers,
         mlp_free_layers=mlp_free,
         gated_mlp=blocks is None,
-        attention_output_gate=bool(config.get("attn_output_gate")),
+        # Qwen3-Next always gates its attention output (transformers' Qwen3NextAttention); Qwen3.5 states it
+        attention_output_gate=bool(config.get("attn_output_gate", model_type == "qwen3_next")),
         attention_sinks=gpt_oss,
         expert_bias=gpt_oss,
         moe_latent_size=(_count(config, "moe_latent_size") or 0) if experts else 0,
