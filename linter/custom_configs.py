@@ -4,7 +4,6 @@ is checked against when it names a config of its own (`--config-path`/`--config-
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -230,6 +229,8 @@ def _custom_key(snapshot: str, package: Path, directory: Path, name: str, search
     Python files of each top-level package outside verl that a `_target_` of those files names (the repository's
     own dataclasses, which the build types the config's keys with). Raises `UnresolvedConfig` for a file that is
     not a regular one or over a bound (`_tree_files`' bounds)."""
+    import hashlib  # here, not at import: loading OpenSSL is ~4 ms of every cold run, which builds no config
+
     key = hashlib.blake2b()
 
     def framed(part: str | bytes) -> None:

@@ -47,7 +47,6 @@ up to 255 characters.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -272,6 +271,8 @@ def _written_key(loc: Location, spans: _Spans) -> str:
 def _add_fingerprints(results: list[dict], diagnostics: list[Diagnostic], spans: _Spans) -> None:
     """Identity of a finding that does not depend on its line: rule, file, the located key, variant; equal ones are
     numbered in the order they appear."""
+    import hashlib  # here, not at import: loading OpenSSL is ~3 ms of every cold run, and few write SARIF
+
     seen: dict[str, int] = {}
     for result, d in sorted(zip(results, diagnostics, strict=True), key=lambda pair: pair[1].sort_key()):
         loc = d.location

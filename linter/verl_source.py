@@ -42,7 +42,6 @@ against that config composed as Hydra composes it (`custom_configs.config_for`),
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -519,6 +518,8 @@ def _content_key(package_dir: Path, version: str) -> str:
     """The hash of what the builder reads (and of `_builder_stamp`, and the version): looked up first by the files'
     paths, sizes and modification times in the cache's `stat/`, so that an unchanged tree is only listed. Raises
     `TreeRefused` (`_tree_files`, or a file that cannot be read)."""
+    import hashlib  # here, not at import: loading OpenSSL is ~4 ms of every cold run, which hashes no tree
+
     files = _tree_files(package_dir)
     stamp = builder_stamp() + f"verl {version}\0"
     listing = hashlib.blake2b((stamp + str(package_dir) + "\0" + repr(files)).encode("utf-8", "surrogateescape"))
