@@ -1,9 +1,9 @@
 """Parameter counts of a model and of the most-loaded rank under a Megatron layout.
 
 The counts follow Megatron's `megatron/training/theoretical_memory_usage.py` (`compute_weight_and_optimizer_memory`)
-extended with QK-norm, QKV bias, multi-latent attention and shared experts. They are exact for the shipped cards:
-tests/test_estimate.py compares them with the parameters of the same architecture built by transformers on torch's
-`meta` device.
+extended with QK-norm, QKV bias, multi-latent attention and its indexer, shared experts, gated DeltaNet and Mamba-2
+token mixers, and a vision tower. They are exact for the shipped cards and the fixtures of tests/test_param_counts.py,
+which compares them with the parameters of the same architecture built by transformers on torch's `meta` device.
 """
 
 from __future__ import annotations
