@@ -235,6 +235,9 @@ async def test_completion_in_a_recipes_overrides_nested_and_after_a_colon(client
     assert {"sglang", "vllm"} <= {i.label for i in items}
     print("\nrecipe rollout.name:<>:", [i.label for i in items])
     assert await completed(client, uri, 1, 8) == []  # `name:` is no override
+    said = await hovered(client, uri, 8, 8)  # the nested key, named with its parents
+    assert said.startswith("**`actor_rollout_ref.actor.ppo_mini_batch_size`**: int, default 256")
+    assert "verl 0.9.1 (the recipe's `verl:`)" in said
 
 
 # -- hover -----------------------------------------------------------------------------------------------------------
@@ -331,6 +334,17 @@ async def test_the_files_project_settings_and_verl_pin_apply(client, tmp_path):
     assert said, [m.message for m in client.log_messages]
     assert "verl 0.6.1" in await hovered(client, uri, 7, 10)
     print("\nlog:", said[0])
+
+
+@lsp_test
+async def test_a_bad_project_setting_is_shown_and_nothing_is_linted(client, tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.sapo-lint]\nignore = "SL005"\n')
+    uri = opened(client, tmp_path / "run.sh", SCRIPT)
+    assert not (await published(client, uri, 1)).diagnostics  # as the CLI exits 2 on it
+    (message,) = client.messages
+    assert message.type == types.MessageType.Error and message.message.startswith("sapo-lint: ")
+    assert "ignore" in message.message
+    print("\nshowMessage:", message.message)
 
 
 # -- staying responsive ----------------------------------------------------------------------------------------------
