@@ -77,6 +77,8 @@ def run(
         NAME_KEY: executor.NAME,
         **executor.summary_fields(),
     }
+    if plan.checkpoints is not None and plan.checkpoints.dir:
+        summary["checkpoint_dir"] = plan.checkpoints.dir
     if fail_on_gates:  # for whoever judges the gates: this launcher, `logs --follow` or `status`
         summary["fail_on_gates"] = True
     write_json(run_dir / SUMMARY_FILE, summary)

@@ -21,6 +21,7 @@ from urllib.parse import unquote
 from sapo_toolkit.linter import api
 from sapo_toolkit.linter.core.command import Command, locate_override, merge_overrides
 from sapo_toolkit.linter.core.diagnostics import Diagnostic, Location, Severity
+from sapo_toolkit.linter.core.overrides import format_override
 from sapo_toolkit.linter.core.redaction import REDACTED, is_secret_name
 from sapo_toolkit.linter.settings import Settings
 
@@ -30,6 +31,8 @@ METRICS_FILE = "metrics.jsonl"
 FILE_LOGGER_ENV = "VERL_FILE_LOGGER_PATH"
 # Where a value the launcher adds is reported in the lint output and the dry run.
 LAUNCHER = "sapo-launch"
+CHECKPOINT_KEY = "trainer.default_local_dir"  # where verl's trainer saves checkpoints and resumes from
+RUN_DIR_CHECKPOINTS = "checkpoints"  # the run directory's subdirectory, when checkpoints go there
 
 
 class PlanError(Exception):
@@ -82,6 +85,34 @@ class RayOptions:
     entrypoint_resources: dict = field(default_factory=dict)  # resource name -> amount
 
 
+class Checkpoints(NamedTuple):
+    """Where the run's checkpoints go (`trainer.default_local_dir`) and who chose it (`source`):
+    - `recipe`: the recipe (or a launch-time override) sets trainer.default_local_dir; kept as written, by reruns
+      too (the user named one directory for every run, and verl's resume_mode resumes from it);
+    - `checkpoints`: the recipe's `checkpoints:` setting or `--checkpoints`, `root`; the run's own directory is
+      `<root>/<run directory's name>`;
+    - `run_dir`: the run directory's `checkpoints/` (a run here, or on a cluster with `--shared-runs-dir`);
+    - `verl`: verl's relative default, which resolves in the job's working directory on the cluster (`dir` None).
+    For `checkpoints` and `run_dir` the directory follows the run directory's name: a rerun's is its own."""
+
+    dir: str | None  # absolute; None where it is relative to a directory on the cluster
+    source: str
+    root: str | None = None  # `checkpoints` only
+
+    def for_run_dir(self, run_dir: str) -> Checkpoints:
+        """The directory of a run whose run directory is `run_dir` (its own, for the sources the run names)."""
+        if self.source == "checkpoints":
+            return self._replace(dir=str(Path(self.root, Path(run_dir).name)))
+        if self.source == "run_dir":
+            return self._replace(dir=str(Path(run_dir, RUN_DIR_CHECKPOINTS)))
+        return self
+
+
+def checkpoint_override(directory: str) -> str:
+    """The argument that sets verl's checkpoint directory, as Hydra reads it back."""
+    return format_override("set", CHECKPOINT_KEY, directory)
+
+
 @dataclass(slots=True)
 class Plan:
     """Every path in it is absolute (the recipe, cwd, run_dir, the file logger's path): it is replayed and submitted
@@ -105,9 +136,24 @@ class Plan:
     total_steps: int | None = None  # trainer.total_training_steps; None: verl derives it from the data
     gates: tuple = ()  # the recipe's `gates:` entries, as written
     ray: RayOptions = field(default_factory=RayOptions)  # for a Ray job
+    checkpoints: Checkpoints | None = None  # None: not planned (a refused recipe, a run directory of older versions)
+    refusal: str | None = None  # why the run cannot go where it is sent (one line with its hint); nothing starts
 
     def env_dict(self) -> dict[str, str]:
         return dict(self.env)
+
+    def move_to(self, run_dir: str) -> None:
+        """Make `run_dir` the plan's run directory (a launch in the same second got `-N`; a rerun its own): the file
+        logger's path and a checkpoint directory named after the run directory follow it, in the argv too."""
+        self.run_dir = run_dir
+        self.env = tuple((k, str(Path(run_dir, METRICS_FILE)) if k == FILE_LOGGER_ENV else v) for k, v in self.env)
+        if self.checkpoints is None:
+            return
+        moved = self.checkpoints.for_run_dir(run_dir)
+        if moved.dir != self.checkpoints.dir:
+            old = checkpoint_override(self.checkpoints.dir)
+            self.argv = tuple(checkpoint_override(moved.dir) if a == old else a for a in self.argv)
+        self.checkpoints = moved
 
 
 def is_secret(name: str, extra: Iterable[str] = ()) -> bool:
@@ -266,14 +312,21 @@ def plan(
     variants: Iterable[str] = (),
     overrides: Iterable[str] = (),
     ray: RayOptions | None = None,
+    on_cluster: bool = False,
+    checkpoints: str | None = None,
+    shared_runs_dir: bool = False,
 ) -> Plan:
-    """Read, choose, complete and lint one variant of a recipe; `ray`: the command line's Ray options. Raises
+    """Read, choose, complete and lint one variant of a recipe; `ray`: the command line's Ray options;
+    `on_cluster`: the trainer runs on a Ray cluster, not here; `checkpoints`: the command line's `--checkpoints`
+    (over the recipe's `checkpoints:`); `shared_runs_dir`: the cluster's nodes reach the run directory at its path
+    (`checkpoint_plan` decides where checkpoints go from them). Raises
     `PlanError` (and the linter's `UnreadableFile`) for what cannot be planned; lint errors do not raise:
     `Plan.lint.refuses` says so.
 
     The chosen command is resolved twice, as few times as the data allows: once before the launcher's additions
     (`_complete` reads it; the plan's nnodes, devices per node and total steps come from it, since the additions
-    set only trainer.logger and data.filter_overlong_prompts_workers, on which none of them depends), and once by
+    set only trainer.logger, data.filter_overlong_prompts_workers and trainer.default_local_dir, on which none of
+    them depends), and once by
     the lint check, which must judge the command with the additions and resolves inside the linter."""
     overrides = tuple(overrides)
     loaded = api.load(recipe_path, api.read_options(settings, overrides))
@@ -288,7 +341,14 @@ def plan(
     run_dir = str(Path(facts.cwd, facts.runs_dir) / run_dir_name(str(data.get("name") or recipe_path.stem), facts.now))
     command, expansions = _expand_home(command, facts.home)
     context = api.resolve(command, loaded.verl_version)
-    command, notes = _complete(command, context, facts)
+    options = ray_options(data.get("ray"), ray or RayOptions(), facts.cwd)
+    root = checkpoints if checkpoints is not None else data.get("checkpoints")
+    where, refusal, checkpoint_notes = checkpoint_plan(
+        context, root if isinstance(root, str) else None, run_dir, facts, on_cluster, shared_runs_dir, options
+    )
+    added = [] if where.source in ("recipe", "verl") else [checkpoint_override(where.dir)]
+    command, notes = _complete(command, context, facts, added)
+    notes.extend(checkpoint_notes)
     notes[:0] = [*(f"{token}: the recipe's default (`variant_defaults:`)" for token in defaulted), *expansions]
     config = context.config
     chosen = replace(loaded, commands=[command])
@@ -324,8 +384,64 @@ def plan(
         devices_per_node=_int(config.value("trainer.n_gpus_per_node")),
         total_steps=_int(config.value("trainer.total_training_steps")),
         gates=tuple(data.get("gates") or ()),
-        ray=ray_options(data.get("ray"), ray or RayOptions(), facts.cwd),
+        ray=options,
+        checkpoints=where,
+        refusal=refusal,
     )
+
+
+def checkpoint_plan(
+    ctx: api.LintContext,
+    root: str | None,
+    run_dir: str,
+    facts: Facts,
+    on_cluster: bool,
+    shared_runs_dir: bool,
+    options: RayOptions,
+) -> tuple[Checkpoints, str | None, list[str]]:
+    """Where the run's checkpoints go (`Checkpoints`), why the run cannot go (None when it can) and notes for the
+    dry run. verl's default trainer.default_local_dir is relative (`checkpoints/<project>/<experiment>`), resolved
+    in the trainer's working directory: on a Ray cluster with a working_dir, that is Ray's per-job copy of it, so a
+    rerun would start from scratch, and one of an unchanged tree would resume another run's checkpoint, silently.
+    In order: the recipe's own trainer.default_local_dir (a relative one refused under a Ray working_dir); a
+    `checkpoints:` directory (`root`, absolute against the launching directory); the run directory, where the
+    trainer reaches it (here, or with `shared_runs_dir`); else verl's default, refused under a working_dir."""
+    working_dir = options.runtime_env.get("working_dir") if on_cluster else None
+    hint = (
+        "set `checkpoints: DIR` in the recipe (or --checkpoints DIR) to a directory the cluster's nodes share, or "
+        "pass --shared-runs-dir when the runs directory is on such storage"
+    )
+    notes = []
+    if ctx.explicit(CHECKPOINT_KEY) is not None:
+        written = ctx.config.value(CHECKPOINT_KEY)
+        if root is not None:
+            notes.append(f"`checkpoints: {root}` unused: the recipe sets {CHECKPOINT_KEY} itself")
+        if not isinstance(written, str) or written.startswith("/"):
+            return Checkpoints(written if isinstance(written, str) else None, "recipe"), None, notes
+        if working_dir:
+            why = (
+                f"{CHECKPOINT_KEY}={written} is relative: checkpoints would land in Ray's per-job copy of the working "
+                f"directory, lost to every other run; make it absolute, on storage the cluster's nodes share"
+            )
+            return Checkpoints(None, "recipe"), why, notes
+        if on_cluster:
+            notes.append(f"{CHECKPOINT_KEY}={written} is relative: it lands in the job's directory on the cluster")
+            return Checkpoints(None, "recipe"), None, notes
+        return Checkpoints(str(Path(facts.cwd, written)), "recipe"), None, notes
+    if root is not None:
+        root = str(Path(facts.cwd, expand_home(root, facts.home) if facts.home else root))
+        return Checkpoints(None, "checkpoints", root).for_run_dir(run_dir), None, notes
+    if not on_cluster or shared_runs_dir:
+        return Checkpoints(None, "run_dir").for_run_dir(run_dir), None, notes
+    default = ctx.config.value(CHECKPOINT_KEY)
+    if working_dir:
+        why = (
+            f"verl's default {CHECKPOINT_KEY} ({default}) is relative: checkpoints would land in Ray's per-job copy "
+            f"of the working directory, lost to every other run; {hint}"
+        )
+        return Checkpoints(None, "verl"), why, notes
+    notes.append(f"checkpoints go to verl's relative default ({default}) in the job's directory on the cluster; {hint}")
+    return Checkpoints(None, "verl"), None, notes
 
 
 def runtime_env_problem(runtime_env) -> str | None:
@@ -383,12 +499,14 @@ def _int(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _complete(command: Command, ctx: api.LintContext, facts: Facts) -> tuple[Command, list[str]]:
-    """What the launcher adds to every run, as located overrides so that they are linted like the recipe's:
-    verl's `file` logger (metrics as JSONL for the run directory), and prompt-filter workers when the recipe
-    filters overlong prompts with verl's single-worker default (incident 6). `ctx`: the command resolved
-    (`api.resolve`), read, not resolved again."""
-    added, notes = [], []
+def _complete(command: Command, ctx: api.LintContext, facts: Facts, added: list[str]) -> tuple[Command, list[str]]:
+    """What the launcher adds to every run, as located overrides so that they are linted like the recipe's: `added`
+    (the checkpoint directory, `checkpoint_plan`), verl's `file` logger (metrics as JSONL for the run directory),
+    and prompt-filter workers when the recipe filters overlong prompts with verl's single-worker default (incident
+    6). `ctx`: the command resolved (`api.resolve`), read, not resolved again."""
+    added, notes = list(added), []
+    if added:
+        notes.append(f"set {CHECKPOINT_KEY}: this run's checkpoints go to its own directory")
     logger = ctx.config.value("trainer.logger")
     loggers = [logger] if isinstance(logger, str) else list(logger or [])
     if "file" not in loggers:

@@ -2,7 +2,9 @@
 
 The argv, working directory and environment are taken as recorded, not re-planned from the recipe (which may have
 changed since); variables that were redacted are read from the current environment, and a run the lint gate
-refused is not replayed.
+refused is not replayed. A rerun is a new run: a checkpoint directory the launcher named after the run directory
+(`plan.Checkpoints`: under `checkpoints:`, or the run directory's) is the new run's own, so it never resumes the
+recorded run's checkpoints; a trainer.default_local_dir the recipe sets is kept, as the user wrote it.
 
 A run directory is trusted only when it is the user's own, as ssh's StrictModes decides: the directory and every file
 the rerun reads must be owned by the user and writable by no one else (a `plan.json` another user rewrote would run
@@ -30,7 +32,7 @@ import yaml
 
 from sapo_toolkit.atomicio import read_regular
 
-from .plan import FILE_LOGGER_ENV, METRICS_FILE, REDACTED, LintReport, Plan, RayOptions, is_secret, run_dir_name
+from .plan import REDACTED, Checkpoints, LintReport, Plan, RayOptions, is_secret, run_dir_name
 from .rundir import PLAN_FILE, SUMMARY_FILE, create, environment_facts, read_json, write_json
 from .versions import installed_versions
 
@@ -103,6 +105,14 @@ def _ray_options(recorded: dict | None, environ: Mapping[str, str], run_dir: Pat
     return RayOptions(**{**recorded, "runtime_env": runtime_env, "submission_id": None})
 
 
+def _checkpoints(recorded) -> Checkpoints | None:
+    """The checkpoint directory plan.json records (none in run directories of older versions)."""
+    try:
+        return Checkpoints(**recorded) if isinstance(recorded, dict) else None
+    except TypeError:
+        raise ReplayError(f"plan.json's checkpoints is not what sapo-launch writes: {recorded}") from None
+
+
 class Replay(NamedTuple):
     """What a rerun will run, before anything is written: the plan (its run directory not made yet), the names
     filled from the environment, and the plan.json it came from."""
@@ -127,7 +137,6 @@ def load_replay(run_dir: Path, runs_dir: Path, now: datetime, environ: Mapping[s
     secrets = list(recorded.get("secret_env", []))
     env = _unredacted(recorded["env"], environ, run_dir, secrets)
     new_dir = Path(runs_dir).absolute() / run_dir_name(recorded["name"], now)
-    env[FILE_LOGGER_ENV] = str(new_dir / METRICS_FILE)  # this run's metrics, not the recorded run's
     recipe = Path(recorded["cwd"], recorded["recipe"])  # relative in run directories of older versions
     plan = Plan(
         str(recipe),
@@ -137,7 +146,7 @@ def load_replay(run_dir: Path, runs_dir: Path, now: datetime, environ: Mapping[s
         tuple(recorded["argv"]),
         tuple(env.items()),
         recorded["cwd"],
-        str(new_dir),
+        recorded.get("run_dir") or str(new_dir),
         LintReport(()),
         yaml.safe_load(resolved_text),
         recorded["recipe_hash"],
@@ -147,7 +156,9 @@ def load_replay(run_dir: Path, runs_dir: Path, now: datetime, environ: Mapping[s
         total_steps=recorded.get("total_steps"),
         gates=tuple(recorded.get("gates") or ()),
         ray=_ray_options(recorded.get("ray"), environ, run_dir, secrets),
+        checkpoints=_checkpoints(recorded.get("checkpoints")),
     )
+    plan.move_to(str(new_dir))  # this run's metrics, and its own checkpoint directory where the run names it
     return Replay(plan, filled_names(recorded), secrets, run_dir)
 
 

@@ -3,7 +3,8 @@ is the recipe's and the UTC second of the launch; launches of one recipe in the 
 (created with mkdir, which fails on an existing directory: no two launches share one).
 
 recipe.resolved.yaml  the chosen variant: entrypoint, config, overrides, env (secrets redacted)
-plan.json             argv, env (redacted), cwd, variant, recipe hash, notes, the secret names
+plan.json             argv, env (redacted), cwd, variant, recipe hash, notes, the secret names, where the run's
+                      checkpoints go (`checkpoints`: dir, source, root; `plan.Checkpoints`)
 environment.json      python, installed versions, device, host, git revision of the recipe's repository; for a Ray
                       job, `cluster`: the versions the job itself saw (executors/ray_probe.py, the version probe)
 lint.json             the lint report that gated the launch
@@ -31,7 +32,7 @@ from pathlib import Path
 from sapo_toolkit.atomicio import write_atomically
 
 from . import git
-from .plan import FILE_LOGGER_ENV, METRICS_FILE, Plan, RayOptions, credential_names, redact, redact_keys
+from .plan import Plan, RayOptions, credential_names, redact, redact_keys
 
 LOG_FILE = "train.log"
 SUMMARY_FILE = "summary.json"
@@ -71,6 +72,7 @@ def plan_json(plan: Plan, secret_env: Iterable[str] = ()) -> dict:
         "total_steps": plan.total_steps,
         "gates": list(plan.gates),
         "ray": ray_options_json(plan.ray, secret_env),
+        "checkpoints": plan.checkpoints._asdict() if plan.checkpoints else None,
     }
 
 
@@ -83,13 +85,12 @@ def ray_options_json(options: RayOptions, secret_env: Iterable[str] = ()) -> dic
 def create(plan: Plan, environment: dict, secret_env: Iterable[str] = ()) -> Path:
     """Make the run directory and write what is known before the trainer starts. When `plan.run_dir` exists (a
     launch of the same recipe in the same second), the first free `<run_dir>-N` is made instead, and the plan's
-    run_dir and file logger path are changed to it."""
+    run_dir, file logger path and checkpoint directory (when named after the run directory) are changed to it."""
     import yaml
 
     run_dir = _make_unique(Path(plan.run_dir))
     if str(run_dir) != plan.run_dir:
-        plan.run_dir = str(run_dir)
-        plan.env = tuple((k, str(run_dir / METRICS_FILE) if k == FILE_LOGGER_ENV else v) for k, v in plan.env)
+        plan.move_to(str(run_dir))
     resolved = dict(plan.resolved)
     if "env" in resolved:
         resolved["env"] = redact(resolved["env"], secret_env)

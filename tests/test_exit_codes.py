@@ -192,7 +192,7 @@ def test_ray_commands_exit_with_the_jobs_codes(tmp_path, ray_address):
     """A detached job: `run --detach`, `status` while it runs, `logs` and `stop` exit 0; once stopped, `status` exits
     130. An attached job exits with the trainer's own code, also when a gate failed too."""
     runs = tmp_path / "runs"
-    ray = ("--runs-dir", runs, "--address", ray_address, "--working-dir", REPO)
+    ray = ("--runs-dir", runs, "--address", ray_address, "--working-dir", REPO, "--shared-runs-dir")
     long_job = stand_in(tmp_path / "long", {"FAKE_STEPS": 200, "FAKE_SLEEP": 0.2}, overrides=ON_RAY)
     assert code_of(sapo_launch(long_job, *ray, "--detach")) == 0
     (run_dir,) = runs.iterdir()

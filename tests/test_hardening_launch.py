@@ -203,7 +203,7 @@ def test_a_link_out_of_the_working_dir_is_refused_before_submitting(tmp_path, ra
     root = linked_tree(tmp_path)
     recipe = fake_recipe(tmp_path, {}, overrides=ON_RAY)
     jobs = len(JobSubmissionClient(ray_address).list_jobs())
-    proc = launch(tmp_path, recipe, "--address", ray_address, "--working-dir", str(root))
+    proc = launch(tmp_path, recipe, "--address", ray_address, "--working-dir", str(root), "--shared-runs-dir")
     assert proc.returncode == 2, proc.stderr
     (line,) = [line for line in proc.stderr.splitlines() if "links that lead out" in line]
     assert "leak.txt -> " in line and "inner.py" not in line and "Traceback" not in proc.stderr
@@ -259,7 +259,7 @@ def test_an_address_password_is_never_written_for_a_job(tmp_path, ray_address): 
     the terminal; `status` then needs the address again."""
     address = ray_address.replace("http://", f"http://me:{PASSWORD}@")
     recipe = fake_recipe(tmp_path, {}, overrides=ON_RAY)
-    proc = launch(tmp_path, recipe, "--address", address, "--working-dir", str(REPO))
+    proc = launch(tmp_path, recipe, "--address", address, "--working-dir", str(REPO), "--shared-runs-dir")
     assert proc.returncode == 0, proc.stderr
     assert "to http://me:<redacted>@127.0.0.1:" in proc.stderr
     run_dir = only_run_dir(tmp_path)

@@ -166,7 +166,9 @@ def test_rerun_replays_the_recorded_plan(tmp_path):
     (second,) = [d for d in (tmp_path / "runs").iterdir() if d != first]
     plan = json.loads((second / "plan.json").read_text())
     assert plan["rerun_of"] == str(first)
-    assert plan["argv"] == json.loads((first / "plan.json").read_text())["argv"]
+    recorded = json.loads((first / "plan.json").read_text())["argv"]
+    # the same argv, but for the checkpoint directory: the rerun's own (tests/test_launch_checkpoints.py)
+    assert plan["argv"] == [a.replace(first.name, second.name) for a in recorded] != recorded
     assert plan["env"]["VERL_FILE_LOGGER_PATH"] == str(second / "metrics.jsonl")
     assert_no_secret(second)
     proc = subprocess.run(

@@ -399,6 +399,7 @@ def test_a_recipe_the_cluster_cannot_hold_is_refused_before_submitting(
         "address": ray_address,
         "started": None,
         "executor": "ray",
+        "checkpoint_dir": str(Path(launch.run_dir, "checkpoints")),
     }
     assert f"refused: {reason}" in capsys.readouterr().err
     assert not (run_dir / "job.json").exists() and len(client.list_jobs()) == before

@@ -230,6 +230,7 @@ def test_the_dry_run_shows_what_is_sent_secrets_redacted(tmp_path):
     recipe.write_text(recipe.read_text() + "ray:\n  metadata: {team: rl}\n  entrypoint_num_cpus: 1\n")
     args = [recipe, "--address", "head:8265", "--runtime-env", runtime_env_file(tmp_path, VERL_RUNTIME_ENV)]
     args += ["--submission-id", "run-7", "--metadata", "owner=me", "--entrypoint-resources", '{"NPU": 1}', "--dry-run"]
+    args += ["--shared-runs-dir"]
     proc = sapo_launch(*args, "--format", "json")
     assert proc.returncode == 0, proc.stderr
     ray = json.loads(proc.stdout)["ray"]
@@ -369,7 +370,7 @@ def test_the_options_reach_ray(tmp_path, ray_address):
     submission_id = f"sapo-options-{os.getpid()}-{time.monotonic_ns()}"
     proc = sapo_launch(
         recipe,
-        *("--address", ray_address.removeprefix("http://"), "--runs-dir", tmp_path / "runs"),
+        *("--address", ray_address.removeprefix("http://"), "--runs-dir", tmp_path / "runs", "--shared-runs-dir"),
         *("--runtime-env", options, "--submission-id", submission_id, "--metadata", "owner=me"),
         *("--entrypoint-num-cpus", "0.5", "--entrypoint-resources", '{"node:__internal_head__": 0.001}'),
         env={"RAY_ADDRESS": "127.0.0.1:6399"},

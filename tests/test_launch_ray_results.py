@@ -27,7 +27,9 @@ def summary(run_dir: Path) -> dict:
 def launch(tmp_path: Path, address: str, env: dict, *args, gates: str = "") -> subprocess.CompletedProcess:
     recipe = fake_recipe(tmp_path, env, overrides=ON_RAY)
     recipe.write_text(recipe.read_text() + gates)
-    return sapo_launch(recipe, "--address", address, "--working-dir", REPO, "--runs-dir", tmp_path / "runs", *args)
+    return sapo_launch(
+        recipe, "--address", address, "--working-dir", REPO, "--shared-runs-dir", "--runs-dir", tmp_path / "runs", *args
+    )
 
 
 def wait_until(condition, what: str, seconds: float = 120) -> None:
@@ -137,7 +139,17 @@ def test_ctrl_c_on_a_pending_job_says_it_is_pending_not_stopped(tmp_path, ray_ad
         wait_until(lambda: str(client.get_job_status(holder)) == "RUNNING", "the holder runs")
         recipe = fake_recipe(tmp_path, {}, overrides=ON_RAY)
         child = subprocess.Popen(
-            [*launcher(), recipe, "--address", ray_address, "--working-dir", REPO, "--runs-dir", tmp_path / "runs"]
+            [
+                *launcher(),
+                recipe,
+                "--address",
+                ray_address,
+                "--working-dir",
+                REPO,
+                "--shared-runs-dir",
+                "--runs-dir",
+                tmp_path / "runs",
+            ]
             + ["--entrypoint-num-cpus", "1"],
             cwd=REPO,
             stdout=subprocess.PIPE,

@@ -270,7 +270,7 @@ def test_a_detached_job_is_judged_by_status_and_logs_follow_gives_the_same_files
     with --fail-on-gates; `status` after its end records metrics.jsonl, the verdicts and the gate's exit code;
     `logs --follow`, twice, writes the same files."""
     recipe = lifecycle_recipe(tmp_path, {"FAKE_DIP_STEP": 2, "FAKE_FILE_LOGGER": 0}, overrides=ON_RAY)
-    common = ("--runs-dir", tmp_path / "runs", "--address", ray_address, "--working-dir", REPO)
+    common = ("--runs-dir", tmp_path / "runs", "--address", ray_address, "--working-dir", REPO, "--shared-runs-dir")
     proc = sapo_launch(recipe, *common, "--detach", "--fail-on-gates")
     assert proc.returncode == 0, proc.stderr
     (run_dir,) = run_dirs(tmp_path / "runs")
@@ -298,7 +298,9 @@ def test_rerun_of_a_ray_run_submits_to_the_same_cluster(tmp_path, ray_address):
     runtime_env = tmp_path / "runtime_env.yaml"
     runtime_env.write_text("env_vars: {EXTRA_SETTING: '1'}\n")
     ray_options = ("--runtime-env", runtime_env, "--metadata", "team=rl", "--entrypoint-num-cpus", "0.5")
-    proc = sapo_launch(recipe, "--runs-dir", runs, "--address", ray_address, "--working-dir", REPO, *ray_options)
+    proc = sapo_launch(
+        recipe, "--runs-dir", runs, "--address", ray_address, "--working-dir", REPO, "--shared-runs-dir", *ray_options
+    )
     assert proc.returncode == 4, proc.stderr
     (first,) = run_dirs(runs)
     job = json.loads((first / "job.json").read_text())
@@ -308,7 +310,9 @@ def test_rerun_of_a_ray_run_submits_to_the_same_cluster(tmp_path, ray_address):
     assert f"in {second}, on the Ray cluster at {ray_address} (where runs/{first.name} ran)" in again.stderr
     rerun_job = json.loads((second / "job.json").read_text())
     assert rerun_job["address"] == job["address"] and rerun_job["submission_id"] != job["submission_id"]
-    assert rerun_job["entrypoint"] == job["entrypoint"] and rerun_job["working_dir"] == str(REPO)
+    # the same entrypoint, but for the checkpoint directory: the rerun's own (tests/test_launch_checkpoints.py)
+    assert rerun_job["entrypoint"] == job["entrypoint"].replace(first.name, second.name) != job["entrypoint"]
+    assert rerun_job["working_dir"] == str(REPO)
     for request in job["request"], rerun_job["request"]:  # the Ray options go with it
         assert request["metadata"]["team"] == "rl" and request["entrypoint_num_cpus"] == 0.5
         assert request["runtime_env"]["env_vars"]["EXTRA_SETTING"] == "1"

@@ -46,6 +46,19 @@ from .options import DEVICE, FAIL_ON_GATES, FORMAT, jobs_address
 )
 @FAIL_ON_GATES
 @click.option(
+    "--checkpoints",
+    metavar="DIR",
+    help="Save the run's checkpoints under DIR/<run directory's name> (over the recipe's `checkpoints:`); on a Ray "
+    "cluster, a directory its nodes share. Default: the run directory's checkpoints/ (on a cluster only with "
+    "--shared-runs-dir). A trainer.default_local_dir the recipe sets wins.",
+)
+@click.option(
+    "--shared-runs-dir",
+    is_flag=True,
+    help="With --address: the cluster's nodes reach the runs directory at the same path (shared storage), so a run's "
+    "checkpoints can go to its run directory.",
+)
+@click.option(
     "--address",
     metavar="URL",
     callback=jobs_address,
@@ -98,6 +111,8 @@ def run(
     runs_dir,
     secret_env,
     fail_on_gates,
+    checkpoints,
+    shared_runs_dir,
     address,
     detach,
     working_dir,
@@ -126,6 +141,7 @@ def run(
         address, notes = _environment_address(os.environ)
     ray_only = {
         "--detach": detach,
+        "--shared-runs-dir": shared_runs_dir,
         "--working-dir": working_dir,
         "--runtime-env": runtime_env_file,
         "--submission-id": submission_id,
@@ -166,6 +182,9 @@ def run(
             variants=variants,
             overrides=overrides,
             ray=ray,
+            on_cluster=bool(address),
+            checkpoints=checkpoints,
+            shared_runs_dir=shared_runs_dir,
         )
     except (PlanError, SettingsError, UnreadableFile) as exc:
         hint = "" if detected.kind else f" (no device detected: {detected.how}; pass --device npu|gpu)"
@@ -175,7 +194,10 @@ def run(
     executor = executors.create(executors.named(address), executors.Options(address, tuple(secret_env)))
     if dry_run:
         _print_plan(launch, fmt, secret_env, notes, executor)
-        sys.exit(EXIT_REFUSED if launch.lint.refuses else 0)
+        sys.exit(EXIT_REFUSED if launch.lint.refuses or launch.refusal else 0)
+    if launch.refusal:  # before the run directory is made: nothing of this run exists
+        click.echo(printable(f"sapo-launch: refused: {launch.refusal}"), err=True)
+        sys.exit(EXIT_REFUSED)
     from .. import rundir
     from ..versions import installed_versions
 
@@ -258,6 +280,15 @@ def _environment_address(environ) -> tuple[str | None, list[str]]:
     return None, [f"RAY_ADDRESS={shown_address(text)} ignored: not a Jobs API address ({why}); the trainer runs here"]
 
 
+# How the dry run names who chose the checkpoint directory (`plan.Checkpoints.source`).
+CHECKPOINT_SOURCES = {
+    "recipe": "the recipe's trainer.default_local_dir",
+    "checkpoints": "under `checkpoints:`, named after the run directory",
+    "run_dir": "the run directory's",
+    "verl": "verl's relative default",
+}
+
+
 def _print_lint(launch) -> None:
     for d in launch.lint.diagnostics:
         click.echo(printable(d.text_line()), err=True)
@@ -281,6 +312,8 @@ def _print_plan(launch, fmt: str, secret_env, notes: list[str], executor) -> Non
                     "notes": [*launch.notes, *notes],
                     "recipe_hash": launch.recipe_hash,
                     "lint": launch.lint.to_json(),
+                    "checkpoints": launch.checkpoints._asdict() if launch.checkpoints else None,
+                    "refused": launch.refusal,
                     "ray": None,  # null where the run does not go to a Ray cluster, as it always was
                     **({executor.NAME: described.data} if described else {}),
                 },
@@ -292,8 +325,11 @@ def _print_plan(launch, fmt: str, secret_env, notes: list[str], executor) -> Non
         f"recipe   {launch.recipe_path}" + (f"  [{launch.variant}]" if launch.variant else ""),
         f"cwd      {launch.cwd}",
         f"run dir  {launch.run_dir}",
-        "argv",
     ]
+    if launch.checkpoints:
+        where = launch.checkpoints.dir or "relative to the job's directory on the cluster"
+        lines.append(f"ckpt     {where} ({CHECKPOINT_SOURCES[launch.checkpoints.source]})")
+    lines.append("argv")
     head, overrides = launch.argv[:5], launch.argv[5:]
     lines.append("  " + " ".join(head))
     lines.extend(f"    {o}" for o in overrides)
@@ -308,4 +344,6 @@ def _print_plan(launch, fmt: str, secret_env, notes: list[str], executor) -> Non
         f"lint     {counted(errors, 'error')}, {counted(warnings, 'warning')}: "
         + ("refused" if launch.lint.refuses else "would launch")
     )
+    if launch.refusal:
+        lines.append(f"refused  {launch.refusal}")
     click.echo("\n".join(map(printable, lines)))  # paths, values and messages from the recipe: escaped
