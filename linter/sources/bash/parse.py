@@ -122,16 +122,17 @@ def _mask_nested_arithmetic(src: bytes) -> bytes:
     out = bytearray(src)
     braces = 0
     i = 0
-    while i < len(src):
-        if src.startswith(b"${", i):
+    while (m := _MASKING_TOKEN.search(src, i)) is not None:  # from token to token: the bytes between change nothing
+        i = m.start()
+        if m.group() == b"${":
             braces += 1
             i += 2
             continue
-        if src[i] == ord("}") and braces:
-            braces -= 1
-        elif braces and src.startswith(b"$((", i):
-            # the body ends at the `)` that closes the second `(`, if the first closes right after it (`$((a) (b))`
-            # is a command substitution)
+        if m.group() == b"}":
+            braces -= 1 if braces else 0
+        elif braces:
+            # `$((`: the body ends at the `)` that closes the second `(`, if the first closes right after it
+            # (`$((a) (b))` is a command substitution)
             end = closing.get(i + 2)
             if end is not None and end > i + 3 and closing.get(i + 1) == end + 1:
                 out[i + 3 : end] = b"0" + bytes(b if b == ord("\n") else ord(" ") for b in src[i + 4 : end])
@@ -141,14 +142,18 @@ def _mask_nested_arithmetic(src: bytes) -> bytes:
     return bytes(out)
 
 
+_MASKING_TOKEN = re.compile(rb"\$\{|\}|\$\(\(")  # what `_mask_nested_arithmetic` acts on
+_PARENTHESIS = re.compile(rb"[()]")
+
+
 def _closing_parentheses(src: bytes) -> dict[int, int]:
     """Where each `(` is closed, in one pass (searching from each `$((` anew took quadratic time)."""
     closing, open_at = {}, []
-    for i, c in enumerate(src):
-        if c == ord("("):
-            open_at.append(i)
-        elif c == ord(")") and open_at:
-            closing[open_at.pop()] = i
+    for m in _PARENTHESIS.finditer(src):
+        if m.group() == b"(":
+            open_at.append(m.start())
+        elif open_at:
+            closing[open_at.pop()] = m.start()
     return closing
 
 

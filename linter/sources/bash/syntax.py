@@ -50,6 +50,10 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*(?:\[[^\]]*\])?\+?=")
 _EXTGLOB = set("@!+*?")
 _DECLARATIONS = {"declare", "typeset", "local", "export", "readonly"}
 _COMPOUND_STARTS = {"{", "if", "case", "for", "select", "while", "until", "[["}
+# What `word_end` looks at in a word (quotes, escapes, expansions, `(` and the metacharacters): a run of anything else
+# is passed over at once.
+_SPECIAL_IN_WORD = frozenset("\\'\"`$<>(") | _METACHARS
+_ORDINARY_RUN = re.compile(r"[^\\'\"`$<>()|&; \t\n]+")
 
 
 class _Token(NamedTuple):
@@ -156,7 +160,9 @@ class _Parser:
         start = i
         while i < len(s):
             c = s[i]
-            if c == "\\":
+            if c not in _SPECIAL_IN_WORD:
+                i = _ORDINARY_RUN.match(s, i).end()
+            elif c == "\\":
                 if i + 1 >= len(s):
                     return i + 1, True
                 quoted = quoted or s[i + 1] != "\n"  # a line continuation is no quoting: `i\<newline>n` is `in`
