@@ -433,3 +433,33 @@ def test_infos_are_left_out_of_text_reports_in_pre_commit_and_ci(tmp_path):
     assert '"SH003"' in lint(env={"CI": "true"}, fmt="json")
     (tmp_path / "pyproject.toml").write_text("[tool.sapo-lint]\nshow-infos = true\n")
     assert "SH003" in lint(env={"PRE_COMMIT": "1"})
+
+
+# Modules a plain lint has no use for, each costing a cold start several milliseconds (issue 32 item 4): the rich
+# terminal, the reference validators and parsers, package metadata, the network and OpenSSL.
+OFF_THE_FAST_PATH = (
+    "rich",
+    "jsonschema",
+    "hydra",
+    "omegaconf",
+    "importlib.metadata",
+    "urllib.request",
+    "http.client",
+    "ssl",
+    "hashlib",
+)
+
+
+def test_a_plain_lint_imports_nothing_it_does_not_use():
+    probe = (
+        "import atexit, sys\n"
+        f"atexit.register(lambda: print(sorted(set(sys.modules) & {set(OFF_THE_FAST_PATH)!r}), file=sys.stderr))\n"
+        "from sapo_toolkit.linter.cli import main\nsys.argv[0] = 'sapo-lint'\nmain()\n"
+    )
+    script = REPO / "tests" / "fixtures" / "scripts" / "run_llama3_8b_megatron.sh"
+    for args in (["--no-shellcheck", str(script)], [str(REPO / "recipes" / "qwen3-8b-sapo.yaml")]):
+        done = subprocess.run(
+            [sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=60, check=False, cwd=REPO
+        )
+        assert done.returncode in (0, 1), done
+        assert done.stderr.strip().splitlines()[-1] == "[]", (args, done.stderr)
