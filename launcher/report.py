@@ -305,8 +305,13 @@ class Written(NamedTuple):
 
 
 def write_report(run: RunData, verdicts: tuple[Verdict, ...], output: Path) -> Written:
-    """Write `output` (the markdown) and its plots beside it as <stem>-<plot>.png, each atomically; without
-    matplotlib, the markdown alone. ReportWriteError when a file cannot be written."""
+    """Write `output` (the markdown) and its plots beside it as <stem>-<plot>.png, each atomically, in its directory
+    (made when missing, as `-o reports/run.md` asks); without matplotlib, the markdown alone. ReportWriteError when
+    a file cannot be written."""
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReportWriteError(f"cannot make {output.parent}: {exc.strerror or exc}") from None
     skipped = _plots_unavailable()
     pngs = {} if skipped else plot_pngs(run, verdicts)
     images = [(title, f"{output.stem}-{slug}.png") for slug, (title, _) in pngs.items()]

@@ -77,7 +77,12 @@ def summary(run_dir: Path) -> dict:
 @pytest.mark.parametrize(
     "nodes,plan_args,expected",
     [
-        ([{"CPU": 2.0}], {}, "the cluster has 0 GPU, the recipe needs 8 (1 node x 8)"),
+        (
+            [{"CPU": 2.0}],
+            {},
+            "the cluster has 0 GPU, the recipe needs 8 (1 node x 8) (a cluster without GPU runs only a trainer that "
+            "needs none: trainer.n_gpus_per_node: 0, with `# sapo-lint: noqa: TP014`)",
+        ),
         ([{"GPU": 8.0}, {"GPU": 8.0}], {"nnodes": 2}, None),
         ([{"GPU": 16.0}], {"nnodes": 2}, None),  # two groups of 8 fit on one 16-device node
         (
@@ -389,7 +394,10 @@ def test_a_recipe_the_cluster_cannot_hold_is_refused_before_submitting(
     launch, run_dir = make_plan(tmp_path, {}, gpus=8, device=device)
     before = len(client.list_jobs())
     assert run(launch, run_dir, ray_address)[0] == 1
-    reason = f"the cluster has 0 {kind}, the recipe needs 8 (1 node x 8)"
+    reason = (
+        f"the cluster has 0 {kind}, the recipe needs 8 (1 node x 8) (a cluster without {kind} runs only a trainer "
+        "that needs none: trainer.n_gpus_per_node: 0, with `# sapo-lint: noqa: TP014`)"
+    )
     assert summary(run_dir) | {"started": None} == {
         "status": "refused",
         "exit_code": 1,

@@ -49,6 +49,12 @@ def rerun(run_dir, runs_dir, local, address, fail_on_gates, dry_run):
     launch = replay.plan
     target = executor.where()
     _show(launch, replay.filled, target)
+    if name == "local":
+        dropped = _ray_only(launch.ray.runtime_env)
+        if dropped:
+            click.echo(
+                printable(f"sapo-launch: not applied on this machine: the Ray runtime_env's {dropped}"), err=True
+            )
     if dry_run:
         return
     destination = executor.destination()
@@ -60,6 +66,19 @@ def rerun(run_dir, runs_dir, local, address, fail_on_gates, dry_run):
     why = "--local" if local else "--address" if address else f"where {run_dir} ran"
     click.echo(printable(f"sapo-launch: rerun of {run_dir} in {new_dir}, {target} ({why})"), err=True)
     sys.exit(run_plan(executor, launch, new_dir, fail_on_gates=fail_on_gates))
+
+
+def _ray_only(runtime_env: dict) -> str:
+    """What of a recorded runtime_env a run on this machine does without, for a sentence: `env_vars (A, B), pip,
+    py_modules`; "" when nothing. (The trainer runs with this machine's packages, in the recorded cwd, with the
+    plan's environment only.)"""
+    parts = []
+    for key, value in runtime_env.items():
+        if key == "env_vars" and isinstance(value, dict) and value:
+            parts.append(f"env_vars ({', '.join(sorted(value))})")
+        elif key != "env_vars" and value not in (None, [], {}, ""):
+            parts.append(key)
+    return ", ".join(parts)
 
 
 def _show(launch, filled: list[str], target: str) -> None:

@@ -198,6 +198,10 @@ def run(
     if launch.refusal:  # before the run directory is made: nothing of this run exists
         click.echo(printable(f"sapo-launch: refused: {launch.refusal}"), err=True)
         sys.exit(EXIT_REFUSED)
+    try:  # what the executor would be sent, checked before the run directory is made (metadata under our keys)
+        executor.describe(launch)
+    except executors.ExecutorError as exc:
+        raise click.UsageError(exc.message) from None
     from .. import rundir
     from ..versions import installed_versions
 

@@ -139,6 +139,8 @@ def _client_type():
     import requests
     from ray.job_submission import JobSubmissionClient
 
+    quiet_ray_logging()
+
     class Client(JobSubmissionClient):
         def __init__(self, address: str, timeout_s: float, run_dir: Path | None):
             self.timeout_s, self.run_dir = timeout_s, run_dir
@@ -206,6 +208,18 @@ def _client_type():
     return Client
 
 
+def quiet_ray_logging() -> None:
+    """Keep Ray's INFO lines (`Uploading package gcs://...`, `Ignoring upload to cluster for these files`) off the
+    user's terminal: the launcher says what it sends itself. Ray's `ray` logger has its own stderr handler, to which
+    its modules' loggers (some set to INFO) propagate: the handler itself is raised to WARNING."""
+    import logging
+
+    ray_logger = logging.getLogger("ray")
+    ray_logger.setLevel(logging.WARNING)
+    for handler in ray_logger.handlers:
+        handler.setLevel(logging.WARNING)
+
+
 @contextlib.contextmanager
 def given_address_only():
     """Ray's clients take $RAY_API_SERVER_ADDRESS or $RAY_ADDRESS over the address they are given
@@ -223,6 +237,7 @@ def cluster_nodes(address: str, timeout_s: float) -> list[dict[str, float]]:
     the same dashboard address)."""
     from ray.util.state import list_nodes
 
+    quiet_ray_logging()
     try:
         with given_address_only():
             nodes = list_nodes(

@@ -123,6 +123,11 @@ def resource_shortfall(plan: Plan, nodes: Iterable[dict[str, float]]) -> str | N
     if sum(counts) < needed * per_node:
         others = sum(int(resources.get(other, 0)) for resources in nodes) if other_kind else 0
         hint = f" (it has {others} {other}: pass --device {other_kind.name})" if other_kind and others else ""
+        if not sum(counts) and not others:
+            hint = (
+                f" (a cluster without {kind} runs only a trainer that needs none: trainer.n_gpus_per_node: 0, "
+                "with `# sapo-lint: noqa: TP014`)"
+            )
         return f"the cluster has {sum(counts)} {kind}, the recipe needs {needed * per_node} ({shape}){hint}"
     if sum(c // per_node for c in counts) < needed:
         return (
@@ -155,15 +160,16 @@ def job_request(
 ) -> dict:
     """The keyword arguments of Ray's `submit_job` for the plan, local directories not yet staged (`stage`): the
     version probe, then the trainer's command in its place (`job_entrypoint`); the runtime_env of `plan.ray` with
-    `working_dir` over its own, `excludes` after its own and the plan's environment (the recipe's `env:` always
-    wins) and the version probe's script over its env_vars; the launcher's metadata with the user's (which may not
-    set the launcher's keys); the submission id and the entrypoint's resources where given. Raises `RayJobError`
-    for user metadata under a launcher's key."""
+    `working_dir` over its own, `excludes` after its own (each pattern once) and the plan's environment (the
+    recipe's `env:` always wins) and the version probe's script over its env_vars; the launcher's metadata with the
+    user's (which may not set the launcher's keys); the submission id and the entrypoint's resources where given.
+    Raises `RayJobError` for user metadata under a launcher's key."""
     options = plan.ray
     runtime_env = dict(options.runtime_env)
     if working_dir is not None:
         runtime_env["working_dir"] = str(working_dir)
-    excludes = [*runtime_env.get("excludes", ()), *excludes]
+    # Once each, in order: a rerun's recorded excludes are its runtime_env's and the executor's again.
+    excludes = list(dict.fromkeys([*runtime_env.get("excludes", ()), *excludes]))
     if excludes:
         runtime_env["excludes"] = excludes
     runtime_env["env_vars"] = {
