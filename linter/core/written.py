@@ -10,6 +10,11 @@ from typing import NamedTuple
 
 from .overrides import format_value
 
+# A fix is written only on a line of at most this many characters: a record of an override keeps its line's text
+# around it, and a hostile file of 300,000 overrides on one 4 MB line would otherwise hold that line once per
+# override (quadratic memory); an override on a longer line gets its fix as a hint only.
+LONGEST_FIXABLE_LINE = 4096
+
 
 class Written(NamedTuple):
     """An override exactly as its file writes it, all on the line where it starts: the text a fix rewrites."""
@@ -56,6 +61,8 @@ def written_word(line: str, column: int, evaluated: str) -> Written | None:
     """The shell word at `column` (1-based) of a script's `line`, where it is literal: its quotes removed, it is
     `evaluated`, the argument bash passes. None where bash makes the argument of more than the text (a variable,
     a command substitution) or the word goes on past the line."""
+    if len(line) > LONGEST_FIXABLE_LINE:
+        return None
     line = line.rstrip("\r")
     start = column - 1
     end = shell_word_end(line, start)

@@ -20,7 +20,7 @@ from ..core.overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse
 from ..core.problems import DuplicateKey, InvalidYaml, ReadProblem, SchemaViolation, TooManyVariants, UnknownModel
 from ..core.redaction import REDACTED, is_secret_name
 from ..core.variants import collapse_variants, expand
-from ..core.written import Written
+from ..core.written import LONGEST_FIXABLE_LINE, Written
 from ..schema import SCHEMA_DIR
 from ..stack import Declared, ResolvedStack, resolve_stack
 from . import yaml_nodes
@@ -174,6 +174,8 @@ def _written_entry(lines: list[str], key_node: yaml.Node, value_node: yaml.Node)
     if not (start.line == value_start.line == end.line < len(lines) and start.column <= value_start.column):
         return None
     line = lines[start.line]
+    if len(line) > LONGEST_FIXABLE_LINE:
+        return None
     return Written(line[: start.column], line[start.column : end.column], line[end.column :], False)
 
 

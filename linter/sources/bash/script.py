@@ -43,7 +43,7 @@ from ...core.problems import (
     VariantsSampled,
 )
 from ...core.variants import MAX_VARIANTS, collapse_variants, expand
-from ...core.written import written_word
+from ...core.written import LONGEST_FIXABLE_LINE, written_word
 from ...engine import reaches_model_rules
 from ...schema import entrypoints, main_modules
 from ...stack import Declared, ResolvedStack, resolve_stack
@@ -225,8 +225,8 @@ def _located_override(
             loc, key_text, ParsedOverride(head.op, head.key, head.package, UNRESOLVED_VALUE), None, used, branches
         )
     if (text, loc) not in known:  # the same argument in every variant: parsed once
-        line = lines[loc.line - 1].decode("utf-8") if loc.line <= len(lines) else ""
-        written = written_word(line, loc.column, text)
+        raw = lines[loc.line - 1] if loc.line <= len(lines) else b""
+        written = written_word(raw.decode("utf-8"), loc.column, text) if len(raw) <= LONGEST_FIXABLE_LINE else None
         known[text, loc] = locate_override(text, loc, key_text)._replace(branches=branches, written=written)
     return known[text, loc]
 
