@@ -62,3 +62,22 @@ def test_values_are_quoted_for_the_file():
     word = written_word('    "a.b=[1, 2]" \\', 5, "a.b=[1, 2]")
     assert word is not None and (word.text, word.after) == ('"a.b=[1, 2]"', " \\")
     assert written_word("    a.b=$X \\", 5, "a.b=2") is None  # a value from a variable is not written as such
+
+
+def test_an_override_on_a_line_over_the_fixable_length_keeps_no_copy_of_it():
+    """An override's record holds its line's text around it only on a line of at most LONGEST_FIXABLE_LINE
+    characters: 300,000 overrides on one 4 MB line would hold that line once each (quadratic memory)."""
+    import yaml
+
+    from sapo_toolkit.linter.core.written import LONGEST_FIXABLE_LINE, written_word
+    from sapo_toolkit.linter.sources.recipe import _written_entry
+
+    words = " ".join(f"k{i}=1" for i in range(LONGEST_FIXABLE_LINE // 4))
+    assert len(words) > LONGEST_FIXABLE_LINE and written_word(words, 1, "k0=1") is None
+    assert written_word("    k0=1 \\", 5, "k0=1").text == "k0=1"
+    flow = "{" + ", ".join(f"k{i}: 1" for i in range(LONGEST_FIXABLE_LINE // 4)) + "}"
+    node = yaml.compose(flow)
+    key, value = node.value[0]
+    assert _written_entry([flow], key, value) is None
+    short = yaml.compose("{k0: 1}")
+    assert _written_entry(["{k0: 1}"], *short.value[0]).text == "k0: 1"
