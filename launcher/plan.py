@@ -31,6 +31,13 @@ METRICS_FILE = "metrics.jsonl"
 FILE_LOGGER_ENV = "VERL_FILE_LOGGER_PATH"
 # Where a value the launcher adds is reported in the lint output and the dry run.
 LAUNCHER = "sapo-launch"
+# verl's file logger opens VERL_FILE_LOGGER_PATH on the job's node without making its directory (verl 0.9.1
+# verl/utils/tracking.py FileLogger: `open(self.filepath, "wb")`): a run directory the node cannot see fails the run.
+UNSHARED_RUN_DIR = (
+    f"verl's file logger writes the run directory's {METRICS_FILE} from the job's node, and the trainer fails at "
+    "start where that directory does not exist there: put the runs directory on storage the cluster's nodes share "
+    "and pass --shared-runs-dir (this warning then goes)"
+)
 CHECKPOINT_KEY = "trainer.default_local_dir"  # where verl's trainer saves checkpoints and resumes from
 RUN_DIR_CHECKPOINTS = "checkpoints"  # the run directory's subdirectory, when checkpoints go there
 
@@ -83,6 +90,7 @@ class RayOptions:
     entrypoint_num_cpus: float | None = None
     entrypoint_num_gpus: float | None = None
     entrypoint_resources: dict = field(default_factory=dict)  # resource name -> amount
+    entrypoint_memory: int | None = None  # bytes, as Ray's `memory` resource counts them
 
 
 class Checkpoints(NamedTuple):
@@ -138,6 +146,7 @@ class Plan:
     ray: RayOptions = field(default_factory=RayOptions)  # for a Ray job
     checkpoints: Checkpoints | None = None  # None: not planned (a refused recipe, a run directory of older versions)
     refusal: str | None = None  # why the run cannot go where it is sent (one line with its hint); nothing starts
+    warnings: tuple[str, ...] = ()  # what may fail where the run goes, shown before it starts (`sapo-launch: warning:`)
 
     def env_dict(self) -> dict[str, str]:
         return dict(self.env)
@@ -387,6 +396,7 @@ def plan(
         ray=options,
         checkpoints=where,
         refusal=refusal,
+        warnings=(UNSHARED_RUN_DIR,) if on_cluster and not shared_runs_dir else (),
     )
 
 
@@ -483,6 +493,7 @@ def ray_options(block, given: RayOptions, cwd: str) -> RayOptions:
         given.submission_id,
         *(_given_or(given, block, key) for key in ("entrypoint_num_cpus", "entrypoint_num_gpus")),
         given.entrypoint_resources or dict(block.get("entrypoint_resources") or {}),
+        _given_or(given, block, "entrypoint_memory"),
     )
 
 

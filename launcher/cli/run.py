@@ -62,9 +62,10 @@ from .options import DEVICE, FAIL_ON_GATES, FORMAT, jobs_address
     "--address",
     metavar="URL",
     callback=jobs_address,
-    help="Submit to this Ray cluster's Jobs API (http://HEAD:8265) instead of running here; default $RAY_ADDRESS "
-    "when it is one (set for ray.init, `auto` or HOST:6379, it is not: the launch stays here). Each request waits "
-    "at most $SAPO_LAUNCH_RAY_TIMEOUT seconds (30). Needs `pip install 'sapo-toolkit[ray]'`.",
+    help="Submit to this Ray cluster's Jobs API (http://HEAD:8265) instead of running here; default "
+    "$RAY_API_SERVER_ADDRESS, else $RAY_ADDRESS, when it is one (set for ray.init, `auto` or HOST:6379, it is not: "
+    "the launch stays here). Each request waits at most $SAPO_LAUNCH_RAY_TIMEOUT seconds (30). Needs "
+    "`pip install 'sapo-toolkit[ray]'`.",
 )
 @click.option("--detach", is_flag=True, help="With --address: return once the job is submitted.")
 @click.option(
@@ -96,6 +97,12 @@ from .options import DEVICE, FAIL_ON_GATES, FORMAT, jobs_address
     "--entrypoint-num-gpus", type=click.FloatRange(min=0), metavar="N", help="With --address: GPUs for the trainer."
 )
 @click.option(
+    "--entrypoint-memory",
+    type=click.IntRange(min=0),
+    metavar="BYTES",
+    help="With --address: memory for the trainer, in bytes (as `ray job submit --entrypoint-memory`).",
+)
+@click.option(
     "--entrypoint-resources",
     metavar="JSON",
     help='With --address: custom resources for the trainer, a JSON object ({"NPU": 1}).',
@@ -121,6 +128,7 @@ def run(
     metadata,
     entrypoint_num_cpus,
     entrypoint_num_gpus,
+    entrypoint_memory,
     entrypoint_resources,
 ):
     """Lint RECIPE for the chosen variant with OVERRIDES (Hydra `key=value`), then run verl's trainer here, or on
@@ -148,6 +156,7 @@ def run(
         "--metadata": metadata,
         "--entrypoint-num-cpus": entrypoint_num_cpus,
         "--entrypoint-num-gpus": entrypoint_num_gpus,
+        "--entrypoint-memory": entrypoint_memory,
         "--entrypoint-resources": entrypoint_resources,
     }
     given = [flag for flag, value in ray_only.items() if value not in (None, False, ())]
@@ -160,6 +169,7 @@ def run(
         entrypoint_num_cpus,
         entrypoint_num_gpus,
         _resources(entrypoint_resources),
+        entrypoint_memory,
     )
     detected = devices.detect_device(None if device == "auto" else device, os.environ, devices.DEFAULT_PROBE)
     facts = Facts(
@@ -221,6 +231,8 @@ def run(
         click.echo(printable(f"sapo-launch: refused: the recipe has lint errors (run directory {run_dir})"), err=True)
         sys.exit(EXIT_REFUSED)
     click.echo(printable(f"sapo-launch: run directory {run_dir}"), err=True)
+    for warning in launch.warnings:
+        click.echo(printable(f"sapo-launch: warning: {warning}"), err=True)
     for note in notes:
         click.echo(printable(f"sapo-launch: {note}"), err=True)
     from ..execution import run as run_plan
@@ -271,17 +283,24 @@ def _resources(text: str | None) -> dict[str, float]:
 
 
 def _environment_address(environ) -> tuple[str | None, list[str]]:
-    """$RAY_ADDRESS as the default --address when it is a Jobs API URL; otherwise None, with a note that it was
-    ignored: verl users set it for `ray.init` (`auto`, `HOST:6379`), and a launch with it stays here."""
-    text = environ.get("RAY_ADDRESS")
-    if not text:
-        return None, []
-    from ..executors.ray_client import jobs_address, not_jobs_api, shown_address
+    """The default --address: $RAY_API_SERVER_ADDRESS (what `ray start` tells users to export for `ray job
+    submit`), then $RAY_ADDRESS, as Ray's job client takes them, the first that is a Jobs API URL; otherwise None,
+    with a note for each that was ignored: verl users set RAY_ADDRESS for `ray.init` (`auto`, `HOST:6379`), and a
+    launch with it stays here."""
+    from ..executors.ray_client import RAY_ADDRESS_VARIABLES, jobs_address, not_jobs_api, shown_address
 
-    why = not_jobs_api(text)
-    if why is None:
-        return jobs_address(text), []
-    return None, [f"RAY_ADDRESS={shown_address(text)} ignored: not a Jobs API address ({why}); the trainer runs here"]
+    notes = []
+    for name in RAY_ADDRESS_VARIABLES:
+        text = environ.get(name)
+        if not text:
+            continue
+        why = not_jobs_api(text)
+        if why is None:
+            return jobs_address(text), notes
+        notes.append(f"{name}={shown_address(text)} ignored: not a Jobs API address ({why})")
+    if notes:
+        notes[-1] += "; the trainer runs here"
+    return None, notes
 
 
 # How the dry run names who chose the checkpoint directory (`plan.Checkpoints.source`).
@@ -314,6 +333,7 @@ def _print_plan(launch, fmt: str, secret_env, notes: list[str], executor) -> Non
                     "variant": launch.variant,
                     "device": launch.device,
                     "notes": [*launch.notes, *notes],
+                    "warnings": list(launch.warnings),
                     "recipe_hash": launch.recipe_hash,
                     "lint": launch.lint.to_json(),
                     "checkpoints": launch.checkpoints._asdict() if launch.checkpoints else None,
@@ -342,6 +362,7 @@ def _print_plan(launch, fmt: str, secret_env, notes: list[str], executor) -> Non
     if described:
         lines.extend(described.lines)
     lines.extend(f"note     {n}" for n in (*launch.notes, *notes))
+    lines.extend(f"warning  {w}" for w in launch.warnings)
     lines.extend(d.text_line() for d in launch.lint.diagnostics)
     errors, warnings = launch.lint.count(Severity.ERROR), launch.lint.count(Severity.WARNING)
     lines.append(

@@ -399,6 +399,7 @@ def _asks(details) -> str:
         for name, amount in (
             ("CPU", getattr(details, "entrypoint_num_cpus", None)),
             ("GPU", getattr(details, "entrypoint_num_gpus", None)),
+            ("bytes of memory", getattr(details, "entrypoint_memory", None)),
             *(dict(getattr(details, "entrypoint_resources", None) or {}).items()),
         )
         if amount

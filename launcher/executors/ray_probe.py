@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..rundir import read_json, write_json
+from ..rundir import PLAN_FILE, read_json, write_json
 from ..versions import PACKAGES
 
 PROBE_MARKER = "sapo-launch:cluster "  # starts the version probe's line in a job's log
@@ -51,19 +51,39 @@ class ProbeLine:
         kept = []
         for line in lines:
             if line.startswith(PROBE_MARKER):
-                self._record(line[len(PROBE_MARKER) :])
+                kept.append(self._record(line[len(PROBE_MARKER) :]))
             else:
                 kept.append(line)
         return "".join(kept)
 
-    def _record(self, text: str) -> None:
+    def _record(self, text: str) -> str:
+        """Record the probe's `text` in environment.json; returns the warning line the log gets in its place ("" for
+        none): a verl trainer whose job sees no verl."""
         if self.run_dir is None:
-            return
+            return ""
         try:
             cluster = json.loads(text)
-        except ValueError:
-            return
+        except (ValueError, RecursionError):
+            return ""
+        if not isinstance(cluster, dict):
+            return ""
         environment = read_json(self.run_dir / ENVIRONMENT_FILE)
         if environment.get("cluster") != cluster:
             environment["cluster"] = cluster
             write_json(self.run_dir / ENVIRONMENT_FILE, environment)
+        return _missing_verl(self.run_dir, cluster)
+
+
+def _missing_verl(run_dir: Path, cluster: dict) -> str:
+    """The warning for a job whose python has no verl while the plan runs one of verl's modules (a team's wrapper
+    module is not judged: it may bring its own); "" otherwise."""
+    argv = read_json(run_dir / PLAN_FILE).get("argv") or []
+    module = argv[2] if len(argv) > 2 and isinstance(argv[2], str) else ""
+    versions = cluster.get("versions")
+    if not module.startswith("verl.") or not isinstance(versions, dict) or versions.get("verl"):
+        return ""
+    return (
+        f"sapo-launch: warning: the job's python ({cluster.get('python')}) on {cluster.get('host')} has no verl "
+        f"installed, so `python -m {module}` cannot start: install verl there, or ship it with the runtime_env "
+        "(pip or py_modules)\n"
+    )

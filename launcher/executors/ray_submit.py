@@ -144,6 +144,7 @@ def entrypoint_shortfall(plan: Plan, nodes: Iterable[dict[str, float]]) -> str |
     asked = {
         "CPU": options.entrypoint_num_cpus or 0,
         "GPU": options.entrypoint_num_gpus or 0,
+        "memory": options.entrypoint_memory or 0,
         **{str(name): amount for name, amount in (options.entrypoint_resources or {}).items()},
     }
     asked = {name: amount for name, amount in asked.items() if isinstance(amount, (int, float)) and amount > 0}
@@ -190,6 +191,7 @@ def job_request(
         "submission_id": options.submission_id,
         "entrypoint_num_cpus": options.entrypoint_num_cpus,
         "entrypoint_num_gpus": options.entrypoint_num_gpus,
+        "entrypoint_memory": options.entrypoint_memory,
         "entrypoint_resources": options.entrypoint_resources or None,
     }
     return {**request, **{key: value for key, value in given.items() if value is not None}}
