@@ -13,12 +13,12 @@ call or of `set --`. Then quoting, concatenation and word splitting on IFS (`wor
 from __future__ import annotations
 
 import re
-from functools import cache
 from typing import NamedTuple
 
 from ...core.diagnostics import Location
+from .arithmetic import ASSIGNING, BASED, DECIMAL, arithmetic_nodes, based, binary, integer, wrap
 from .markers import ARGUMENTS, NEVER_SET, markers, readable
-from .parse import node_location, parse
+from .parse import node_location
 from .words import DEFAULT_IFS, FieldBuilder, ansi_c, glob_regex, unescape, unescape_double_quoted
 
 # A value: a string, an array (its elements, None where an index is not set: bash's arrays are sparse), or None
@@ -181,7 +181,9 @@ class Expansion:
                         return None
                     stack.extend(kids[2:])
                 names.append(self.text(kids[0]))
-            elif t == "arithmetic_expansion" or (t == "command_substitution" and _arithmetic(self.text(x)) is not None):
+            elif t == "arithmetic_expansion" or (
+                t == "command_substitution" and arithmetic_nodes(self.text(x)) is not None
+            ):
                 return None
         return tuple(dict.fromkeys(names))
 
@@ -222,7 +224,9 @@ class Expansion:
             self._simple(n, b, quoted, split)
         elif t == "expansion":
             self._braced(n, b, quoted, split)
-        elif t == "arithmetic_expansion" or (t == "command_substitution" and _arithmetic(self.text(n)) is not None):
+        elif t == "arithmetic_expansion" or (
+            t == "command_substitution" and arithmetic_nodes(self.text(n)) is not None
+        ):
             v = self.arith_text(self.text(n))
             b.expanded(str(v) if v is not None else self.mark(self.text(n)), quoted, split)
         elif t in ("command_substitution", "process_substitution"):
@@ -531,7 +535,7 @@ class Expansion:
         """The value of `$(( ... ))` from a parse of its text on its own (see `parse._mask_nested_arithmetic`; inside
         `${V:-...}` tree-sitter-bash may also read it as a command substitution of a subshell); its assignments
         (`i++`, `n += 2`) take effect."""
-        parsed = _arithmetic(text)
+        parsed = arithmetic_nodes(text)
         if parsed is None:
             return None
         src, nodes = parsed
@@ -552,12 +556,12 @@ class Expansion:
             return None
         t = n.type
         if t == "number":
-            return _integer(self.text(n), base=0) if not _BASED.fullmatch(self.text(n)) else _based(self.text(n))
+            return integer(self.text(n), base=0) if not BASED.fullmatch(self.text(n)) else based(self.text(n))
         if t in ("variable_name", "word"):
             return self._arith_variable(self.text(n))
         if t in ("simple_expansion", "expansion", "string", "concatenation"):
             s = "".join(f for f, _ in self.word(n, split=False)).strip()
-            return _integer(s) if _DECIMAL.fullmatch(s) else None
+            return integer(s) if DECIMAL.fullmatch(s) else None
         if t == "parenthesized_expression":
             value = None
             for c in n.named_children:
@@ -568,11 +572,11 @@ class Expansion:
         if t == "binary_expression":
             op_node = n.child_by_field_name("operator")
             op = self.text(op_node) if op_node is not None else ""
-            if op in _ASSIGNING:
+            if op in ASSIGNING:
                 return self._arith_assign(n, op)
             # `1+1+...+1` is a left-deep chain: folded in a loop, not one recursion per term
             chain = []
-            while n.type == "binary_expression" and self._operator_text(n) not in _ASSIGNING:
+            while n.type == "binary_expression" and self._operator_text(n) not in ASSIGNING:
                 chain.append(n)
                 n = n.child_by_field_name("left")
             value = self.arith_value(n)
@@ -584,7 +588,7 @@ class Expansion:
                 right = self.arith_value(b.child_by_field_name("right"))
                 if value is None or right is None:
                     return None
-                value = _binary(op, value, right)
+                value = binary(op, value, right)
             return value
         if t == "ternary_expression":
             cond = self.arith_value(n.child_by_field_name("condition"))
@@ -605,8 +609,8 @@ class Expansion:
     def _arith_variable(self, name: str) -> int | None:
         """A variable in arithmetic: its value, itself evaluated as an expression (`X=1+2; $((X*2))` is 6); an unset
         or empty one is 0 once the script has set or unset it, unknown when it comes from the environment."""
-        if _DECIMAL.fullmatch(name):
-            return _integer(name)
+        if DECIMAL.fullmatch(name):
+            return integer(name)
         if not name.isidentifier():
             return None
         v = self.get(name)
@@ -620,8 +624,8 @@ class Expansion:
         s = s.strip()
         if not s:
             return 0
-        if _DECIMAL.fullmatch(s):
-            return _integer(s)
+        if DECIMAL.fullmatch(s):
+            return integer(s)
         if self.arith_nesting > 8:
             return None
         self.arith_nesting += 1
@@ -640,7 +644,7 @@ class Expansion:
             before = self._arith_variable(self.text(target))
             if before is None:
                 return None
-            after = _wrap(before + (1 if op == "++" else -1))
+            after = wrap(before + (1 if op == "++" else -1))
             self.set_var(self.text(target), str(after))
             return before if n.type == "postfix_expression" else after
         op = kids[0].type if kids else ""
@@ -648,7 +652,7 @@ class Expansion:
         if v is None:
             return None
         result = {"-": -v, "+": v, "!": int(not v), "~": ~v}.get(op)
-        return None if result is None else _wrap(result)
+        return None if result is None else wrap(result)
 
     def _arith_assign(self, n, op: str) -> int | None:
         left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
@@ -657,7 +661,7 @@ class Expansion:
         value = self.arith_value(right)
         if value is not None and op != "=":
             current = self._arith_variable(self.text(left))
-            value = None if current is None else _binary(op[:-1], current, value)
+            value = None if current is None else binary(op[:-1], current, value)
         name = self.text(left)
         self.set_var(name, str(value) if value is not None else self.mark(self.text(n)))
         return value
@@ -751,77 +755,3 @@ def _substring(offset: int, length: int | None):
         return s[start:end] if end >= start else ""
 
     return cut
-
-
-_DECIMAL = re.compile(r"-?[0-9]+")
-_BASED = re.compile(r"([0-9]+)#([0-9A-Za-z@_]+)")
-_ASSIGNING = ("=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^=")
-
-
-def _integer(text: str, base: int = 10) -> int | None:
-    """A bash integer constant, wrapped to 64 bits as bash reads it; None for what is not one, and for a decimal
-    beyond Python's int conversion limit (4,300 digits), which no real script writes."""
-    try:
-        if base == 0 and len(text) > 1 and text[0] == "0" and text[1:].isdigit():
-            return _wrap(int(text, 8))  # bash reads a leading 0 as octal
-        return _wrap(int(text, base))
-    except ValueError:
-        return None
-
-
-def _based(text: str) -> int | None:
-    """`BASE#DIGITS` (`16#ff`, `2#101`)."""
-    base, digits = text.split("#", 1)
-    try:
-        return _wrap(int(digits, int(base))) if 2 <= int(base) <= 36 else None
-    except ValueError:
-        return None
-
-
-def _wrap(v: int) -> int:
-    """`v` in bash's arithmetic: 64-bit two's complement."""
-    v &= (1 << 64) - 1
-    return v - (1 << 64) if v >= 1 << 63 else v
-
-
-def _binary(op: str, a: int, c: int) -> int | None:
-    """`a OP c` in bash's 64-bit arithmetic; None for an operator not evaluated or an error (division by zero)."""
-    if op in ("/", "%"):
-        if not c:
-            return None
-        q = abs(a) // abs(c) * (1 if (a < 0) == (c < 0) else -1)  # truncated toward zero, as in C
-        return _wrap(q if op == "/" else a - q * c)
-    if op == "**":
-        return _wrap(pow(a, c, 1 << 64)) if c >= 0 else None
-    if op in ("<<", ">>"):
-        return _wrap(a << (c & 63)) if op == "<<" else _wrap(a >> (c & 63))
-    fn = {
-        "+": a + c,
-        "-": a - c,
-        "*": a * c,
-        "<": int(a < c),
-        ">": int(a > c),
-        "<=": int(a <= c),
-        ">=": int(a >= c),
-        "==": int(a == c),
-        "!=": int(a != c),
-        "&&": int(bool(a and c)),
-        "||": int(bool(a or c)),
-        "&": a & c,
-        "|": a | c,
-        "^": a ^ c,
-    }.get(op)
-    return None if fn is None else _wrap(fn)
-
-
-@cache
-def _arithmetic(text: str):
-    """(source, expression nodes) of `$(( ... ))` text parsed on its own, or None when it is not arithmetic."""
-    if not (text.startswith("$((") and text.endswith("))")):
-        return None
-    src = b"echo " + text.encode("utf-8")
-    root = parse(src).root_node
-    value = root.named_children[0].named_children[-1] if root.named_children else None
-    if root.has_error or value is None or value.type != "arithmetic_expansion" or not value.named_children:
-        return None
-    return src, tuple(value.named_children)

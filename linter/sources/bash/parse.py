@@ -113,7 +113,7 @@ def _word_joins(src: bytes, root) -> list[int]:
 # `--` (`${V:-$(((a + b) * 2))}` is an ERROR; bash accepts it): it takes `$(` for a command substitution. The parser's
 # copy has the body of each `$((...))` nested in `${...}` replaced by `0` and blanks (line breaks kept), so every
 # node keeps its byte range and line; the interpreter evaluates every arithmetic expansion from its own text
-# parsed alone (`expansion._arithmetic`), where tree-sitter reads it right.
+# parsed alone (`arithmetic.arithmetic_nodes`), where tree-sitter reads it right.
 def _mask_nested_arithmetic(src: bytes) -> bytes:
     start = src.find(b"$((")
     if start < 0 or b"${" not in src:
