@@ -147,10 +147,11 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path, case):
         "bad plan": [run_dir],
         "bad recipe": ["--log", log, "--recipe", bad_recipe],
         "not a recipe": ["--log", log, "--recipe", log],
-        "unwritable": [run_dir, "-o", tmp_path / "no" / "r.md"],
+        "unwritable": [run_dir, "-o", tmp_path / "a-file" / "r.md"],  # a missing directory is made; a file is not one
     }[case]
     if case == "bad plan":
         (run_dir / "plan.json").write_text(json.dumps({"gates": [{"metric": "x", "trend": "up"}]}))
+    (tmp_path / "a-file").write_text("")
     proc = sapo_launch("report", *args)
     assert proc.returncode == 2, proc.stderr
     assert len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith("sapo-launch: "), proc.stderr
@@ -163,6 +164,6 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path, case):
         "bad plan": "plan.json: gates.0.trend",
         "bad recipe": "gates.0.over",
         "not a recipe": "not a recipe",
-        "unwritable": "cannot write",
+        "unwritable": "cannot make",
     }[case]
     assert expected in proc.stderr

@@ -287,7 +287,11 @@ def _environment_address(environ) -> tuple[str | None, list[str]]:
     submit`), then $RAY_ADDRESS, as Ray's job client takes them, the first that is a Jobs API URL; otherwise None,
     with a note for each that was ignored: verl users set RAY_ADDRESS for `ray.init` (`auto`, `HOST:6379`), and a
     launch with it stays here."""
-    from ..executors.ray_client import RAY_ADDRESS_VARIABLES, jobs_address, not_jobs_api, shown_address
+    from ..executors import RAY_ADDRESS_VARIABLES
+
+    if not any(environ.get(name) for name in RAY_ADDRESS_VARIABLES):
+        return None, []  # a local launch: Ray's client stays unimported
+    from ..executors.ray_client import jobs_address, not_jobs_api, shown_address
 
     notes = []
     for name in RAY_ADDRESS_VARIABLES:

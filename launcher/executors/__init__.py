@@ -53,6 +53,9 @@ NAME_KEY = "executor"  # summary.json's key for the name of the executor that ra
 # The file only one executor writes in a run directory, by its name. It names the executor of a run directory
 # written before names were recorded, and of any that holds it: a job record says where the run's job is.
 RECORD_FILES = {"ray": "job.json"}
+# Where a Ray cluster's Jobs API address may come from, in Ray's order: what `ray start` tells users to export for
+# `ray job submit`, then what `ray.init` reads (here so that a local launch reads them without importing Ray's client)
+RAY_ADDRESS_VARIABLES = ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS")
 # A run directory without summary.json was taken for a Ray job's (whose job.json is then missing: the error says so).
 WITHOUT_SUMMARY = "ray"
 

@@ -28,14 +28,13 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..plan import redact_urls
-from . import ExecutorError
+from . import RAY_ADDRESS_VARIABLES, ExecutorError
 from .ray_probe import ProbeLine
 
 TIMEOUT_ENV = "SAPO_LAUNCH_RAY_TIMEOUT"
 DEFAULT_TIMEOUT_S = 30.0
 # Ray's defaults for the ports that serve a cluster but not its Jobs API.
 NOT_JOBS_PORTS = {6379: "the GCS port, ray.init's", 10001: "the Ray Client server port"}
-RAY_ADDRESS_VARIABLES = ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS")
 STREAM_READ = 64 * 1024  # bytes of a streamed log read at a time
 
 
