@@ -101,6 +101,7 @@ def test_report_as_the_first_to_look_at_a_detached_run_asks_the_cluster(tmp_path
 # -- item 2: why a job never started ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # Ray sets up the runtime env before it fails: 90 s on 2 cores
 def test_a_runtime_env_that_cannot_be_set_up_says_why(tmp_path, ray_address):
     runtime_env = tmp_path / "runtime_env.yaml"
     runtime_env.write_text("pip:\n  packages: [no-such-package-sapo-35==9.9]\n  pip_install_options: [--no-index]\n")

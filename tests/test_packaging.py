@@ -89,6 +89,7 @@ def release(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow  # a real `python -m build` of the sdist and the wheel
 def test_the_release_holds_the_data_and_not_the_tests(release):
     (sdist,) = release.glob("sapo_toolkit-*.tar.gz")
     (wheel,) = release.glob("sapo_toolkit-*.whl")
@@ -108,6 +109,7 @@ def test_the_release_holds_the_data_and_not_the_tests(release):
     assert not any("/tests/" in name or "fixtures" in name for name in in_wheel)
 
 
+@pytest.mark.slow
 def test_twine_accepts_the_release(release):
     pytest.importorskip("twine", reason="twine is not installed (pip install '.[test]')")
     proc = subprocess.run(
