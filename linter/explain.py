@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import io
 import re
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .core.diagnostics import COMMAND_LINE
 from .core.printable import printable
+from .core.wrapping import wrap_prose
 from .estimate.inputs import GIB, WARN_FRACTION, gib_text
 from .estimate.plan import DEVICE_TERMS, HOST_TERMS, Estimate
 from .rules import FAMILIES
@@ -276,21 +276,15 @@ def _fmt(value: float) -> str:
 
 
 UNWRAPPED_WIDTH = 10_000  # the console's width where nothing is wrapped: wider than any line or table
-# A number and the word after it ("15.3 GiB", "8 x", "~61 s") are never split across lines: joined while a line is
-# wrapped by a character textwrap does not break at, a noncharacter that `printable` text never holds.
-_NUMBER_THEN_WORD = re.compile(r"(?<![\w.])(~?\d[\d.,]*%?) (?=\S)")
-_GLUE = "\uffff"
 
 
 def _wrapped(line: str, width: int | None) -> str:
-    """`line` wrapped at `width` between words, its continuation lines indented two columns deeper; whole for
-    None."""
+    """`line` wrapped at `width` between words (`core.wrapping`), its continuation lines indented two columns
+    deeper; whole for None."""
     if width is None or len(line) <= width:
         return line
     indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
-    glued = _NUMBER_THEN_WORD.sub(rf"\1{_GLUE}", line)
-    wrapped = textwrap.fill(glued, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
-    return wrapped.replace(_GLUE, " ")
+    return "\n".join(wrap_prose(line, width, indent=indent))
 
 
 def render_text(items: list[Item], title: str, color: bool = False, width: int | None = None) -> str:

@@ -11,6 +11,7 @@ from .core.diagnostics import COMMAND_LINE, FIX_LABEL, Applicability, Diagnostic
 from .core.printable import printable
 from .core.redaction import redact_line
 from .core.words import counted
+from .core.wrapping import wrap_prose
 from .report import Report
 from .sarif import render_sarif
 from .stack import ResolvedStack
@@ -148,22 +149,10 @@ def _excerpt(d: Diagnostic, report: Report) -> list[str]:
 
 def _wrapped(label: str, text: str, width: int | None) -> list[str]:
     """`label` then `text`, wrapped at `width` with later lines indented under the text; one line when `width` is
-    None. A number stays with its unit: only blanks that precede a letter-led word or a backtick break."""
+    None."""
     if width is None or len(label) + len(text) <= width:
         return [label + text]
-    import textwrap
-
-    indent = " " * len(label)
-    glued = re.sub(r"(?<=\d) (?=[A-Za-z%]{1,3}\b)", "\u00a0", text)  # `15.3 GiB`, `898 s` never split
-    lines = textwrap.wrap(
-        glued,
-        width=max(width, len(label) + 20),
-        initial_indent=label,
-        subsequent_indent=indent,
-        break_long_words=False,
-        break_on_hyphens=False,
-    )
-    return [line.replace("\u00a0", " ") for line in lines]
+    return wrap_prose(text, max(width, len(label) + 20), first_indent=label, indent=" " * len(label))
 
 
 def _footer(report: Report) -> list[str]:
