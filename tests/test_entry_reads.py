@@ -102,7 +102,7 @@ def test_sl003_dapo_reward_under_main_ppo_of_verl_0_9_1_is_never_read(lint_text)
     (found,) = only(lint_text('verl: "0.9.1"\n' + DAPO), "SL003")  # one per node, the other keys related
     assert found.location.line == 7 and [r.line for r in found.related] == [8] and found.severity == "error"
     message = found.message
-    assert message.startswith("`reward_model.reward_manager` and 1 more key under `reward_model`"), message
+    assert message.startswith("`reward_model.reward_manager` and 1 more key are never read: "), message
     assert f"`{PPO}` of verl 0.9.1 never reads `reward_model` (only `{ASYNC}` does)" in message, message
     assert "Removed or renamed since verl 0.8.0: `verl.trainer.main_ppo` reads `reward_model` there" in message
 

@@ -71,7 +71,8 @@ def unread_node_finding(ctx: LintContext, node: str, overrides: list) -> Finding
     others = ", ".join(f"`{m}`" for m in sorted(readers))
     return Finding(
         first,
-        f"{keys} under `{node}`: `{module}` of verl {ctx.snapshot.label} never reads `{node}` (only {others} "
+        f"{keys} {'are' if more else 'is'} never read: `{module}` of verl {ctx.snapshot.label} never reads "
+        f"`{node}` (only {others} "
         f"{'does' if len(readers) == 1 else 'do'}), so Hydra composes "
         f"{'them and they are' if more else 'it and it is'} silently ignored"
         f"{' (it turns something off, so nothing is lost)' if harmless else ''}."
