@@ -1,10 +1,12 @@
 """The run directory: everything needed to see what ran and to run it again, each file written atomically. Its name
-is the recipe's and the UTC second of the launch; launches of one recipe in the same second get `-2`, `-3`, ...
-(created with mkdir, which fails on an existing directory: no two launches share one).
+is the recipe's, then the run's own when it has one (`--name`), and the UTC second of the launch; launches of one
+recipe in the same second get `-2`, `-3`, ... (created with mkdir, which fails on an existing directory: no two
+launches share one).
 
 recipe.resolved.yaml  the chosen variant: entrypoint, config, overrides, env (secrets redacted)
 plan.json             argv, env (redacted), cwd, variant, recipe hash, notes, the secret names, where the run's
-                      checkpoints go (`checkpoints`: dir, source, root; `plan.Checkpoints`)
+                      checkpoints go (`checkpoints`: dir, source, root; `plan.Checkpoints`), what the user calls
+                      the run (`run_name`, `tags`: `Labels`)
 environment.json      python, installed versions, device, host, git revision of the recipe's repository; for a Ray
                       job, `cluster`: the versions the job itself saw (executors/ray_probe.py, the version probe)
 lint.json             the lint report that gated the launch
@@ -28,6 +30,7 @@ import platform
 import socket
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 from sapo_toolkit.atomicio import write_atomically
 
@@ -51,11 +54,32 @@ def write_json(path: Path, data: dict) -> None:
     write_atomically(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
-def plan_json(plan: Plan, secret_env: Iterable[str] = ()) -> dict:
+class Labels(NamedTuple):
+    """What the user calls a run (`--name`, `--tag`), as plan.json records them (`run_name`, `tags`)."""
+
+    name: str | None = None
+    tags: tuple[str, ...] = ()
+
+    @classmethod
+    def recorded(cls, plan: dict) -> Labels:
+        """The labels a plan.json (as read) records; none in run directories of older versions."""
+        name, tags = plan.get("run_name"), plan.get("tags")
+        return cls(
+            name if isinstance(name, str) else None,
+            tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else (),
+        )
+
+
+UNLABELLED = Labels()
+
+
+def plan_json(plan: Plan, secret_env: Iterable[str] = (), labels: Labels = UNLABELLED) -> dict:
     """plan.json: the plan, its environment redacted (`plan.redact`); `secret_env` records the names `--secret-env`
     gave and those whose values hold a URL's credentials, which `rerun` takes from the environment."""
     secret_env = (*secret_env, *credential_names(plan.env_dict()))
     return {
+        "run_name": labels.name,
+        "tags": list(labels.tags),
         "recipe": plan.recipe_path,
         "name": plan.name,
         "variant": plan.variant,
@@ -82,10 +106,11 @@ def ray_options_json(options: RayOptions, secret_env: Iterable[str] = ()) -> dic
     return redact_keys(dataclasses.asdict(options), secret_env)
 
 
-def create(plan: Plan, environment: dict, secret_env: Iterable[str] = ()) -> Path:
-    """Make the run directory and write what is known before the trainer starts. When `plan.run_dir` exists (a
-    launch of the same recipe in the same second), the first free `<run_dir>-N` is made instead, and the plan's
-    run_dir, file logger path and checkpoint directory (when named after the run directory) are changed to it."""
+def create(plan: Plan, environment: dict, secret_env: Iterable[str] = (), labels: Labels = UNLABELLED) -> Path:
+    """Make the run directory and write what is known before the trainer starts (`labels`: the run's name and
+    tags). When `plan.run_dir` exists (a launch of the same recipe in the same second), the first free
+    `<run_dir>-N` is made instead, and the plan's run_dir, file logger path and checkpoint directory (when named
+    after the run directory) are changed to it."""
     import yaml
 
     run_dir = _make_unique(Path(plan.run_dir))
@@ -98,7 +123,7 @@ def create(plan: Plan, environment: dict, secret_env: Iterable[str] = ()) -> Pat
         run_dir / "recipe.resolved.yaml",
         f"# recipe sha256 {plan.recipe_hash}\n" + yaml.safe_dump(resolved, sort_keys=False),
     )
-    write_json(run_dir / PLAN_FILE, plan_json(plan, secret_env))
+    write_json(run_dir / PLAN_FILE, plan_json(plan, secret_env, labels))
     write_json(run_dir / "environment.json", environment)
     write_json(run_dir / "lint.json", plan.lint.to_json())
     return run_dir

@@ -16,7 +16,7 @@ from sapo_toolkit.linter.core.printable import printable
 from sapo_toolkit.linter.core.words import counted
 
 from ..rundir import EXIT_REFUSED
-from .options import DEVICE, FAIL_ON_GATES, FORMAT, jobs_address
+from .options import DEVICE, FAIL_ON_GATES, FORMAT, HEADERS, RUN_NAME, RUNS_DIR, TAGS, VERIFY, jobs_address
 
 
 @click.command("run", context_settings={"ignore_unknown_options": False})
@@ -34,10 +34,12 @@ from .options import DEVICE, FAIL_ON_GATES, FORMAT, jobs_address
 @click.option(
     "--runs-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("runs"),
+    default=RUNS_DIR,
     show_default=True,
     help="Where run directories are created.",
 )
+@RUN_NAME
+@TAGS
 @click.option(
     "--secret-env",
     multiple=True,
@@ -67,6 +69,8 @@ from .options import DEVICE, FAIL_ON_GATES, FORMAT, jobs_address
     "the launch stays here). Each request waits at most $SAPO_LAUNCH_RAY_TIMEOUT seconds (30). Needs "
     "`pip install 'sapo-toolkit[ray]'`.",
 )
+@HEADERS
+@VERIFY
 @click.option("--detach", is_flag=True, help="With --address: return once the job is submitted.")
 @click.option(
     "--working-dir",
@@ -116,11 +120,15 @@ def run(
     dry_run,
     fmt,
     runs_dir,
+    run_name,
+    tags,
     secret_env,
     fail_on_gates,
     checkpoints,
     shared_runs_dir,
     address,
+    headers,
+    verify,
     detach,
     working_dir,
     runtime_env_file,
@@ -160,6 +168,8 @@ def run(
         "--entrypoint-resources": entrypoint_resources,
     }
     given = [flag for flag, value in ray_only.items() if value not in (None, False, ())]
+    source = click.get_current_context().get_parameter_source
+    given += [f"--{name}" for name in ("headers", "verify") if source(name) == click.core.ParameterSource.COMMANDLINE]
     if not address and given:
         raise click.UsageError(f"{', '.join(given)} need{'s' if len(given) == 1 else ''} --address (a Ray cluster)")
     ray = RayOptions(
@@ -199,9 +209,12 @@ def run(
     except (PlanError, SettingsError, UnreadableFile) as exc:
         hint = "" if detected.kind else f" (no device detected: {detected.how}; pass --device npu|gpu)"
         raise click.UsageError(f"{exc}{hint}") from None
+    if run_name:
+        launch.move_to(_named_run_dir(launch, run_name, facts.now))
     from .. import executors
 
-    executor = executors.create(executors.named(address), executors.Options(address, tuple(secret_env)))
+    options = executors.Options(address, tuple(secret_env), headers, verify)
+    executor = executors.create(executors.named(address), options)
     if dry_run:
         _print_plan(launch, fmt, secret_env, notes, executor)
         sys.exit(EXIT_REFUSED if launch.lint.refuses or launch.refusal else 0)
@@ -216,7 +229,7 @@ def run(
     from ..versions import installed_versions
 
     environment = rundir.environment_facts(recipe, detected.kind, detected.count, installed_versions())
-    run_dir = rundir.create(launch, environment, secret_env)
+    run_dir = rundir.create(launch, environment, secret_env, rundir.Labels(run_name, tags))
     _print_lint(launch)
     if launch.lint.refuses:
         rundir.write_json(
@@ -238,6 +251,14 @@ def run(
     from ..execution import run as run_plan
 
     sys.exit(run_plan(executor, launch, run_dir, fail_on_gates=fail_on_gates, detach=detach))
+
+
+def _named_run_dir(launch, run_name: str, now: datetime) -> str:
+    """The run directory of a run the user named: `<recipe's name>-<run's name>-<UTC time>`, beside the one the
+    plan made."""
+    from ..plan import run_dir_name
+
+    return str(Path(launch.run_dir).with_name(run_dir_name(f"{launch.name}-{run_name}", now)))
 
 
 def _runtime_env(path: Path | None, working_dir: Path | None) -> dict:
