@@ -153,15 +153,18 @@ class Plan:
 
     def move_to(self, run_dir: str) -> None:
         """Make `run_dir` the plan's run directory (a launch in the same second got `-N`; a rerun its own): the file
-        logger's path and a checkpoint directory named after the run directory follow it, in the argv too."""
+        logger's path and a checkpoint directory named after the run directory follow it, in the argv and in the
+        resolved recipe's overrides too."""
         self.run_dir = run_dir
         self.env = tuple((k, str(Path(run_dir, METRICS_FILE)) if k == FILE_LOGGER_ENV else v) for k, v in self.env)
         if self.checkpoints is None:
             return
         moved = self.checkpoints.for_run_dir(run_dir)
         if moved.dir != self.checkpoints.dir:
-            old = checkpoint_override(self.checkpoints.dir)
-            self.argv = tuple(checkpoint_override(moved.dir) if a == old else a for a in self.argv)
+            old, new = checkpoint_override(self.checkpoints.dir), checkpoint_override(moved.dir)
+            self.argv = tuple(new if a == old else a for a in self.argv)
+            if "overrides" in self.resolved:
+                self.resolved["overrides"] = [new if a == old else a for a in self.resolved["overrides"]]
         self.checkpoints = moved
 
 
