@@ -42,6 +42,7 @@ from sapo_toolkit.linter.core.printable import printable
 
 from .executors import NAME_KEY, Executor, ExecutorError, Record, Refused
 from .gates import Gate, GateError, Verdict, gate_exit_code, gates_json, parse_gates, unmet
+from .lineage import described, judged_over_curve
 from .live import LiveMonitor, judge
 from .metrics import READ_CHUNK, MetricsWatcher, kept
 from .plan import METRICS_FILE, Plan
@@ -127,7 +128,13 @@ def follow(
     also when following fails after it ended; then the closing line is printed. A run whose end another process
     recorded is shown as recorded (judged here only if nobody judged it); a run left running (following stopped)
     keeps its summary as it was, and metrics.jsonl untouched."""
-    monitor = LiveMonitor(run_dir / METRICS_FILE, total_steps, gates, terminal or sys.stdout.buffer)
+    monitor = LiveMonitor(
+        run_dir / METRICS_FILE,
+        total_steps,
+        gates,
+        terminal or sys.stdout.buffer,
+        over_curve=lambda status, own: judged_over_curve(run_dir, gates, status, own),
+    )
     ended: list[dict] = []
 
     def record(**outcome) -> dict:
@@ -194,11 +201,13 @@ def conclude(run_dir: Path) -> dict:
 
 def status(executor: Executor, run_dir: Path) -> int:
     """`sapo-launch status RUN_DIR`: the executor prints the run's status (and records an end it finds), then the
-    run is concluded if it has ended, and a run that succeeded while gates held against it gets a second line,
-    `gates failed: NAME, ...`. Exit: the executor's (0 while the run goes), or for a run that succeeded the code
-    its gates give."""
+    run is concluded if it has ended; a line for each link to another run and for the whole curve of a resumed one
+    (`lineage.described`), and a run that succeeded while gates held against it gets `gates failed: NAME, ...`.
+    Exit: the executor's (0 while the run goes), or for a run that succeeded the code its gates give."""
     code = executor.status(run_dir, recorder(run_dir))
     summary = conclude(run_dir)
+    for line in described(run_dir):
+        print(printable(line))
     if summary.get("status") != "succeeded":
         return code
     failed = unmet(summary.get("gates") or {})
@@ -291,7 +300,8 @@ def _record(run_dir: Path, outcome: dict, verdicts_for: Callable[[str | None], t
 
 
 def _judged_on_files(run_dir: Path, status: str | None) -> tuple[Verdict, ...]:
-    """The gates plan.json records, judged on the run's log (train.log) and the file logger's metrics.jsonl."""
+    """The gates plan.json records, judged on the run's log (train.log) and the file logger's metrics.jsonl (once
+    it is completed: a resumed run's over its whole curve)."""
     gates, _ = _recorded_plan(run_dir)
     watcher = MetricsWatcher(run_dir / METRICS_FILE, kept(g.metric for g in gates))
     try:
@@ -300,7 +310,7 @@ def _judged_on_files(run_dir: Path, status: str | None) -> tuple[Verdict, ...]:
                 watcher.feed(chunk)
     except FileNotFoundError:  # the run never started, or its log was not kept
         pass
-    return judge(watcher, gates, status)
+    return judged_over_curve(run_dir, gates, status, judge(watcher, gates, status))
 
 
 def _recorded_plan(run_dir: Path) -> tuple[tuple[Gate, ...], int | None]:

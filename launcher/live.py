@@ -3,7 +3,8 @@ it reaches the terminal, its metrics feed a `MetricsWatcher` (which also polls t
 bounds are checked as readings arrive (a broken one is reported at once, once), and a progress view shows the step
 of `total_steps`, the ETA and the latest throughput and reward. `message` shows a line of the launcher's own (a
 stop notice) in the view. Once the run has ended, `finish` judges the gates (`judge`: metrics.jsonl completed,
-verdicts as they stand for how the run ended), shows the verdicts and closes the view; `close` closes it without
+verdicts as they stand for how the run ended; a resumed run's over its whole curve, through `over_curve`), shows the
+verdicts and closes the view; `close` closes it without
 judging (following stopped, the run goes on). The last progress line has no ETA.
 
 On a TTY the view is a rich progress bar and the trainer's lines and the launcher's messages are printed above it
@@ -253,8 +254,17 @@ def judge(watcher: MetricsWatcher, gates: tuple[Gate, ...], run_status: str | No
     return judged(evaluate(gates, watcher.table), run_status)
 
 
+# How a run's verdicts are judged over the whole curve it ends (`lineage.judged_over_curve`), given how it ended and
+# the verdicts on its own metrics; a run that continues none keeps its own.
+OverCurve = Callable[[str | None, tuple[Verdict, ...]], tuple[Verdict, ...]]
+
+
+def _own(_status: str | None, verdicts: tuple[Verdict, ...]) -> tuple[Verdict, ...]:
+    return verdicts
+
+
 class LiveMonitor:
-    __slots__ = ("_first", "_live", "_polled_at", "clock", "gates", "total_steps", "view", "watcher")
+    __slots__ = ("_first", "_live", "_polled_at", "clock", "gates", "over_curve", "total_steps", "view", "watcher")
 
     def __init__(
         self,
@@ -264,9 +274,10 @@ class LiveMonitor:
         terminal: BinaryIO,
         messages: TextIO | None = None,
         clock: Callable[[], float] = time.monotonic,
+        over_curve: OverCurve = _own,
     ):
         self.watcher = MetricsWatcher(metrics_path, kept([THROUGHPUT, REWARD, *(g.metric for g in gates)]))
-        self.gates, self.total_steps, self.clock = gates, total_steps, clock
+        self.gates, self.total_steps, self.clock, self.over_curve = gates, total_steps, clock, over_curve
         self.view = (
             RichView(terminal, total_steps) if terminal.isatty() else PlainView(terminal, messages or sys.stderr, clock)
         )
@@ -290,7 +301,7 @@ class LiveMonitor:
     def finish(self, run_status: str | None = None) -> tuple[Verdict, ...]:
         """The run has ended (`run_status` as `judge` takes it): judge the gates, show the verdicts, close."""
         self._update(self.watcher.close())
-        verdicts = judge(self.watcher, self.gates, run_status)
+        verdicts = self.over_curve(run_status, judge(self.watcher, self.gates, run_status))
         for verdict in verdicts:
             self.message(f"gate {verdict.status}: {verdict.gate.name}: {verdict.reason}")
         self.close()
