@@ -100,7 +100,8 @@ class Checkpoints(NamedTuple):
     - `checkpoints`: the recipe's `checkpoints:` setting or `--checkpoints`, `root`; the run's own directory is
       `<root>/<run directory's name>`;
     - `run_dir`: the run directory's `checkpoints/` (a run here, or on a cluster with `--shared-runs-dir`);
-    - `verl`: verl's relative default, which resolves in the job's working directory on the cluster (`dir` None).
+    - `verl`: verl's relative default, which resolves in the job's working directory on the cluster (`dir` None);
+    - `resume`: the directory of the run a resume continues (`replay.resume_from`), kept by its reruns.
     For `checkpoints` and `run_dir` the directory follows the run directory's name: a rerun's is its own."""
 
     dir: str | None  # absolute; None where it is relative to a directory on the cluster

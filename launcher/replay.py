@@ -1,10 +1,17 @@
-"""`sapo-launch rerun RUN_DIR`: the plan a run directory records, replayed in a new run directory, where it ran.
+"""`sapo-launch rerun RUN_DIR` and `resume RUN_DIR`: the plan a run directory records, replayed in a new run
+directory, where it ran.
 
 The argv, working directory and environment are taken as recorded, not re-planned from the recipe (which may have
 changed since); variables that were redacted are read from the current environment, and a run the lint gate
-refused is not replayed. A rerun is a new run: a checkpoint directory the launcher named after the run directory
-(`plan.Checkpoints`: under `checkpoints:`, or the run directory's) is the new run's own, so it never resumes the
-recorded run's checkpoints; a trainer.default_local_dir the recipe sets is kept, as the user wrote it.
+refused is not replayed. `KEY=VALUE` overrides given to the rerun (Hydra's grammar) replace the recorded override
+of the same key or follow the others (`with_overrides`); plan.json records them as `overrides`. The checkpoint
+directory is the launcher's to set (`trainer.default_local_dir` is refused as an override).
+
+A rerun is a new run: a checkpoint directory the launcher named after the run directory (`plan.Checkpoints`: under
+`checkpoints:`, or the run directory's) is the new run's own, so it never resumes the recorded run's checkpoints; a
+trainer.default_local_dir the recipe sets is kept, as the user wrote it. A resume (`resume_from`) continues the
+recorded run: its checkpoint directory, and verl's resume mode set to the checkpoint found there (`lineage.Resume`,
+linked both ways). A rerun of a resumed run continues the same run from the same step, as recorded.
 
 A run directory is trusted only when it is the user's own, as ssh's StrictModes decides: the directory and every file
 the rerun reads must be owned by the user and writable by no one else (a `plan.json` another user rewrote would run
@@ -23,7 +30,7 @@ import json
 import os
 import shutil
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
@@ -31,10 +38,34 @@ from typing import NamedTuple
 import yaml
 
 from sapo_toolkit.atomicio import read_regular
+from sapo_toolkit.linter.api import command_line_overrides
+from sapo_toolkit.linter.core.overrides import format_override
 
-from .plan import REDACTED, Checkpoints, LintReport, Plan, RayOptions, is_secret, run_dir_name
-from .rundir import PLAN_FILE, SUMMARY_FILE, create, environment_facts, read_json, write_json
+from .lineage import RESUME_KEY, Resume, link
+from .plan import (
+    CHECKPOINT_KEY,
+    REDACTED,
+    Checkpoints,
+    LintReport,
+    Plan,
+    RayOptions,
+    checkpoint_override,
+    is_secret,
+    run_dir_name,
+)
+from .rundir import PLAN_FILE, SUMMARY_FILE, UNLABELLED, Labels, create, environment_facts, read_json, write_json
 from .versions import installed_versions
+
+# verl's resume settings (trainer.resume_mode: auto | disable | resume_path; resume_from_path: a `global_step_N`
+# folder, which verl asserts), the same in every verl from 0.4.1 to 0.10.0.dev (ray_trainer.py `_load_checkpoint`)
+RESUME_MODE_KEY = "trainer.resume_mode"
+RESUME_PATH_KEY = "trainer.resume_from_path"
+RESUME_SETTINGS = frozenset((RESUME_MODE_KEY, RESUME_PATH_KEY))
+# verl's checkpoint tracker in trainer.default_local_dir: the last step saved (checkpoint_manager.py), and the
+# folder of each step's checkpoint
+TRACKER_FILE = "latest_checkpointed_iteration.txt"
+STEP_FOLDER = "global_step_{}"
+MAX_TRACKER_BYTES = 64
 
 
 class ReplayError(Exception):
@@ -105,26 +136,129 @@ def _ray_options(recorded: dict | None, environ: Mapping[str, str], run_dir: Pat
     return RayOptions(**{**recorded, "runtime_env": runtime_env, "submission_id": None})
 
 
-def _checkpoints(recorded) -> Checkpoints | None:
-    """The checkpoint directory plan.json records (none in run directories of older versions)."""
+def plan_checkpoints(recorded: dict) -> Checkpoints | None:
+    """The checkpoint directory a plan.json (as read) records (none in run directories of older versions)."""
+    checkpoints = recorded.get("checkpoints")
     try:
-        return Checkpoints(**recorded) if isinstance(recorded, dict) else None
+        return Checkpoints(**checkpoints) if isinstance(checkpoints, dict) else None
     except TypeError:
-        raise ReplayError(f"plan.json's checkpoints is not what sapo-launch writes: {recorded}") from None
+        raise ReplayError(f"plan.json's checkpoints is not what sapo-launch writes: {checkpoints}") from None
 
 
 class Replay(NamedTuple):
-    """What a rerun will run, before anything is written: the plan (its run directory not made yet), the names
-    filled from the environment, and the plan.json it came from."""
+    """What a rerun or a resume will run, before anything is written: the plan (its run directory not made yet),
+    the names filled from the environment, the recorded run it came from (its checkpoint directory and labels),
+    the overrides given to it, and what the new run continues (None: nothing)."""
 
     plan: Plan
     filled: list[str]
     secret_env: list[str]
     run_dir: Path
+    checkpoints: Checkpoints | None = None
+    labels: Labels = UNLABELLED
+    overrides: tuple[str, ...] = ()
+    resume: Resume | None = None
 
 
-def load_replay(run_dir: Path, runs_dir: Path, now: datetime, environ: Mapping[str, str]) -> Replay:
-    """The plan RUN_DIR records, to run again in a new run directory under `runs_dir`. Raises `ReplayError`."""
+def with_overrides(argv: tuple[str, ...], texts: Iterable[str]) -> tuple[str, ...]:
+    """The trainer's argv with each `KEY=VALUE` of `texts` (Hydra's grammar) in place of its override of the same
+    key, else after the others. Raises `ReplayError` for a text Hydra cannot read, and for the checkpoint
+    directory, which is the launcher's to set."""
+    texts = tuple(texts)
+    for override in command_line_overrides(texts):
+        if override.parsed is None:
+            raise ReplayError(f"{override.syntax_error} (a KEY=VALUE override)")
+        if override.parsed.key == CHECKPOINT_KEY:
+            raise ReplayError(
+                f"{CHECKPOINT_KEY} is not an override of a rerun or a resume: a rerun saves in its own directory, a "
+                "resume in the resumed run's; launch the recipe with it (or with --checkpoints DIR) instead"
+            )
+    return _overridden(argv, texts)
+
+
+def _overridden(argv: tuple[str, ...], texts: tuple[str, ...]) -> tuple[str, ...]:
+    """`with_overrides` of overrides known to be valid."""
+    keys = {_key(o) for o in command_line_overrides(texts)}
+    start = argv.index("--config-name") + 2  # `python -m MODULE --config-name NAME`, then the overrides
+    recorded = argv[start:]
+    kept = [text for text, o in zip(recorded, command_line_overrides(recorded), strict=True) if _key(o) not in keys]
+    return (*argv[:start], *kept, *texts)
+
+
+def _key(override) -> tuple:
+    """What makes two overrides set the same thing: the key and its package."""
+    return (override.parsed.key, override.parsed.package) if override.parsed else (override.key_text, None)
+
+
+def resume_from(
+    plan: Plan,
+    parent: Path,
+    checkpoints: Checkpoints | None,
+    *,
+    visible: bool,
+    restart: tuple[int, str] | None = None,
+) -> Resume:
+    """Make `plan` (moved to its own run directory) continue PARENT, whose checkpoint directory is `checkpoints`
+    (as PARENT's plan.json records it): verl saves in that directory still (a curve's checkpoints stay in one),
+    and resumes from what it holds:
+
+    - a checkpoint there (verl's tracker names its step N): `resume_mode=resume_path`, `resume_from_path` the step's
+      `global_step_N` folder (which must exist): the step is pinned and recorded;
+    - nothing saved there (the directory holds no tracker, or it is missing where the trainer would see it here:
+      `visible`, a run on this machine): `ReplayError`; a restart (`restart`: its attempt number and cluster
+      reason, `restarts.py`) starts over in it instead (step 0, `resume_mode=auto`);
+    - a directory missing here on a cluster (storage only its nodes see): `resume_mode=auto`, and verl resumes from
+      the latest checkpoint it finds there (the step unknown until the run logs one).
+
+    Returns what plan.json records; raises `ReplayError` when there is nothing to resume from."""
+    directory = checkpoints.dir if checkpoints is not None else None
+    if directory is None:
+        raise ReplayError(
+            f"{parent} records no checkpoint directory of its own (verl's relative default, or a run directory of "
+            f"an older version): nothing to resume from; `sapo-launch rerun {parent}` starts it over"
+        )
+    here = Path(directory).is_dir()
+    step = _saved_step(Path(directory)) if here else None
+    if step is None and (here or visible):
+        if restart is None:
+            raise ReplayError(
+                f"{directory} holds no checkpoint (no {TRACKER_FILE}: verl saves one every trainer.save_freq steps, "
+                f"by default never): nothing to resume from; `sapo-launch rerun {parent}` starts it over"
+            )
+        step = 0
+    mode = "resume_path" if step else "auto"
+    settings = [checkpoint_override(directory), format_override("set", RESUME_MODE_KEY, mode)]
+    if step:
+        settings.append(format_override("set", RESUME_PATH_KEY, str(Path(directory, STEP_FOLDER.format(step)))))
+    plan.argv = _overridden(plan.argv, tuple(settings))
+    plan.checkpoints = Checkpoints(directory, "resume")
+    attempt, reason = restart if restart is not None else (None, None)
+    return Resume(str(Path(parent).absolute()), directory, step, mode, attempt, reason)
+
+
+def _saved_step(directory: Path) -> int | None:
+    """The last step verl saved in `directory` (its tracker file); None when it saved none. Raises `ReplayError`
+    for a tracker that names no step, or a step whose folder is gone."""
+    tracker = directory / TRACKER_FILE
+    try:
+        text = read_regular(tracker, MAX_TRACKER_BYTES).decode("ascii").strip()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReplayError(f"{tracker} cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
+    if not text.isdigit():
+        raise ReplayError(f"{tracker} names no step: {text[:20]!r}")
+    step = int(text)
+    if not (directory / STEP_FOLDER.format(step)).is_dir():
+        raise ReplayError(f"{directory / STEP_FOLDER.format(step)} is missing, the step {TRACKER_FILE} names")
+    return step
+
+
+def load_replay(
+    run_dir: Path, runs_dir: Path, now: datetime, environ: Mapping[str, str], overrides: Iterable[str] = ()
+) -> Replay:
+    """The plan RUN_DIR records, to run again in a new run directory under `runs_dir`, with `overrides`. Raises
+    `ReplayError`."""
     try:
         recorded = json.loads(trusted_text(run_dir / PLAN_FILE))
         summary = json.loads(trusted_text(run_dir / SUMMARY_FILE))
@@ -138,6 +272,7 @@ def load_replay(run_dir: Path, runs_dir: Path, now: datetime, environ: Mapping[s
     env = _unredacted(recorded["env"], environ, run_dir, secrets)
     new_dir = Path(runs_dir).absolute() / run_dir_name(recorded["name"], now)
     recipe = Path(recorded["cwd"], recorded["recipe"])  # relative in run directories of older versions
+    checkpoints = plan_checkpoints(recorded)
     plan = Plan(
         str(recipe),
         recorded["name"],
@@ -156,17 +291,42 @@ def load_replay(run_dir: Path, runs_dir: Path, now: datetime, environ: Mapping[s
         total_steps=recorded.get("total_steps"),
         gates=tuple(recorded.get("gates") or ()),
         ray=_ray_options(recorded.get("ray"), environ, run_dir, secrets),
-        checkpoints=_checkpoints(recorded.get("checkpoints")),
+        checkpoints=checkpoints,
     )
     plan.move_to(str(new_dir))  # this run's metrics, and its own checkpoint directory where the run names it
-    return Replay(plan, filled_names(recorded), secrets, run_dir)
+    overrides = tuple(overrides)
+    plan.argv = with_overrides(plan.argv, overrides)
+    # A resumed run, run again, continues the same run from the same checkpoint, as recorded.
+    continued = Resume.recorded(run_dir)
+    labels = Labels.recorded(recorded)
+    return Replay(plan, filled_names(recorded), secrets, run_dir, checkpoints, labels, overrides, continued)
+
+
+def resumed(replay: Replay, visible: bool) -> Replay:
+    """The replay continuing the run it replays from its checkpoint (`resume_from`, `visible` as it takes it),
+    rather than running it again. Raises `ReplayError` when there is nothing to resume from, and for overrides of
+    verl's resume mode, which the resume sets."""
+    own = sorted({o.parsed.key for o in command_line_overrides(replay.overrides) if o.parsed} & RESUME_SETTINGS)
+    if own:
+        raise ReplayError(f"{', '.join(own)}: a resume sets verl's resume mode itself; rerun takes your own")
+    return replay._replace(resume=resume_from(replay.plan, replay.run_dir, replay.checkpoints, visible=visible))
 
 
 def record_replay(replay: Replay) -> Path:
-    """Make the replay's run directory (`rundir.create`), with the recorded lint result and `rerun_of`."""
+    """Make the replay's run directory (`rundir.create`), with the recorded lint result, the overrides given, and
+    what it is: `rerun_of` the recorded run, and `resume` (linked from the run it continues) when it continues one."""
     plan, run_dir = replay.plan, replay.run_dir
     environment = environment_facts(Path(plan.recipe_path), plan.device, 0, installed_versions())
-    created = create(plan, environment, replay.secret_env)
+    created = create(plan, environment, replay.secret_env, replay.labels)
     shutil.copyfile(run_dir / "lint.json", created / "lint.json")
-    write_json(created / PLAN_FILE, {**read_json(created / PLAN_FILE), "rerun_of": str(run_dir.absolute())})
+    record = read_json(created / PLAN_FILE)
+    if replay.overrides:
+        record["overrides"] = list(replay.overrides)
+    if replay.resume is None or Path(replay.resume.of) != run_dir.absolute():
+        record["rerun_of"] = str(run_dir.absolute())
+    if replay.resume is not None:
+        record[RESUME_KEY] = replay.resume._asdict()
+    write_json(created / PLAN_FILE, record)
+    if replay.resume is not None:
+        link(Path(replay.resume.of), created)
     return created

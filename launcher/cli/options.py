@@ -20,6 +20,15 @@ FAIL_ON_GATES = click.option(
     "--fail-on-gates", is_flag=True, help="Exit 8 when the trainer succeeded but a recipe gate failed."
 )
 RUN_DIR = click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+MAX_RESTARTS = click.option(
+    "--max-restarts",
+    type=click.IntRange(min=0),
+    default=0,
+    metavar="N",
+    help="When the run fails for a cluster reason (its Ray job lost, failed by Ray itself, the trainer killed by a "
+    "SIGKILL the launcher did not send; never the trainer's own error), resume it from its last checkpoint, at most "
+    "N times, each attempt in a run directory of its own. Not with --detach.",
+)
 RUN_DIRS = click.argument(
     "run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path)
 )

@@ -16,7 +16,18 @@ from sapo_toolkit.linter.core.printable import printable
 from sapo_toolkit.linter.core.words import counted
 
 from ..rundir import EXIT_REFUSED
-from .options import DEVICE, FAIL_ON_GATES, FORMAT, HEADERS, RUN_NAME, RUNS_DIR, TAGS, VERIFY, jobs_address
+from .options import (
+    DEVICE,
+    FAIL_ON_GATES,
+    FORMAT,
+    HEADERS,
+    MAX_RESTARTS,
+    RUN_NAME,
+    RUNS_DIR,
+    TAGS,
+    VERIFY,
+    jobs_address,
+)
 
 
 @click.command("run", context_settings={"ignore_unknown_options": False})
@@ -47,6 +58,7 @@ from .options import DEVICE, FAIL_ON_GATES, FORMAT, HEADERS, RUN_NAME, RUNS_DIR,
     help="Redact this variable too (secret names such as HF_TOKEN or WANDB_API_KEY always are).",
 )
 @FAIL_ON_GATES
+@MAX_RESTARTS
 @click.option(
     "--checkpoints",
     metavar="DIR",
@@ -124,6 +136,7 @@ def run(
     tags,
     secret_env,
     fail_on_gates,
+    max_restarts,
     checkpoints,
     shared_runs_dir,
     address,
@@ -168,6 +181,8 @@ def run(
         "--entrypoint-resources": entrypoint_resources,
     }
     given = [flag for flag, value in ray_only.items() if value not in (None, False, ())]
+    if detach and max_restarts:
+        raise click.UsageError("--max-restarts needs the launcher to follow the run: not with --detach")
     source = click.get_current_context().get_parameter_source
     given += [f"--{name}" for name in ("headers", "verify") if source(name) == click.core.ParameterSource.COMMANDLINE]
     if not address and given:
@@ -248,9 +263,19 @@ def run(
         click.echo(printable(f"sapo-launch: warning: {warning}"), err=True)
     for note in notes:
         click.echo(printable(f"sapo-launch: {note}"), err=True)
-    from ..execution import run as run_plan
+    from .. import restarts
 
-    sys.exit(run_plan(executor, launch, run_dir, fail_on_gates=fail_on_gates, detach=detach))
+    sys.exit(
+        restarts.run(
+            executor,
+            launch,
+            run_dir,
+            secret_env=secret_env,
+            fail_on_gates=fail_on_gates,
+            detach=detach,
+            max_restarts=max_restarts,
+        )
+    )
 
 
 def _named_run_dir(launch, run_name: str, now: datetime) -> str:
