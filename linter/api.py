@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .core.checked import NotChecked, not_checked_because
 from .core.command import Command, LocatedOverride, Stack, locate_override, site_limits
@@ -33,9 +33,12 @@ from .schema import (
 )
 from .settings import Settings
 from .sources.files import TextFile, UnreadableFile, read_text
-from .sources.recipe import ReadOptions, Recipe, looks_like_recipe, read_recipe
+from .sources.options import ReadOptions
 from .stack import ResolvedStack
 from .verl_source import VerlChoice
+
+if TYPE_CHECKING:  # the YAML reader only when a recipe is read: a script's lint imports no YAML parser
+    from .sources.recipe import Recipe
 
 RECIPE_SUFFIXES = (".yaml", ".yml")
 SCRIPT_SUFFIXES = (".sh",)
@@ -132,6 +135,8 @@ def load_text(source: TextFile, options: ReadOptions) -> Loaded | None:
             problems=tuple(script.problems),
             stack=script.stack,
         )
+    from .sources.recipe import looks_like_recipe, read_recipe
+
     if not looks_like_recipe(source.text):
         return None
     read = read_recipe(source, options)

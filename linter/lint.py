@@ -21,7 +21,7 @@ from .rules import findings, one_finding_per_cause
 from .rules.sh_shellcheck import SAID_BETTER_BY, UNSET_UNDER_NOUNSET, in_run_script, reported_by_default
 from .settings import Settings, SettingsFinder
 from .sources.files import TextFile, UnreadableFile, is_regular_file
-from .sources.recipe import ReadOptions
+from .sources.options import ReadOptions
 from .stack import ResolvedStack
 
 SKIP_DIRS = {

@@ -29,7 +29,7 @@ from .verl_source import SOURCE_TREE, VerlChoice, choose, tree_code_facts
 
 
 class StackOptions(Protocol):
-    """What the command line and `[tool.sapo-lint]` say for every file (`sources.recipe.ReadOptions`)."""
+    """What the command line and `[tool.sapo-lint]` say for every file (`sources.options.ReadOptions`)."""
 
     default_verl: str  # the verl when nothing names or holds one: the newest committed release
     stack: Stack  # the setting's megatron-core (None: paired with verl) and mbridge

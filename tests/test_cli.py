@@ -450,14 +450,23 @@ OFF_THE_FAST_PATH = (
 )
 
 
-def test_a_plain_lint_imports_nothing_it_does_not_use():
-    probe = (
-        "import atexit, sys\n"
-        f"atexit.register(lambda: print(sorted(set(sys.modules) & {set(OFF_THE_FAST_PATH)!r}), file=sys.stderr))\n"
-        "from sapo_toolkit.linter.cli import main\nsys.argv[0] = 'sapo-lint'\nmain()\n"
-    )
-    script = REPO / "tests" / "fixtures" / "scripts" / "run_llama3_8b_megatron.sh"
-    for args in (["--no-shellcheck", str(script)], [str(REPO / "recipes" / "qwen3-8b-sapo.yaml")]):
+# A run script's lint reads no YAML: the recipe reader and its parser stay unloaded (outside a repository, whose
+# .pre-commit-config.yaml says whether verl's naming check applies).
+OFF_THE_SCRIPT_PATH = ("yaml", "sapo_toolkit.linter.sources.recipe")
+
+
+def test_a_plain_lint_imports_nothing_it_does_not_use(tmp_path):
+    script = tmp_path / "run_llama3_8b_megatron.sh"
+    shutil.copy(REPO / "tests" / "fixtures" / "scripts" / script.name, script)
+    for args, unused in (
+        (["--no-shellcheck", str(script)], OFF_THE_FAST_PATH + OFF_THE_SCRIPT_PATH),
+        ([str(REPO / "recipes" / "qwen3-8b-sapo.yaml")], OFF_THE_FAST_PATH),
+    ):
+        probe = (
+            "import atexit, sys\n"
+            f"atexit.register(lambda: print(sorted(set(sys.modules) & {set(unused)!r}), file=sys.stderr))\n"
+            "from sapo_toolkit.linter.cli import main\nsys.argv[0] = 'sapo-lint'\nmain()\n"
+        )
         done = subprocess.run(
             [sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=60, check=False, cwd=REPO
         )

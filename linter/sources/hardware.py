@@ -24,6 +24,7 @@ from ..core.problems import (
     UnknownAcceleratorName,
     VariantDeviceMismatch,
 )
+from .options import ReadOptions
 
 
 class AcceleratorLevel(NamedTuple):
@@ -81,6 +82,28 @@ def level(
     return AcceleratorLevel(source, fix_form, locate(None), by_kind=tuple(entries)), found
 
 
+def accelerator_levels(
+    path: str,
+    options: ReadOptions,
+    hardware_spec=None,
+    locate_in_recipe: Callable[[str | None], Location] | None = None,
+) -> tuple[list[AcceleratorLevel], list[ReadProblem]]:
+    """The places that name accelerators for one file, in order: --accelerator, the recipe's `hardware.accelerator`
+    (`locate_in_recipe(kind)`: where it names the one for `kind`, None: its single name), `[tool.sapo-lint]
+    accelerator`."""
+    levels, found = [], []
+    for spec, source, form, locate in (
+        (options.cli_accelerator, "--accelerator", SETTINGS_FORM, lambda kind: Location(path)),
+        (hardware_spec, "`hardware.accelerator`", RECIPE_FORM, locate_in_recipe),
+        (options.accelerator, "[tool.sapo-lint] accelerator", SETTINGS_FORM, lambda kind: Location(path)),
+    ):
+        lv, problems = level(spec, source, form, locate)
+        found.extend(problems)
+        if lv is not None:
+            levels.append(lv)
+    return levels, found
+
+
 def choose(command: Command, levels: list[AcceleratorLevel]) -> tuple[Accelerator | None, ReadProblem | None]:
     """The accelerator to check `command` on (None: the name given for it is unknown), and RF010 when a single name
     contradicts the device the command states."""
@@ -113,4 +136,4 @@ def choose(command: Command, levels: list[AcceleratorLevel]) -> tuple[Accelerato
     return assumed_accelerator(evidence.kind, f"assumed for {evidence.kind} ({evidence.evidence})"), None
 
 
-__all__ = ["RECIPE_FORM", "SETTINGS_FORM", "AcceleratorLevel", "choose", "level"]
+__all__ = ["RECIPE_FORM", "SETTINGS_FORM", "AcceleratorLevel", "accelerator_levels", "choose", "level"]

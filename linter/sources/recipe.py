@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import yaml
 
 from ..catalog import ModelNotFound, find_model, model_naming, model_path_key
 from ..core.budget import charge
-from ..core.command import RESOURCE_KEYS, Command, EnvVar, LocatedOverride, Stack, merge_overrides, site_limits
+from ..core.command import RESOURCE_KEYS, Command, EnvVar, LocatedOverride, merge_overrides, site_limits
 from ..core.diagnostics import Location
 from ..core.gates import GateNeeds, gate_needs
 from ..core.overrides import MISSING, OverrideSyntaxError, ParsedOverride, parse_override
@@ -25,10 +26,10 @@ from ..schema import SCHEMA_DIR
 from ..stack import Declared, ResolvedStack, resolve_stack
 from . import yaml_nodes
 from .files import TextFile
-from .hardware import RECIPE_FORM, SETTINGS_FORM, AcceleratorLevel, choose, level
+from .hardware import accelerator_levels, choose
+from .options import DEFAULT_CONFIG_NAME, ReadOptions
 
 RECIPE_MARKER = re.compile(r"^recipe\s*:", re.MULTILINE)
-DEFAULT_CONFIG_NAME = "ppo_trainer"
 
 
 def looks_like_recipe(text: str) -> bool:
@@ -293,48 +294,15 @@ def _model(
         return None
 
 
-def accelerator_levels(
-    path: str, options: ReadOptions, hardware_spec=None, root=None
-) -> tuple[list[AcceleratorLevel], list[ReadProblem]]:
-    """The places that name accelerators for one file, in order (`sources.hardware`): --accelerator, the recipe's
-    `hardware.accelerator` (`root`: its YAML, for locations), `[tool.sapo-lint] accelerator`."""
-    accelerator_node = yaml_nodes.child(yaml_nodes.child(root, "hardware"), "accelerator") if root is not None else None
+def _accelerator_locator(path: str, root) -> Callable[[str | None], Location]:
+    """Where the recipe's `hardware.accelerator` names the accelerator for a device kind (None: its single name)."""
+    accelerator_node = yaml_nodes.child(yaml_nodes.child(root, "hardware"), "accelerator")
 
-    def in_recipe(kind):
+    def in_recipe(kind: str | None) -> Location:
         node = accelerator_node if kind is None else yaml_nodes.child(accelerator_node, kind)
         return _location(path, node or accelerator_node)
 
-    levels, found = [], []
-    for spec, source, form, locate in (
-        (options.cli_accelerator, "--accelerator", SETTINGS_FORM, lambda kind: Location(path)),
-        (hardware_spec, "`hardware.accelerator`", RECIPE_FORM, in_recipe),
-        (options.accelerator, "[tool.sapo-lint] accelerator", SETTINGS_FORM, lambda kind: Location(path)),
-    ):
-        lv, problems = level(spec, source, form, locate)
-        found.extend(problems)
-        if lv is not None:
-            levels.append(lv)
-    return levels, found
-
-
-class ReadOptions(NamedTuple):
-    """What the command line and `[tool.sapo-lint]` add to every file read in one run."""
-
-    default_verl: str  # the snapshot a file is checked against when nothing else says which verl it runs
-    stack: Stack  # the settings' megatron-core and mbridge; None where they name none
-    cli_verl: str | None = None
-    cli_overrides: tuple[LocatedOverride, ...] = ()
-    cli_accelerator: str | None = None
-    accelerator: str | dict[str, str] | None = None  # `[tool.sapo-lint] accelerator`: a name, or kind -> name
-    # Site limits as (name, value) pairs (`core.command.RESOURCE_KEYS`): `[tool.sapo-lint]`'s, which a recipe's
-    # `hardware` refines, and the command line's, which win over both.
-    resources: tuple[tuple[str, float], ...] = ()
-    cli_resources: tuple[tuple[str, float], ...] = ()
-    verl_pin: str | None = None  # `[tool.sapo-lint] verl-version`: a pin, in `verl_source`'s order
-    cli_verl_named: str | None = None  # `--verl-version` as written (`main`); `cli_verl` is the snapshot it names
-    model: str | None = None  # `[tool.sapo-lint] model`: for files whose model path is known only at run time
-    model_dir: str = "."  # the directory a relative `model` is taken from: its pyproject.toml's
-    fetch_model_config: bool = False  # fetch an unknown model's config.json from the Hugging Face Hub
+    return in_recipe
 
 
 def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
@@ -400,7 +368,9 @@ def read_recipe(source: TextFile, options: ReadOptions) -> RecipeRead:
     origin = _location(source.path, yaml_nodes.key_node(root, "overrides"))
     model = _model(source, root, data, base, options, problems)
     hardware = data.get("hardware") if isinstance(data.get("hardware"), dict) else {}
-    levels, found = accelerator_levels(source.path, options, hardware.get("accelerator"), root)
+    levels, found = accelerator_levels(
+        source.path, options, hardware.get("accelerator"), _accelerator_locator(source.path, root)
+    )
     problems.extend(found)
     axes, axis_names = [], []
     variants_node = yaml_nodes.child(root, "variants")

@@ -50,8 +50,8 @@ from ...stack import Declared, ResolvedStack, resolve_stack
 from ...verl_source import foreign_verl, installed_roots, repository_dirs, shown_path
 from ..entry_module import resolve_entry, search_roots, start_directories
 from ..files import TextFile
-from ..hardware import choose
-from ..recipe import DEFAULT_CONFIG_NAME, ReadOptions, accelerator_levels
+from ..hardware import accelerator_levels, choose
+from ..options import DEFAULT_CONFIG_NAME, ReadOptions
 from .conditions import GLOB_CHAR, device_regions, switch_variable
 from .device_signals import script_signals
 from .interpreter import Interpreter
