@@ -10,6 +10,11 @@ imported only here): throughput, reward, response length and device memory per s
 phase timings (`timing_s/*`) stacked. matplotlib is optional (the `report` extra): without it the report has the
 verdicts and the metrics table, and says how to install it. Every file is written atomically.
 
+`report --overlay RUN_DIR...` puts runs side by side as their records stand (`launcher.runset`: nothing is asked of
+a cluster): a table of their status, last step and gates, then one plot per metric (the plots' and every run's
+gated ones) with a line per run, labelled with the run's name (`--name`) or its directory's; matplotlib optional, as
+for one run.
+
 Exit code 0 whatever the verdicts, unless `--fail-on-gates` (then `gates.EXIT_GATES_FAILED` when a gate did not
 pass); usage errors exit 2.
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
@@ -30,6 +36,7 @@ from .gates import Gate, GateError, Verdict, parse_gates
 from .metrics import MetricTable, kept, read_files
 from .plan import METRICS_FILE
 from .rundir import LOG_FILE, PLAN_FILE, SUMMARY_FILE, settle_lost
+from .runset import Run, RunSetError, metric_files, read_run
 
 REPORT_FILE = "report.md"
 TIMING_PREFIX = "timing_s/"
@@ -72,7 +79,7 @@ class RunData:
 def load_run_dir(run_dir: Path, recipe: Path | None, record=None) -> RunData:
     """A run directory's metrics, gates (the recipe's, else plan.json's) and status; a run whose launcher died is
     recorded `lost` (through `record`, `executors.Record`, when given: with its gate verdicts, in one write)."""
-    files = [run_dir / name for name in (METRICS_FILE, LOG_FILE) if (run_dir / name).is_file()]
+    files = metric_files(run_dir)
     if not files:
         raise ReportError(f"{run_dir}: not a run directory (no {METRICS_FILE} or {LOG_FILE})")
     plan, summary = _json_file(run_dir / PLAN_FILE), _json_file(run_dir / SUMMARY_FILE)
@@ -99,11 +106,15 @@ def load_log(log: Path, recipe: Path | None) -> RunData:
     return RunData(log.name, (log.name,), _read([log], gates), gates, None, None)
 
 
+def shown_metrics(gated: Iterable[str] = ()) -> list[str]:
+    """The metrics a report shows (besides the phase timings): the plots', then the `gated` ones, each once."""
+    return list(dict.fromkeys([*(m for spec in PLOTS for m in spec.metrics), *gated]))
+
+
 def _read(files: list[Path], gates: tuple[Gate, ...]) -> MetricTable:
     """The metrics the report shows: the plots', the gates' and the phase timings."""
-    shown = [*(m for spec in PLOTS for m in spec.metrics), *(g.metric for g in gates)]
     try:
-        return read_files(files, kept(shown, (TIMING_PREFIX,)))
+        return read_files(files, kept(shown_metrics(g.metric for g in gates), (TIMING_PREFIX,)))
     except OSError as exc:
         raise ReportError(f"cannot read {exc.filename}: {exc.strerror}") from None
 
@@ -264,7 +275,7 @@ def markdown(run: RunData, verdicts: tuple[Verdict, ...], images: list[tuple[str
         lines += ["## Gates", "", "| gate | verdict | why |", "|---|---|---|"]
         lines += [f"| `{v.gate.name}` | **{v.status}** | {_cell(v.reason)} |" for v in verdicts]
         lines += ["", "The numbers each verdict was decided on:", ""]
-        lines += [f"- `{v.gate.name}`: " + ", ".join(f"{k} {_number(x)}" for k, x in v.numbers) for v in verdicts]
+        lines += [f"- `{v.gate.name}`: " + ", ".join(f"{k} {number_text(x)}" for k, x in v.numbers) for v in verdicts]
         lines.append("")
     rows = [(m, [v for _, v in run.table.series(m)]) for spec in PLOTS for m in spec.metrics]
     rows = [(m, values) for m, values in rows if values]
@@ -278,8 +289,8 @@ def markdown(run: RunData, verdicts: tuple[Verdict, ...], images: list[tuple[str
         for metric, values in rows:
             finite = [v for v in values if math.isfinite(v)] or [math.nan]
             lines.append(
-                f"| `{metric}` | {len(values)} | {_number(values[0])} | {_number(values[-1])} | "
-                f"{_number(min(finite))} | {_number(sum(finite) / len(finite))} | {_number(max(finite))} |"
+                f"| `{metric}` | {len(values)} | {number_text(values[0])} | {number_text(values[-1])} | "
+                f"{number_text(min(finite))} | {number_text(sum(finite) / len(finite))} | {number_text(max(finite))} |"
             )
         lines.append("")
     for title, name in images:
@@ -293,9 +304,10 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _number(value) -> str:
+def number_text(value) -> str:
+    """A reading as the report writes it: six significant digits; a tuple's as a list."""
     if isinstance(value, tuple):
-        return "[" + ", ".join(map(_number, value)) + "]"
+        return "[" + ", ".join(map(number_text, value)) + "]"
     return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
@@ -308,17 +320,29 @@ def write_report(run: RunData, verdicts: tuple[Verdict, ...], output: Path) -> W
     """Write `output` (the markdown) and its plots beside it as <stem>-<plot>.png, each atomically, in its directory
     (made when missing, as `-o reports/run.md` asks); without matplotlib, the markdown alone. ReportWriteError when
     a file cannot be written."""
+    return _write(output, lambda: plot_pngs(run, verdicts), lambda images: markdown(run, verdicts, images))
+
+
+def write_overlay(runs: list[Overlaid], output: Path, title: str | None = None) -> Written:
+    """`write_report` for runs overlaid: `output` (titled `title`, else with the runs' labels) and a plot per metric
+    beside it."""
+    return _write(output, lambda: overlay_pngs(runs), lambda images: overlay_markdown(runs, images, title))
+
+
+def _write(
+    output: Path, plots: Callable[[], dict[str, tuple[str, bytes]]], text: Callable[[list[tuple[str, str]]], str]
+) -> Written:
+    """Write the markdown `text` gives for the images (title, file name) of the `plots` (by slug: title, PNG)."""
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ReportWriteError(f"cannot make {output.parent}: {exc.strerror or exc}") from None
     skipped = _plots_unavailable()
-    pngs = {} if skipped else plot_pngs(run, verdicts)
+    pngs = {} if skipped else plots()
     images = [(title, f"{output.stem}-{slug}.png") for slug, (title, _) in pngs.items()]
-    text = markdown(run, verdicts, images) + (f"\n{skipped}.\n" if skipped else "\n")
     files = [
         *((output.with_name(name), png) for (_, name), (_, png) in zip(images, pngs.values(), strict=True)),
-        (output, text),
+        (output, text(images) + (f"\n{skipped}.\n" if skipped else "\n")),
     ]
     for path, content in files:
         try:
@@ -326,6 +350,72 @@ def write_report(run: RunData, verdicts: tuple[Verdict, ...], output: Path) -> W
         except OSError as exc:
             raise ReportWriteError(f"cannot write {path}: {exc.strerror or exc}") from None
     return Written(len(pngs), skipped)
+
+
+class Overlaid(NamedTuple):
+    """A run of an overlay: its records, its legend label and its readings of the overlay's metrics."""
+
+    run: Run
+    label: str
+    table: MetricTable
+
+
+def load_overlay(run_dirs: list[Path]) -> list[Overlaid]:
+    """The run directories' records and readings of the report's metrics (`shown_metrics`: the plots' and every
+    run's gated ones), as recorded: nothing is asked of a cluster. Each run is labelled with its name (`--name`),
+    or its directory's name where it has none or another run has the same. ReportError for a directory that is
+    not a run directory."""
+    try:
+        runs = [read_run(path) for path in run_dirs]
+        metrics = shown_metrics(m for run in runs for m in run.gated_metrics)
+        tables = [run.table(metrics) for run in runs]
+    except RunSetError as exc:
+        raise ReportError(str(exc)) from None
+    names = [run.labels.name for run in runs]
+    labels = [name if name and names.count(name) == 1 else run.path.name for name, run in zip(names, runs, strict=True)]
+    return [Overlaid(*parts) for parts in zip(runs, labels, tables, strict=True)]
+
+
+def overlay_pngs(runs: list[Overlaid]) -> dict[str, tuple[str, bytes]]:
+    """(title, PNG bytes) by slug: one plot per metric that some run logged, a line per run."""
+    units = {m: spec.unit for spec in PLOTS for m in spec.metrics}
+    metrics = shown_metrics(m for overlaid in runs for m in overlaid.run.gated_metrics)
+    pngs = {}
+    for metric in metrics:
+        lines = [(overlaid.label, overlaid.table.series(metric)) for overlaid in runs]
+        lines = [(label, points) for label, points in lines if points]
+        if not lines:
+            continue
+        figure, ax = _axes()
+        for label, points in lines:
+            ax.plot(*zip(*points, strict=True), label=label, linewidth=1.2, marker="." if len(points) <= 50 else None)
+        ax.set(title=metric, xlabel="step", ylabel=units.get(metric, metric))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+        pngs[_slug(metric)] = (f"`{metric}`", _png(figure))
+    return pngs
+
+
+def overlay_markdown(runs: list[Overlaid], images: list[tuple[str, str]], title: str | None = None) -> str:
+    """The overlay's text: the runs (status, last step, gates, as recorded), then each metric's plot."""
+    lines = [
+        f"# Runs overlaid: {title or ', '.join(o.label for o in runs)}",
+        "",
+        "| run | directory | status | last step | gates |",
+        "|---|---|---|---|---|",
+    ]
+    for overlaid in runs:
+        run = overlaid.run
+        steps = "-" if run.last_step is None else str(run.last_step)
+        lines.append(
+            f"| {_cell(overlaid.label)} | `{_cell(str(run.path))}` | {run.status} | {steps} | {_cell(run.verdict)} |"
+        )
+    lines.append("")
+    for title, name in images:
+        lines += [f"## {title}", "", f"![{title.replace('`', '')}]({name})", ""]
+    if not any(o.table.steps() for o in runs):
+        lines += ["No metric lines or file-logger records yet.", ""]
+    return "\n".join(lines)
 
 
 def _plots_unavailable() -> str | None:

@@ -41,6 +41,8 @@ class DefaultToRun(DefaultCommandGroup):
             ("status", "status_command"),
             ("doctor", "doctor"),
             ("report", "report"),
+            ("ls", "ls_command"),
+            ("compare", "compare"),
         )
     }
 
