@@ -406,9 +406,9 @@ def overlay_markdown(runs: list[Overlaid], images: list[tuple[str, str]], title:
     ]
     for overlaid in runs:
         run = overlaid.run
-        steps = "-" if run.last_step is None else str(run.last_step)
         lines.append(
-            f"| {_cell(overlaid.label)} | `{_cell(str(run.path))}` | {run.status} | {steps} | {_cell(run.verdict)} |"
+            f"| {_cell(overlaid.label)} | `{_cell(str(run.path))}` | {run.status} | {run.steps_text} | "
+            f"{_cell(run.verdict)} |"
         )
     lines.append("")
     for title, name in images:

@@ -109,6 +109,18 @@ class Run:
         return last_step(self.path)
 
     @property
+    def steps_text(self) -> str:
+        """The last step, of the total when the plan knows it (`3/100`); `-` before the first."""
+        if self.last_step is None:
+            return "-"
+        return f"{self.last_step}/{self.total_steps}" if self.total_steps else str(self.last_step)
+
+    @property
+    def started_text(self) -> str:
+        """When the run started, in UTC to the second (`2026-12-03 20:20:06Z`)."""
+        return self.started.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+
+    @property
     def gates(self) -> dict[str, dict]:
         """The gate verdicts summary.json records, by gate name; {} before they are judged."""
         gates = self.summary.get("gates")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import timezone
 
 import click
 
@@ -85,10 +84,10 @@ def compare(run_dirs, metrics, fmt):
             "tags": [",".join(run.labels.tags) for run in runs],
             "recipe": [run.recipe for run in runs],
             "status": [run.status for run in runs],
-            "steps": [None if run.last_step is None else str(run.last_step) for run in runs],
+            "steps": [run.steps_text for run in runs],
             "gates": [run.verdict for run in runs],
             "where": [run.where for run in runs],
-            "started": [run.started.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ") for run in runs],
+            "started": [run.started_text for run in runs],
         },
     )
     section(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import timezone
 from pathlib import Path
 
 import click
@@ -51,16 +50,15 @@ def ls_command(root, statuses, recipe, name, tags, fmt):
     for column in COLUMNS:
         table.add_column(column, no_wrap=True)
     for run in runs:
-        steps = "-" if run.last_step is None else f"{run.last_step}{f'/{run.total_steps}' if run.total_steps else ''}"
         table.add_row(
             cell(str(run.path.relative_to(root))),
             cell(run.labels.name or ""),
             cell(",".join(run.labels.tags)),
             Text(run.status, style=STATUS_STYLES.get(run.status, "")),
-            cell(steps),
+            cell(run.steps_text),
             cell(run.verdict),
             cell(run.where),
-            cell(run.started.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")),
+            cell(run.started_text),
         )
     print_table(table)
 
