@@ -727,8 +727,14 @@ def _variants(
     budget = max(1, MAX_VARIANTS // max(len(chosen), 1))
     runs: list[tuple[str | None, TrainerCallFinder]] = []
     seen: set[str | None] = set()
+    # Per combination evaluated (its first way), the values it gave the inputs that evaluation read: a combination
+    # with the same values for them is the same evaluation, so the same label, and is not evaluated again. Only
+    # an evaluation that needed no variable `required` of the caller: the attempts before it may have read others.
+    inputs_given: list[frozenset[tuple[str, str | None]]] = []
     cut = 0
     for _, combo in chosen:
+        if any(given <= set(combo) for given in inputs_given):
+            continue
         env = {var: v for var, v in combo if v is not None}
         # The ways still to evaluate, each made when it is (`_way`), and only as many as the budget reaches: a
         # script with 40,000 undecidable conditions asked for 40,000 copies of 40,000 decisions per evaluation.
@@ -741,6 +747,8 @@ def _variants(
             decisions = pending.popleft()()
             ev = default if env == default_env and not decisions else run(env, decisions)
             evaluated += 1
+            if not decisions and not ev.required:
+                inputs_given.append(frozenset((var, v) for var, v in combo if var in ev.inputs_read or var in free))
             label = _label(ev, combo, free)
             if label in seen:
                 if not decisions:
