@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .options import ADDRESS, RUN_DIR
+from .options import ADDRESS, HEADERS, RUN_DIR, VERIFY
 
 
 @click.command("logs")
@@ -14,7 +14,9 @@ from .options import ADDRESS, RUN_DIR
 @click.option("--follow", "-f", is_flag=True, help="Stream until the run ends; exit with its exit code.")
 @click.option("--tail", "last", type=click.IntRange(min=0), metavar="N", help="Print only the log's last N lines.")
 @ADDRESS
-def logs_command(run_dir, follow, last, address):
+@HEADERS
+@VERIFY
+def logs_command(run_dir, follow, last, address, headers, verify):
     """Print the log of the run RUN_DIR holds (the Ray job it submitted, streamed, or its train.log here; re-attach
     with --follow: Ctrl-C then stops following, not the run). Once the run has ended, the run directory gets its
     log, metrics.jsonl and gate verdicts, whichever way it was followed."""
@@ -23,5 +25,5 @@ def logs_command(run_dir, follow, last, address):
 
     if follow and last is not None:
         raise click.UsageError("--tail prints the log so far: it does not go with --follow")
-    executor = executors.for_run(run_dir, executors.Options(address))
+    executor = executors.for_run(run_dir, executors.Options(address, headers=headers, verify=verify))
     sys.exit(follow_again(executor, run_dir) if follow else logs(executor, run_dir, last=last))

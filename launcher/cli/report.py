@@ -26,6 +26,7 @@ from ..report import (
     write_report,
 )
 from ..rundir import SUMMARY_FILE
+from .options import HEADERS, VERIFY
 
 OVERLAY_FILE = "overlay.md"  # `--overlay`'s report, by default in the runs' common parent directory
 
@@ -72,7 +73,9 @@ OVERLAY_FILE = "overlay.md"  # `--overlay`'s report, by default in the runs' com
     "Default output: overlay.md in their common parent directory. json: the report, its plots, and the runs as "
     "`ls --format json` gives them.",
 )
-def report(run_dirs, log, recipe, output, title, fmt, fail_on_gates, overlay):
+@HEADERS
+@VERIFY
+def report(run_dirs, log, recipe, output, title, fmt, fail_on_gates, overlay, headers, verify):
     """Write report.md and plots for RUN_DIR (finished, failed or still running) or for --log FILE; with --overlay,
     one report of several runs."""
     if overlay:
@@ -88,7 +91,7 @@ def report(run_dirs, log, recipe, output, title, fmt, fail_on_gates, overlay):
     if (run_dir is None) == (log is None):
         raise click.UsageError("give a RUN_DIR or --log FILE (one of them)")
     if run_dir and (run_dir / SUMMARY_FILE).is_file():  # the first to look at a detached run asks where it runs
-        settle(executors.for_run(run_dir), run_dir)
+        settle(executors.for_run(run_dir, executors.Options(headers=headers, verify=verify)), run_dir)
     try:
         run = load_run_dir(run_dir, recipe, recorder(run_dir)) if run_dir else load_log(log, recipe)
     except ReportError as exc:

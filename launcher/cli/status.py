@@ -6,13 +6,15 @@ import sys
 
 import click
 
-from .options import ADDRESS, RUN_DIR
+from .options import ADDRESS, HEADERS, RUN_DIR, VERIFY
 
 
 @click.command("status")
 @RUN_DIR
 @ADDRESS
-def status_command(run_dir, address):
+@HEADERS
+@VERIFY
+def status_command(run_dir, address, headers, verify):
     """Print the status of the run RUN_DIR holds (a Ray job, or a run on this machine); exit 0 while it runs, its
     exit code once it ended (2 for a local run whose launcher died: it is marked lost). A run that ended and that
     nobody followed to its end (`--detach`) gets its metrics.jsonl and gate verdicts now, as `logs --follow` would
@@ -20,4 +22,4 @@ def status_command(run_dir, address):
     from .. import executors
     from ..execution import status
 
-    sys.exit(status(executors.for_run(run_dir, executors.Options(address)), run_dir))
+    sys.exit(status(executors.for_run(run_dir, executors.Options(address, headers=headers, verify=verify)), run_dir))

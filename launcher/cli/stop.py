@@ -6,16 +6,18 @@ import sys
 
 import click
 
-from .options import ADDRESS, RUN_DIR
+from .options import ADDRESS, HEADERS, RUN_DIR, VERIFY
 
 
 @click.command("stop")
 @RUN_DIR
 @ADDRESS
-def stop_command(run_dir, address):
+@HEADERS
+@VERIFY
+def stop_command(run_dir, address, headers, verify):
     """Stop the run RUN_DIR holds (the Ray job it submitted, or the launcher running it here: SIGTERM, as Ctrl-C
     would) and wait until it has ended (its gates are then judged, as for every ended run)."""
     from .. import executors
     from ..execution import stop
 
-    sys.exit(stop(executors.for_run(run_dir, executors.Options(address)), run_dir))
+    sys.exit(stop(executors.for_run(run_dir, executors.Options(address, headers=headers, verify=verify)), run_dir))

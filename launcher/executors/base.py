@@ -30,6 +30,8 @@ class Options:
 
     address: str | None = None  # --address (or $RAY_ADDRESS): a Ray cluster's Jobs API, checked by the CLI
     secret_env: tuple[str, ...] = ()  # --secret-env: names redacted, besides the secret ones, wherever written
+    headers: dict[str, str] | None = None  # --headers (or $RAY_JOB_HEADERS): sent with every request to a dashboard
+    verify: bool | str | None = None  # --verify: a dashboard's TLS checked (a CA bundle's path); None: not given
 
 
 class Described(NamedTuple):

@@ -11,6 +11,12 @@ log holds so far (`stream_job_logs`, Ray's `GET /api/jobs/ID/logs` read as it ar
 A job the cluster does not know (a restart forgot it) raises `JobUnknown`. Credentials in
 the address (`http://me:pw@head:8265`) are redacted wherever it is written or printed (`plan.redact_urls`).
 
+A dashboard behind authentication or TLS takes what `ray job submit` takes: `--headers` (a JSON object; else
+$RAY_JOB_HEADERS, as Ray's CLI reads it: `parse_headers`) sent with every request, the nodes' listing and the
+log's websocket included, and `--verify` (true, false, or a CA bundle file or directory: `parse_verify`). What is
+recorded of the headers shows every value redacted but those of `PLAIN_HEADERS` (`shown_headers`); a later
+command takes the values from its own --headers or $RAY_JOB_HEADERS (`recorded_connection`).
+
 Ray is imported only when a client is made (`connect`, `cluster_nodes`): without it, one line says what to install.
 """
 
@@ -27,12 +33,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..plan import redact_urls
+from ..plan import REDACTED, redact_urls
 from . import RAY_ADDRESS_VARIABLES, ExecutorError
 from .ray_probe import ProbeLine
 
 TIMEOUT_ENV = "SAPO_LAUNCH_RAY_TIMEOUT"
 DEFAULT_TIMEOUT_S = 30.0
+# What `ray job submit` reads when --headers is not given (ray/dashboard/modules/job/cli.py, _handle_headers).
+HEADERS_ENV = "RAY_JOB_HEADERS"
+# Headers whose values job.json and the dry run show: none of them carries a credential. Every other header's value
+# is redacted (Authorization, Cookie, X-API-Key, a proxy's own token header, whatever it is named).
+PLAIN_HEADERS = frozenset(
+    {"accept", "accept-encoding", "accept-language", "cache-control", "content-type", "user-agent", "x-request-id"}
+)
+HEADERS_EXAMPLE = '\'{"Authorization": "Bearer TOKEN"}\''
 # Ray's defaults for the ports that serve a cluster but not its Jobs API.
 NOT_JOBS_PORTS = {6379: "the GCS port, ray.init's", 10001: "the Ray Client server port"}
 STREAM_READ = 64 * 1024  # bytes of a streamed log read at a time
@@ -93,6 +107,82 @@ def shown_address(address: str) -> str:
     return redact_urls(address) if "://" in address else redact_urls(f"http://{address}").removeprefix("http://")
 
 
+def parse_headers(text: str) -> dict[str, str]:
+    """--headers (or $RAY_JOB_HEADERS) as `ray job submit` takes it: a JSON object of header names and values,
+    each value a string (Ray passes whatever JSON holds; its HTTP library sends only text). `ValueError` says what
+    is wrong, in one line that never quotes the text (it holds credentials)."""
+    try:
+        headers = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"not JSON ({exc.msg}, character {exc.pos}); expected an object such as {HEADERS_EXAMPLE}"
+        ) from None
+    except (ValueError, RecursionError):
+        raise ValueError(f"not JSON; expected an object such as {HEADERS_EXAMPLE}") from None
+    if not isinstance(headers, dict):
+        raise ValueError(f"a JSON {_json_kind(headers)}, not an object such as {HEADERS_EXAMPLE}")
+    for name, value in headers.items():
+        if not name or any(c in name for c in ":\r\n\0 \t"):
+            raise ValueError(f"{name!r} is not a header name")
+        if not isinstance(value, str):
+            raise ValueError(f"the value of header {name} is a JSON {_json_kind(value)}, not a string")
+        if any(c in value for c in "\r\n\0"):
+            raise ValueError(f"the value of header {name} holds a line break")
+    return headers
+
+
+def _json_kind(value) -> str:
+    kinds = {list: "array", str: "string", bool: "boolean", type(None): "null", dict: "object"}
+    return kinds.get(type(value), "number")
+
+
+def parse_verify(text: str) -> bool | str:
+    """--verify as `ray job submit` takes it: true or 1, false or 0 (in any case), else the path of a CA bundle file
+    or of a directory of certificates; a path comes back absolute (it is recorded for later commands). `ValueError`
+    for a path that does not exist."""
+    if text.lower() == "true" or text == "1":
+        return True
+    if text.lower() == "false" or text == "0":
+        return False
+    path = Path(text).expanduser()
+    if not path.exists():
+        raise ValueError(f"{text}: neither true, false nor a CA bundle (a file or directory of certificates)")
+    return str(path.resolve())
+
+
+def shown_headers(headers: dict[str, str] | None) -> dict[str, str]:
+    """`headers` as job.json and the dry run show them: every value redacted but those of `PLAIN_HEADERS`."""
+    return {name: value if name.lower() in PLAIN_HEADERS else REDACTED for name, value in (headers or {}).items()}
+
+
+def recorded_connection(
+    recorded: tuple[dict[str, str] | None, bool | str],
+    given: tuple[dict[str, str] | None, bool | str | None],
+    where: str,
+) -> tuple[dict[str, str] | None, bool | str]:
+    """The headers and TLS verification a later command sends the dashboard of a recorded run: its own (`given`:
+    --headers or $RAY_JOB_HEADERS replace the recorded headers whole; --verify the recorded verification; None where
+    not given), else the `recorded` ones (job.json's). Recorded headers whose values were redacted cannot be sent:
+    without headers of its own, the command stops with a one-line hint (`RayJobError`) naming them and `where`."""
+    headers, verify = given
+    if headers is None:
+        headers = recorded[0] or None
+        hidden = [name for name, value in (headers or {}).items() if value == REDACTED]
+        if hidden:
+            raise RayJobError(missing_headers(hidden, where))
+    return headers, recorded[1] if verify is None else verify
+
+
+def missing_headers(names: list[str], where: str) -> str:
+    """The hint for recorded headers whose values are not recorded."""
+    shown = ", ".join(names)
+    given = json.dumps(dict.fromkeys(names, "..."))
+    return (
+        f"{where} records the dashboard's header{'s' if len(names) > 1 else ''} {shown} without "
+        f"{'their values' if len(names) > 1 else 'its value'}: pass --headers '{given}' or set {HEADERS_ENV}"
+    )
+
+
 def request_timeout(environ=os.environ) -> float:
     """How long one request to the Jobs API may go unanswered: $SAPO_LAUNCH_RAY_TIMEOUT seconds, default 30."""
     text = environ.get(TIMEOUT_ENV)
@@ -107,9 +197,16 @@ def request_timeout(environ=os.environ) -> float:
     return seconds
 
 
-def connect(address: str | None, *, run_dir: Path | None = None):
+def connect(
+    address: str | None,
+    *,
+    run_dir: Path | None = None,
+    headers: dict[str, str] | None = None,
+    verify: bool | str = True,
+):
     """A Jobs API client for the dashboard at `address` (`_client_type`; it checks the connection and Ray's
-    version), each request bounded by `request_timeout()`. The job's log it reads holds no version probe line
+    version), each request bounded by `request_timeout()`, each sent with `headers` and TLS verified as `verify`
+    says (as Ray's `JobSubmissionClient(headers=..., verify=...)`). The job's log it reads holds no version probe line
     (`ProbeLine`); with `run_dir`, what the line says goes into that run directory's environment.json."""
     if not address:
         raise RayJobError("no Ray cluster address: pass --address http://HEAD:8265 or set RAY_ADDRESS")
@@ -121,11 +218,53 @@ def connect(address: str | None, *, run_dir: Path | None = None):
         from sapo_toolkit.linter.core.extras import install_command
 
         raise RayJobError(f"running on a Ray cluster needs Ray's job client: {install_command('ray')}") from None
+    quiet_unverified(verify)
     try:
         with given_address_only():
-            return client_type(address, timeout_s, run_dir)
+            return client_type(address, timeout_s, run_dir, headers, verify)
     except Exception as exc:  # noqa: BLE001 - connection, authentication and address errors all read the same
-        raise RayJobError(f"cannot reach the Ray Jobs API at {address}: {first_line(exc)}") from None
+        raise RayJobError(
+            f"cannot reach the Ray Jobs API at {address}: {first_line(exc)}{connection_hint(exc, headers)}"
+        ) from None
+
+
+_UNVERIFIED = re.compile(r"certificate verify failed: ([^()'\"]*[^()'\" ])", re.IGNORECASE)
+
+
+def connection_hint(exc: BaseException, headers: dict[str, str] | None) -> str:
+    """What to pass when the dashboard's certificate could not be verified (the reason is in the exception's chain:
+    Ray words a failed connection as `Failed to connect to Ray at address`) or it refused the request for want of
+    credentials (HTTP 401 or 403, which Ray 2.60 words as its own token authentication's); "" otherwise."""
+    chain, cause = [], exc
+    while cause is not None and cause not in chain:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    for cause in chain:
+        unverified = _UNVERIFIED.search(str(cause))
+        if unverified or "CERTIFICATE_VERIFY_FAILED" in str(cause):
+            why = unverified[1] if unverified else "certificate verify failed"
+            return (
+                f" (TLS: {why}; pass --verify CA_FILE, the certificate authority that signed the dashboard's "
+                "certificate, or --verify false)"
+            )
+    text = str(exc)
+    status = getattr(exc, "status", None) or getattr(getattr(exc, "response", None), "status_code", None)
+    refused = status in (401, 403) or re.search(r"\b(401|403)\b|Authentication (required|failed)", text)
+    if not refused:
+        return ""
+    if headers:
+        return f" (the dashboard refused the headers given: {', '.join(headers)})"
+    return f" (the dashboard asks for credentials: pass --headers {HEADERS_EXAMPLE} or set {HEADERS_ENV})"
+
+
+def quiet_unverified(verify: bool | str) -> None:
+    """With --verify false, urllib3 warns of every unverified request on stderr: the user asked for it once."""
+    if verify is False:
+        import warnings
+
+        from urllib3.exceptions import InsecureRequestWarning  # requests brings urllib3
+
+        warnings.filterwarnings("ignore", category=InsecureRequestWarning)
 
 
 @functools.cache
@@ -141,9 +280,12 @@ def _client_type():
     quiet_ray_logging()
 
     class Client(JobSubmissionClient):
-        def __init__(self, address: str, timeout_s: float, run_dir: Path | None):
+        def __init__(
+            self, address: str, timeout_s: float, run_dir: Path | None, headers: dict | None, verify: bool | str
+        ):
             self.timeout_s, self.run_dir = timeout_s, run_dir
-            super().__init__(address)
+            self.headers, self.verify = dict(headers) if headers else None, verify  # as given (Ray's may add more)
+            super().__init__(address, headers=dict(headers) if headers else None, verify=verify)
 
         def stream_job_logs(self, job_id: str) -> Iterator[str]:
             """What the job's log holds so far, in pieces as they arrive: Ray answers `{"logs": "..."}` (JSON, ASCII
@@ -231,19 +373,30 @@ def given_address_only():
         os.environ.update(saved)
 
 
-def cluster_nodes(address: str, timeout_s: float) -> list[dict[str, float]]:
+def cluster_nodes(
+    address: str, timeout_s: float, headers: dict[str, str] | None = None, verify: bool | str = True
+) -> list[dict[str, float]]:
     """The total resources of each alive node of the cluster at `address` (Ray's state API, `GET /api/v0/nodes` on
-    the same dashboard address)."""
-    from ray.util.state import list_nodes
+    the same dashboard address, as `ray.util.state.list_nodes` asks it), sent with `headers` and TLS verified as
+    `verify` says (`list_nodes` takes neither)."""
+    from ray.dashboard.modules.dashboard_sdk import SubmissionClient
+    from ray.util.state.api import StateApiClient
+    from ray.util.state.common import ListApiOptions, StateResource
+
+    class Nodes(StateApiClient):
+        def __init__(self):  # StateApiClient's own takes no `verify`: its base's does
+            SubmissionClient.__init__(self, address=address, headers=dict(headers or {}), verify=verify)
 
     quiet_ray_logging()
+    quiet_unverified(verify)
+    options = ListApiOptions(limit=10_000, timeout=math.ceil(timeout_s), filters=[("state", "=", "ALIVE")])
     try:
         with given_address_only():
-            nodes = list_nodes(
-                address=address, filters=[("state", "=", "ALIVE")], limit=10_000, timeout=math.ceil(timeout_s)
-            )
+            nodes = Nodes().list(StateResource.NODES, options=options, raise_on_missing_output=True)
     except Exception as exc:  # noqa: BLE001 - the state API's errors are as varied as the client's
-        raise RayJobError(f"cannot list the nodes of the Ray cluster at {address}: {first_line(exc)}") from None
+        raise RayJobError(
+            f"cannot list the nodes of the Ray cluster at {address}: {first_line(exc)}{connection_hint(exc, headers)}"
+        ) from None
     return [dict(node.resources_total or {}) for node in nodes]
 
 

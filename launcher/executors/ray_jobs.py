@@ -8,9 +8,11 @@ end recorded in summary.json whatever happens: the keys `local.py` writes (`pid`
 cluster) plus `submission_id`, `address`, Ray's `job_status` and its `message`. `job.json` holds the address and
 the submission id, so `logs`, `stop` and `status` find the job again from the run directory. Credentials in the
 address (`http://me:pw@head:8265`) are redacted wherever it is written or printed; those commands then need
-`--address` again. The run directory should be on storage the cluster's nodes share: verl's file logger opens the
-plan's VERL_FILE_LOGGER_PATH (metrics.jsonl in the run directory) on whichever node runs the trainer, and fails
-where that directory does not exist.
+`--address` again. So for a dashboard's headers (`--headers`, $RAY_JOB_HEADERS): job.json records their names,
+values redacted, and a later command takes them from its own --headers or $RAY_JOB_HEADERS, or stops with a hint;
+the TLS verification (`--verify`) is recorded as given. The run directory should be on storage the cluster's
+nodes share: verl's file logger opens the plan's VERL_FILE_LOGGER_PATH (metrics.jsonl in the run directory) on
+whichever node runs the trainer, and fails where that directory does not exist.
 
 Exit codes follow local.py: SUCCEEDED 0; FAILED the driver's exit code (128 + N when signal N ended it), or 1
 when Ray reports none (the runtime environment could not be set up); STOPPED 128 + N for the signal N that made
@@ -39,7 +41,16 @@ from ..plan import REDACTED, Plan, redact_urls
 from ..rundir import EXIT_LOST, LOG_FILE, PLAN_FILE, SUMMARY_FILE, exit_code_of, read_summary, write_json
 from .base import Described, Live, Options, Record
 from .local import last_step
-from .ray_client import JobUnknown, RayJobError, connect, first_line, unknown_job, with_scheme
+from .ray_client import (
+    JobUnknown,
+    RayJobError,
+    connect,
+    first_line,
+    recorded_connection,
+    shown_headers,
+    unknown_job,
+    with_scheme,
+)
 from .ray_submit import DEFAULT_PYTHON, JOB_FILE, JobRecord, job_request, shown_request, submit
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -65,10 +76,11 @@ class RayExecutor:
     (and the gates: metrics from the console lines, or from metrics.jsonl when the run directory is on storage the
     cluster shares). `address` is the cluster's (for `status`, `logs`, `stop` and `attach`: over the one job.json
     records); `working_dir`, `excludes` and `python` go over the plan's (`rerun_of`: as a run directory recorded
-    them)."""
+    them). `headers` and `verify` go with every request to the dashboard (None: not given; for a recorded run, the
+    ones job.json records)."""
 
     NAME = "ray"
-    __slots__ = ("address", "excludes", "python", "secret_env", "working_dir")
+    __slots__ = ("address", "excludes", "headers", "python", "secret_env", "verify", "working_dir")
 
     def __init__(
         self,
@@ -78,13 +90,16 @@ class RayExecutor:
         excludes: Iterable[str] = (),
         python: str = DEFAULT_PYTHON,
         secret_env: Iterable[str] = (),
+        headers: dict[str, str] | None = None,
+        verify: bool | str | None = None,
     ):
         self.address, self.working_dir = with_scheme(address), working_dir
         self.excludes, self.python, self.secret_env = tuple(excludes), python, tuple(secret_env)
+        self.headers, self.verify = headers, verify
 
     @classmethod
     def configured(cls, options: Options) -> RayExecutor:
-        return cls(options.address, secret_env=options.secret_env)
+        return cls(options.address, secret_env=options.secret_env, headers=options.headers, verify=options.verify)
 
     @classmethod
     def rerun_of(cls, run_dir: Path, options: Options, read_text: Callable[[Path], str]) -> RayExecutor:
@@ -105,6 +120,12 @@ class RayExecutor:
                     "excludes": tuple(job.get("excludes") or ()),
                     "python": shlex.split(job["entrypoint"])[0],
                 }
+                headers, verify = job.get("headers"), job.get("verify", True)
+                recorded["headers"], recorded["verify"] = recorded_connection(
+                    (dict(headers) if headers else None, verify if isinstance(verify, (bool, str)) else True),
+                    (options.headers, options.verify),
+                    str(run_dir / JOB_FILE),
+                )
             except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
                 raise RayJobError(
                     f"{run_dir / JOB_FILE} does not say where the run ran ({type(exc).__name__}: {exc})"
@@ -119,6 +140,8 @@ class RayExecutor:
             address = options.address
         elif address and REDACTED in address:
             raise RayJobError(f"{run_dir}/{JOB_FILE} records {address}, its credentials redacted: pass --address")
+        recorded.setdefault("headers", options.headers)
+        recorded.setdefault("verify", options.verify)
         return cls(address, **recorded, secret_env=options.secret_env)
 
     def where(self) -> str:
@@ -134,19 +157,26 @@ class RayExecutor:
         )
         address = redact_urls(self.address)
         lines = [f"ray      {address}: what the Jobs API is sent"]
+        connection = {}
+        if self.headers:
+            connection["headers"] = shown_headers(self.headers)
+            lines.append(f"  headers  {json.dumps(connection['headers'])} (with every request)")
+        if self.verify is not None and self.verify is not True:
+            connection["verify"] = self.verify
+            lines.append(f"  verify  {json.dumps(self.verify)} (the dashboard's TLS certificate)")
         for key, value in request.items():
             fields = value.items() if key == "runtime_env" else [(None, value)]
             lines.extend(
                 f"  {key}{'.' + name if name else ''}  {item if isinstance(item, str) else json.dumps(item)}"
                 for name, item in fields
             )
-        return Described({"address": address, **request}, tuple(lines))
+        return Described({"address": address, **connection, **request}, tuple(lines))
 
     def summary_fields(self) -> dict:
         return {"submission_id": None, "address": self.address and redact_urls(self.address)}
 
     def start(self, plan: Plan, run_dir: Path) -> tuple[RayJob, dict]:
-        client = connect(self.address, run_dir=run_dir)
+        client = connect(self.address, run_dir=run_dir, headers=self.headers, verify=self._verify())
         submission_id = submit(
             client,
             plan,
@@ -158,7 +188,21 @@ class RayExecutor:
             secret_env=self.secret_env,
         )
         print(f"sapo-launch: submitted {submission_id} to {redact_urls(self.address)}", file=sys.stderr)
-        return RayJob(client, JobRecord(self.address, submission_id)), {"submission_id": submission_id}
+        job = JobRecord(self.address, submission_id, self.headers, self._verify())
+        return RayJob(client, job), {"submission_id": submission_id}
+
+    def _verify(self) -> bool | str:
+        """The TLS verification given, else Ray's default: verified against the system's certificate authorities."""
+        return True if self.verify is None else self.verify
+
+    def _job(self, run_dir: Path) -> JobRecord:
+        """The job RUN_DIR's job.json records, at `self.address` when given, with the headers and verification of
+        this command over the recorded ones (`recorded_connection`: a hint when recorded values are redacted)."""
+        job = _job(run_dir, self.address)
+        headers, verify = recorded_connection(
+            (job.headers, job.verify), (self.headers, self.verify), str(Path(run_dir) / JOB_FILE)
+        )
+        return job._replace(headers=headers, verify=verify)
 
     def attach(self, run_dir: Path) -> RayJob:
         """The job a run directory submitted, to follow again (`sapo-launch logs --follow`, after `--detach` or a
@@ -166,8 +210,8 @@ class RayExecutor:
         the job's exit code (unlike `ray job logs`, which exits 0 for a failed job); Ctrl-C stops following, not
         the job (that is `stop`), exit 130. `self.address` overrides the one job.json records (a tunnel, a moved
         dashboard)."""
-        job = _job(run_dir, self.address)
-        return RayJob(connect(job.address, run_dir=run_dir), job, stop_on_signal=False)
+        job = self._job(run_dir)
+        return RayJob(_connect(job, run_dir), job, stop_on_signal=False)
 
     def follow(self, handle: RayJob, run_dir: Path, live: Live, record: Record) -> int:
         return _attach(handle, run_dir, live, record)
@@ -176,8 +220,8 @@ class RayExecutor:
         """Stop the job and wait (at most `timeout_s`) until Ray reports it ended; record the outcome. Exit 0 when
         the job has ended (now or before), 1 when it has not after the wait (Ray stops no job that has not started:
         one still PENDING says so, with what it waits for), `EXIT_LOST` when the cluster no longer knows it."""
-        job = _job(run_dir, self.address)
-        client = connect(job.address, run_dir=run_dir)
+        job = self._job(run_dir)
+        client = _connect(job, run_dir)
         try:
             details = _details(client, job)
             client.stop_job(job.submission_id)
@@ -200,8 +244,8 @@ class RayExecutor:
         """Print what the job's log holds so far, streamed (never held whole); exit 0. A job that has ended gets its
         log into train.log and its outcome recorded in the same pass; one the cluster no longer knows prints the
         train.log the run directory kept."""
-        job = _job(run_dir, self.address)
-        client = connect(job.address, run_dir=run_dir)
+        job = self._job(run_dir)
+        client = _connect(job, run_dir)
         try:
             _complete(client, job, run_dir, _details(client, job), record, shown=terminal)
         except JobUnknown as exc:
@@ -222,8 +266,8 @@ class RayExecutor:
             from .local import recorded_status
 
             return recorded_status(run_dir, record)
-        job = _job(run_dir, self.address)
-        client = connect(job.address, run_dir=run_dir)
+        job = self._job(run_dir)
+        client = _connect(job, run_dir)
         try:
             details = _details(client, job)
         except JobUnknown as exc:
@@ -237,8 +281,8 @@ class RayExecutor:
         run_dir = Path(run_dir)
         if (run_dir / JOB_FILE).exists() and read_summary(run_dir).get("status") in ("running", "submitted"):
             try:
-                job = _job(run_dir, self.address)
-                client = connect(job.address, run_dir=run_dir)
+                job = self._job(run_dir)
+                client = _connect(job, run_dir)
                 try:
                     _complete(client, job, run_dir, _details(client, job), record)
                 except JobUnknown as exc:
@@ -556,6 +600,11 @@ def _duration(start_ms: int | None, end_ms: int | None) -> float | None:
     if not start_ms:
         return None
     return round(((end_ms or time.time() * 1000) - start_ms) / 1000, 3)
+
+
+def _connect(job: JobRecord, run_dir: Path):
+    """A client of the dashboard where `job` runs, with its headers and TLS verification."""
+    return connect(job.address, run_dir=run_dir, headers=job.headers, verify=job.verify)
 
 
 def _job(run_dir: Path, address: str | None) -> JobRecord:

@@ -28,7 +28,10 @@ Before submitting, two checks refuse what could not run:
 
 Once submitted, `job.json` records the address (credentials redacted), the submission id, the entrypoint, the
 working directory, the excludes and the request as sent (secrets redacted): `JobRecord` finds the job again, and
-`rerun` sends the same again.
+`rerun` sends the same again. With --headers or --verify (a dashboard behind authentication or TLS), it records
+them too: the headers' names, their values redacted but for `ray_client.PLAIN_HEADERS`, and the verification
+(true, false or the CA bundle's absolute path). Every request of the submission carries them: the client's own and
+the nodes' listing.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ from ..plan import Plan, redact_keys, redact_urls
 from ..rundir import write_json
 from ..workdir import HOW_TO_EXCLUDE, UnsafeWorkingDir, shipped_files
 from . import RECORD_FILES, Refused
-from .ray_client import RayJobError, cluster_nodes, first_line
+from .ray_client import RayJobError, cluster_nodes, first_line, shown_headers
 from .ray_probe import PROBE_ENV, version_probe
 
 JOB_FILE = RECORD_FILES["ray"]  # job.json
@@ -70,16 +73,25 @@ class ClusterTooSmall(RayJobError, Refused):
 
 
 class JobRecord(NamedTuple):
-    """`job.json`: where the job was submitted and under which id."""
+    """`job.json`: where the job was submitted and under which id, and the headers and TLS verification its dashboard
+    is asked with (as read: header values redacted; a command's own go over them, `ray_client.recorded_connection`)."""
 
     address: str
     submission_id: str
+    headers: dict[str, str] | None = None
+    verify: bool | str = True
 
     @classmethod
     def read(cls, run_dir: Path) -> JobRecord:
         try:
             data = json.loads((run_dir / JOB_FILE).read_text(encoding="utf-8"))
-            return cls(data["address"], data["submission_id"])
+            headers, verify = data.get("headers"), data.get("verify", True)
+            return cls(
+                data["address"],
+                data["submission_id"],
+                dict(headers) if isinstance(headers, dict) else None,
+                verify if isinstance(verify, (bool, str)) else True,
+            )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise RayJobError(f"{run_dir} holds no Ray job ({JOB_FILE}: {exc})") from None
 
@@ -300,7 +312,8 @@ def submit(
     job.json (its request with the values of secret names and of `secret_env` redacted); returns the submission
     id."""
     request = job_request(plan, python, working_dir=working_dir, excludes=excludes)
-    nodes = cluster_nodes(address, client.timeout_s)
+    headers, verify = getattr(client, "headers", None), getattr(client, "verify", True)
+    nodes = cluster_nodes(address, client.timeout_s, headers, verify)
     shortfall = resource_shortfall(plan, nodes) or entrypoint_shortfall(plan, nodes)
     if shortfall:
         raise ClusterTooSmall(shortfall)
@@ -319,6 +332,8 @@ def submit(
             "excludes": request["runtime_env"].get("excludes", []),
             "working_dir": request["runtime_env"].get("working_dir"),
             "request": shown_request(request, secret_env),
+            **({"headers": shown_headers(headers)} if headers else {}),
+            **({"verify": verify} if verify is not True else {}),
         },
     )
     return submission_id
