@@ -29,13 +29,14 @@ import os
 import platform
 import socket
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
 from sapo_toolkit.atomicio import write_atomically
 
 from . import git
-from .plan import Plan, RayOptions, credential_names, redact, redact_keys
+from .plan import Plan, RayOptions, credential_names, redact, redact_keys, run_dir_name
 
 LOG_FILE = "train.log"
 SUMMARY_FILE = "summary.json"
@@ -68,6 +69,11 @@ class Labels(NamedTuple):
             name if isinstance(name, str) else None,
             tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else (),
         )
+
+    def directory_name(self, recipe_name: str, now: datetime) -> str:
+        """The name of the run's directory: the recipe's name, then the run's own when it has one, then the UTC
+        time of the launch (`plan.run_dir_name`)."""
+        return run_dir_name(f"{recipe_name}-{self.name}" if self.name else recipe_name, now)
 
 
 UNLABELLED = Labels()

@@ -4,7 +4,8 @@ nothing asked of a cluster: a run that has not ended shows as its summary.json r
 where it runs).
 
 A run directory is a directory holding plan.json (`read_run`); `find_runs` takes those in a root and in its
-subdirectories one level down (a sweep's own runs directory), never going into a run directory. `differences` gives
+subdirectories one level down (a sweep's own runs directory), never going into a run directory (a root that is one
+is listed alone). `differences` gives
 what the resolved recipes of runs set differently, a value naming the run's own directory (its checkpoints, its
 metrics file) read as `<run dir>`, so that it differs only where the runs do.
 """
@@ -194,10 +195,10 @@ def read_run(path: Path) -> Run:
 
 
 def find_runs(root: Path) -> list[Run]:
-    """The run directories in `root` and one level down, oldest first; one whose plan.json cannot be read is left
-    out."""
+    """The run directories in `root` and one level down (`root` itself when it is one), oldest first; one whose
+    plan.json cannot be read is left out."""
     found = []
-    for path in _subdirectories(root):
+    for path in [root] if (root / PLAN_FILE).is_file() else _subdirectories(root):
         inside = [path] if (path / PLAN_FILE).is_file() else _subdirectories(path)
         for candidate in inside:
             try:

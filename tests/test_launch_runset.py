@@ -150,6 +150,12 @@ def test_ls_defaults_to_the_runs_directory_launches_make(sweep, tmp_path):
     assert [line.split()[0] for line in proc.stdout.splitlines()] == ["RUN", sweep.a.name]
 
 
+def test_ls_of_a_run_directory_lists_it_alone(sweep):
+    assert [run["run_dir"] for run in ls_json(sweep.c)] == [str(sweep.c)]
+    proc = sapo_launch("ls", sweep.c)
+    assert [columns(line)[0] for line in proc.stdout.splitlines()] == ["RUN", sweep.c.name]
+
+
 def test_ls_reads_only_the_end_of_a_long_metrics_file(sweep, tmp_path):
     copy = shutil.copytree(sweep.a, tmp_path / "runs" / sweep.a.name)
     padding = {"perf/throughput": 100.0, **{f"x/{i}": 0.5 for i in range(40)}}

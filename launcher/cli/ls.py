@@ -51,7 +51,7 @@ def ls_command(root, statuses, recipe, name, tags, fmt):
         table.add_column(column, no_wrap=True)
     for run in runs:
         table.add_row(
-            cell(str(run.path.relative_to(root))),
+            cell(str(run.path.relative_to(root)) if run.path != root else run.path.name),
             cell(run.labels.name or ""),
             cell(",".join(run.labels.tags)),
             Text(run.status, style=STATUS_STYLES.get(run.status, "")),

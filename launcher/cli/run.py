@@ -15,7 +15,7 @@ from sapo_toolkit.linter.core.diagnostics import Severity
 from sapo_toolkit.linter.core.printable import printable
 from sapo_toolkit.linter.core.words import counted
 
-from ..rundir import EXIT_REFUSED
+from ..rundir import EXIT_REFUSED, Labels
 from .options import (
     DEVICE,
     FAIL_ON_GATES,
@@ -224,8 +224,9 @@ def run(
     except (PlanError, SettingsError, UnreadableFile) as exc:
         hint = "" if detected.kind else f" (no device detected: {detected.how}; pass --device npu|gpu)"
         raise click.UsageError(f"{exc}{hint}") from None
-    if run_name:
-        launch.move_to(_named_run_dir(launch, run_name, facts.now))
+    labels = Labels(run_name, tags)
+    if run_name:  # the plan named its run directory after the recipe only
+        launch.move_to(str(Path(launch.run_dir).with_name(labels.directory_name(launch.name, facts.now))))
     from .. import executors
 
     options = executors.Options(address, tuple(secret_env), headers, verify)
@@ -244,7 +245,7 @@ def run(
     from ..versions import installed_versions
 
     environment = rundir.environment_facts(recipe, detected.kind, detected.count, installed_versions())
-    run_dir = rundir.create(launch, environment, secret_env, rundir.Labels(run_name, tags))
+    run_dir = rundir.create(launch, environment, secret_env, labels)
     _print_lint(launch)
     if launch.lint.refuses:
         rundir.write_json(
@@ -276,14 +277,6 @@ def run(
             max_restarts=max_restarts,
         )
     )
-
-
-def _named_run_dir(launch, run_name: str, now: datetime) -> str:
-    """The run directory of a run the user named: `<recipe's name>-<run's name>-<UTC time>`, beside the one the
-    plan made."""
-    from ..plan import run_dir_name
-
-    return str(Path(launch.run_dir).with_name(run_dir_name(f"{launch.name}-{run_name}", now)))
 
 
 def _runtime_env(path: Path | None, working_dir: Path | None) -> dict:
