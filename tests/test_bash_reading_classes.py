@@ -251,3 +251,20 @@ def test_an_option_command_without_a_trainer_call_is_no_broken_continuation():
     # `--verbose` on a line of its own holds no trainer call: shellcheck's to judge, not SH005's
     text = HEAD + "ray job submit --address=http://127.0.0.1:8265 \\\n\n--verbose\n" + CALL + "\n"
     assert broken_continuations(text) == []
+
+
+# ------------------------------------------------------------------------------------- the script's own arguments
+@pytest.mark.parametrize("passed", ['"$@"', '"${@:1}"', '"${@:2}"', "${@:2:3}", '"${*:1}"'])
+def test_a_slice_of_the_script_arguments_is_a_passthrough(tmp_path, passed):
+    # `"${@:1}"` is `"$@"`, `"${@:2}"` all but the first argument: overrides given at run time, one SH003 note,
+    # not an override key that cannot be evaluated (SH001) nor a value the run computes (SH004)
+    text = HEAD + 'MODE=${1:-grpo}\n' + CALL + f" algorithm.adv_estimator=$MODE {passed}\n"
+    code, diagnostics = lint(tmp_path, text)
+    assert {d["code"] for d in diagnostics if d["code"].startswith("SH")} == {"SH003"}, diagnostics
+
+
+def test_a_slice_from_the_script_name_is_no_passthrough(tmp_path):
+    # `${@:0}` starts with $0, the script's own path: not an override, and not the script's arguments
+    text = HEAD + CALL + ' "${@:0}"\n'
+    code, diagnostics = lint(tmp_path, text)
+    assert not found(diagnostics, "SH003"), diagnostics

@@ -15,6 +15,10 @@ MAX_LOOP_ITERATIONS = 64
 _LOOP_LIMIT = f"the script's loops are evaluated for {MAX_LOOP_ITERATIONS} rounds in all"
 # The variables a C-style `for`'s initializer sets (`i=0, j=1`; not `i==0`)
 _ASSIGNED = re.compile(r"([A-Za-z_]\w*)\s*=(?!=)")
+# The script's own arguments passed on as a word: `"$@"`, `$*`, `"${@}"`, and the slices from one of them on
+# (`"${@:1}"` is all of them, `"${@:2}"` all but the first, `"${@:2:3}"` three of them; `${@:0}` starts with $0,
+# the script's own name, which is no argument).
+_SCRIPT_ARGUMENTS = re.compile(r'(?P<quote>"?)\$(?:[@*]|\{[@*](?::[1-9][0-9]{0,8}(?::[0-9]{1,9})?)?\})(?P=quote)')
 
 
 class Break(Exception):
@@ -31,8 +35,8 @@ class Continue(Break):
 
 class Loops(Conditions):
     def is_passthrough(self, n) -> bool:
-        """Whether a word is the script's own arguments passed on (`"$@"`, `$*`, ...)."""
-        return self.text(n) in ('"$@"', "$@", '"${@}"', "${@}", "$*", '"$*"')
+        """Whether a word is the script's own arguments passed on (`"$@"`, `$*`, `"${@:2}"`, ...)."""
+        return _SCRIPT_ARGUMENTS.fullmatch(self.text(n)) is not None
 
     def for_(self, n) -> None:
         """`for NAME in WORDS; do ...; done`: the body once per item, NAME set to it, as bash runs it. The script's
