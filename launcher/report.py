@@ -397,18 +397,18 @@ def overlay_pngs(runs: list[Overlaid]) -> dict[str, tuple[str, bytes]]:
 
 
 def overlay_markdown(runs: list[Overlaid], images: list[tuple[str, str]], title: str | None = None) -> str:
-    """The overlay's text: the runs (status, last step, gates, as recorded), then each metric's plot."""
+    """The overlay's text: the runs (status, the steps plotted, gates, as recorded), then each metric's plot."""
     lines = [
         f"# Runs overlaid: {title or ', '.join(o.label for o in runs)}",
         "",
-        "| run | directory | status | last step | gates |",
+        "| run | directory | status | steps | gates |",
         "|---|---|---|---|---|",
     ]
     for overlaid in runs:
-        run = overlaid.run
+        run, steps = overlaid.run, overlaid.table.steps()
         lines.append(
-            f"| {_cell(overlaid.label)} | `{_cell(str(run.path))}` | {run.status} | {run.steps_text} | "
-            f"{_cell(run.verdict)} |"
+            f"| {_cell(overlaid.label)} | `{_cell(str(run.path))}` | {run.status} | "
+            f"{f'{steps[0]}-{steps[-1]}' if steps else '-'} | {_cell(run.verdict)} |"
         )
     lines.append("")
     for title, name in images:

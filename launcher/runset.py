@@ -5,9 +5,9 @@ where it runs).
 
 A run directory is a directory holding plan.json (`read_run`); `find_runs` takes those in a root and in its
 subdirectories one level down (a sweep's own runs directory), never going into a run directory (a root that is one
-is listed alone). `differences` gives
-what the resolved recipes of runs set differently, a value naming the run's own directory (its checkpoints, its
-metrics file) read as `<run dir>`, so that it differs only where the runs do.
+is listed alone). A resumed run's metrics are its whole curve, from the first run it continues (`Run.table`).
+`differences` gives what the resolved recipes of runs set differently, a value naming the run's own directory (its
+checkpoints, its metrics file) read as `<run dir>`, so that it differs only where the runs do.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from .metrics import (
     StepValues,
     console_metrics,
     parse_jsonl_line,
-    read_files,
 )
 from .plan import METRICS_FILE
 from .rundir import LOG_FILE, PLAN_FILE, SUMMARY_FILE, Labels, read_json
@@ -147,9 +146,12 @@ class Run:
         return f"passed {sum(v.get('passed') is True for v in self.gates.values())}/{len(self.gates)}"
 
     def table(self, metrics: Iterable[str]) -> MetricTable:
-        """The run's readings of `metrics`: metrics.jsonl merged with train.log's console lines."""
+        """The run's readings of `metrics` (metrics.jsonl merged with train.log's console lines), over its whole
+        curve when it continues other runs (`resume`: `lineage.read_curve`)."""
+        from .lineage import read_curve  # which reads run directories through this module
+
         try:
-            return read_files(metric_files(self.path), frozenset(metrics).__contains__)
+            return read_curve(self.path, frozenset(metrics).__contains__).table
         except OSError as exc:
             raise RunSetError(f"cannot read {exc.filename}: {exc.strerror}") from None
 

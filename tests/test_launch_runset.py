@@ -253,11 +253,29 @@ def test_overlay_draws_one_plot_per_metric_with_a_line_per_run(sweep, tmp_path):
         "sweep-perf-throughput.png",
     ]
     text = output.read_text()
-    assert f"| lr-1e-6 | `{sweep.a}` | succeeded | 3 | passed 1/1 |" in text
-    assert f"| {sweep.c.name} | `{sweep.c}` | failed | 2 | - |" in text
+    assert f"| lr-1e-6 | `{sweep.a}` | succeeded | 1-3 | passed 1/1 |" in text
+    assert f"| {sweep.c.name} | `{sweep.c}` | failed | 1-2 | - |" in text
     assert "![perf/throughput](sweep-perf-throughput.png)" in text
     default = sapo_launch("report", "--overlay", sweep.a, sweep.b)
     assert default.stdout == f"report: {sweep.root / 'overlay.md'} (2 runs overlaid, 2 plots)\n", default.stderr
+
+
+def test_a_resumed_run_is_overlaid_as_its_whole_curve(tmp_path):
+    recipe = stand_in(tmp_path, {"FAKE_STEPS": 6, "FAKE_CRASH_STEP": 3, "FAKE_SAVE": 1}, gates=FLOOR, name="curve")
+    crashed = launch(tmp_path, recipe, "--name", "crashed")
+    assert crashed.returncode == 1, crashed.stderr
+    parent = the_run(tmp_path / "runs", crashed.stderr)
+    resumed = sapo_launch("resume", parent)
+    assert resumed.returncode == 0, resumed.stderr
+    (child,) = [path for path in (tmp_path / "runs").iterdir() if path != parent]
+    output = tmp_path / "overlay.md"
+    assert sapo_launch("report", "--overlay", parent, child, "-o", output).returncode == 0
+    text = output.read_text()
+    # the resumed run keeps the name: each is shown by its directory's
+    assert f"| {parent.name} | `{parent}` | failed | 1-3 |" in text
+    assert f"| {child.name} | `{child}` | succeeded | 1-6 |" in text
+    compared = json.loads(sapo_launch("compare", parent, child, "--format", "json").stdout)
+    assert compared["metrics"]["perf/throughput"] == [{"step": 3, "value": 103.0}, {"step": 6, "value": 106.0}]
 
 
 def test_overlay_without_matplotlib_writes_the_table_and_the_json(sweep, tmp_path):
