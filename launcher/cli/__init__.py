@@ -8,6 +8,7 @@ recipe that cannot be planned; 8 (`gates.EXIT_GATES_FAILED`, a code trainers do 
 
 The command group and the entry point; one module per command, each imported only when its command is named.
 Shared options: `options.py`.
+`ls`, `compare` and `report --overlay` read run directories as a set, from their records (`launcher.runset`).
 """
 
 from __future__ import annotations
