@@ -246,6 +246,43 @@ def test_a_source_tree_s_own_code_decides_a_code_fact(tmp_path, checks):
     assert ("BS004" in [c for c, _ in codes(found, "run.sh")]) == checks
 
 
+@pytest.mark.parametrize(
+    ("checks", "val_only", "said"),
+    [
+        (True, "False", "validate_config fails"),
+        (True, "True", "validate_config fails"),
+        (False, "False", "DataProto.chunk"),
+        (False, "True", None),
+    ],
+)
+def test_a_batch_the_workers_cannot_split_fails_where_the_tree_s_code_says(tmp_path, checks, val_only, said):
+    """BS001 (train batch x n not a multiple of the world size): a verl that checks it at start-up fails there,
+    validation-only runs too (`schemas/facts.json` `train-batch-divisible-by-minimal-batch`, `code`); verl 0.1 and
+    its forks check nothing at start-up, and fail at the first training step's split, which a validation-only run
+    (`+trainer.val_only=true`) never reaches."""
+    package = tiny_verl(tmp_path, version="0.2.0.dev")
+    (package / "trainer" / "config" / "ppo_trainer.yaml").write_text(
+        "trainer:\n  nnodes: 1\n  n_gpus_per_node: 8\ndata:\n  train_batch_size: 8\nactor_rollout_ref:\n"
+        "  actor:\n    strategy: fsdp\n    use_dynamic_bsz: false\n  rollout:\n    n: 1\n"
+    )
+    (package / "trainer" / "ray_trainer.py").write_text(
+        "def fit(config, n_gpus):\n    if config.trainer.get('val_only', False):\n        return\n"
+    )
+    if checks:
+        (package / "trainer" / "checks.py").write_text(
+            "def validate(config, n_gpus):\n    real_train_batch_size = config.data.train_batch_size\n"
+            "    assert real_train_batch_size % n_gpus == 0\n"
+        )
+    script_in(
+        tmp_path,
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo data.train_batch_size=16 trainer.n_gpus_per_node=5 "
+        f"+trainer.val_only={val_only}\n",
+    )
+    found = report("run.sh", cwd=tmp_path, cache=tmp_path / "cache")
+    messages = [d["message"] for d in found["diagnostics"] if d["code"] == "BS001"]
+    assert [said in m for m in messages] == ([True] if said else []), messages
+
+
 def test_a_verl_submodule_not_checked_out_is_never_judged_by_another_verl(tmp_path):
     """`.gitmodules` declares `verl` (a pinned verl checkout), absent here: the repository's verl is known but not on
     this machine, so its keys are not judged against the newest release (one warning says how to get it)."""

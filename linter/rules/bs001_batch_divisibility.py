@@ -33,14 +33,25 @@ def check(ctx: LintContext):
     strategy `megatron_dp * ppo_micro_batch_size_per_gpu` with `megatron_dp = n_gpus // (TP * PP * CP)` of the
     actor, otherwise `n_gpus`. It fails with `real_train_batch_size (...) must be divisible by minimal possible
     batch size (...)`. World sizes that TP*PP*CP does not divide are left to the topology rules, and a missing
-    `ppo_micro_batch_size_per_gpu` to BS003."""
+    `ppo_micro_batch_size_per_gpu` to BS003.
+
+    verl 0.1 and forks of it make no such check at start-up (for a source tree its own code decides,
+    `schemas/facts.json`: `train-batch-divisible-by-minimal-batch`). There the same batch fails at the first
+    training step instead, after a whole rollout: the FSDP workers' dispatch splits it over the `n_gpus` workers
+    with `DataProto.chunk`, which asserts `only support equal chunk` (verl 0.1 `verl/protocol.py`); a run that
+    only validates (`trainer.val_only=True`, whose `fit` returns after validating) never gets there, and the
+    Megatron workers' split over data-parallel ranks is not checked."""
     if ctx.config.value(f"{ACTOR}.use_dynamic_bsz") is not False:
+        return
+    checked_at_start = ctx.fact("verl:train-batch-divisible-by-minimal-batch")
+    megatron = ctx.config.value(f"{ACTOR}.strategy") == "megatron"
+    if not checked_at_start and (megatron or ctx.config.value("trainer.val_only") is True):
         return
     n_gpus = world_size(ctx)
     train, n = ctx.number("data.train_batch_size"), ctx.number("actor_rollout_ref.rollout.n")
     if not n_gpus or not isinstance(train, int) or not isinstance(n, int):
         return
-    if ctx.config.value(f"{ACTOR}.strategy") == "megatron":
+    if megatron:
         par = parallelism(ctx, "actor")
         micro = ctx.number(f"{ACTOR}.ppo_micro_batch_size_per_gpu")
         if par is None or not isinstance(micro, int) or micro <= 0:
@@ -74,9 +85,16 @@ def check(ctx: LintContext):
     step = minimal // math.gcd(minimal, n)
     lower, upper = (train // step) * step, (train // step + 1) * step
     options = " or ".join(str(v) for v in (lower, upper) if v > 0)
-    yield Finding(
-        ctx.blame(*paths),
-        f"verl's validate_config fails: real_train_batch_size ({real}) must be divisible by minimal possible "
-        f"batch size ({minimal}); real_train_batch_size = data.train_batch_size {train} x rollout.n {n}, "
-        f"minimal = {how}. Nearest data.train_batch_size that fits: {options}",
-    )
+    sizes = f"data.train_batch_size {train} x rollout.n {n}"
+    if checked_at_start:
+        what = (
+            f"verl's validate_config fails: real_train_batch_size ({real}) must be divisible by minimal possible "
+            f"batch size ({minimal}); real_train_batch_size = {sizes}, minimal = {how}"
+        )
+    else:
+        what = (
+            f"the first training step fails after its rollout: verl {ctx.snapshot.label} splits the batch of "
+            f"{real} sequences ({sizes}) over the {n_gpus} workers with DataProto.chunk, which asserts "
+            "`only support equal chunk` (this verl checks nothing at start-up)"
+        )
+    yield Finding(ctx.blame(*paths), f"{what}. Nearest data.train_batch_size that fits: {options}")
