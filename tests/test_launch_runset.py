@@ -207,7 +207,7 @@ def test_a_run_on_a_ray_cluster_shows_its_address(tmp_path, ray_address):
     listed = sapo_launch("ls", tmp_path / "runs")
     assert listed.returncode == 0, listed.stderr
     line = columns(listed.stdout.splitlines()[1])  # its steps: what the job's file logger has written so far
-    assert line[1:3] == ["on-ray", "submitted"] and line[-3] == ray_address, line
+    assert line[1:3] == ["on-ray", "submitted"] and line[-2] == ray_address, line
 
 
 # -- compare ---------------------------------------------------------------------------------------------------------
