@@ -8,8 +8,9 @@ given a property per key of the trainer config: every key of every tree selectio
 from. What the linter checks beyond a key's own type (another config group's keys, `+` on an existing key,
 topology, memory) stays the linter's: the schema accepts every prefixed key (`+`, `++`, `~`), every config group
 selection (`actor@actor_rollout_ref.actor`) and any value written as an interpolation (`${...}`). A key that no
-selection has is refused (`additionalProperties: false`), as Hydra refuses it at compose. verl's YAML comments are
-not in the snapshots, so descriptions give the type, default, choices and the consuming library instead.
+selection has is refused (`additionalProperties: false`), as Hydra refuses it at compose. A key's description starts
+with the comment verl's config YAML carries for it (`schemas/verl-docs/`, `verl_docs`), then gives its type, default,
+choices and the consuming library.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 from pathlib import Path
 
 from .schema import SCHEMA_DIR, Snapshot, load_snapshot, resolve_verl_version
+from .verl_docs import VerlDocs, load_docs
 
 # JSON Schema's names for the snapshot's types (schemas/FORMAT.md, `ENTRY`); `any` accepts everything
 _JSON_TYPES = {
@@ -54,11 +56,19 @@ def _override_keys(snapshot: Snapshot) -> dict[str, dict]:
     """Every dotted key of every tree selection of the config, and every config group placement, each as a JSON
     Schema; a key whose entries differ between selections accepts what any of them does."""
     entries: dict[str, list[dict]] = {}
+    comments: dict[str, str] = {}
+    docs = load_docs(snapshot.verl_version)
     for selection in _selections(snapshot):
         for path, entry in snapshot.tree(selection).entries.items():
             if path and entry not in entries.setdefault(path, []):
                 entries[path].append(entry)
-    keys = {path: _key_schema(found, snapshot.verl_version) for path, found in sorted(entries.items())}
+            if path and path not in comments:
+                said = _comment(docs, snapshot, selection, path)
+                if said:
+                    comments[path] = said
+    keys = {
+        path: _key_schema(found, snapshot.verl_version, comments.get(path)) for path, found in sorted(entries.items())
+    }
     for placement, where in snapshot.placements.items():  # a group's selection, also where a key has its name
         group_schema: dict = {
             "description": f"config group `{where['group']}` placed at `{where['package'] or '(root)'}`: one of its "
@@ -69,6 +79,12 @@ def _override_keys(snapshot: Snapshot) -> dict[str, dict]:
             group_schema["enum"] = [*options, None]
         keys[placement] = group_schema
     return keys
+
+
+def _comment(docs: VerlDocs | None, snapshot: Snapshot, selection: dict[str, str], path: str) -> str | None:
+    """The comment verl's YAML carries for a key in a selection's tree (the default selection's where it has one)."""
+    found = docs.comment(snapshot.config_name, selection, path) if docs is not None else None
+    return found.text if found is not None else None
 
 
 def _selections(snapshot: Snapshot) -> list[dict[str, str]]:
@@ -84,8 +100,9 @@ def _selections(snapshot: Snapshot) -> list[dict[str, str]]:
     return out
 
 
-def _key_schema(entries: list[dict], version: str) -> dict:
-    """One key's JSON Schema from its snapshot entries (one per distinct entry among the selections)."""
+def _key_schema(entries: list[dict], version: str, comment: str | None = None) -> dict:
+    """One key's JSON Schema from its snapshot entries (one per distinct entry among the selections) and the comment
+    verl's YAML carries for it."""
     alternatives = [_entry_schema(e) for e in entries]
     merged = alternatives[0] if len(alternatives) == 1 else {"anyOf": alternatives}
     first = entries[0]
@@ -100,7 +117,8 @@ def _key_schema(entries: list[dict], version: str) -> dict:
         said.append(f"builds {first['target']}")
     if first.get("declared_only"):
         said.append("a dataclass field not in verl's YAML: add it with `+`")
-    schema = {**merged, "description": f"verl {version}: " + "; ".join(said)}
+    described = f"verl {version}: " + "; ".join(said)
+    schema = {**merged, "description": f"{comment}\n\n{described}" if comment else described}
     if "default" in first and len(entries) == 1:
         schema["default"] = first["default"]
     return schema

@@ -101,7 +101,7 @@ def test_the_release_holds_the_data_and_not_the_tests(release):
     from sapo_toolkit.linter import __version__
 
     assert version == __version__ and wheel.name.startswith(f"sapo_toolkit-{__version__}-")  # one place
-    for data in ("verl/0.9.1.json", "recipe.schema.json", "devices.json", "facts.json"):
+    for data in ("verl/0.9.1.json", "verl-docs/0.9.1.json", "recipe.schema.json", "devices.json", "facts.json"):
         assert f"sapo_toolkit/schemas/{data}" in in_wheel and f"schemas/{data}" in in_sdist
     assert "sapo_toolkit/linter/rules/sp001_sapo_tau_nested.py" in in_wheel  # a rule and its docs
     assert {"README.md", "CHANGELOG.md", "docs/rules.md"} <= in_sdist

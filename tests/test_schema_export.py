@@ -64,10 +64,25 @@ def test_the_shipped_recipes_validate_and_a_bad_one_is_refused_at_each_mistake(t
 def test_keys_carry_their_type_choices_default_and_the_megatron_keys_too(tmp_path):
     keys = exported(tmp_path, "--verl-version", "0.10.0.dev")["$defs"]["overrides"]["properties"]
     tp = keys["actor_rollout_ref.actor.megatron.tensor_model_parallel_size"]  # only under model_engine=megatron
-    assert tp["default"] == 1 and "integer" in json.dumps(tp) and tp["description"].startswith("verl 0.10.0.dev")
+    assert tp["default"] == 1 and "integer" in json.dumps(tp)
+    assert tp["description"] == "tensor model parallel size\n\nverl 0.10.0.dev: int; default 1"  # verl's comment first
     loss = json.dumps(keys["actor_rollout_ref.actor.policy_loss.loss_mode"])
     assert '"sapo"' in loss and '"vanilla"' in loss
     assert "megatron" in json.dumps(keys["model_engine"]["enum"])
+
+
+def test_descriptions_start_with_the_comment_verls_yaml_carries(tmp_path):
+    keys = exported(tmp_path, "--verl-version", "0.9.1")["$defs"]["overrides"]["properties"]
+    said = keys["actor_rollout_ref.actor.ppo_mini_batch_size"]["description"]  # actor/actor.yaml at the actor
+    assert said == "Split each sample into sub-batches of this size for PPO\n\nverl 0.9.1: int; default 256"
+    ckpt = keys["actor_rollout_ref.actor.checkpoint.save_contents"]["description"]  # a two-line comment
+    assert ckpt.startswith("What to include in saved checkpoints\nwith 'hf_model' you can save whole model")
+    assert keys["trainer.nnodes"]["description"].startswith("Number of nodes used in the training\n\n")
+    # a key verl's YAML leaves uncommented (megatron.yaml's lr_decay_steps) says only what the snapshot knows
+    assert keys["actor_rollout_ref.actor.optim.lr_decay_steps"]["description"].startswith("verl 0.9.1: ")
+    commented = [k for k, v in keys.items() if "\n\nverl 0.9.1: " in v.get("description", "")]
+    assert len(commented) > 1000, len(commented)
+    print(f"\nschema export 0.9.1: {len(commented)} of {len(keys)} keys carry verl's comment")
 
 
 @pytest.mark.skipif(shutil.which("check-jsonschema") is None, reason="check-jsonschema is not installed")

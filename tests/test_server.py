@@ -257,6 +257,9 @@ async def test_hover_says_type_default_choices_versions_and_the_verl(client, tmp
     said = await hovered(client, uri, 7, 10)
     assert said.startswith("**`actor_rollout_ref.actor.ppo_mini_batch_size`**: int, default 256")
     assert "verl 0.9.1 (the newest committed snapshot" in said
+    # the comment verl's YAML carries for it: actor/actor.yaml, composed at actor_rollout_ref.actor
+    assert "\n\n> Split each sample into sub-batches of this size for PPO\n\n" in said
+    assert "(verl's comment, `trainer/config/actor/actor.yaml`)" in said
     print("\nhover ppo_mini_batch_size:", said.replace("\n\n", " | "))
     said = await hovered(client, uri, 3, 8)
     assert "One of `gae`" in said and "`grpo`" in said
@@ -266,8 +269,9 @@ async def test_hover_says_type_default_choices_versions_and_the_verl(client, tmp
     changed(client, uri, 2, 10, LAST, LAST, " \\\n    algorithm.rollout_correction=null")
     await published(client, uri, 2)
     said = await hovered(client, uri, 11, 10)
-    assert "Not in verl 0.4.1, 0.5.0." in said
-    print("hover algorithm.rollout_correction:", said.split("\n\n")[0], "|", "Not in verl 0.4.1, 0.5.0.")
+    history = "Added in verl 0.6.1 (not in 0.4.1, 0.5.0)."
+    assert history in said
+    print("hover algorithm.rollout_correction:", said.split("\n\n")[0], "|", history)
     changed(client, uri, 3, 11, 4, 37, "actor@actor_rollout_ref.actor=megatron_actor")
     await published(client, uri, 3)
     said = await hovered(client, uri, 11, 6)

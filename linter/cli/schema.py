@@ -97,10 +97,17 @@ def schema_export(verl_version, config_name, output_file):
     default=None,
     help="Schema directory to write into (default: the installed sapo-lint's schemas/).",
 )
-def schema_build(wheels, verl_root, consumer_wheels, out):
+@click.option(
+    "--docs-only",
+    is_flag=True,
+    help="Write only the comments of each verl's config YAML (schemas/verl-docs/), which hover and "
+    "`schema export` show; not the snapshots.",
+)
+def schema_build(wheels, verl_root, consumer_wheels, out, docs_only):
     """Build schema snapshots, without importing verl, torch or megatron.
 
-    With neither --wheel nor --verl-root, the installed verl distribution is read from disk."""
+    With neither --wheel nor --verl-root, the installed verl distribution is read from disk. Each verl's snapshot
+    comes with the comments its config YAML carries for its keys (schemas/verl-docs/)."""
     from sapo_toolkit.schemas import build
 
     from ..schema import SCHEMA_DIR
@@ -108,7 +115,11 @@ def schema_build(wheels, verl_root, consumer_wheels, out):
     try:
         sources = [{"wheel": w} for w in wheels] + ([{"verl_root": verl_root}] if verl_root else [])
         located = [build.locate_verl(**src) for src in sources or [{}]]
-        for path in build.build_all(out or SCHEMA_DIR, located, list(consumer_wheels)):
+        if docs_only:
+            written = build.write_verl_docs(out or SCHEMA_DIR, located)
+        else:
+            written = build.build_all(out or SCHEMA_DIR, located, list(consumer_wheels))
+        for path in written:
             click.echo(f"wrote {path}")
     except build.SchemaBuildError as exc:
         raise click.ClickException(str(exc)) from None

@@ -8,8 +8,9 @@ import json
 from typing import NamedTuple
 
 from ..core.dotted import ancestors
-from ..engine import LintContext
-from ..schema import SnapshotNotFound, available_verl_versions, other_versions
+from ..engine import LintContext, group_overrides
+from ..schema import SnapshotNotFound, available_verl_versions, load_snapshot, other_versions, version_key
+from ..verl_docs import KeyComment, load_docs, markdown_quote
 
 
 class Candidate(NamedTuple):
@@ -99,8 +100,9 @@ def entry_summary(entry: dict) -> str:
 
 
 def describe_key(ctx: LintContext, key: str) -> str:
-    """A key's description in Markdown: its type, default, choices, what consumes it, the verl it is checked
-    against, and which other committed verl snapshots have it where not all do."""
+    """A key's description in Markdown: its type, default, the comment verl's YAML carries for it, its choices, what
+    consumes it, the verl it is checked against, and which verl added or removed it where not all committed verl
+    snapshots have it."""
     group = _group_of(ctx, key)
     if group is not None:
         return _describe_group(ctx, key, group)
@@ -115,6 +117,9 @@ def describe_key(ctx: LintContext, key: str) -> str:
         lines.extend(_elsewhere(ctx, key, present=False))
         return "\n\n".join(lines)
     lines = [f"**`{key}`**: {entry_summary(entry)}"]
+    comment = key_comment(ctx, key)
+    if comment is not None:
+        lines.append(markdown_quote(comment.text) + f"\n\n(verl's comment, `{comment.file}`)")
     if entry.get("choices"):
         lines.append("One of " + ", ".join(f"`{_written(c)}`" for c in entry["choices"]) + ".")
     if entry.get("interpolation"):
@@ -151,17 +156,64 @@ def _selection(ctx: LintContext) -> str:
     return ", ".join(f"{g}={o}" for g, o in sorted(ctx.selection.items())) or "its one tree"
 
 
+def key_comment(ctx: LintContext, key: str) -> KeyComment | None:
+    """The comment verl's YAML carries for a key of the context's tree (`verl_docs`): for a committed snapshot only
+    (the one `load_snapshot` gives for its version; a repository's verl tree, snapshotted on the fly under the same
+    version, may have other files and has no comments document)."""
+    docs = load_docs(ctx.snapshot.verl_version)
+    if docs is None or not _committed(ctx):
+        return None
+    changes: list = []
+    if ctx.command is not None:
+        order = {k: n for n, k in enumerate(ctx.snapshot.placements)}
+        verdicts = group_overrides(ctx.command, ctx.snapshot, ctx.selection).values()
+        changes = sorted(
+            (v.change for v in verdicts if v.change is not None),
+            key=lambda c: (c.append, order.get(c.key, len(order))),
+        )
+    packages = [p["package"] for p in ctx.snapshot.placements.values()]
+    return docs.comment(ctx.snapshot.config_name, ctx.selection, key, changes, packages)
+
+
+def _committed(ctx: LintContext) -> bool:
+    try:
+        return load_snapshot(ctx.snapshot.verl_version, ctx.snapshot.config_name) is ctx.snapshot
+    except SnapshotNotFound:
+        return False
+
+
 def _elsewhere(ctx: LintContext, key: str, present: bool) -> list[str]:
-    """Which other committed verl snapshots (of the same config and selection) have the key, where that is not
-    every one of them: the key was added or removed along the way."""
+    """Which verl added or removed the key, among the committed verl snapshots (of the same config and selection)
+    that have its top-level node, where not all of them have it; for a key this verl lacks, the ones that have it."""
     having = other_versions(ctx.snapshot, ctx.selection, path=key)
     if present:
         comparable = other_versions(ctx.snapshot, ctx.selection, path=key.partition(".")[0])
-        lacking = [v.label for v in comparable if v.version not in {h.version for h in having}]
-        return [f"Not in verl {', '.join(lacking)}."] if lacking else []
+        return _history(ctx, comparable, {v.version for v in having})
     if not having:
         return [f"No other committed verl snapshot ({len(available_verl_versions()) - 1}) has it either."]
     return [f"In verl {', '.join(v.label for v in having)}."]
+
+
+def _history(ctx: LintContext, comparable, having: set[str]) -> list[str]:
+    """`Added in verl 0.6.1 (not in 0.4.1, 0.5.0).`, `Removed after verl 0.8.0 (not in 0.9.1).`, both, or where the
+    versions that have it are not one run, `Not in verl ...`: the key's history among the comparable snapshots."""
+    here = ctx.snapshot
+    versions = sorted(
+        [*((v.version, v.label) for v in comparable), (here.verl_version, here.label)], key=lambda v: version_key(v[0])
+    )
+    has = [v in having or v == here.verl_version for v, _ in versions]
+    lacking = [label for (_, label), h in zip(versions, has, strict=True) if not h]
+    if not lacking:
+        return []
+    first, last = has.index(True), len(has) - 1 - has[::-1].index(True)
+    if not all(has[first : last + 1]):
+        return [f"Not in verl {', '.join(lacking)}."]
+    said = []
+    if first > 0:
+        said.append(f"Added in verl {versions[first][1]} (not in {', '.join(lacking[:first])}).")
+    if last < len(has) - 1:
+        said.append(f"Removed after verl {versions[last][1]} (not in {', '.join(lacking[first:])}).")
+    return [" ".join(said)]
 
 
 def _fields(ctx: LintContext, spec: str) -> dict[str, dict]:

@@ -14,8 +14,11 @@ hydra, omegaconf, libcst) on first use.
 * ``build_consumer_snapshot``, ``mbridge_git_main_snapshot`` -> megatron-core / mbridge / ray snapshots (consumers.py;
   Megatron-LM's argparse flags of a source archive: megatron_arguments.py)
 * ``mindspeed_snapshot`` -> the transcribed MindSpeed (Ascend) snapshot (mindspeed.py)
+* ``build_verl_docs`` -> the comments verl's config YAML carries for its keys, where they land (docs.py; read
+  with ruamel.yaml); ``docs_text``
 * ``snapshot_text`` -> the deterministic JSON text (layout.py)
-* ``write_snapshot``, ``build_all`` (regenerate every committed snapshot under ``schemas/``) (writer.py)
+* ``write_snapshot``, ``build_all`` (regenerate every committed snapshot under ``schemas/``), ``write_verl_docs``
+  (the comments documents alone) (writer.py)
 * ``recipe_validator_code`` -> ``schemas/recipe_validator.py`` (validator_codegen.py)
 
 Regenerate the committed files with::
@@ -27,6 +30,9 @@ Regenerate the committed files with::
         --consumer-wheel megatron_core-0.12.1-....whl ... --consumer-wheel mbridge-0.15.1-py3-none-any.whl \
         --consumer-wheel ray-2.60.0-....whl \
         --consumer-wheel mlm-core_v0.18.0.tar.gz --consumer-wheel mlm-core_v0.19.0.tar.gz   # ../shared/megatron-src/
+
+and the comments documents alone (``schemas/verl-docs/``) with ``sapo-lint schema build --docs-only`` and the same
+``--wheel`` and ``--verl-root`` arguments.
 """
 
 from __future__ import annotations
@@ -57,11 +63,15 @@ _EXPORTS = {
     "build_consumer_snapshot": "consumers",
     "mbridge_git_main_snapshot": "consumers",
     "mindspeed_snapshot": "mindspeed",
+    "build_verl_docs": "docs",
+    "docs_text": "docs",
     "snapshot_text": "layout",
     "write_snapshot": "writer",
     "verl_snapshot_path": "writer",
     "consumer_snapshot_path": "writer",
     "build_all": "writer",
+    "write_verl_docs": "writer",
+    "verl_docs_path": "writer",
     "recipe_validator_code": "validator_codegen",
 }
 

@@ -83,6 +83,8 @@ class Item:
     placement: str | None  # the override key of the top-level placement whose subtree holds it
     paths: frozenset[str]  # what it writes: its package and every key below it
     leaves: frozenset[str]  # those of `paths` that hold a value other than a mapping
+    # the config it is (`actor/dp_actor`, `ppo_trainer`), where verl's YAML comments on its keys are read (docs.py)
+    config_path: str = field(default="", compare=False)
 
     @property
     def identity(self) -> tuple[str, str]:
@@ -318,7 +320,7 @@ class _Composer:
         if key not in self.workspace.contents:
             self.workspace.contents[key] = _content(self.source, config_path, package)
         content, paths, leaves = self.workspace.contents[key]
-        return Item(content, package, placement, paths, leaves)
+        return Item(content, package, placement, paths, leaves, config_path)
 
 
 def _repeatable(tree: DefaultsTreeNode) -> Iterator[str]:
