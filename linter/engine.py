@@ -575,10 +575,15 @@ def resolve(command: Command, snapshot: Snapshot) -> LintContext:
         resolved.append(ResolvedOverride(lo, p, tree.get(p.key), existed, current, anchor, replaced=replaced))
         if p.op == "delete" or (existed or p.op != "set"):
             view.apply(p)
-    # A config without a `model_engine` group (verl <= 0.7): the actor's `strategy`, as the overrides leave it
+    # A config without a `model_engine` group (verl <= 0.7): the actor's `strategy`, as the overrides leave it; an
+    # SFT trainer's: its `engine` group (sft_trainer_engine), else `model.strategy` (sft_trainer: FSDP only)
     strategy = view.value("actor_rollout_ref.actor.strategy")
-    model_engine = selection.get("model_engine") or _STRATEGY_ENGINE.get(
-        strategy if isinstance(strategy, str) else "", ""
+    if snapshot.config_name == "sft_trainer":
+        strategy = view.value("model.strategy")
+    model_engine = (
+        selection.get("model_engine")
+        or _ENGINE_OPTION.get(selection.get("engine") or "", selection.get("engine") or "")
+        or _STRATEGY_ENGINE.get(strategy if isinstance(strategy, str) else "", "")
     )
     return LintContext(
         snapshot, tree, model_engine, resolved, view, command.stack, broken, command, selection=selection
@@ -603,9 +608,15 @@ class Part(Enum):
     TRAIN_BATCH = "train_batch"
     # The rollout inside the actor's worker group, whose mesh asserts `world_size % infer_world_size == 0`.
     COLOCATED_ROLLOUT = "colocated_rollout"
+    # An SFT trainer's one model on its training engine (verl/trainer/sft_trainer.py and sft_trainer_ray.py:
+    # TrainingWorker over sft_trainer_engine's `engine`, `optim` and `checkpoint`; verl <= 0.6's
+    # fsdp_sft_trainer.py: FSDP with Ulysses over sft_trainer's `model`), its optimizer and its checkpoints. No
+    # rollout, reference model or critic; its devices are torchrun's (sft_trainer_ray's: `trainer.nnodes` x
+    # `trainer.n_gpus_per_node`).
+    SFT = "sft"
 
 
-EVERY_PART = frozenset(Part)
+EVERY_PART = frozenset(Part) - {Part.SFT}  # what a PPO trainer (or an entry module verl does not name) runs
 
 # verl main's trainers with a separate rollout (verl/experimental/separation): the rollout runs as standalone
 # servers on its own `rollout.nnodes x rollout.n_gpus_per_node` devices, never in the actor's worker group.
@@ -615,7 +626,7 @@ SEPARATED_ROLLOUT_ENTRY_MODULES = (
 )
 
 # The verl entry modules that do not run every part, with the parts they run. Any other entry module runs all of
-# them: main_ppo, a team's wrapper, a recipe that names none.
+# them but the SFT trainer's: main_ppo, a team's wrapper, a recipe that names none.
 ENTRY_MODULE_PARTS: dict[str, frozenset[Part]] = {
     # verl/trainer/main_generation_server.py composes ppo_trainer, then only starts rollout servers:
     # get_rollout_replica_class(rollout.name)(config=rollout, ...) builds RolloutConfig, and the servers load the
@@ -625,10 +636,10 @@ ENTRY_MODULE_PARTS: dict[str, frozenset[Part]] = {
     # verl/trainer/main_eval.py composes `evaluation` and scores a parquet of responses with Ray tasks.
     "verl.trainer.main_eval": frozenset({Part.ENTRY, Part.CONFIG}),
     # verl/trainer/sft_trainer.py and sft_trainer_ray.py compose sft_trainer_engine: no PPO roles, no rollout; and
-    # verl <= 0.7's fsdp_sft_trainer.py composes sft_trainer: one FSDP model, its devices given by torchrun.
-    "verl.trainer.sft_trainer": frozenset({Part.ENTRY, Part.CONFIG}),
-    "verl.trainer.sft_trainer_ray": frozenset({Part.ENTRY, Part.CONFIG}),
-    "verl.trainer.fsdp_sft_trainer": frozenset({Part.ENTRY, Part.CONFIG}),
+    # verl <= 0.6's fsdp_sft_trainer.py composes sft_trainer: one FSDP model, its devices given by torchrun.
+    "verl.trainer.sft_trainer": frozenset({Part.ENTRY, Part.CONFIG, Part.SFT}),
+    "verl.trainer.sft_trainer_ray": frozenset({Part.ENTRY, Part.CONFIG, Part.SFT}),
+    "verl.trainer.fsdp_sft_trainer": frozenset({Part.ENTRY, Part.CONFIG, Part.SFT}),
     # fully_async_main.py goes straight to run_ppo without the driver's `validate_config`, and its rollouter asserts
     # `data.train_batch_size == 0` ("train_batch_size must be zero"): the train batch is `require_batches`
     # mini-batches instead. Its rollout is standalone: the actor's worker group builds no rollout mesh
@@ -644,6 +655,8 @@ ENTRY_MODULE_PARTS: dict[str, frozenset[Part]] = {
 MEGATRON, DATA_PARALLEL = "megatron", "dp"
 MEGATRON_ONLY = frozenset({MEGATRON})  # `@rule(..., engines=MEGATRON_ONLY)`: the Megatron parallel and recompute rules
 _STRATEGY_ENGINE = {"megatron": MEGATRON, "fsdp": DATA_PARALLEL, "fsdp2": DATA_PARALLEL}
+# sft_trainer_engine's `engine` group options that are these backends (its others keep their own names: veomni, ...)
+_ENGINE_OPTION = {"megatron": MEGATRON, "fsdp": DATA_PARALLEL}
 
 
 def parts_run(entry_module: str | None) -> frozenset[Part]:
@@ -654,7 +667,7 @@ def parts_run(entry_module: str | None) -> frozenset[Part]:
 # The parts of verl whose rules include one that needs the model's shape (`@rule(..., needs_model=True)`), for
 # `reaches_model_rules` to answer before any rule module is imported (importing them all would slow
 # `--select SL`); tests/test_rule_reach.py keeps it equal to the rules' declarations.
-MODEL_PARTS = frozenset({Part.ROLLOUT, Part.WORKERS})
+MODEL_PARTS = frozenset({Part.ROLLOUT, Part.WORKERS, Part.SFT})
 
 
 def reaches_model_rules(entry_module: str | None) -> bool:
@@ -675,7 +688,7 @@ def lint_command(
     starts = not module.startswith("verl.") or module in snapshot.main_modules
     parts = parts_run(command.entry_module) if starts else frozenset({Part.ENTRY})
     for rule in rules:
-        if rule.part in parts and (rule.engines is None or ctx.model_engine in rule.engines):
+        if not rule.parts.isdisjoint(parts) and (rule.engines is None or ctx.model_engine in rule.engines):
             charge(f"running {rule.code} on {command.variant or 'the command'}", 1 + len(command.overrides))
             out.extend(rule.run(ctx))
     return [d.with_variant(command.variant) for d in out]

@@ -78,6 +78,7 @@ def explain_recipe(
     from .schema import SnapshotNotFound
     from .settings import SettingsError, SettingsFinder
     from .sources.files import UnreadableFile
+    from .topology import model_path, runs_sft
 
     try:  # the [tool.sapo-lint] that governs the file, as `sapo-lint` finds it: from the file's folder upwards
         settings = SettingsFinder().for_path(Path(path))
@@ -120,7 +121,7 @@ def explain_recipe(
                 "cache or a path ending in a card's name (`model.path`)"
                 if loaded.kind == "recipe"
                 else "give a directory with config.json, a model in the Hugging Face cache or a path ending in a "
-                "card's name: --override actor_rollout_ref.model.path=PATH"
+                f"card's name: --override {model_path(ctx)}=PATH"
             )
             items.append(Item(command.variant, error=f"unknown model: {how}"))
             continue
@@ -129,8 +130,8 @@ def explain_recipe(
             items.append(
                 Item(
                     command.variant,
-                    error="the actor does not run on the Megatron engine or its world size / "
-                    "parallel sizes are not numbers",
+                    error=f"the {'SFT model' if runs_sft(ctx) else 'actor'} does not run on the "
+                    "Megatron engine or its world size / parallel sizes are not numbers",
                 )
             )
             continue
@@ -345,16 +346,18 @@ def render_text(items: list[Item], title: str, color: bool = False, width: int |
             + (f" ({rank.dense / 1e9:.3f} B dense, {rank.expert / 1e9:.3f} B routed-expert)" if moe else "")
         )
         say(
-            f"  actor update: {p.actor.recompute.describe()}, {p.actor.train_tokens:.0f} tokens per micro-batch per "
-            f"rank ({p.actor.token_source}); log-prob passes {p.actor.logprob_tokens:.0f} tokens"
+            f"  {'SFT update (no rollout, reference model or critic)' if p.sft else 'actor update'}: "
+            f"{p.actor.recompute.describe()}, {p.actor.train_tokens:.0f} tokens per micro-batch per rank "
+            f"({p.actor.token_source})" + ("" if p.sft else f"; log-prob passes {p.actor.logprob_tokens:.0f} tokens")
         )
         table = Table(title="device memory per device, GiB", title_justify="left", show_edge=False, pad_edge=False)
         table.add_column("term")
+        labels = {t: (label.replace("actor ", "model ") if p.sft else label) for t, label in TERM_LABELS.items()}
         for phase in e.phases:
             table.add_column(phase + (" (peak)" if phase == e.peak_phase else ""), justify="right")
         for term in DEVICE_TERMS:
             if any(e.phases[ph][term] for ph in e.phases):
-                table.add_row(TERM_LABELS.get(term, term), *(_fmt(e.phases[ph][term]) for ph in e.phases))
+                table.add_row(labels.get(term, term), *(_fmt(e.phases[ph][term]) for ph in e.phases))
         table.add_section()
         table.add_row("total", *(f"{e.total(ph) / GIB:.1f}" for ph in e.phases), style="bold")
         table.add_row("% of HBM", *(f"{e.total(ph) / e.hbm_bytes:.0%}" for ph in e.phases))

@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from .core.paths import ROLE_PREFIX
-from .engine import MEGATRON, SEPARATED_ROLLOUT_ENTRY_MODULES, LintContext
+from .catalog import model_path_key
+from .core.paths import ACTOR_KEYS, ROLE_PREFIX, SFT, SFT_KEYS, TrainedKeys
+from .engine import MEGATRON, SEPARATED_ROLLOUT_ENTRY_MODULES, LintContext, Part, parts_run
 
 
 class Parallelism(NamedTuple):
@@ -29,11 +30,105 @@ class Parallelism(NamedTuple):
 
 WORLD = ("trainer.nnodes", "trainer.n_gpus_per_node")  # the colocated worker group's devices
 MODEL_PATH = "actor_rollout_ref.model.path"  # names the model whose shape the model-aware rules read
+# The SFT trainer that places its workers with Ray on `trainer.nnodes x trainer.n_gpus_per_node` devices
+# (verl/trainer/sft_trainer_ray.py: `RayResourcePool(process_on_nodes=[n_gpus_per_node] * nnodes)`); the others
+# (sft_trainer.py, fsdp_sft_trainer.py) run one process per device under torchrun and never read those keys.
+SFT_RAY_ENTRY_MODULE = "verl.trainer.sft_trainer_ray"
 
 
 def world_size(ctx: LintContext) -> int | None:
-    """Devices of the colocated actor/rollout worker group: trainer.nnodes x trainer.n_gpus_per_node."""
+    """Devices of the colocated actor/rollout worker group: trainer.nnodes x trainer.n_gpus_per_node; an SFT
+    trainer's devices (`sft_devices`)."""
+    if runs_sft(ctx):
+        return sft_devices(ctx)[1]
     return _devices(ctx, "trainer")[1]
+
+
+def runs_sft(ctx: LintContext) -> bool:
+    """Whether the command runs an SFT trainer (`engine.Part.SFT`): one model, role `sft`, no rollout."""
+    return ctx.command is not None and Part.SFT in parts_run(ctx.command.entry_module)
+
+
+def trained_keys(ctx: LintContext) -> TrainedKeys:
+    """Where the settings of the model the command trains are: the actor's, or an SFT trainer's engine."""
+    return SFT_KEYS if runs_sft(ctx) else ACTOR_KEYS
+
+
+# The world group's timeout of an SFT trainer, fixed in verl's code: sft_trainer.py (and fsdp_sft_trainer.py) call
+# `initialize_global_process_group()`, whose default is `timeout_second=36000` (verl 0.5.0-main
+# verl/utils/distributed.py); sft_trainer_ray's TrainingWorker calls `initialize_global_process_group_ray(
+# timeout_second=None)` with the backend "cpu:gloo,<device>:<nccl|hccl>", for which torch takes its
+# `default_pg_timeout`, 30 minutes (torch/distributed/distributed_c10d.py `_get_default_timeout`: only the backend
+# "nccl" alone gets `default_pg_nccl_timeout`).
+SFT_TIMEOUT_S = 36000.0
+SFT_RAY_TIMEOUT_S = 1800.0
+
+
+def sft_timeout(ctx: LintContext) -> tuple[float, str]:
+    """(seconds, what sets them) of an SFT trainer's world-group timeout, which bounds its checkpoint barriers."""
+    if ctx.command is not None and ctx.command.entry_module == SFT_RAY_ENTRY_MODULE:
+        return SFT_RAY_TIMEOUT_S, "torch's default process-group timeout (sft_trainer_ray sets none)"
+    return SFT_TIMEOUT_S, "world-group timeout that verl's SFT trainer sets (initialize_global_process_group)"
+
+
+def world_keys(ctx: LintContext) -> tuple[str, ...]:
+    """The keys that set the world size, for a finding's related locations: none where torchrun's options do."""
+    if runs_sft(ctx) and ctx.command.entry_module != SFT_RAY_ENTRY_MODULE:
+        return ()
+    return WORLD
+
+
+def model_path(ctx: LintContext) -> str:
+    """The key that names the command's model (`actor_rollout_ref.model.path`; an SFT trainer's own)."""
+    command = ctx.command
+    return model_path_key(command.entry_module, command.config_name) if command is not None else MODEL_PATH
+
+
+def sft_devices(ctx: LintContext) -> tuple[int | None, int | None]:
+    """(devices per node, devices) of an SFT trainer: sft_trainer_ray's `trainer` keys; else the torchrun command
+    that starts it (`--nproc_per_node` x `--nnodes`; a `--standalone` run without `--nnodes` is one node). None
+    where a count is not a number written in the script (`--nproc_per_node=$1`, `auto`, an elastic `--nnodes=1:4`,
+    an option left to torchrun's environment) or no torchrun starts it (a bare `python -m`, whose ranks come from a
+    launcher outside the script)."""
+    if ctx.command is None:
+        return None, None
+    if ctx.command.entry_module == SFT_RAY_ENTRY_MODULE:
+        return _devices(ctx, "trainer")
+    return torchrun_devices(ctx.command.launch)
+
+
+def torchrun_devices(launch: tuple[str, ...]) -> tuple[int | None, int | None]:
+    """(processes per node, processes) of a torchrun command's words before its module (`Command.launch`)."""
+    at = next((i for i, word in enumerate(launch) if word.rsplit("/", 1)[-1] == "torchrun"), None)
+    if at is None:
+        return None, None
+    options: dict[str, str] = {}
+    words = launch[at + 1 :]
+    for i, word in enumerate(words):
+        if not word.startswith("--"):
+            continue
+        name, eq, value = word[2:].partition("=")
+        name = name.replace("-", "_")
+        if not eq:
+            value = words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("-") else ""
+        options[name] = value
+    # An option not written may come from the environment torchrun runs in (PET_NPROC_PER_NODE, PET_NNODES: what a
+    # Kubeflow PyTorchJob sets): unknown, but a `--standalone` run's one node.
+    per_node = _count(options.get("nproc_per_node"))
+    nodes = _count(options.get("nnodes", "1" if "standalone" in options else None))
+    if per_node is None or nodes is None:
+        return per_node, None
+    return per_node, per_node * nodes
+
+
+def _count(text: str | None) -> int | None:
+    """A positive whole number as torchrun takes it (`8`; `1:1`, a range whose ends agree), else None."""
+    if text is None:
+        return None
+    low, _, high = text.partition(":")
+    if not low.isdigit() or (high and high != low):
+        return None
+    return int(low) if int(low) >= 1 else None
 
 
 def separated_rollout(ctx: LintContext) -> bool:
@@ -55,9 +150,10 @@ def _devices(ctx: LintContext, node: str) -> tuple[int | None, int | None]:
 
 
 def active_roles(ctx: LintContext) -> list[str]:
-    """Roles that run: the actor always; the ref when a KL term needs it; the critic as verl's need_critic decides."""
+    """Roles that run: the actor always; the ref when a KL term needs it; the critic as verl's need_critic decides.
+    An SFT trainer's one model is the role `sft`."""
     if "active_roles" not in ctx.derived:
-        ctx.derived["active_roles"] = _active_roles(ctx)
+        ctx.derived["active_roles"] = [SFT] if runs_sft(ctx) else _active_roles(ctx)
     return ctx.derived["active_roles"]
 
 

@@ -812,10 +812,13 @@ def test_a_tilde_default_is_home_as_bash_expands_it(tmp_path):
     assert "`$HOME`" in rf005.message
 
 
-def test_an_sft_script_gets_no_rf005_since_no_rule_it_reaches_needs_the_model(tmp_path):
+def test_rf005_where_a_rule_the_entry_module_reaches_needs_the_model(tmp_path):
+    # an SFT trainer's topology rules need the heads too (TP016 on FSDP; issue 33 item 3); main_eval reaches none
     found = _lint_text(
         tmp_path, "torchrun --nproc_per_node=8 -m verl.trainer.sft_trainer model.path=google/gemma-7b engine=fsdp\n"
     )
+    assert [d for d in found if d.code == "RF005"], found
+    found = _lint_text(tmp_path, "python3 -m verl.trainer.main_eval data.path=x.parquet\n")
     assert not [d for d in found if d.code == "RF005"], found
     for entry in ("main_ppo", "main_generation_server"):  # the rollout servers' TP011/TP012 need the heads
         assert [

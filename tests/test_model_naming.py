@@ -158,9 +158,12 @@ def test_an_sft_command_has_its_model_from_its_own_key(tmp_path, script, verl):
 
 @pytest.mark.parametrize(("script", "verl"), [(FSDP_SFT, "0.5.0"), (ENGINE_SFT, "0.7.1")], ids=["fsdp", "engine"])
 def test_an_sft_command_never_claims_a_missing_actor_path(tmp_path, script, verl):
-    # no rule of an SFT trainer needs the shape: an unknown model is no note, and never the actor's key
+    # an SFT trainer's topology, memory and checkpoint rules need the shape: an unknown model is one note, which
+    # names the SFT trainer's own key, never the actor's
     found = lint(tmp_path, "run_sft.sh", script.format(path='"$MODEL_PATH"'), "--verl-version", verl)
-    assert not rf005(found) and "actor_rollout_ref.model.path" not in json.dumps(found)
+    (note,) = rf005(found)
+    key = "model.partial_pretrain" if "fsdp_sft" in script else "model.path"
+    assert f"--override {key}=ID" in note["message"] and "actor_rollout_ref.model.path" not in json.dumps(found)
 
 
 def test_offline_generation_names_its_own_model_key(tmp_path):

@@ -1,6 +1,7 @@
 """Every rule's documented bad example triggers it and its good example does not (docs cannot rot).
 
-Examples are recipe snippets, `sapo-lint ...` command lines, run-script snippets (SH rules), script names
+Examples are recipe snippets, `sapo-lint ...` command lines, run-script snippets (SH rules, and trainer commands
+that a recipe cannot hold: an SFT trainer's `torchrun ... -m verl.trainer.sft_trainer`), script names
 (`(a script named) path`, NM rules) or shellcheck snippets (`(in name.sh ...)`, SH100, whose findings carry
 shellcheck's own SH<SC number> codes).
 """
@@ -55,7 +56,7 @@ def example_findings(code: str, example: str, tmp_path):
         path = tmp_path / name
         path.write_text("#!/bin/bash\n" + example.split("\n", 1)[1] + "\n", encoding="utf-8")
         found = lint_paths([path], Settings()).diagnostics
-    elif code.startswith("SH"):
+    elif code.startswith("SH") or example.startswith(("torchrun ", "python3 ")):  # a run script's trainer command
         path = tmp_path / "run_example_megatron.sh"
         path.write_text("#!/bin/bash\n" + example + "\n", encoding="utf-8")
         found = lint_paths([path], Settings(shellcheck=False)).diagnostics

@@ -12,9 +12,20 @@ import math
 from typing import Any
 
 from ..core.device import device_kind, device_of
-from ..core.paths import ACTOR, ROLE_NODE, ROLE_PREFIX, ROLLOUT
+from ..core.paths import ACTOR, ROLE_NODE, ROLE_PREFIX, ROLLOUT, SFT, TrainedKeys
 from ..engine import MEGATRON, LintContext
-from ..topology import Parallelism, active_roles, parallelism, separated_rollout, world_size
+from ..topology import (
+    Parallelism,
+    active_roles,
+    parallelism,
+    runs_sft,
+    separated_rollout,
+    sft_devices,
+    sft_timeout,
+    trained_keys,
+    world_keys,
+    world_size,
+)
 from .activations import Recompute
 from .inputs import (
     DEFAULT_HCCL_BUFFSIZE_MB,
@@ -65,7 +76,8 @@ def layout_error(ctx: LintContext) -> str | None:
     command = ctx.command
     if command is None or command.model is None or ctx.model_engine != MEGATRON:
         return None
-    nodes, per_node = ctx.number("trainer.nnodes"), ctx.number("trainer.n_gpus_per_node")
+    devices = world_keys(ctx)  # none where torchrun's options count an SFT trainer's devices
+    nodes, per_node = (ctx.number(devices[0]), ctx.number(devices[1])) if devices else (None, None)
     if nodes is not None and per_node is not None and min(nodes, per_node) < 1:
         return f"the trainer has {nodes} x {per_node} devices (TP014)"
     world = world_size(ctx)
@@ -81,34 +93,41 @@ def layout_error(ctx: LintContext) -> str | None:
                 f"the {role}'s {par.pp * (par.vpp or 1)} pipeline chunks (PP x VPP) outnumber the model's "
                 f"{command.model.num_layers} layers (TP007/TP008)"
             )
-    actor = parallelism(ctx, "actor")
+    trained = trained_keys(ctx).role
+    actor = parallelism(ctx, trained)
     if world and actor is not None:
         layout = Layout(world, actor.tp, actor.pp, actor.vpp, actor.cp, actor.ep, actor.etp)
         if not divides(layout, command.model.is_moe):
-            return f"the world size {world} does not divide the actor's parallel layout (TP001/TP002)"
+            return f"the world size {world} does not divide the {trained}'s parallel layout (TP001/TP002)"
     return None
 
 
 def plan_inputs(ctx: LintContext) -> PlanInputs | None:
     """Everything the estimate needs, read from a resolved command; None when the model, the world size or the
-    actor's Megatron sizes are unknown, or a running role has more pipeline chunks than layers (other rules report
-    those). Without an accelerator (a name that is not in the table: RF006) the device memory is unknown (`hbm_gib`
-    0, which MEM001 skips); the host-RAM and checkpoint figures do not depend on it."""
+    trained model's Megatron sizes are unknown, or a running role has more pipeline chunks than layers (other rules
+    report those). Without an accelerator (a name that is not in the table: RF006) the device memory is unknown
+    (`hbm_gib` 0, which MEM001 skips); the host-RAM and checkpoint figures do not depend on it. An SFT trainer's
+    one model is read from its own keys (`core.paths.SFT_KEYS`), with no rollout, reference model or critic."""
     command = ctx.command
     if command is None or command.model is None:
         return None
+    keys = trained_keys(ctx)
     world = world_size(ctx)
-    actor_par = parallelism(ctx, "actor")
+    actor_par = parallelism(ctx, keys.role)
     if not world or actor_par is None:
         return None
     roles = active_roles(ctx)
     if not all(_fits(p, command.model.num_layers) for p in (parallelism(ctx, r) for r in roles) if p is not None):
         return None
+    sft = runs_sft(ctx)
     env = {var.name: var.value for var in command.env}
-    seq = _int(ctx.config.value("data.max_prompt_length"), 512) + _int(
-        ctx.config.value("data.max_response_length"), 512
-    )
-    actor = _role(ctx, "actor", actor_par, world, seq)
+    if sft:  # sft_trainer_engine's `data.max_length` (1024): the longest sample, prompt and response together
+        seq = _int(ctx.config.value("data.max_length"), 1024)
+    else:
+        seq = _int(ctx.config.value("data.max_prompt_length"), 512) + _int(
+            ctx.config.value("data.max_response_length"), 512
+        )
+    actor = _sft_role(ctx, keys, actor_par, world, seq) if sft else _role(ctx, "actor", actor_par, world, seq)
     ref = critic = None
     if "ref" in roles and (p := parallelism(ctx, "ref")) is not None:
         ref = _role(ctx, "ref", p, world, seq)
@@ -125,31 +144,38 @@ def plan_inputs(ctx: LintContext) -> PlanInputs | None:
         separate=separated_rollout(ctx),
         sequence_tokens=_int(ctx.config.value(f"{ROLLOUT}.max_model_len"), seq),
     )
-    contents = ctx.config.value("actor_rollout_ref.actor.checkpoint.save_contents")
-    mbridge_cfg = "actor_rollout_ref.actor.checkpoint.mbridge_config"
+    contents = ctx.config.value(f"{keys.checkpoint}.save_contents")
+    mbridge_cfg = f"{keys.checkpoint}.mbridge_config"
+    vanilla = bool(ctx.config.value(f"{keys.megatron}.vanilla_mbridge"))
     hf_distributed = (
-        bool(ctx.config.value("actor_rollout_ref.actor.megatron.vanilla_mbridge"))
+        vanilla
         and bool(ctx.config.value(f"{mbridge_cfg}.distributed_filesystem"))
         and bool(ctx.config.value(f"{mbridge_cfg}.memory_efficient"))
         and not ctx.stack.mbridge[:1].isdigit()  # released mbridge (<= 0.15.1) has no distributed_filesystem
     )
-    timeout = _num(ctx.config.value("actor_rollout_ref.nccl_timeout"), DEFAULT_NCCL_TIMEOUT_S)
-    source = "actor_rollout_ref.nccl_timeout"
+    if keys.timeout is not None:
+        timeout, source = _num(ctx.config.value(keys.timeout), DEFAULT_NCCL_TIMEOUT_S), keys.timeout
+    else:
+        timeout, source = sft_timeout(ctx)
     if kind.collective_timeout_env is not None:
         exec_timeout = _num(_float_or_none(env.get(kind.collective_timeout_env)), DEFAULT_HCCL_EXEC_TIMEOUT_S)
         if 0 < exec_timeout < timeout:
             timeout, source = exec_timeout, kind.collective_timeout_env
+    save_freq = ctx.config.value("trainer.save_freq")
     checkpoint = CheckpointSetup(
-        saves=_num(ctx.config.value("trainer.save_freq"), -1) > 0,
+        # the SFT trainers also save "after_each_epoch" (SL004 reads the same)
+        saves=_num(save_freq, -1) > 0 or (sft and save_freq == "after_each_epoch"),
         contents=tuple(str(c) for c in contents) if isinstance(contents, list) else ("model", "optimizer", "extra"),
-        use_dist_checkpointing=bool(ctx.config.value("actor_rollout_ref.actor.megatron.use_dist_checkpointing")),
+        use_dist_checkpointing=bool(ctx.config.value(f"{keys.megatron}.use_dist_checkpointing")),
         hf_distributed=hf_distributed,
-        vanilla_mbridge=bool(ctx.config.value("actor_rollout_ref.actor.megatron.vanilla_mbridge")),
-        async_save=bool(ctx.config.value("actor_rollout_ref.actor.checkpoint.async_save")),
+        vanilla_mbridge=vanilla,
+        async_save=bool(ctx.config.value(f"{keys.checkpoint}.async_save")),
         timeout_s=timeout,
         timeout_source=source,
     )
-    per_node = _int(ctx.config.value("trainer.n_gpus_per_node"), accelerator.devices_per_node if accelerator else 8)
+    per_node = sft_devices(ctx)[0] if sft else _int(ctx.config.value("trainer.n_gpus_per_node"), 0)
+    if not per_node:
+        per_node = accelerator.devices_per_node if accelerator else 8
     return PlanInputs(
         model=command.model,
         world=world,
@@ -167,6 +193,7 @@ def plan_inputs(ctx: LintContext) -> PlanInputs | None:
         accelerator=accelerator.name if accelerator else "",
         nominal_hbm_gib=float(accelerator.hbm_gib) if accelerator else 0.0,
         accelerator_assumed=accelerator.assumed if accelerator else "",
+        sft=sft,
     )
 
 
@@ -198,7 +225,7 @@ def _role(ctx: LintContext, role: str, par: Parallelism, world: int, seq: int) -
             16384,
         )
         return RoleSetup(**common, logprob_tokens=tokens)
-    opt, grad = _optimizer(ctx, prefix, megatron, param_bytes)
+    opt, grad = _optimizer(ctx, f"{prefix}.optim", megatron, param_bytes)
     budget_default = 32768 if role == "critic" else 16384
     train, source = _tokens(
         ctx,
@@ -243,6 +270,29 @@ def _role(ctx: LintContext, role: str, par: Parallelism, world: int, seq: int) -
     )
 
 
+def _sft_role(ctx: LintContext, keys: TrainedKeys, par: Parallelism, world: int, seq: int) -> RoleSetup:
+    """An SFT trainer's model: its engine's sizes, dtype and offload, its `optim`, its `data.*` micro-batching (the
+    engine multiplies the token budget by CP, as for PPO: verl/workers/engine/utils.py `prepare_micro_batches`), no
+    entropy (sft_loss asks for none) and no log-prob pass."""
+    layout = Layout(world, par.tp, par.pp, par.vpp, par.cp, par.ep, par.etp)
+    param_bytes = float(dtype_bytes(ctx.config.value(f"{keys.megatron}.dtype"), 2))
+    opt, grad = _optimizer(ctx, keys.optim, keys.megatron, param_bytes)
+    train, source = _tokens(ctx, keys.dynamic_bsz, keys.token_budget, keys.micro_batch, seq, par.cp, 8192)
+    return RoleSetup(
+        role=SFT,
+        layout=layout,
+        sp=par.sp and par.tp > 1,
+        param_bytes=param_bytes,
+        param_offload=bool(ctx.config.value(f"{keys.megatron}.param_offload")),
+        grad_bytes=grad,
+        optimizer=opt,
+        optimizer_offload=bool(ctx.config.value(f"{keys.megatron}.optimizer_offload")),
+        recompute=_recompute(ctx, keys.megatron),
+        train_tokens=train,
+        token_source=source,
+    )
+
+
 def _entropy(ctx: LintContext, prefix: str) -> bool:
     """Whether the update computes entropy: verl 0.9.1 `trainer/ppo/ray_trainer.py` sets `calculate_entropy` from
     `actor.calculate_entropy or actor.entropy_coeff != 0` (the critic never does)."""
@@ -279,11 +329,10 @@ def _recompute(ctx: LintContext, megatron: str) -> Recompute:
     )
 
 
-def _optimizer(ctx: LintContext, prefix: str, megatron: str, param_bytes: float) -> tuple[Optimizer, float]:
-    """(Optimizer, main-grad bytes) from `<prefix>.optim` and its `override_optimizer_config` the way verl 0.9.1's
+def _optimizer(ctx: LintContext, optim: str, megatron: str, param_bytes: float) -> tuple[Optimizer, float]:
+    """(Optimizer, main-grad bytes) from the `optim` node and its `override_optimizer_config` the way verl 0.9.1's
     `init_megatron_optim_config` builds Megatron's OptimizerConfig (overrides win), and the DDP grad buffer dtype
     the way its engine sets `grad_reduce_in_fp32`."""
-    optim = f"{prefix}.optim"
 
     def ov(name, default=None):
         path = f"{optim}.override_optimizer_config.{name}"

@@ -55,7 +55,7 @@ WARN_FRACTION = 0.9
 
 
 class RoleSetup(NamedTuple):
-    """One Megatron role (actor, ref or critic) on the shared devices."""
+    """One Megatron role (actor, ref or critic) on the shared devices, or an SFT trainer's model (`sft`)."""
 
     role: str
     layout: Layout
@@ -138,3 +138,5 @@ class PlanInputs(NamedTuple):
     accelerator: str = ""  # '' when the accelerator named is not known (hbm_gib is then 0: MEM001 is skipped)
     nominal_hbm_gib: float = 0.0  # the datasheet capacity, for messages (0: same as hbm_gib)
     accelerator_assumed: str = ""  # why the accelerator was assumed (`Accelerator.assumed`); '' when named
+    # An SFT trainer: `actor` is its one model; no rollout engine, reference model or critic, no log-prob pass
+    sft: bool = False

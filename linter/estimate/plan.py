@@ -320,6 +320,8 @@ def estimate(inputs: PlanInputs) -> Estimate:
     Every phase adds the communicator buffers (Ascend), the runtime constant, and the rollout engine's
     reservation when `free_cache_engine` is off.
 
+    An SFT trainer (`PlanInputs.sft`) has only `train`, for its one model, with no rollout engine.
+
     The timeline (`Estimate.timeline`) puts the phases in the order a run reaches them: step 1's rollout, log-prob
     and forward/backward hold only the optimizer's master part; the first optimizer step holds the whole state
     with the forward/backward transients freed (`STEP_TRANSIENT_TERMS`); then the steady-state phases.
@@ -333,7 +335,7 @@ def estimate(inputs: PlanInputs) -> Estimate:
     comms = communicators(actor.layout, m.is_moe)
     buffers = device_kind(inputs.device).collective_buffer_env is not None  # HCCL_BUFFSIZE per communicator
     comm_bytes = len(comms) * 2 * inputs.hccl_buffsize_mb * MB if buffers else 0.0
-    rollout_bytes = 0.0 if inputs.rollout.separate else inputs.rollout.gpu_memory_utilization * hbm
+    rollout_bytes = 0.0 if inputs.rollout.separate or inputs.sft else inputs.rollout.gpu_memory_utilization * hbm
     notes: list[str] = []
     if inputs.rollout.separate:
         notes.append(
@@ -377,7 +379,7 @@ def estimate(inputs: PlanInputs) -> Estimate:
         terms["runtime"] = inputs.runtime_gib * GIB
         return terms
 
-    names = list(PHASES) + (["critic"] if critic is not None else [])
+    names = ["train"] if inputs.sft else list(PHASES) + (["critic"] if critic is not None else [])
     phases = _read_only({n: phase(n) for n in names})
 
     def host(name: str) -> dict[str, float]:
@@ -401,7 +403,7 @@ def estimate(inputs: PlanInputs) -> Estimate:
         return terms
 
     hosts = _read_only({n: host(n) for n in names})
-    timeline = _timeline(phases, act, critic)
+    timeline = _sft_timeline(phases, act) if inputs.sft else _timeline(phases, act, critic)
     ck = checkpoint_estimate(inputs, act, counts)
     if not divides(actor.layout, m.is_moe):
         notes.append("the world size does not divide the parallel layout (see TP001/TP002); dp/edp rounded up to 1")
@@ -447,6 +449,23 @@ def _timeline(
     ]
     if "critic" in phases:
         moments.append(Moment("critic", "critic update phase", dict(phases["critic"])))
+    return tuple(Moment(m.phase, m.label, MappingProxyType(m.terms)) for m in moments)
+
+
+def _sft_timeline(phases: Mapping[str, Mapping[str, float]], act: RoleState) -> tuple[Moment, ...]:
+    """An SFT trainer's moments: step 1's forward/backward (only the optimizer's master part on the device), the
+    first optimizer step (the whole state, forward/backward transients freed), then the steady state."""
+    train = phases["train"]
+    step1 = dict(train, optimizer=act.optimizer_master_device) if train["optimizer"] else dict(train)
+    moments = (
+        Moment("train", "SFT update of step 1, forward/backward (no Adam moments yet)", step1),
+        Moment(
+            "train",
+            "SFT update, at the first optimizer step (Adam's moments are created)",
+            dict(train, **dict.fromkeys(STEP_TRANSIENT_TERMS, 0.0)),
+        ),
+        Moment("train", "SFT update from step 2 on (forward/backward with Adam's moments)", dict(train)),
+    )
     return tuple(Moment(m.phase, m.label, MappingProxyType(m.terms)) for m in moments)
 
 

@@ -35,7 +35,8 @@ class Rule(NamedTuple):
     good: str
     check: Callable[..., Iterable[Finding]] | None  # None: reported by a source (RF, SH), not over overrides
     module: str
-    part: Part = Part.WORKERS  # the part of verl whose code the rule quotes: runs that never reach it skip the rule
+    # The parts of verl whose code the rule quotes (`rule(part=...)`): runs that reach none of them skip the rule
+    parts: frozenset[Part] = frozenset({Part.WORKERS})
     needs_model: bool = False  # some of its checks need the model's shape (RF005 where a run lacks it)
     engines: frozenset[str] | None = None  # the training backends it applies to (`model_engine`); None: every one
     # The codes whose finding at the same place its own replaces: it names the cause the general one only shows
@@ -82,7 +83,7 @@ def rule(
     summary: str,
     bad: str,
     good: str,
-    part: Part = Part.WORKERS,
+    part: Part | tuple[Part, ...] = Part.WORKERS,
     needs_model: bool = False,
     engines: frozenset[str] | None = None,
     supersedes: tuple[str, ...] = (),
@@ -91,7 +92,8 @@ def rule(
     """Register a check function; its docstring is the rule's explanation (`sapo-lint rule CODE`). `fix`: how far
     the fixes its findings carry can be trusted at best (`Rule.fix`), None where it offers none. Its reach is
     declared here, not in the engine: `part`, the part of verl whose code the rule quotes (`engine.Part`; PPO's
-    workers unless said), so that runs which never reach it skip it; `needs_model`, whether some of its checks need
+    workers unless said), or a tuple of the parts it holds for (`(Part.WORKERS, Part.SFT)`: PPO's workers and the
+    SFT trainer's engine), so that runs which reach none of them skip it; `needs_model`, whether some of its checks need
     the model's shape, so that a run without the model gets RF005 saying they were skipped; `engines`, the training
     backends (`LintContext.model_engine`: `MEGATRON`, ...) whose commands it checks, the engine skipping it for any
     other (None: every backend); `supersedes`, the codes whose finding at the same place this rule's replaces
@@ -109,7 +111,7 @@ def rule(
                 inspect.cleandoc(good),
                 check,
                 check.__module__,
-                part,
+                frozenset(part if isinstance(part, tuple) else (part,)),
                 needs_model,
                 engines,
                 supersedes,

@@ -112,6 +112,7 @@ MODULES: dict[str, str] = {
     "TP013": "tp013_context_parallel_length",
     "TP014": "tp014_size_below_one",
     "TP015": "tp015_hybrid_engine_separated_rollout",
+    "TP016": "tp016_ulysses_sequence_parallel",
 }
 
 
@@ -147,7 +148,8 @@ FAMILIES = (
     ),
     Family(
         "TP",
-        "Megatron commands, both devices; TP003-TP013 only when the model is found",
+        "Megatron commands (PPO roles and an SFT trainer's engine), both devices; TP003-TP013 only when the model is "
+        "found; TP016 an FSDP SFT trainer's Ulysses size",
         "errors, at the parallel size that breaks the invariant, the world-size lines as related locations",
         one_cause_per_setting=True,
     ),
@@ -165,15 +167,15 @@ FAMILIES = (
     ),
     Family(
         "MEM",
-        "commands whose model is found, on the accelerator named for the variant's device, else the one assumed "
-        "(Ascend 910B3 for NPU, H100 for GPU)",
+        "Megatron commands (PPO, or an SFT trainer's one model) whose model is found, on the accelerator named for "
+        "the variant's device, else the one assumed (Ascend 910B3 for NPU, H100 for GPU)",
         "error over the accelerator's memory (on an assumed one, only when no accelerator of that kind has "
         "enough); warning above 90%, or against an assumed host RAM",
         in_plan=True,
     ),
     Family(
         "CK",
-        "Megatron commands whose model is found; the HCCL or NCCL timeout by device",
+        "Megatron commands (PPO, or an SFT trainer) whose model is found; the HCCL or NCCL timeout by device",
         "CK001, CK003 errors; CK002 an error against a stated disk budget, a warning against the assumed one",
         in_plan=True,
     ),

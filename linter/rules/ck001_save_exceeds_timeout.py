@@ -1,16 +1,16 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import LintContext, Part
 from ..estimate.from_context import runnable_estimate
 from ..estimate.inputs import GIB
 from ..rulekit.registry import Finding, rule
-
-CHECKPOINT = "actor_rollout_ref.actor.checkpoint"
+from ..topology import trained_keys
 
 
 @rule(
     "CK001",
     "checkpoint-save-exceeds-timeout",
     Severity.ERROR,
+    part=(Part.WORKERS, Part.SFT),
     needs_model=True,
     summary="estimated per-rank checkpoint save time exceeds the collective timeout that bounds the save barrier",
     bad="""
@@ -57,7 +57,13 @@ def check(ctx: LintContext):
     at an assumed write bandwidth per writing process (`linter/estimate/inputs.py` DEFAULT_WRITE_GIB_PER_S until the
     recipe or `[tool.sapo-lint]` can state it; the message says which was used). Weight-only checkpoints
     (`checkpoint.save_contents: [model]`) or a longer `nccl_timeout` are the usual fixes. Only checked when
-    `trainer.save_freq` > 0."""
+    `trainer.save_freq` > 0.
+
+    An SFT trainer on the Megatron engine saves through the same checkpoint manager (`checkpoint.save_contents`),
+    but no key sets its world group's timeout: verl's `sft_trainer` (torchrun) sets 36000 s
+    (`initialize_global_process_group`), `sft_trainer_ray` none, so torch's 30-minute default holds; on Ascend
+    HCCL_EXEC_TIMEOUT bounds it too. The fix then names the save contents, HCCL_EXEC_TIMEOUT where it is the
+    bound, and faster storage. Its `trainer.save_freq` may also be "after_each_epoch"."""
     est = runnable_estimate(ctx)
     if est is None or not est.checkpoint.saves:
         return
@@ -74,19 +80,18 @@ def check(ctx: LintContext):
         else f"each rank writing its {_size(ck.rank_dist_bytes)} dist-checkpoint shard"
     )
     contents = est.inputs.checkpoint.contents
-    fix = (
-        f"save weights only (`{CHECKPOINT}.save_contents: [model]`), raise `actor_rollout_ref.nccl_timeout` above "
-        f"{wait:.0f}"
-        if "optimizer" in contents
-        else f"raise `actor_rollout_ref.nccl_timeout` above {wait:.0f}"
-    )
-    if ck.timeout_source == "HCCL_EXEC_TIMEOUT":
-        fix += " and HCCL_EXEC_TIMEOUT"
+    keys = trained_keys(ctx)
+    fixes = [f"save weights only (`{keys.checkpoint}.save_contents: [model]`)"] if "optimizer" in contents else []
+    hccl = ck.timeout_source == "HCCL_EXEC_TIMEOUT"
+    if keys.timeout is not None:
+        fixes.append(f"raise `{keys.timeout}` above {wait:.0f}" + (" and HCCL_EXEC_TIMEOUT" if hccl else ""))
+    elif hccl:  # an SFT trainer: no key sets its world group's timeout
+        fixes.append(f"raise HCCL_EXEC_TIMEOUT above {wait:.0f}")
     yield Finding(
-        ctx.blame(f"{CHECKPOINT}.save_contents", "actor_rollout_ref.nccl_timeout", "trainer.save_freq"),
+        ctx.blame(f"{keys.checkpoint}.save_contents", *filter(None, [keys.timeout]), "trainer.save_freq"),
         f"checkpoint save: ~{wait:.0f} s of {what} at {bw} exceeds the {ck.timeout_s:.0f} s {ck.timeout_source} "
         f"that bounds the world barrier around the save (total save ~{ck.save_seconds:.0f} s, "
-        f"contents {list(contents)}). Fix: {fix}, or write to faster storage",
+        f"contents {list(contents)}). Fix: {', '.join([*fixes, ''])}{'or ' if fixes else ''}write to faster storage",
     )
 
 

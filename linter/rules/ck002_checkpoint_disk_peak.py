@@ -1,14 +1,16 @@
 from ..core.diagnostics import Severity
-from ..engine import LintContext
+from ..engine import LintContext, Part
 from ..estimate.from_context import runnable_estimate
 from ..estimate.inputs import GIB
 from ..rulekit.registry import Finding, rule
+from ..topology import trained_keys
 
 
 @rule(
     "CK002",
     "checkpoint-disk-peak",
     Severity.ERROR,
+    part=(Part.WORKERS, Part.SFT),
     needs_model=True,
     summary="peak checkpoint disk use (two checkpoints while the new one completes) exceeds the disk budget",
     bad="""
@@ -45,7 +47,9 @@ def check(ctx: LintContext):
     with both Adam moments (~14 B per parameter; weight-only `save_contents: [model]` is 2 B), plus the critic's
     when a critic trains. The budget is a site fact verl's config has no place for: until it is stated the check
     uses a documented default (`linter/estimate/inputs.py` DEFAULT_DISK_BUDGET_GIB) and reports a warning. Only checked
-    when `trainer.save_freq` > 0."""
+    when `trainer.save_freq` > 0. An SFT trainer on the Megatron engine keeps checkpoints the same way (its
+    CheckpointHandler hands `trainer.max_ckpt_to_keep` to the same checkpoint manager); its contents are
+    `checkpoint.save_contents`."""
     est = runnable_estimate(ctx)
     if est is None or not est.checkpoint.saves:
         return
@@ -55,18 +59,17 @@ def check(ctx: LintContext):
     assumed = limits.assumed("disk_budget_gib")
     budget = f"{limits.disk_budget_gib:g} GiB" + (" (assumed: the default; state your budget)" if assumed else "")
     contents = list(est.inputs.checkpoint.contents)
+    keys = trained_keys(ctx)
     fix = (
-        "save weights only (`actor_rollout_ref.actor.checkpoint.save_contents: [model]`) or a larger volume"
+        f"save weights only (`{keys.checkpoint}.save_contents: [model]`) or a larger volume"
         if "optimizer" in contents
         else "a larger checkpoint volume"
     )
     yield Finding(
-        ctx.blame(
-            "actor_rollout_ref.actor.checkpoint.save_contents", "trainer.max_actor_ckpt_to_keep", "trainer.save_freq"
-        ),
+        ctx.blame(f"{keys.checkpoint}.save_contents", keys.keep, "trainer.save_freq"),
         f"peak checkpoint disk use ~{ck.disk_peak_bytes / GIB:.0f} GiB ({ck.disk_peak_bytes / 1e9:.0f} GB; two "
         f"checkpoints of {ck.saved_bytes / GIB:.0f} GiB ({ck.saved_bytes / 1e9:.0f} GB), "
-        f"contents {contents}, while the new one completes; `max_actor_ckpt_to_keep` cannot lower this) exceeds the "
-        f"disk budget of {budget}. Fix: {fix}",
+        f"contents {contents}, while the new one completes; `{keys.keep.rsplit('.', 1)[1]}` cannot lower this) "
+        f"exceeds the disk budget of {budget}. Fix: {fix}",
         severity=Severity.WARNING if assumed else None,
     )

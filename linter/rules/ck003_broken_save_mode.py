@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..core.diagnostics import Severity
-from ..core.paths import ROLE_NODE
-from ..engine import LintContext
+from ..core.paths import ROLE_NODE, ROLE_PREFIX, SFT, SFT_CHECKPOINT
+from ..engine import MEGATRON, LintContext, Part
 from ..rulekit.registry import Finding, rule
 from ..schema import fact, version_key
 from ..topology import active_roles
@@ -31,7 +31,7 @@ KNOWN_BROKEN = (
         "(`megatron_checkpoint_manager.py:916-926`) that nothing ever finalizes: Megatron's metadata finalize, "
         "`latest_checkpointed_iteration.txt` and the rotation of old checkpoints never run, so the checkpoint cannot "
         "be resumed from and old ones pile up (0.9.1 schedules it on Megatron's global `async_calls` queue)",
-        "set `{prefix}.checkpoint.async_save: false` or use verl 0.9.1",
+        "set `{checkpoint}.async_save: false` or use verl 0.9.1",
     ),
     Broken(
         "mbridge_save_weights",
@@ -42,7 +42,7 @@ KNOWN_BROKEN = (
         "includes the model fails with `TypeError: save_weights() got an unexpected keyword argument "
         "'distributed_filesystem'` (verl 0.7.1 and later pass only the arguments the signature accepts)",
         "install mbridge from git (>= 5691f71, which has `distributed_filesystem`), set "
-        "`{prefix}.megatron.vanilla_mbridge: false`, or use verl >= 0.7.1",
+        "`{megatron}.vanilla_mbridge: false`, or use verl >= 0.7.1",
         mbridge_max="0.15.1",
     ),
 )
@@ -79,6 +79,7 @@ def broken_modes(
     "CK003",
     "broken-save-mode",
     Severity.ERROR,
+    part=(Part.WORKERS, Part.SFT),
     summary="checkpoint save mode known to be broken with the declared verl / mbridge version",
     bad="""
     verl: "0.8.0"
@@ -108,31 +109,37 @@ def check(ctx: LintContext):
     Which verl versions have each bug is data (`schemas/facts.json`: `async-save-never-finalized`,
     `mbridge-save-weights-unfiltered`).
 
-    Only checked when `trainer.save_freq` > 0 (otherwise nothing is saved)."""
+    Only checked when `trainer.save_freq` > 0 (otherwise nothing is saved). Both bugs are in verl's Megatron
+    checkpoint manager, which an SFT trainer's Megatron engine saves through too (`checkpoint.async_save`,
+    `engine.vanilla_mbridge`, `checkpoint.save_contents`; its `trainer.save_freq` may also be "after_each_epoch")."""
     save_freq = ctx.number("trainer.save_freq")
-    if not save_freq or save_freq <= 0:
+    roles = active_roles(ctx)
+    sft = roles == [SFT]
+    if not (save_freq and save_freq > 0) and not (sft and ctx.config.value("trainer.save_freq") == "after_each_epoch"):
         return
     verl = ctx.snapshot.verl_version
-    for role in ("actor", "critic"):
-        if role not in active_roles(ctx) or ctx.tree.get(f"{ROLE_NODE[role]}.checkpoint") is None:
+    for role in (SFT,) if sft else ("actor", "critic"):
+        checkpoint = SFT_CHECKPOINT if sft else f"{ROLE_NODE[role]}.checkpoint"
+        megatron = ROLE_PREFIX[role]
+        if role not in roles or ctx.tree.get(checkpoint) is None or (sft and ctx.model_engine != MEGATRON):
             continue
-        prefix = ROLE_NODE[role]
-        contents = ctx.config.value(f"{prefix}.checkpoint.save_contents")
+        contents = ctx.config.value(f"{checkpoint}.save_contents")
         contents = contents if isinstance(contents, list) else ["model", "optimizer", "extra"]
         found = broken_modes(
             verl,
             ctx.stack.mbridge,
-            async_save=ctx.config.value(f"{prefix}.checkpoint.async_save") is True,
+            async_save=ctx.config.value(f"{checkpoint}.async_save") is True,
             saves_model="model" in contents or "hf_model" in contents,
-            vanilla_mbridge=ctx.config.value(f"{prefix}.megatron.vanilla_mbridge") is True,
+            vanilla_mbridge=ctx.config.value(f"{megatron}.vanilla_mbridge") is True,
         )
         for b in found:
             keys = (
-                (f"{prefix}.checkpoint.async_save",)
+                (f"{checkpoint}.async_save",)
                 if b.mode == "async_save"
-                else (f"{prefix}.megatron.vanilla_mbridge", f"{prefix}.checkpoint.save_contents")
+                else (f"{megatron}.vanilla_mbridge", f"{checkpoint}.save_contents")
             )
             yield Finding(
                 ctx.blame(*keys, "trainer.save_freq"),
-                f"{role}: {b.why} (verl {verl}, mbridge {ctx.stack.mbridge}). Fix: {b.fix.format(prefix=prefix)}",
+                f"{role}: {b.why} (verl {verl}, mbridge {ctx.stack.mbridge}). "
+                f"Fix: {b.fix.format(checkpoint=checkpoint, megatron=megatron)}",
             )

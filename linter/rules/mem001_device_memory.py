@@ -4,61 +4,57 @@ from typing import NamedTuple
 from ..catalog import accelerators
 from ..core.diagnostics import Location, Severity
 from ..core.model import Accelerator
-from ..core.paths import ACTOR, OVERRIDE_OPTIM, ROLLOUT
-from ..engine import LintContext
+from ..core.paths import ACTOR, ACTOR_KEYS, ROLLOUT, SFT, SFT_KEYS, TrainedKeys
+from ..engine import LintContext, Part
 from ..estimate.activations import Recompute, train_activations
 from ..estimate.from_context import layout_error, runnable_estimate
 from ..estimate.inputs import GIB, WARN_FRACTION, gib_text
 from ..estimate.plan import STEP_TRANSIENT_TERMS, Estimate, Moment, divides, estimate
 from ..estimate.rollout_engine import engine_weights_bytes, minimum_engine_bytes
 from ..rulekit.registry import Finding, rule
+from ..topology import trained_keys, world_keys
 
-TRANSFORMER = f"{ACTOR}.megatron.override_transformer_config"
-SIZES = tuple(
-    f"{ACTOR}.megatron.{n}"
-    for n in (
-        "tensor_model_parallel_size",
-        "pipeline_model_parallel_size",
-        "expert_model_parallel_size",
-        "expert_tensor_parallel_size",
-        "context_parallel_size",
+
+def _sizes(keys: TrainedKeys) -> tuple[str, ...]:
+    return tuple(
+        f"{keys.megatron}.{n}"
+        for n in (
+            "tensor_model_parallel_size",
+            "pipeline_model_parallel_size",
+            "expert_model_parallel_size",
+            "expert_tensor_parallel_size",
+            "context_parallel_size",
+        )
     )
-)
 
-# Where to point a finding about each term: the knobs that change it.
-BLAME = {
-    "rollout": (f"{ROLLOUT}.gpu_memory_utilization", f"{ROLLOUT}.free_cache_engine"),
-    "optimizer": (
-        f"{OVERRIDE_OPTIM}.optimizer_offload_fraction",
-        f"{OVERRIDE_OPTIM}.optimizer_cpu_offload",
-        f"{ACTOR}.megatron.optimizer_offload",
-        f"{ACTOR}.megatron.use_distributed_optimizer",
-        *SIZES,
-    ),
-    "activations": (
-        f"{TRANSFORMER}.recompute_granularity",
-        f"{ACTOR}.ppo_max_token_len_per_gpu",
-        f"{ACTOR}.ppo_micro_batch_size_per_gpu",
-        f"{ROLLOUT}.log_prob_max_token_len_per_gpu",
-    ),
-    "logits": (
-        f"{ACTOR}.ppo_max_token_len_per_gpu",
-        f"{ACTOR}.ppo_micro_batch_size_per_gpu",
-        f"{ROLLOUT}.log_prob_max_token_len_per_gpu",
-        f"{ACTOR}.entropy_coeff",
-        *SIZES,
-    ),
-    "backward_working": (
-        f"{ACTOR}.ppo_max_token_len_per_gpu",
-        f"{ACTOR}.ppo_micro_batch_size_per_gpu",
-        f"{TRANSFORMER}.recompute_num_layers",
-        *SIZES,
-    ),
-    "moe_dispatch": (f"{ACTOR}.ppo_max_token_len_per_gpu", f"{ACTOR}.ppo_micro_batch_size_per_gpu", *SIZES),
-    "weights": (f"{ACTOR}.megatron.param_offload", *SIZES),
-    "grads": (f"{ACTOR}.megatron.param_offload", *SIZES),
-}
-FALLBACK = ("trainer.nnodes", "trainer.n_gpus_per_node")
+
+def blame_keys(keys: TrainedKeys) -> dict[str, tuple[str, ...]]:
+    """Where to point a finding about each term: the knobs that change it, for the trained model's keys (the
+    actor's, or an SFT trainer's engine: `core.paths.TrainedKeys`)."""
+    sizes, budget, micro = _sizes(keys), keys.token_budget, keys.micro_batch
+    logprob = () if keys.role == SFT else (f"{ROLLOUT}.log_prob_max_token_len_per_gpu",)
+    entropy = () if keys.role == SFT else (f"{ACTOR}.entropy_coeff",)
+    return {
+        "rollout": (f"{ROLLOUT}.gpu_memory_utilization", f"{ROLLOUT}.free_cache_engine"),
+        "optimizer": (
+            f"{keys.override_optim}.optimizer_offload_fraction",
+            f"{keys.override_optim}.optimizer_cpu_offload",
+            f"{keys.megatron}.optimizer_offload",
+            f"{keys.megatron}.use_distributed_optimizer",
+            *sizes,
+        ),
+        "activations": (f"{keys.transformer}.recompute_granularity", budget, micro, *logprob),
+        "logits": (budget, micro, *logprob, *entropy, *sizes),
+        "backward_working": (budget, micro, f"{keys.transformer}.recompute_num_layers", *sizes),
+        "moe_dispatch": (budget, micro, *sizes),
+        "weights": (f"{keys.megatron}.param_offload", *sizes),
+        "grads": (f"{keys.megatron}.param_offload", *sizes),
+    }
+
+
+def _keys(est: Estimate) -> TrainedKeys:
+    """The keys of the model an estimate trains (the fixes name them)."""
+    return SFT_KEYS if est.inputs.sft else ACTOR_KEYS
 
 
 # How realistic a fix is, most first: the message offers the realistic ones before the ones that cost more.
@@ -188,7 +184,7 @@ def phase_fixes(est: Estimate, phase: str, indexed: list[tuple[int, Moment]]) ->
     then by saving. Only the settings verl and Megatron take; the rollout reservation is never cut below what
     starts the engine (`rollout_engine.minimum_engine_bytes`)."""
     p = est.inputs
-    actor = p.actor
+    actor, keys = p.actor, _keys(est)
     found: list[Fix] = []
 
     def add(text: str, realism: int, terms: tuple[str, ...], saving) -> None:
@@ -200,9 +196,9 @@ def phase_fixes(est: Estimate, phase: str, indexed: list[tuple[int, Moment]]) ->
     if opt is not None and not (opt.cpu_offload and opt.fraction >= 1.0 and opt.precision_aware):
         add(
             (
-                f"Megatron's optimizer CPU offload (`+{OVERRIDE_OPTIM}.optimizer_cpu_offload: true`, "
-                f"`+{OVERRIDE_OPTIM}.optimizer_offload_fraction: 1.0`, "
-                f"`+{OVERRIDE_OPTIM}.use_precision_aware_optimizer: true`)"
+                f"Megatron's optimizer CPU offload (`+{keys.override_optim}.optimizer_cpu_offload: true`, "
+                f"`+{keys.override_optim}.optimizer_offload_fraction: 1.0`, "
+                f"`+{keys.override_optim}.use_precision_aware_optimizer: true`)"
             ),
             SLOWER,
             ("optimizer",),
@@ -237,7 +233,7 @@ def phase_fixes(est: Estimate, phase: str, indexed: list[tuple[int, Moment]]) ->
         )
         add(
             (
-                f"full recompute (`{TRANSFORMER}.recompute_granularity: full`, `recompute_method: uniform`, "
+                f"full recompute (`{keys.transformer}.recompute_granularity: full`, `recompute_method: uniform`, "
                 "`recompute_num_layers: 1`)"
             ),
             SLOWER,
@@ -303,7 +299,7 @@ def _layouts(est: Estimate) -> list[tuple[str, Estimate]]:
             continue
         new = estimate(p._replace(actor=p.actor._replace(layout=relaid)))
         size = getattr(relaid, {"tensor_model_parallel_size": "tp", "expert_model_parallel_size": "ep"}.get(name, "pp"))
-        out.append((f"`{ACTOR}.megatron.{name}: {size}` (dp {relaid.dp})", new))
+        out.append((f"`{_keys(est).megatron}.{name}: {size}` (dp {relaid.dp})", new))
     return out
 
 
@@ -346,6 +342,7 @@ def advice(overrun: Overrun) -> str:
     "MEM001",
     "device-memory-exceeds-hbm",
     Severity.ERROR,
+    part=(Part.WORKERS, Part.SFT),
     needs_model=True,
     summary="estimated peak device memory exceeds the accelerator's HBM (error) or 90% of it (warning)",
     bad="""
@@ -407,6 +404,14 @@ def check(ctx: LintContext):
     The message states what is known of the estimate's accuracy: it has not been compared with measured peaks
     beyond incident 3 (docs/estimates.md, "Accuracy").
 
+    An SFT trainer on the Megatron engine (`verl.trainer.sft_trainer`, `sft_trainer_ray`) trains one model with no
+    rollout engine, reference model or critic: its one phase is the update, read from sft_trainer_engine's own keys
+    (`engine.*` sizes, offload and `override_transformer_config`, `optim.override_optimizer_config`, the
+    `data.use_dynamic_bsz` / `data.max_token_len_per_gpu` / `data.micro_batch_size_per_gpu` micro-batching over
+    `data.max_length`-token samples), with the same terms and moments (step 1's forward/backward, the first
+    optimizer step, the steady state); the fixes name those keys. Its devices are torchrun's
+    (`--nproc_per_node` x `--nnodes`; sft_trainer_ray's `trainer.nnodes` x `trainer.n_gpus_per_node`).
+
     When the parallel layout cannot start (the world size does not divide it, more pipeline chunks than layers, a
     size below 1: TP001, TP002, TP007, TP008, TP014 report it) there is no run to estimate; an info then says that
     device and host memory and the checkpoint were not checked, once, so that a clean MEM/CK result is never read
@@ -417,7 +422,7 @@ def check(ctx: LintContext):
         reason = layout_error(ctx)
         if reason is not None:
             yield Finding(
-                ctx.blame(*SIZES, *FALLBACK),
+                ctx.blame(*_sizes(trained_keys(ctx)), *world_keys(ctx)),
                 f"memory not checked: {reason}, so there is no run to estimate; MEM001, MEM002, CK001 and CK002 "
                 "check it once the layout is fixed",
                 severity=Severity.INFO,
@@ -429,7 +434,7 @@ def check(ctx: LintContext):
     if not found:
         return
     p = est.inputs
-    layout = p.actor.layout
+    layout, blame = p.actor.layout, blame_keys(trained_keys(ctx))
     shape = (
         f"TP{layout.tp} PP{layout.pp} CP{layout.cp}"
         + (f" EP{layout.ep} ETP{layout.expert_tp}" if p.model.is_moe else "")
@@ -473,13 +478,13 @@ def check(ctx: LintContext):
                 + f". One change fixes {'both' if len(group) == 2 else 'all of them'}."
             )
         yield Finding(
-            ctx.blame(*BLAME.get(term, ()), *FALLBACK),
+            ctx.blame(*blame.get(term, ()), *world_keys(ctx)),
             f"{first.named.label}: estimated {gib_text(first.named.total)} per device {_verdict(first)} the "
             f"{p.hbm_gib:g} GiB the runtime reports for {p.accelerator}{nominal} ({p.model.name} on {est.world} "
             f"devices, {shape}); biggest term: {term} {gib_text(size)}.{also} Fix: {advice(first)}.{assumed} "
             f"{ACCURACY}; `sapo-lint explain` shows every term",
             severity=severity,
-            related=tuple(_location(ctx.blame(*BLAME.get(_biggest(o.named), ()), *FALLBACK)) for o in group[1:]),
+            related=tuple(_location(ctx.blame(*blame.get(_biggest(o.named), ()), *world_keys(ctx))) for o in group[1:]),
         )
 
 

@@ -1,15 +1,16 @@
 from ..core.diagnostics import Severity
-from ..core.paths import OVERRIDE_OPTIM
-from ..engine import LintContext
+from ..engine import LintContext, Part
 from ..estimate.from_context import runnable_estimate
 from ..estimate.inputs import GIB, gib_text
 from ..rulekit.registry import Finding, rule
+from ..topology import trained_keys, world_keys
 
 
 @rule(
     "MEM002",
     "host-memory-exceeds-ram",
     Severity.ERROR,
+    part=(Part.WORKERS, Part.SFT),
     needs_model=True,
     summary="host RAM for offloaded state exceeds the node's RAM (error when stated, warning against the default)",
     bad="""
@@ -43,7 +44,8 @@ def check(ctx: LintContext):
     the node's RAM the job is killed by the OOM killer or fails to pin. Without the distributed optimizer every
     data-parallel rank keeps a full copy of the state. The node's RAM is a site fact verl's config has no place
     for: until it is stated the check uses a documented default (`linter/estimate/inputs.py` DEFAULT_HOST_RAM_GIB) and
-    reports a warning."""
+    reports a warning. An SFT trainer on the Megatron engine is checked the same way, from its own keys (`engine.*`,
+    `optim.override_optimizer_config`)."""
     est = runnable_estimate(ctx)
     if est is None:
         return
@@ -57,21 +59,22 @@ def check(ctx: LintContext):
     term, size = max(terms.items(), key=lambda kv: kv[1])
     assumed = limits.assumed("host_ram_gib")
     ram_text = f"{limits.host_ram_gib:g} GiB" + (" (assumed: the default; state the node's RAM)" if assumed else "")
+    keys = trained_keys(ctx)
     fix = {
         "optimizer_cpu_offload": (
-            f"use the distributed optimizer, a lower `{OVERRIDE_OPTIM}.optimizer_offload_fraction`, or more nodes"
+            f"use the distributed optimizer, a lower `{keys.override_optim}.optimizer_offload_fraction`, or more nodes"
         ),
         "verl_offload": "offload less (`megatron.param_offload` / `optimizer_offload`) or use more nodes",
         "rollout_sleep": "more rollout TP, or more nodes",
     }[term]
     yield Finding(
         ctx.blame(
-            f"{OVERRIDE_OPTIM}.optimizer_offload_fraction",
-            f"{OVERRIDE_OPTIM}.optimizer_cpu_offload",
-            "actor_rollout_ref.actor.megatron.use_distributed_optimizer",
-            "actor_rollout_ref.actor.megatron.param_offload",
-            "actor_rollout_ref.actor.megatron.optimizer_offload",
-            "trainer.n_gpus_per_node",
+            f"{keys.override_optim}.optimizer_offload_fraction",
+            f"{keys.override_optim}.optimizer_cpu_offload",
+            f"{keys.megatron}.use_distributed_optimizer",
+            f"{keys.megatron}.param_offload",
+            f"{keys.megatron}.optimizer_offload",
+            *world_keys(ctx)[1:],
         ),
         f"{phase} phase: estimated {gib_text(need)} of host RAM per node ({est.inputs.devices_per_node} ranks x "
         f"{gib_text(est.host_total(phase))}) exceeds the node's {ram_text}; biggest term: {term} "

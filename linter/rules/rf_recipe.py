@@ -144,8 +144,9 @@ UNKNOWN_MODEL = source_rule(
     model's: the note names the field), this note says what was tried, which rules were skipped (the topology rules
     from TP003, and the estimate's MEM001, MEM002, CK001 and CK002) and the three ways to name the model; it is never
     a silent skip. SFT trainers read their own key (`model.partial_pretrain` for `fsdp_sft_trainer`, `model.path`
-    for `sft_trainer`); a script whose entry module reaches none of those rules (verl's SFT trainers, `main_eval`,
-    `main_generation_server`) gets no note: nothing there needs the shape.""",
+    for `sft_trainer` and `sft_trainer_ray`), and their topology, memory and checkpoint rules need the shape too; a
+    script whose entry module reaches none of those rules (`main_eval`, `main_generation_server`) gets no note:
+    nothing there needs the shape.""",
     bad="""
     model: {path: my-org/private-model}
     overrides: {}

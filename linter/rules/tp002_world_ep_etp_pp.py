@@ -1,7 +1,7 @@
 from ..core.diagnostics import Location, Severity
-from ..engine import MEGATRON_ONLY, LintContext
+from ..engine import MEGATRON_ONLY, LintContext, Part
 from ..rulekit.registry import Finding, rule
-from ..topology import WORLD, breaking_factors, fitting_sizes, megatron_roles, own_setting, world_size
+from ..topology import breaking_factors, fitting_sizes, megatron_roles, own_setting, world_keys, world_size
 
 SIZES = (
     "expert_model_parallel_size",
@@ -16,6 +16,7 @@ LABEL = dict(zip(SIZES, ("EP", "ETP", "PP", "TP"), strict=True))
     "TP002",
     "world-not-divisible-by-ep-etp-pp",
     Severity.ERROR,
+    part=(Part.WORKERS, Part.SFT),
     engines=MEGATRON_ONLY,
     summary="world size not divisible by EP x ETP x PP",
     bad="""
@@ -57,7 +58,7 @@ def check(ctx: LintContext):
             # An ETP nobody chose (it follows TP) is the one to change: ETP 1 is the usual MoE setting.
             at, hint = ctx.blame(tp), "; expert_tensor_parallel_size=1 would give one"
         else:
-            at = ctx.blame(*culprits, otherwise=(*factors, *WORLD))
+            at = ctx.blame(*culprits, otherwise=(*factors, *world_keys(ctx)))
             size = ep if isinstance(at, Location) or at.path not in factors else at.path
             fits = fitting_sizes(world, factors, size)
             hint = f"; {LABEL[size.rsplit('.', 1)[1]]} {fits} would give one" if fits else ""
@@ -66,5 +67,5 @@ def check(ctx: LintContext):
             f"{role}: world size {world} is not divisible by EP*ETP*PP = {par.ep}*{par.etp}*{par.pp} = "
             f"{par.ep * par.etp * par.pp} (ETP defaults to TP), so there is no integer expert-data-parallel size"
             + hint,
-            related=ctx.set_at(ep, etp, pp, tp, *WORLD),
+            related=ctx.set_at(ep, etp, pp, tp, *world_keys(ctx)),
         )

@@ -1,13 +1,14 @@
 from ..core.diagnostics import Severity
-from ..engine import MEGATRON_ONLY, LintContext
+from ..engine import MEGATRON_ONLY, LintContext, Part
 from ..rulekit.registry import Finding, rule
-from ..topology import MODEL_PATH, megatron_roles, nearest_divisors, own_setting
+from ..topology import megatron_roles, model_path, nearest_divisors, own_setting
 
 
 @rule(
     "TP003",
     "heads-not-divisible-by-tp",
     Severity.ERROR,
+    part=(Part.WORKERS, Part.SFT),
     engines=MEGATRON_ONLY,
     needs_model=True,
     summary="attention heads not divisible by TP",
@@ -35,5 +36,5 @@ def check(ctx: LintContext):
                 f"{role}: {model.name} has {model.num_attention_heads} attention heads; Megatron: "
                 f'"num_attention_heads ({model.num_attention_heads}) must be a multiple of tensor_model_parallel_size '
                 f'({par.tp})." Nearest valid TP: {nearest_divisors(par.tp, model.num_attention_heads)}',
-                related=ctx.set_at(MODEL_PATH),
+                related=ctx.set_at(model_path(ctx)),
             )

@@ -1,13 +1,14 @@
 from ..core.diagnostics import Severity
-from ..engine import MEGATRON_ONLY, LintContext
+from ..engine import MEGATRON_ONLY, LintContext, Part
 from ..rulekit.registry import Finding, rule
-from ..topology import MODEL_PATH, megatron_roles, own_setting
+from ..topology import megatron_roles, model_path, own_setting
 
 
 @rule(
     "TP004",
     "query-groups-vs-tp",
     Severity.ERROR,
+    part=(Part.WORKERS, Part.SFT),
     engines=MEGATRON_ONLY,
     needs_model=True,
     summary="KV heads (query groups) incompatible with TP for the megatron-core version",
@@ -47,5 +48,5 @@ def check(ctx: LintContext):
             f"{role}: {model.name} has {groups} query groups (KV heads); megatron-core {ctx.stack.megatron_core}: "
             f'"num_query_groups ({groups}) must be {wording} tensor_model_parallel_size ({par.tp})."'
             + ("" if replicates else " (megatron-core >= 0.16 also accepts TP a multiple of the groups)"),
-            related=ctx.set_at(MODEL_PATH),
+            related=ctx.set_at(model_path(ctx)),
         )

@@ -1,13 +1,14 @@
 from ..core.diagnostics import Severity
-from ..engine import MEGATRON_ONLY, LintContext
+from ..engine import MEGATRON_ONLY, LintContext, Part
 from ..rulekit.registry import Finding, rule
-from ..topology import MODEL_PATH, megatron_roles, nearest_divisors, own_setting
+from ..topology import megatron_roles, model_path, nearest_divisors, own_setting
 
 
 @rule(
     "TP005",
     "experts-not-divisible-by-ep",
     Severity.ERROR,
+    part=(Part.WORKERS, Part.SFT),
     engines=MEGATRON_ONLY,
     needs_model=True,
     summary="routed experts not divisible by EP",
@@ -34,5 +35,5 @@ def check(ctx: LintContext):
                 ctx.blame(par.path("expert_model_parallel_size")),
                 f"{role}: {model.name} has {model.num_experts} routed experts, not divisible by EP {par.ep}; "
                 f"nearest valid EP: {nearest_divisors(par.ep, model.num_experts)}",
-                related=ctx.set_at(MODEL_PATH),
+                related=ctx.set_at(model_path(ctx)),
             )

@@ -1,13 +1,14 @@
 from ..core.diagnostics import Severity
-from ..engine import MEGATRON_ONLY, LintContext
+from ..engine import MEGATRON_ONLY, LintContext, Part
 from ..rulekit.registry import Finding, rule
-from ..topology import MODEL_PATH, megatron_roles, own_setting
+from ..topology import megatron_roles, model_path, own_setting
 
 
 @rule(
     "TP006",
     "expert-parallel-on-dense-model",
     Severity.ERROR,
+    part=(Part.WORKERS, Part.SFT),
     engines=MEGATRON_ONLY,
     needs_model=True,
     summary="EP > 1 on a model without experts",
@@ -32,5 +33,5 @@ def check(ctx: LintContext):
                 ctx.blame(par.path("expert_model_parallel_size")),
                 f'{role}: EP {par.ep} but {model.name} is a dense model; Megatron: "num_moe_experts must be non None '
                 'to use expert-parallel." Set EP to 1',
-                related=ctx.set_at(MODEL_PATH),
+                related=ctx.set_at(model_path(ctx)),
             )

@@ -1,7 +1,7 @@
 from ..core.diagnostics import Severity
-from ..engine import MEGATRON_ONLY, LintContext
+from ..engine import MEGATRON_ONLY, LintContext, Part
 from ..rulekit.registry import Finding, rule
-from ..topology import MODEL_PATH, megatron_roles, own_setting
+from ..topology import megatron_roles, model_path, own_setting
 
 UNEVEN = ("num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage", "pipeline_model_parallel_layout")
 # Each one set counts as one more layer in the even split (megatron-core core_v0.18.0,
@@ -13,6 +13,7 @@ ACCOUNTED = ("account_for_embedding_in_pipeline_split", "account_for_loss_in_pip
     "TP007",
     "layers-not-divisible-by-pp",
     Severity.ERROR,
+    part=(Part.WORKERS, Part.SFT),
     engines=MEGATRON_ONLY,
     needs_model=True,
     summary="layers not divisible by PP (without an uneven layout)",
@@ -53,7 +54,7 @@ def check(ctx: LintContext):
                     ctx.blame(par.path("pipeline_model_parallel_size"), otherwise=uneven),
                     f'{role}: Megatron: "With uneven pipelineing the left over layers must be divisible by left '
                     f'over stages": {layers} middle layers over {stages} middle stages',
-                    related=ctx.set_at(*uneven, MODEL_PATH),
+                    related=ctx.set_at(*uneven, model_path(ctx)),
                 )
             continue
         layers += sum(ctx.config.value(par.transformer(n)) is True for n in ACCOUNTED)
@@ -64,5 +65,5 @@ def check(ctx: LintContext):
                 f'{role}: Megatron: "num_layers={layers} should be divisible by '
                 f'config.pipeline_model_parallel_size={stages}" ({model.name}); even PP: '
                 f"{', '.join(map(str, valid))}, or set num_layers_in_first/last_pipeline_stage",
-                related=ctx.set_at(MODEL_PATH),
+                related=ctx.set_at(model_path(ctx)),
             )

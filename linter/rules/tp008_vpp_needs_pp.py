@@ -1,13 +1,14 @@
 from ..core.diagnostics import Severity
-from ..engine import MEGATRON_ONLY, LintContext
+from ..engine import MEGATRON_ONLY, LintContext, Part
 from ..rulekit.registry import Finding, rule
-from ..topology import MODEL_PATH, megatron_roles, own_setting
+from ..topology import megatron_roles, model_path, own_setting
 
 
 @rule(
     "TP008",
     "vpp-without-pp",
     Severity.ERROR,
+    part=(Part.WORKERS, Part.SFT),
     engines=MEGATRON_ONLY,
     needs_model=True,
     summary="virtual pipeline size set with PP = 1, or layers per stage not divisible by VPP",
@@ -48,5 +49,5 @@ def check(ctx: LintContext):
                 blame,
                 f'{role}: Megatron: "num_layers_per_pipeline_rank {per_rank} should be divisible by '
                 f'vp_size {par.vpp}" ({ctx.model.name}, {ctx.model.num_layers} layers over PP {par.pp})',
-                related=ctx.set_at(pp, MODEL_PATH),
+                related=ctx.set_at(pp, model_path(ctx)),
             )

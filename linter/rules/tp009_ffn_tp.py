@@ -1,13 +1,14 @@
 from ..core.diagnostics import Severity
-from ..engine import MEGATRON_ONLY, LintContext
+from ..engine import MEGATRON_ONLY, LintContext, Part
 from ..rulekit.registry import Finding, rule
-from ..topology import MODEL_PATH, megatron_roles, own_setting
+from ..topology import megatron_roles, model_path, own_setting
 
 
 @rule(
     "TP009",
     "ffn-or-vocab-not-divisible",
     Severity.ERROR,
+    part=(Part.WORKERS, Part.SFT),
     engines=MEGATRON_ONLY,
     needs_model=True,
     summary="FFN, MoE FFN or vocabulary size not divisible by TP / ETP",
@@ -46,5 +47,5 @@ def check(ctx: LintContext):
                     ctx.blame(par.path(key)),
                     f"{role}: {model.name}'s {what} {size} is not divisible by {parts} "
                     f'(Megatron\'s divide(): "{size} is not divisible by {parts}")',
-                    related=ctx.set_at(MODEL_PATH),
+                    related=ctx.set_at(model_path(ctx)),
                 )

@@ -1,5 +1,5 @@
 from ..core.diagnostics import Severity
-from ..engine import MEGATRON_ONLY, LintContext
+from ..engine import MEGATRON_ONLY, LintContext, Part
 from ..rulekit.registry import Finding, rule
 from ..topology import megatron_roles, own_setting
 
@@ -8,6 +8,7 @@ from ..topology import megatron_roles, own_setting
     "TP010",
     "sequence-parallel-vs-tp-ep",
     Severity.ERROR,
+    part=(Part.WORKERS, Part.SFT),
     engines=MEGATRON_ONLY,
     summary="EP x TP without sequence parallel (error up to megatron-core 0.14, warning after); SP with TP 1 (info)",
     bad="""

@@ -1,10 +1,9 @@
 from ..core.diagnostics import Severity
 from ..core.paths import ROLE_PREFIX
-from ..engine import MEGATRON, LintContext
+from ..engine import MEGATRON, LintContext, Part
 from ..rulekit.registry import Finding, rule
-from ..topology import active_roles
+from ..topology import active_roles, world_keys
 
-DEVICES = ("trainer.nnodes", "trainer.n_gpus_per_node")
 # TP, PP and CP below 1 are TP001's (they divide the world size); these are the other Megatron sizes.
 MEGATRON_SIZES = {
     "expert_model_parallel_size": "Megatron divides the world size by EP*ETP*PP (`initialize_model_parallel`, "
@@ -22,6 +21,7 @@ MEGATRON_SIZES = {
     "TP014",
     "size-below-one",
     Severity.ERROR,
+    part=(Part.WORKERS, Part.SFT),
     summary="device count or Megatron EP/ETP/VPP below 1, or trainer.nnodes / n_gpus_per_node deleted",
     bad="""
     overrides:
@@ -43,7 +43,7 @@ def check(ctx: LintContext):
     size in `initialize_model_parallel`, and a VPP of 0 divides each stage's layers (TP001 reports TP, PP and CP
     below 1). A size below 1 makes the world size unknown to the other rules and the memory estimate: they skip
     it rather than report a second time."""
-    for path in DEVICES:
+    for path in world_keys(ctx):  # none where torchrun's options count an SFT trainer's devices
         value = ctx.number(path)
         if not ctx.config.exists(path):
             deleter = _deleter(ctx, path)
