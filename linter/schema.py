@@ -549,6 +549,22 @@ def other_versions(
     return out
 
 
+def declared_elsewhere(snapshot: Snapshot, selection: dict[str, str], path: str) -> frozenset[str]:
+    """The types a dataclass declares for the key `path` in the other committed verl snapshots of the same config
+    and group selection (an entry typed by more than its YAML default: not `inferred`, FORMAT.md), each union
+    member apart (`float|str` gives float and str)."""
+    found: set[str] = set()
+    wanted = tuple(sorted(selection.items()))
+    for version in available_verl_versions():
+        if version == snapshot.verl_version:
+            continue
+        tree = _tree_of(version, snapshot.config_name, wanted)
+        entry = _verl_snapshot(version).entry(*tree, path) if tree is not None else None
+        if entry is not None and not entry.get("inferred") and entry.get("type"):
+            found.update(entry["type"].split("|"))
+    return frozenset(found)
+
+
 def _entry_reads_node(versioned: _VerlSnapshot, tree: _TreeOf, node: str, entry_module: str) -> bool:
     """Whether the entry module of that verl reads the top-level node its config has (FORMAT.md `entry_reads`)."""
     readers = versioned.entry_reads.get(node)

@@ -2,7 +2,8 @@
 
 import pytest
 
-from .helpers import only
+from .helpers import only, tiny_verl
+from .test_verl_source import report
 
 
 # SL001
@@ -332,6 +333,26 @@ def test_sl004_inferred_type_is_a_warning(lint_text):
     assert found and found[0].severity.value == "warning" and "verl's default" in found[0].message
     declared = only(lint_text("overrides:\n  actor_rollout_ref.actor.ppo_mini_batch_size: long\n"), "SL004")
     assert declared and declared[0].severity.value == "error"
+
+
+def test_sl004_a_float_for_an_integer_default_that_later_verls_declare_a_float(tmp_path):
+    """A vendored verl whose YAML writes coefficients as integers (verl <= 0.5: `entropy_coeff: 0`, `top_p: 1`):
+    a float there is what the key holds, as verl 0.6 on declares it (ActorConfig.entropy_coeff: float). A key that
+    later verls declare an int (`ppo_epochs`), or that none declares (`data.max_prompt_length`), keeps its
+    warning."""
+    package = tiny_verl(tmp_path, version="0.3.1.dev")
+    (package / "trainer" / "config" / "ppo_trainer.yaml").write_text(
+        "trainer:\n  nnodes: 1\ndata:\n  max_prompt_length: 512\nactor_rollout_ref:\n  actor:\n"
+        "    entropy_coeff: 0\n    ppo_epochs: 1\n  rollout:\n    top_p: 1\n"
+    )
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text(
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.actor.entropy_coeff=0.001 \\\n"
+        "  actor_rollout_ref.rollout.top_p=0.95 actor_rollout_ref.actor.ppo_epochs=1.5 data.max_prompt_length=512.5\n"
+    )
+    found = report("run.sh", cwd=tmp_path, cache=tmp_path / "cache")
+    warned = [d["message"].split("`")[1] for d in found["diagnostics"] if d["code"] == "SL004"]
+    assert warned == ["actor_rollout_ref.actor.ppo_epochs", "data.max_prompt_length"], found["diagnostics"]
 
 
 def _script(tmp_path, module: str, *args: str, version: str = "0.10.0.dev"):

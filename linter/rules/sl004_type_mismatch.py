@@ -3,6 +3,7 @@ from ..core.redaction import shown_value
 from ..engine import INT64, LintContext, Part, beyond_int64
 from ..rulekit.common import is_interpolation, is_number
 from ..rulekit.registry import Finding, rule
+from ..schema import declared_elsewhere
 
 _ACCEPTS = {
     "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
@@ -110,6 +111,16 @@ def _read_as_default(ctx: LintContext, path: str, entry: dict, value) -> bool:
     return cannot is not None and cannot(value) and path.rpartition(".")[2] in ctx.snapshot.read_set
 
 
+def _a_number_in_other_verls(ctx: LintContext, path: str, entry: dict, value) -> bool:
+    """Whether a float for an undeclared key with an integer default is a number verl means: another committed
+    verl's dataclass declares the same key a float. verl's YAML writes many coefficients as integers
+    (`entropy_coeff: 0`, `top_p: 1`, `val_kwargs.temperature: 0` up to 0.5), which verl 0.6 on declares
+    `float` (ActorConfig, RolloutConfig, SamplingConfig) with the same default: the key always held a number."""
+    if entry.get("type") != "int" or not isinstance(value, float):
+        return False
+    return "float" in declared_elsewhere(ctx.snapshot, ctx.selection, path)
+
+
 def _declared(ctx: LintContext, path: str) -> bool:
     """Whether a dataclass declares the key: its parent node has a `_target_` (schemas/FORMAT.md `type`)."""
     parent = ctx.tree.get(path.rpartition(".")[0])
@@ -153,7 +164,10 @@ def check(ctx: LintContext):
     demonstrably reads other types or never reads the key: a mismatch with a string default (verl hands
     `data.enable_thinking_default`, default the string "none", to the chat template as a bool), a float for an
     integer default (`lora.alpha=16.0` divides fine), a number for a flag (0 and 1 branch as False and True), a
-    list default, and a key whose name no verl code reads (its value goes on as a whole, like nsys options). The
+    list default, and a key whose name no verl code reads (its value goes on as a whole, like nsys options). A
+    float for an integer default is no finding at all where another committed verl's dataclass declares the same
+    key a float: the YAML wrote a number as an integer (`actor.entropy_coeff: 0`, `rollout.top_p: 1` up to verl
+    0.5, `float` fields of ActorConfig and RolloutConfig from 0.6 on), so `entropy_coeff=0.001` is what it is for. The
     SFT trainers' `trainer.test_freq` and `trainer.save_freq` also take "after_each_epoch" (`sft_trainer.py`).
     Null for a type not declared Optional is a warning too, since code
     often reads null as "off" where the annotation omits it (verl main's `compute_rollout_correction_and_rejection_mask`
@@ -181,6 +195,8 @@ def check(ctx: LintContext):
         if value in ALSO_READ.get((ctx.snapshot.config_name, ro.path), ()):
             continue
         problem = type_error(ro.path, value, entry)
+        if problem and entry.get("inferred") and _a_number_in_other_verls(ctx, ro.path, entry, value):
+            continue
         typo = _flag_typo(entry, value) if problem else ""
         if problem and value is not None and entry.get("inferred") and _read_as_default(ctx, ro.path, entry, value):
             read_as, breaks = _READ_AS[entry["type"]]
