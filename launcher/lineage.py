@@ -24,8 +24,8 @@ from typing import NamedTuple
 
 from .gates import Gate, Verdict, evaluate, judged
 from .metrics import MetricTable, kept, read_files
-from .plan import METRICS_FILE
-from .rundir import LOG_FILE, PLAN_FILE, SUMMARY_FILE, read_json, read_summary, write_json
+from .rundir import PLAN_FILE, SUMMARY_FILE, read_json, read_summary, write_json
+from .runset import metric_files
 
 RESUME_KEY = "resume"  # plan.json: what the run continues (`Resume`)
 RESUMED_BY_KEY = "resumed_by"  # summary.json: the run directories that continue this run
@@ -86,16 +86,11 @@ def lineage(run_dir: Path) -> list[Path]:
     return runs
 
 
-def run_files(run_dir: Path) -> list[Path]:
-    """A run directory's metric sources: metrics.jsonl, then train.log, those that exist."""
-    return [Path(run_dir) / name for name in (METRICS_FILE, LOG_FILE) if (Path(run_dir) / name).is_file()]
-
-
 def read_curve(run_dir: Path, keep: Callable[[str], bool] | None = None) -> Curve:
     """The metrics (those `keep` accepts) of the whole curve RUN_DIR ends (module docstring). Raises `OSError`
     when a run's file cannot be read."""
     runs = lineage(run_dir)
-    tables = [read_files(run_files(run), keep) for run in runs]
+    tables = [read_files(metric_files(run), keep) for run in runs]
     if len(runs) == 1:
         table = tables[0]
         return Curve(table, (Part(runs[0], _first(table.steps()), table.last_step),))
@@ -151,7 +146,11 @@ def described(run_dir: Path) -> list[str]:
         parts = read_curve(run_dir, lambda _: False).parts
         shown = [p for p in parts if p.first is not None]
         if shown:
-            each = ", ".join(f"{p.run_dir.name} {p.first}-{p.last}" for p in shown)
-            lines.append(f"curve: steps {shown[0].first}-{shown[-1].last} over {len(parts)} runs ({each})")
+            each = ", ".join(f"{p.run_dir.name} {_span(p.first, p.last)}" for p in shown)
+            lines.append(f"curve: steps {_span(shown[0].first, shown[-1].last)} over {len(parts)} runs ({each})")
     lines.extend(f"resumed by {child}" for child in read_summary(run_dir).get(RESUMED_BY_KEY) or [])
     return lines
+
+
+def _span(first: int, last: int) -> str:
+    return f"{first}-{last}" if last != first else str(first)

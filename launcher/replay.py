@@ -4,7 +4,7 @@ directory, where it ran.
 The argv, working directory and environment are taken as recorded, not re-planned from the recipe (which may have
 changed since); variables that were redacted are read from the current environment, and a run the lint gate
 refused is not replayed. `KEY=VALUE` overrides given to the rerun (Hydra's grammar) replace the recorded override
-of the same key or follow the others (`with_overrides`); plan.json records them as `overrides`. The checkpoint
+of the same key or follow the others (`set_overrides`); plan.json records them as `overrides`. The checkpoint
 directory is the launcher's to set (`trainer.default_local_dir` is refused as an override).
 
 A rerun is a new run: a checkpoint directory the launcher named after the run directory (`plan.Checkpoints`: under
@@ -51,7 +51,6 @@ from .plan import (
     RayOptions,
     checkpoint_override,
     is_secret,
-    run_dir_name,
 )
 from .rundir import PLAN_FILE, SUMMARY_FILE, UNLABELLED, Labels, create, environment_facts, read_json, write_json
 from .versions import installed_versions
@@ -160,29 +159,29 @@ class Replay(NamedTuple):
     resume: Resume | None = None
 
 
-def with_overrides(argv: tuple[str, ...], texts: Iterable[str]) -> tuple[str, ...]:
-    """The trainer's argv with each `KEY=VALUE` of `texts` (Hydra's grammar) in place of its override of the same
-    key, else after the others. Raises `ReplayError` for a text Hydra cannot read, and for the checkpoint
-    directory, which is the launcher's to set."""
-    texts = tuple(texts)
+def check_overrides(texts: tuple[str, ...]) -> None:
+    """Raise `ReplayError` for a `KEY=VALUE` of a rerun Hydra cannot read, and for the checkpoint directory, which
+    is the launcher's to set."""
     for override in command_line_overrides(texts):
         if override.parsed is None:
-            raise ReplayError(f"{override.syntax_error} (a KEY=VALUE override)")
+            raise ReplayError(f"not a Hydra override: {override.syntax_error}")
         if override.parsed.key == CHECKPOINT_KEY:
             raise ReplayError(
                 f"{CHECKPOINT_KEY} is not an override of a rerun or a resume: a rerun saves in its own directory, a "
                 "resume in the resumed run's; launch the recipe with it (or with --checkpoints DIR) instead"
             )
-    return _overridden(argv, texts)
 
 
-def _overridden(argv: tuple[str, ...], texts: tuple[str, ...]) -> tuple[str, ...]:
-    """`with_overrides` of overrides known to be valid."""
+def set_overrides(plan: Plan, texts: tuple[str, ...]) -> None:
+    """Put each `KEY=VALUE` of `texts` (valid) in the plan's argv in place of its override of the same key, else
+    after the others; the resolved recipe's overrides are the argv's."""
     keys = {_key(o) for o in command_line_overrides(texts)}
-    start = argv.index("--config-name") + 2  # `python -m MODULE --config-name NAME`, then the overrides
-    recorded = argv[start:]
+    start = plan.argv.index("--config-name") + 2  # `python -m MODULE --config-name NAME`, then the overrides
+    recorded = plan.argv[start:]
     kept = [text for text, o in zip(recorded, command_line_overrides(recorded), strict=True) if _key(o) not in keys]
-    return (*argv[:start], *kept, *texts)
+    plan.argv = (*plan.argv[:start], *kept, *texts)
+    if "overrides" in plan.resolved:
+        plan.resolved["overrides"] = [*kept, *texts]
 
 
 def _key(override) -> tuple:
@@ -230,7 +229,7 @@ def resume_from(
     settings = [checkpoint_override(directory), format_override("set", RESUME_MODE_KEY, mode)]
     if step:
         settings.append(format_override("set", RESUME_PATH_KEY, str(Path(directory, STEP_FOLDER.format(step)))))
-    plan.argv = _overridden(plan.argv, tuple(settings))
+    set_overrides(plan, tuple(settings))
     plan.checkpoints = Checkpoints(directory, "resume")
     attempt, reason = restart if restart is not None else (None, None)
     return Resume(str(Path(parent).absolute()), directory, step, mode, attempt, reason)
@@ -270,7 +269,8 @@ def load_replay(
         raise ReplayError(f"{run_dir} was refused by the lint gate; fix the recipe and launch it again")
     secrets = list(recorded.get("secret_env", []))
     env = _unredacted(recorded["env"], environ, run_dir, secrets)
-    new_dir = Path(runs_dir).absolute() / run_dir_name(recorded["name"], now)
+    labels = Labels.recorded(recorded)
+    new_dir = Path(runs_dir).absolute() / labels.directory_name(recorded["name"], now)
     recipe = Path(recorded["cwd"], recorded["recipe"])  # relative in run directories of older versions
     checkpoints = plan_checkpoints(recorded)
     plan = Plan(
@@ -295,10 +295,10 @@ def load_replay(
     )
     plan.move_to(str(new_dir))  # this run's metrics, and its own checkpoint directory where the run names it
     overrides = tuple(overrides)
-    plan.argv = with_overrides(plan.argv, overrides)
+    check_overrides(overrides)
+    set_overrides(plan, overrides)
     # A resumed run, run again, continues the same run from the same checkpoint, as recorded.
     continued = Resume.recorded(run_dir)
-    labels = Labels.recorded(recorded)
     return Replay(plan, filled_names(recorded), secrets, run_dir, checkpoints, labels, overrides, continued)
 
 

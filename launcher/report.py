@@ -1,8 +1,9 @@
 """`sapo-launch report`: a run's metrics and gate verdicts as `report.md` with PNG plots.
 
 `report RUN_DIR` reads a run directory, finished, failed or still running: `metrics.jsonl` merged with the console
-lines of `train.log` (the file logger's values win), the gates and total steps from `plan.json`, the status from
-`summary.json` (a run whose launcher died is recorded there as `lost`: `rundir.settle_lost`). `report --log FILE
+lines of `train.log` (the file logger's values win; a resumed run's whole curve: `lineage.read_curve`), the gates and
+total steps from `plan.json`, the status from `summary.json` (a run whose launcher died is recorded there as `lost`:
+`rundir.settle_lost`). `report --log FILE
 [--recipe RECIPE]` reads a plain verl console log or a file-logger JSONL from a run not launched with sapo-launch,
 judged against the recipe's gates. Only the metrics the report shows are held. Plots (matplotlib's Agg backend,
 imported only here): throughput, reward, response length and device memory per step, each gate on its metric
@@ -28,11 +29,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from sapo_toolkit.atomicio import write_atomically
 
 from .gates import Gate, GateError, Verdict, parse_gates
+from .lineage import read_curve
 from .metrics import MetricTable, kept, read_files
 from .plan import METRICS_FILE
 from .rundir import LOG_FILE, PLAN_FILE, SUMMARY_FILE, settle_lost
@@ -41,6 +43,7 @@ from .runset import Run, RunSetError, metric_files, read_run
 REPORT_FILE = "report.md"
 TIMING_PREFIX = "timing_s/"
 STEP_TIMING = "timing_s/step"  # the whole step; the phases are stacked under it
+T = TypeVar("T")
 
 
 class PlotSpec(NamedTuple):
@@ -84,7 +87,8 @@ def load_run_dir(run_dir: Path, recipe: Path | None, record=None) -> RunData:
         raise ReportError(f"{run_dir}: not a run directory (no {METRICS_FILE} or {LOG_FILE})")
     plan, summary = _json_file(run_dir / PLAN_FILE), _json_file(run_dir / SUMMARY_FILE)
     gates = _recipe_gates(recipe) if recipe else _parse(plan.get("gates") or (), run_dir / PLAN_FILE)
-    table = _read(files, gates)
+    curve = _read(gates, lambda keep: read_curve(run_dir, keep))  # a resumed run's: from the first run on
+    table = curve.table
     if summary.get("status") == "running":  # unless its launcher died: then it is recorded as lost
         summary = settle_lost(run_dir, lambda: table.last_step, record)
     status = summary.get("status")
@@ -93,7 +97,10 @@ def load_run_dir(run_dir: Path, recipe: Path | None, record=None) -> RunData:
     total = plan.get("total_steps")
     return RunData(
         str(plan.get("name") or run_dir.name),
-        tuple(f.name for f in files),
+        (
+            *(f"{p.run_dir.name}/{f.name}" for p in curve.parts[:-1] for f in metric_files(p.run_dir)),
+            *(f.name for f in files),
+        ),
         table,
         gates,
         status,
@@ -103,7 +110,7 @@ def load_run_dir(run_dir: Path, recipe: Path | None, record=None) -> RunData:
 
 def load_log(log: Path, recipe: Path | None) -> RunData:
     gates = _recipe_gates(recipe) if recipe else ()
-    return RunData(log.name, (log.name,), _read([log], gates), gates, None, None)
+    return RunData(log.name, (log.name,), _read(gates, lambda keep: read_files([log], keep)), gates, None, None)
 
 
 def shown_metrics(gated: Iterable[str] = ()) -> list[str]:
@@ -111,10 +118,11 @@ def shown_metrics(gated: Iterable[str] = ()) -> list[str]:
     return list(dict.fromkeys([*(m for spec in PLOTS for m in spec.metrics), *gated]))
 
 
-def _read(files: list[Path], gates: tuple[Gate, ...]) -> MetricTable:
-    """The metrics the report shows: the plots', the gates' and the phase timings."""
+def _read(gates: tuple[Gate, ...], read: Callable[[Callable[[str], bool]], T]) -> T:
+    """What `read` gives of the metrics the report shows (the plots', the gates' and the phase timings), given
+    which metrics to keep; a file it cannot read is a `ReportError`."""
     try:
-        return read_files(files, kept(shown_metrics(g.metric for g in gates), (TIMING_PREFIX,)))
+        return read(kept(shown_metrics(g.metric for g in gates), (TIMING_PREFIX,)))
     except OSError as exc:
         raise ReportError(f"cannot read {exc.filename}: {exc.strerror}") from None
 

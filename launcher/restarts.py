@@ -19,9 +19,9 @@ Each attempt is a run directory of its own beside the first (`<first>-attempt-N`
 when none was saved yet; linked both ways, its gates judged over the whole curve: `lineage`). The plan is the one
 in memory, so the recipe's secrets, which plan.json redacts, go along. The first run's summary.json lists every
 attempt under `attempts` (`attempt`, `run_dir`, `started`, `ended`, `status`, `exit_code`, and for a restart the
-`reason` it was made for), written as each one ends; each restart's plan.json records its attempt and reason in
-`resume`. The exit code is the last attempt's. Restarting needs a launcher that follows the run: not with
-`--detach`.
+`reason` it was made for), written as each one ends (a restart's entry when it is made); each restart's plan.json
+records its attempt and reason in `resume`. The exit code is the last attempt's. Restarting needs a launcher that
+follows the run: not with `--detach`.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def _restart(
     """The plan of attempt number `attempt`, resuming `previous` (`replay.resume_from`, `visible` as it takes it),
     its run directory (made and linked) and the step it resumes from (`Resume.step`)."""
     checkpoints = plan.checkpoints
-    plan = dataclasses.replace(plan)
+    plan = dataclasses.replace(plan, resolved=dict(plan.resolved))
     plan.move_to(str(first.with_name(f"{first.name}-attempt-{attempt}")))
     resume = resume_from(plan, previous, checkpoints, visible=visible, restart=(attempt, reason))
     labels = Labels.recorded(read_json(previous / PLAN_FILE))

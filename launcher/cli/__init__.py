@@ -1,5 +1,5 @@
 """`sapo-launch`: lint, plan and run a recipe (`sapo-launch RECIPE [KEY=VALUE ...]`) here or on a Ray cluster;
-`doctor`, `rerun`, `report`, and `logs`/`stop`/`status` of a run, through the executor that ran it.
+`doctor`, `rerun`, `resume`, `report`, and `logs`/`stop`/`status` of a run, through the executor that ran it.
 
 Exit codes: the trainer's own exit code when it ran (128 + N when signal N ended it; 130 for a stopped Ray job);
 1 when the lint gate refuses the recipe (or `doctor` finds a blocking incompatibility); 2 for a usage error or a
@@ -37,6 +37,7 @@ class DefaultToRun(DefaultCommandGroup):
         for name, attribute in (
             ("run", "run"),
             ("rerun", "rerun"),
+            ("resume", "resume"),
             ("logs", "logs_command"),
             ("stop", "stop_command"),
             ("status", "status_command"),
