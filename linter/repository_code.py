@@ -32,6 +32,14 @@ _REGISTRATION = re.compile(rb"@[ \t]*(?:[A-Za-z_][\w.]*\.)?(register_policy_loss
 _READ = re.compile(
     rb"([A-Za-z_][A-Za-z0-9_]{0,100})\s{0,8}(?:\.get\(\s{0,8}[\"']|\[\s{0,8}[\"']|\.)(?=([A-Za-z_][A-Za-z0-9_]{0,100}))"
 )  # the key's name in a lookahead: `config.algorithm.my_key` gives (config, algorithm) and (algorithm, my_key)
+# A key read by name off a node given as an argument, as verl's own reads are collected too (schemas/build
+# source_index.read_names): `OmegaConf.select(self.config.trainer, "log_freq", default=1)`, `getattr(cfg.data,
+# "k", None)`, `hasattr(...)`: (trainer, log_freq); a dotted path (`OmegaConf.select(cfg, "trainer.k")`) reads
+# each part off the one before it.
+_READ_BY_NAME = re.compile(
+    rb"(?:OmegaConf\.select|getattr|hasattr)\(\s{0,8}(?:[A-Za-z_][A-Za-z0-9_]{0,100}\.){0,20}"
+    rb"([A-Za-z_][A-Za-z0-9_]{0,100})\s{0,8},\s{0,8}[\"']([A-Za-z_][A-Za-z0-9_.]{0,300})[\"']"
+)
 MAX_REPOSITORY_BYTES = MAX_TREE_BYTES  # Python of the repository read for registrations and reads
 
 
@@ -75,6 +83,9 @@ def repository_code(root: Path, package_dir: Path | None) -> RepositoryCode:
                 continue
             files, total = files + 1, total + len(data)
             reads.update(_READ.findall(data))
+            for node, path in _READ_BY_NAME.findall(data):
+                parts = [node, *path.split(b".")]
+                reads.update(zip(parts, parts[1:]))
             if b"register_" in data:
                 for registry, value in _REGISTRATION.findall(data):
                     found.setdefault(REGISTRIES[registry.decode()], {})[value.decode()] = None

@@ -182,6 +182,30 @@ def test_a_key_the_repository_s_own_code_reads_is_not_called_unread(tmp_path):
     assert "or in this repository" not in " ".join(m for c, m in codes(alone, "run.sh") if c == "SL003")
 
 
+@pytest.mark.parametrize(
+    "read",
+    [
+        'OmegaConf.select(self.config.trainer, "my_knob", default=1)',
+        "getattr(self.config.trainer, 'my_knob', None)",
+        'OmegaConf.select(self.config, "trainer.my_knob")',
+        "hasattr(cfg.trainer, 'my_knob')",
+    ],
+)
+def test_a_key_the_repository_s_code_reads_by_name_is_not_called_unread(tmp_path, read):
+    """A recipe's trainer reading a key by its name off the node it passes (`OmegaConf.select(self.config.trainer,
+    "log_freq", default=1)`, `getattr`), as verl's own reads are counted: `+trainer.my_knob` is a real setting; the
+    name read off `trainer` says nothing of `data.my_knob`."""
+    package = tiny_verl(tmp_path)
+    (package / "trainer" / "config" / "ppo_trainer.yaml").write_text("trainer:\n  nnodes: 1\ndata:\n  seed: 1\n")
+    (tmp_path / "recipe" / "mine").mkdir(parents=True)
+    (tmp_path / "recipe" / "mine" / "my_trainer.py").write_text(
+        f"from omegaconf import OmegaConf\n\n\nclass MyTrainer:\n    def fit(self, cfg):\n        return {read}\n"
+    )
+    script_in(tmp_path, "#!/bin/bash\npython3 -m verl.trainer.main_ppo +trainer.my_knob=2 +data.my_knob=2\n")
+    found = report("run.sh", cwd=tmp_path, cache=tmp_path / "cache")
+    assert [m.split("`")[1] for c, m in codes(found, "run.sh") if c == "SL003"] == ["data.my_knob"]
+
+
 def test_schema_facts_lists_what_changed_between_two_versions(tmp_path):
     import subprocess
 
