@@ -4,6 +4,7 @@ unread: SL003). Read only when a rule asks (`rulekit.common.repository_code`).""
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from functools import cache
@@ -84,8 +85,7 @@ def repository_code(root: Path, package_dir: Path | None) -> RepositoryCode:
             files, total = files + 1, total + len(data)
             reads.update(_READ.findall(data))
             for node, path in _READ_BY_NAME.findall(data):
-                parts = [node, *path.split(b".")]
-                reads.update(zip(parts, parts[1:]))
+                reads.update(itertools.pairwise([node, *path.split(b".")]))
             if b"register_" in data:
                 for registry, value in _REGISTRATION.findall(data):
                     found.setdefault(REGISTRIES[registry.decode()], {})[value.decode()] = None
