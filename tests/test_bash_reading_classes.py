@@ -258,7 +258,7 @@ def test_an_option_command_without_a_trainer_call_is_no_broken_continuation():
 def test_a_slice_of_the_script_arguments_is_a_passthrough(tmp_path, passed):
     # `"${@:1}"` is `"$@"`, `"${@:2}"` all but the first argument: overrides given at run time, one SH003 note,
     # not an override key that cannot be evaluated (SH001) nor a value the run computes (SH004)
-    text = HEAD + 'MODE=${1:-grpo}\n' + CALL + f" algorithm.adv_estimator=$MODE {passed}\n"
+    text = HEAD + "MODE=${1:-grpo}\n" + CALL + f" algorithm.adv_estimator=$MODE {passed}\n"
     code, diagnostics = lint(tmp_path, text)
     assert {d["code"] for d in diagnostics if d["code"].startswith("SH")} == {"SH003"}, diagnostics
 
