@@ -187,10 +187,40 @@ def flat_list(draw: st.DrawFn, element: st.SearchStrategy[str] = fast_scalar) ->
     return "[" + draw(_ws) + body + draw(_ws) + "]"
 
 
-fast_value = st.one_of(st.just(""), unquoted_scalar, quoted, flat_list())
+# Dict keys (dictKey) without blanks: unquoted primitives, with escapes (`layers.\\{*\\}`) among their characters.
+# Not NaN: two NaN keys are two entries, which a comparison of dicts cannot pair.
+dict_key = st.one_of(
+    st.lists(
+        st.one_of(
+            st.text(alphabet="abzAZ019_-/.+%*@?|$eE", min_size=1, max_size=4),
+            st.sampled_from(["\\{", "\\}", "\\\\", "\\(", "\\)", "\\[", "\\]", "\\:", "\\=", "\\,"]),
+        ),
+        min_size=1,
+        max_size=3,
+    ).map("".join),
+    unquoted_scalar.filter(lambda k: ":" not in k),
+).filter(lambda k: k.lstrip("+-").lower() != "nan")
+
+
+@st.composite
+def dict_of(draw: st.DrawFn, value: st.SearchStrategy[str]) -> str:
+    """`{key: value, ...}` with blanks drawn around `{`, `:`, `,` and `}`."""
+    pairs = [k + draw(_ws) + ":" + draw(_ws) + v for k, v in draw(st.lists(st.tuples(dict_key, value), max_size=3))]
+    body = pairs[0] if pairs else ""
+    for pair in pairs[1:]:
+        body += draw(_ws) + "," + draw(_ws) + pair
+    return "{" + draw(_ws) + body + draw(_ws) + "}"
+
+
+def nested_dict(scalar: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    """A dict whose values are scalars, flat lists and such dicts."""
+    return dict_of(st.recursive(st.one_of(scalar, flat_list(scalar)), dict_of, max_leaves=6))
+
+
+fast_value = st.one_of(st.just(""), unquoted_scalar, quoted, flat_list(), nested_dict(fast_scalar))
 # Strictly inside the fast-path grammar (no raw, possibly malformed, quoted strings).
 strict_scalar = st.one_of(unquoted_scalar, _well_quoted())
-strict_value = st.one_of(st.just(""), strict_scalar, flat_list(strict_scalar))
+strict_value = st.one_of(st.just(""), strict_scalar, flat_list(strict_scalar), nested_dict(strict_scalar))
 
 near_miss_value = st.one_of(
     st.sampled_from(
@@ -264,6 +294,31 @@ near_miss_value = st.one_of(
     flat_list(st.one_of(fast_scalar, flat_list())),
     flat_list().map(lambda v: v + " "),
     flat_list(st.sampled_from(["${x}", "a b", "{a:1}", "", "a,", "(", "\\,"])),
+    st.sampled_from(
+        [
+            "{a:1} ",
+            "{a:}",
+            "{:1}",
+            "{,}",
+            "{a:1,}",
+            "{a b:1}",
+            "{a\\ b:1}",
+            "{a\\q:1}",
+            "{a\\:1}",
+            "{'a':1}",
+            "{a:'${x}'}",
+            "{a:${x}}",
+            "{a:[a: ]}",
+            "{a:b: c}",
+            "{a:b :c}",
+            "{a:{b:1}",
+            "{a:1}}",
+            "{a:1},{b:2}",
+            "{a=1}",
+            "{a:1 2}",
+        ]
+    ),
+    dict_of(st.sampled_from(["${x}", "a b", "", "a,", "(", "\\,", "a:", "choice(1,2)", "[[1]]"])),
 )
 
 
@@ -324,6 +379,8 @@ def _outcome(fn, s):
 @example("~a=")
 @example("A=[0,: ]")
 @example("a=[a :b]")
+@example("+a.b={model.visual.blocks.\\{*\\}:{},lm_head:{}}")
+@example("a={1:a,1.0:b,true:c}")
 def test_parse_override_matches_hydra(s: str) -> None:
     fast = _fast_parse(s)
     event("fast path" if fast is not None else "hydra")

@@ -24,7 +24,10 @@ Fast path (anything else goes to Hydra, including every error):
   character is reproduced) that does not contain ``${``, or a flat list
   ``[...]`` of such scalars with optional spaces / tabs around ``[``, ``,`` and
   ``]`` (except after an element ending in ``:``, whose COLON token keeps the
-  blanks: ``[a: ]`` is ``["a: "]``).
+  blanks: ``[a: ]`` is ``["a: "]``), or a dict ``{key: value, ...}`` with optional
+  spaces / tabs around ``{``, ``:``, ``,`` and ``}``, whose keys are unquoted
+  primitives without blanks, possibly with escapes (``layers.\\{*\\}: {}``), and
+  whose values are such scalars, flat lists and dicts.
 
 The equivalence of the fast path and Hydra's parser is checked by a property
 test (``tests/test_overrides.py``).
@@ -212,6 +215,11 @@ _EXPONENT_FLOAT = rf"(?:{_INT_UNSIGNED}|{_POINT_FLOAT})[eE][+-]?{_DIGITS}"
 _INT_RE = re.compile(rf"[+-]?{_INT_UNSIGNED}")
 _FLOAT_RE = re.compile(rf"[+-]?(?:{_EXPONENT_FLOAT}|{_POINT_FLOAT}|[Ii][Nn][Ff]|[Nn][Aa][Nn])")
 
+# A dict key (dictKey) without blanks: the characters of ID, INT, FLOAT, BOOL, NULL and UNQUOTED_CHAR tokens (no
+# backslash alone), and ESC pairs, each standing for the character it escapes (`layers.\{*\}`: `layers.{*}`).
+_DICT_KEY_RE = re.compile(r"(?:[A-Za-z0-9_\-/.+%*@?|$]|\\[\\()\[\]{}:=,])+")
+_ESC_PAIR_RE = re.compile(r"\\(.)")
+
 # hydra._internal.grammar.utils._ESC_QUOTED_STR: backslashes before a quote.
 _ESC_QUOTED = {"'": re.compile(r"\\+'"), '"': re.compile(r'\\+"')}
 
@@ -289,38 +297,79 @@ def _skip_ws(text: str, i: int) -> int:
     return i
 
 
-def _fast_list(text: str) -> list[Any]:
+def _scalar_at(text: str, i: int) -> tuple[Any, int]:
+    """A quoted or unquoted primitive starting at ``i``, and the index after it."""
+    if text[i : i + 1] in ("'", '"'):
+        return _quoted_value(text, i)
+    m = _UNQUOTED_RE.match(text, i)
+    if m is None:
+        raise _NotFast
+    end = m.end()
+    if end < len(text) and text[end - 1] == ":" and text[end] in " \t":
+        raise _NotFast  # VALUE_COLON (WS? ':' WS?) keeps the spaces: "a: "
+    return _unquoted_scalar(m.group()), end
+
+
+def _list_at(text: str, start: int) -> tuple[list[Any], int]:
+    """A flat list opening at ``start`` (its elements primitives), and the index after its ``]``."""
     # BRACKET_OPEN: '[' WS?   COMMA: WS? ',' WS?   BRACKET_CLOSE: WS? ']'
-    n = len(text)
-    i = _skip_ws(text, 1)
+    i = _skip_ws(text, start + 1)
     out: list[Any] = []
-    if i < n and text[i] == "]":
-        if i != n - 1:
-            raise _NotFast
-        return out
-    while i < n:
-        c = text[i]
-        if c == "'" or c == '"':
-            value, i = _quoted_value(text, i)
-        else:
-            m = _UNQUOTED_RE.match(text, i)
-            if m is None:
-                raise _NotFast
-            i = m.end()
-            if i < n and text[i - 1] == ":" and text[i] in " \t":
-                raise _NotFast  # VALUE_COLON (WS? ':' WS?) keeps the spaces: "a: "
-            value = _unquoted_scalar(m.group())
+    if text.startswith("]", i):
+        return out, i + 1
+    while True:
+        value, i = _scalar_at(text, i)
         out.append(value)
         i = _skip_ws(text, i)
-        if i >= n:
-            break
-        if text[i] == ",":
+        if text.startswith(",", i):
             i = _skip_ws(text, i + 1)
-            continue
-        if text[i] == "]" and i == n - 1:
-            return out
-        break
-    raise _NotFast
+        elif text.startswith("]", i):
+            return out, i + 1
+        else:
+            raise _NotFast
+
+
+def _dict_key(text: str) -> Any:
+    """A dict key matching ``_DICT_KEY_RE``: as an unquoted primitive (no COLON can be in it), or, with an escape,
+    its tokens joined with each escape un-escaped (Hydra's ``_createPrimitive``)."""
+    if "\\" in text:
+        return _ESC_PAIR_RE.sub(r"\1", text)
+    return _unquoted_scalar(text)
+
+
+def _dict_at(text: str, start: int) -> tuple[dict[Any, Any], int]:
+    """A dict opening at ``start``, its keys ``_DICT_KEY_RE``'s and its values primitives, flat lists and such
+    dicts, and the index after its ``}``."""
+    # BRACE_OPEN: '{' WS?   VALUE_COLON: WS? ':' WS?   COMMA: WS? ',' WS?   BRACE_CLOSE: WS? '}'
+    i = _skip_ws(text, start + 1)
+    out: dict[Any, Any] = {}
+    if text.startswith("}", i):
+        return out, i + 1
+    while True:
+        key = _DICT_KEY_RE.match(text, i)
+        if key is None:
+            raise _NotFast
+        i = _skip_ws(text, key.end())
+        if not text.startswith(":", i):
+            raise _NotFast
+        value, i = _element_at(text, _skip_ws(text, i + 1))
+        out[_dict_key(key.group())] = value
+        i = _skip_ws(text, i)
+        if text.startswith(",", i):
+            i = _skip_ws(text, i + 1)
+        elif text.startswith("}", i):
+            return out, i + 1
+        else:
+            raise _NotFast
+
+
+def _element_at(text: str, i: int) -> tuple[Any, int]:
+    """A dict's value starting at ``i`` (a primitive, a flat list or a dict), and the index after it."""
+    if text.startswith("[", i):
+        return _list_at(text, i)
+    if text.startswith("{", i):
+        return _dict_at(text, i)
+    return _scalar_at(text, i)
 
 
 def _fast_value(text: str) -> Any:
@@ -329,16 +378,19 @@ def _fast_value(text: str) -> Any:
     c = text[0]
     if c == "'" or c == '"':
         value, end = _quoted_value(text, 0)
-        if end != len(text):
-            raise _NotFast
-        return value
-    if c == "[":
-        return _fast_list(text)
-    if _UNQUOTED_RE.fullmatch(text):
+    elif c == "[":
+        value, end = _list_at(text, 0)
+    elif c == "{":
+        value, end = _dict_at(text, 0)
+    elif _UNQUOTED_RE.fullmatch(text):
         return _unquoted_scalar(text)
-    if _SPACED_RE.fullmatch(text) and not _COLON_BLANK_RE.search(text):
+    elif _SPACED_RE.fullmatch(text) and not _COLON_BLANK_RE.search(text):
         return text.rstrip(" \t")
-    raise _NotFast
+    else:
+        raise _NotFast
+    if end != len(text):
+        raise _NotFast
+    return value
 
 
 def _fast_parse(text: str) -> ParsedOverride | None:
