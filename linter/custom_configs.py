@@ -17,6 +17,7 @@ from .verl_source import (
     VerlChoice,
     builder_stamp,
     cached_build,
+    in_repository,
     inside,
     repository_dirs,
 )
@@ -65,7 +66,9 @@ def _config_for(snapshot: str, verl: VerlChoice | None, command: Command, file: 
     package, or whose path ends in `verl/trainer/config` (another machine's verl), is verl's own config directory.
     The config's `hydra.searchpath` (the command's `hydra.searchpath=[...]` override, else the config's own) is
     followed: `pkg://verl.x` in verl's package, `file://` and other `pkg://` entries from the directory holding
-    verl's package, else the repository root."""
+    verl's package, else the repository root. A directory this machine does not have (another machine's absolute
+    path, a template's blank such as `<your_path>/scripts/config`, a part that cannot be evaluated) is the
+    repository's directory its last components name, where there is one (`verl_source.in_repository`)."""
     written = command.config_path
     if written is None:
         return snapshot, command.config_name
@@ -73,7 +76,10 @@ def _config_for(snapshot: str, verl: VerlChoice | None, command: Command, file: 
     if anchored is not None:  # `$(pwd)/config`, `$(dirname "$0")/config`: a directory on this machine
         written = str(next((d for d in anchored if d.is_dir()), anchored[0]))
     elif _UNRESOLVED.search(written):
-        raise UnresolvedConfig(f"--config-path `{written}` is not known statically")
+        found = in_repository(Path(file), _known_end(written))
+        if found is None:
+            raise UnresolvedConfig(f"--config-path `{written}` is not known statically")
+        written = str(found)  # `$ROOT/recipe/config`: the repository's recipe/config
     package = Path(verl.package_dir) if verl is not None and verl.package_dir is not None else None
     directory = _config_directory(written, command.entry_module, package, file)
     if directory is None or (package is not None and inside(directory, package) and _ships(snapshot, command)):
@@ -113,6 +119,13 @@ def _anchored(written: str, file: str) -> list[Path] | None:
     else:
         return None
     return [Path(os.path.normpath(base / rest.lstrip("/"))) for base in bases]
+
+
+def _known_end(written: str) -> str:
+    """The whole path components written after the last part that cannot be evaluated (`recipe/config` of
+    `$ROOT/recipe/config`; nothing of `${ROOT}-x`, whose last component is only partly known)."""
+    end = written[max(m.end() for m in _UNRESOLVED.finditer(written)) :]
+    return end if end.startswith("/") else end.partition("/")[2]
 
 
 def _leading_construct(text: str) -> str:
@@ -160,6 +173,9 @@ def _config_directory(written: str, module: str | None, package: Path | None, fi
         return directory
     if directory.parts[-3:] == _VERL_CONFIG:
         return None  # verl's own config directory, on the machine the script was written on
+    found = in_repository(Path(file), written) if os.path.isabs(written) or _PLACEHOLDER_PATH.search(written) else None
+    if found is not None:  # another machine's path, or a template's blank, to the repository's own directory
+        return found
     if _PLACEHOLDER_PATH.search(written):
         raise UnresolvedConfig(
             f"--config-path `{written}` is a placeholder to fill in before a run (the directory does not exist)",

@@ -221,6 +221,25 @@ def repository_dirs(directory: Path) -> list[Path]:
     return out
 
 
+def in_repository(script: Path, written: str) -> Path | None:
+    """The directory of the script's repository that a directory it names, and this machine does not have, stands
+    for: the longest run of the path's last components (after any `..`) below the script's own directory or one
+    above it up to the repository root (`luffy/verl` of `/mnt/someone/LUFFY/luffy/verl`, `verl_arpo_entropy` of
+    `<your_path_to_ARPO>/verl_arpo_entropy`); None where no run of them is a directory there, or where the script
+    is in no git repository (the directories above it are then no project's)."""
+    bases = repository_dirs(script.resolve().parent)
+    if not (bases[-1] / ".git").exists():
+        return None
+    parts = [p for p in written.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        parts = parts[len(parts) - parts[::-1].index("..") :]
+    for first in range(len(parts)):
+        found = next((b.joinpath(*parts[first:]) for b in bases if b.joinpath(*parts[first:]).is_dir()), None)
+        if found is not None:
+            return found
+    return None
+
+
 _SUBMODULE_PATH = re.compile(r"^[ \t]*path[ \t]*=[ \t]*(\S[^\n]{0,500}?)[ \t]*$", re.MULTILINE)
 
 

@@ -58,6 +58,57 @@ def test_a_cd_the_reader_cannot_follow_falls_back_to_the_repository_s_own_verl(t
     assert verl_choice(found, "run.sh")["version"] == "0.5.0.dev"
 
 
+@pytest.mark.parametrize(
+    "reaches",
+    [
+        'export PYTHONPATH="<your_path_to_project>"/fork:$PYTHONPATH',  # a template's blank before it
+        "ROOT=/mnt/someone/project/\ncd $ROOT/fork",  # the author's machine
+        "ROOT= # your root path\ncd $ROOT/project/fork/",  # left empty: `/project/fork`
+        'cd "$WORKDIR/fork"',  # a variable the script never sets
+    ],
+)
+def test_a_directory_of_another_machine_is_the_repository_s_own_by_its_last_components(tmp_path, reaches):
+    """A script that reaches its repository's verl (a fork not named `verl`, away from the script's path up to the
+    root) through a `cd` or `PYTHONPATH` this machine does not have: the repository's directory the path's last
+    components name is where Python imports verl from, so the fork's own keys are known."""
+    tiny_verl(tmp_path / "project" / "fork", version="0.3.1.dev")
+    (tmp_path / "project" / "scripts").mkdir(parents=True)
+    script_in(
+        tmp_path,
+        f"#!/bin/bash\n{reaches}\npython3 -m verl.trainer.main_ppo trainer.tiny_knob=3\n",
+        name="project/scripts/train.sh",
+    )
+    found = report("project/scripts/train.sh", cwd=tmp_path, cache=tmp_path / "cache")
+    assert verl_choice(found, "project/scripts/train.sh")["path"] == "project/fork/verl"
+    assert not [c for c, _ in codes(found, "project/scripts/train.sh") if c.startswith("SL")]
+
+
+def test_a_config_path_of_another_machine_is_the_repository_s_own_by_its_last_components(tmp_path):
+    """`--config-path=<your_path_to_project>/scripts/config` (a template's blank) and another machine's absolute
+    path name the repository's `project/scripts/config`: its config is composed and checked, not left unchecked."""
+    tiny_verl(tmp_path / "project", version="0.3.1.dev")
+    config = tmp_path / "project" / "scripts" / "config"
+    config.mkdir(parents=True)
+    (config / "my_trainer.yaml").write_text(
+        "hydra:\n  searchpath:\n    - pkg://verl.trainer.config\ndefaults:\n  - ppo_trainer\n  - _self_\n"
+        "my_algo:\n  beta: 0.1\n"
+    )
+    for name, written in (
+        ("blank.sh", "<your_path_to_project>/scripts/config"),
+        ("away.sh", "/mnt/x/project/scripts/config"),
+    ):
+        script_in(
+            tmp_path,
+            f'#!/bin/bash\ncd project\npython3 -m verl.trainer.main_ppo --config-path="{written}" '
+            "--config-name=my_trainer my_algo.beta=0.2 my_algo.betta=0.3\n",
+            name=f"project/scripts/{name}",
+        )
+        found = report(f"project/scripts/{name}", cwd=tmp_path, cache=tmp_path / "cache")
+        assert [
+            m.split("`")[1] for c, m in codes(found, f"project/scripts/{name}") if c.startswith(("SL", "RF004"))
+        ] == ["my_algo.betta"], found["diagnostics"]
+
+
 def test_the_verl_the_trainer_imports_comes_before_the_repository_s(tmp_path):
     tiny_verl(tmp_path, version="0.5.0.dev")
     tiny_verl(tmp_path / "other", version="0.6.0.dev")

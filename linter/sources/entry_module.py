@@ -6,7 +6,11 @@ Where it is looked for, first found first. The directory the call runs in: the o
 where it is started), else where it is started; a script is started from its repository's root or its own
 directory, so each directory from the script's own up to the repository root (the closest one above holding `.git`)
 is tried as the start. In each, the module is looked for in that directory, then in each directory of the call's
-`PYTHONPATH` (a relative one from there), as Python does for `-m`; a file's path is taken from there.
+`PYTHONPATH` (a relative one from there), as Python does for `-m`; a file's path is taken from there. A `cd` or
+`PYTHONPATH` directory this machine does not have (a placeholder or an unknown variable before it, another
+machine's absolute path) is the repository's directory its last components name, where there is one
+(`verl_source.in_repository`, called by the bash reader): `cd $ROOT/luffy/verl` with `ROOT=/mnt/someone/LUFFY/`
+runs in the repository's `luffy/verl`.
 
 The config is the one its `@hydra.main(config_path=..., config_name=...)` names, `config_path` taken as Hydra takes
 it (`hydra/_internal/utils.py` `compute_search_path_dir`): relative to the real directory of the module's file (for

@@ -47,7 +47,7 @@ from ...core.written import LONGEST_FIXABLE_LINE, written_word
 from ...engine import reaches_model_rules
 from ...schema import entrypoints, main_modules
 from ...stack import Declared, ResolvedStack, resolve_stack
-from ...verl_source import foreign_verl, installed_roots, repository_dirs, shown_path
+from ...verl_source import foreign_verl, in_repository, installed_roots, repository_dirs, shown_path
 from ..entry_module import resolve_entry, search_roots, start_directories
 from ..files import TextFile
 from ..hardware import accelerator_levels, choose
@@ -599,11 +599,30 @@ def read_script(source: TextFile, options: ReadOptions) -> ScriptRead:
 
 def _call_directories(tr: TrainerCall, script: str, marks: Marks) -> tuple[list[Path], list[Path]]:
     """(the directories a trainer call may run in, where its `python -m` imports from: each of them, then its
-    `PYTHONPATH`), from the script's `cd` and `PYTHONPATH` (`sources.entry_module`)."""
-    cwd = None if tr.cwd is None or markers(tr.cwd, marks) else tr.cwd  # an unknown `cd`: as if there were none
+    `PYTHONPATH`), from the script's `cd` and `PYTHONPATH` (`sources.entry_module`). A `cd` or `PYTHONPATH`
+    directory that is not on this machine, as written or for a part that cannot be evaluated, is the repository's
+    directory its last components name where there is one (`verl_source.in_repository`); an unknown `cd` that
+    names none is as if there were none."""
+    script_path = Path(script)
+    unknown_cwd = tr.cwd is not None and bool(markers(tr.cwd, marks))
+    starts = start_directories(script_path, None if unknown_cwd else tr.cwd)
+    if tr.cwd is not None and (unknown_cwd or not any(start.is_dir() for start in starts)):
+        found = in_repository(script_path, _known_end(tr.cwd, marks))
+        starts = [found, *starts] if found is not None else starts
     pythonpath = tr.env["PYTHONPATH"].value.split(":") if "PYTHONPATH" in tr.env else []
-    starts = start_directories(Path(script), cwd)
-    return starts, search_roots(starts, [p for p in pythonpath if "$" not in p and "`" not in p])
+    entries = []
+    for entry in (p for p in pythonpath if p and "$" not in p and "`" not in p):
+        if markers(entry, marks) or not any((start / entry).is_dir() for start in starts):
+            found = in_repository(script_path, _known_end(entry, marks))
+            entry = str(found) if found is not None else entry
+        entries.append(entry)
+    return starts, search_roots(starts, entries)
+
+
+def _known_end(written: str, marks: Marks) -> str:
+    """A path as far as it is known: all of it, or the whole components after its last part that cannot be
+    evaluated (`_literal_end`)."""
+    return _literal_end(written, marks) if markers(written, marks) else written
 
 
 def _entry_config(
