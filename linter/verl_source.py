@@ -10,9 +10,10 @@ For each file, the first of these that applies:
    working directory, then in `PYTHONPATH`): the directory the script `cd`s into, else the one it is started from,
    each directory from the file's own up to the repository root (the closest directory above holding `.git`, else
    the home directory; never a tree another user owns) tried as the start, then the script's `PYTHONPATH` entries
-   from there (the bash reader's `sources.entry_module`); then the repository's own tree, which a script that `cd`s
-   elsewhere (or into a directory this machine does not have) runs once it is installed (`src/verl` too, in a
-   project of the src layout). A vendored, often modified verl is what the repository runs.
+   from there (the bash reader's `sources.entry_module`), a directory this machine does not have being the
+   repository's one its last components name (`in_repository`); then the repository's own tree, which a script
+   that `cd`s elsewhere (or into a directory this machine does not have) runs once it is installed (`src/verl` too,
+   in a project of the src layout). A vendored, often modified verl is what the repository runs.
 4. The verl installed in the environment that runs sapo-lint, located with `importlib.util.find_spec("verl")`: a
    top-level package is found, never imported. A release installed from the package index (its dist-info holds no
    `direct_url.json`) that has a committed snapshot is checked against that snapshot; any other (an editable
