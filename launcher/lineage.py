@@ -60,6 +60,8 @@ class Part(NamedTuple):
 
 
 class Curve(NamedTuple):
+    """The metrics of a curve (`read_curve`), and which steps each of its runs gives it."""
+
     table: MetricTable
     parts: tuple[Part, ...]  # first run first; one part for a run that continues none
 

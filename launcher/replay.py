@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 from collections.abc import Iterable, Mapping
 from datetime import datetime
@@ -39,6 +38,7 @@ import yaml
 
 from sapo_toolkit.atomicio import read_regular
 from sapo_toolkit.linter.api import command_line_overrides
+from sapo_toolkit.linter.core.diagnostics import COMMAND_LINE, Severity
 from sapo_toolkit.linter.core.overrides import format_override
 
 from .lineage import RESUME_KEY, Resume, link
@@ -65,6 +65,7 @@ RESUME_SETTINGS = frozenset((RESUME_MODE_KEY, RESUME_PATH_KEY))
 TRACKER_FILE = "latest_checkpointed_iteration.txt"
 STEP_FOLDER = "global_step_{}"
 MAX_TRACKER_BYTES = 64
+LINT_FILE = "lint.json"
 
 
 class ReplayError(Exception):
@@ -157,6 +158,7 @@ class Replay(NamedTuple):
     labels: Labels = UNLABELLED
     overrides: tuple[str, ...] = ()
     resume: Resume | None = None
+    lint: LintReport = LintReport(())  # the findings on the overrides (`linted`)
 
 
 def check_overrides(texts: tuple[str, ...]) -> None:
@@ -262,7 +264,7 @@ def load_replay(
         recorded = json.loads(trusted_text(run_dir / PLAN_FILE))
         summary = json.loads(trusted_text(run_dir / SUMMARY_FILE))
         resolved_text = trusted_text(run_dir / "recipe.resolved.yaml")
-        check_owned(run_dir / "lint.json")
+        check_owned(run_dir / LINT_FILE)
     except ValueError as exc:
         raise ReplayError(f"{run_dir} is not a complete run directory: {exc}") from None
     if summary.get("status") == "refused":
@@ -302,6 +304,32 @@ def load_replay(
     return Replay(plan, filled_names(recorded), secrets, run_dir, checkpoints, labels, overrides, continued)
 
 
+def linted(replay: Replay) -> Replay:
+    """The replay with the lint gate's findings on its overrides: the recorded recipe read again with them, as
+    `sapo-launch RECIPE KEY=VALUE` lints them, for the recorded variant; only the findings on the command line count
+    (the recipe's own were judged when it launched, and it may have changed since). Raises `ReplayError` when the
+    recipe or its variant cannot be read again."""
+    from dataclasses import replace
+
+    from sapo_toolkit.linter import api
+    from sapo_toolkit.linter.settings import SettingsError, load_settings
+
+    if not replay.overrides:
+        return replay
+    recipe, variant = Path(replay.plan.recipe_path), replay.plan.variant
+    why = f"overrides are linted with the recipe {replay.run_dir} ran, {recipe}"
+    try:
+        settings, _ = load_settings(recipe.parent)
+        loaded = api.load(recipe, api.read_options(settings, replay.overrides))
+    except (OSError, api.UnreadableFile, SettingsError) as exc:
+        raise ReplayError(f"{why}, which cannot be read: {exc}") from None
+    commands = [c for c in loaded.commands if c.variant == variant] if loaded is not None else []
+    if not commands:
+        raise ReplayError(f"{why}, which has no {'variant ' + variant if variant else 'command'} now")
+    found = api.reported(api.check(replace(loaded, commands=commands[:1]), settings), settings)
+    return replay._replace(lint=LintReport(tuple(d for d in found if d.location.path == COMMAND_LINE)))
+
+
 def resumed(replay: Replay, visible: bool) -> Replay:
     """The replay continuing the run it replays from its checkpoint (`resume_from`, `visible` as it takes it),
     rather than running it again. Raises `ReplayError` when there is nothing to resume from, and for overrides of
@@ -313,12 +341,19 @@ def resumed(replay: Replay, visible: bool) -> Replay:
 
 
 def record_replay(replay: Replay) -> Path:
-    """Make the replay's run directory (`rundir.create`), with the recorded lint result, the overrides given, and
-    what it is: `rerun_of` the recorded run, and `resume` (linked from the run it continues) when it continues one."""
+    """Make the replay's run directory (`rundir.create`), with the recorded lint result and the findings on the
+    overrides, the overrides given, and what it is: `rerun_of` the recorded run, and `resume` (linked from the run it
+    continues) when it continues one."""
     plan, run_dir = replay.plan, replay.run_dir
     environment = environment_facts(Path(plan.recipe_path), plan.device, 0, installed_versions())
     created = create(plan, environment, replay.secret_env, replay.labels)
-    shutil.copyfile(run_dir / "lint.json", created / "lint.json")
+    recorded, added = read_json(run_dir / LINT_FILE), replay.lint
+    counts = recorded.get("summary") if isinstance(recorded.get("summary"), dict) else {}
+    lint = {
+        "diagnostics": [*(recorded.get("diagnostics") or []), *(d.as_dict() for d in added.diagnostics)],
+        "summary": {s.value: counts.get(s.value, 0) + added.count(s) for s in Severity},
+    }
+    write_json(created / LINT_FILE, lint)
     record = read_json(created / PLAN_FILE)
     if replay.overrides:
         record["overrides"] = list(replay.overrides)

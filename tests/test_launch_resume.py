@@ -166,6 +166,13 @@ def test_rerun_takes_overrides_and_dry_run_here(tmp_path):
     assert "ppo_micro_batch_size_per_gpu=4" in argv and "ppo_micro_batch_size_per_gpu=2" not in argv
     assert argv.endswith(" trainer.val_before_train=false")
     assert len(run_dirs(tmp_path)) == 1
+    refused = sapo_launch("rerun", run_dir, "trainer.bogus_key=1", *change)  # through the lint gate, as a launch
+    assert refused.returncode == 1, refused.stderr
+    assert refused.stderr.splitlines()[-2:] == [
+        "--override:1:1: SL001 unknown key `trainer.bogus_key`: not in verl 0.9.1 `ppo_trainer` (model_engine=dp), so "
+        "Hydra refuses it at compose.",
+        "sapo-launch: refused: the overrides have lint errors",
+    ]
     detached = sapo_launch("rerun", run_dir, "--detach")
     assert detached.returncode == 2 and "--detach needs a Ray cluster" in detached.stderr, detached.stderr
     again = sapo_launch("rerun", run_dir, *change)

@@ -36,7 +36,7 @@ def test_version(tool):
 
 def test_the_first_word_offers_matching_commands_and_files():
     assert completions("sapo-lint", "sapo-lint ex") == ["plain,explain", "file,ex"]
-    assert completions("sapo-launch", "sapo-launch re") == ["plain,report", "plain,rerun", "file,re"]
+    assert completions("sapo-launch", "sapo-launch re") == ["plain,report", "plain,rerun", "plain,resume", "file,re"]
     everything = completions("sapo-lint", "sapo-lint ")
     assert {"plain,check", "plain,explain", "plain,rules", "file,"} <= set(everything)
 

@@ -48,7 +48,8 @@ def rerun(**given):
     """Run again exactly what RUN_DIR ran (same argv, environment and working directory) in a new run directory,
     where it ran: on this machine, or on the Ray cluster its job.json records, with the same working directory,
     excludes and interpreter (--local: here; --address URL: that cluster). OVERRIDES (Hydra `key=value`) replace the
-    recorded override of the same key or follow the others. What will run is shown first. Redacted variables are
+    recorded override of the same key or follow the others, linted with the recorded recipe (errors refuse the
+    rerun, exit 1). What will run is shown first. Redacted variables are
     taken from the current environment; sending them to the cluster job.json names needs that address confirmed (at
     the prompt, or with --address). RUN_DIR and its files must be the user's own and writable by no one else."""
     replay_run(resume=False, **given)
@@ -69,9 +70,11 @@ def replay_run(
     *,
     resume: bool,
 ) -> None:
-    """`rerun` (`resume` False) or `resume` RUN_DIR with the command line's arguments; exits with the run's code."""
+    """`rerun` (`resume` False) or `resume` RUN_DIR with the command line's arguments; exits with the run's code,
+    1 when the lint gate refuses the overrides (`replay.linted`), as a launch's."""
     from .. import executors, restarts
-    from ..replay import ReplayError, load_replay, record_replay, resumed, trusted_text
+    from ..replay import ReplayError, linted, load_replay, record_replay, resumed, trusted_text
+    from ..rundir import EXIT_REFUSED
 
     command = "resume" if resume else "rerun"
     if local and address:
@@ -82,19 +85,27 @@ def replay_run(
     try:
         if resume:
             _check_ended(run_dir, executors.Options(address, (), headers, verify))
-        replay = load_replay(run_dir, runs_dir or run_dir.parent, datetime.now(timezone.utc), os.environ, overrides)
+        replay = linted(
+            load_replay(run_dir, runs_dir or run_dir.parent, datetime.now(timezone.utc), os.environ, overrides)
+        )
         options = executors.Options(address, tuple(replay.secret_env), headers, verify)
         executor = executors.executor_class(name).rerun_of(run_dir, options, trusted_text)
         if resume:  # the trainer sees the checkpoints as this process does when it runs here
             replay = resumed(replay, visible=executor.destination() is None)
     except ReplayError as exc:
         raise click.UsageError(str(exc)) from None
-    if detach and executor.destination() is None:
+    destination = executor.destination()  # None: the run goes on this machine
+    if detach and destination is None:
         raise click.UsageError("--detach needs a Ray cluster: this run goes on this machine")
     launch = replay.plan
     target = executor.where()
     _show(command, replay, target)
-    if executor.destination() is None:
+    for diagnostic in replay.lint.diagnostics:
+        click.echo(printable(diagnostic.text_line()), err=True)
+    if replay.lint.refuses:  # as a launch's lint gate: nothing is made
+        click.echo(printable("sapo-launch: refused: the overrides have lint errors"), err=True)
+        sys.exit(EXIT_REFUSED)
+    if destination is None:
         dropped = _ray_only(launch.ray.runtime_env)
         if dropped:
             click.echo(
@@ -102,7 +113,6 @@ def replay_run(
             )
     if dry_run:
         return
-    destination = executor.destination()
     if destination and replay.filled and not address:
         question = f"send {', '.join(replay.filled)} from this environment to {destination}?"
         if not (sys.stdin.isatty() and click.confirm(printable(question), err=True)):
