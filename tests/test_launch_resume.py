@@ -4,6 +4,8 @@ where Ray is involved, with the stand-in trainer (tests/fake_trainer.py), which 
 resumes as verl's trainer.resume_mode says and crashes at FAKE_CRASH_STEP. Waits are on events, never wall time."""
 
 import json
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,8 @@ import pytest
 from sapo_toolkit.launcher.lineage import Resume, read_curve
 from sapo_toolkit.launcher.restarts import cluster_reason
 
-from .helpers import ON_RAY, REPO, sapo_launch, stand_in
+from .helpers import ON_RAY, REPO, launcher, sapo_launch, stand_in
+from .test_launch_ray_results import wait_until
 
 pytestmark = pytest.mark.filterwarnings("ignore:ssl=None is deprecated:DeprecationWarning")
 
@@ -150,6 +153,27 @@ def test_what_cannot_be_resumed_is_one_line_and_exit_2(tmp_path):
         assert proc.returncode == 2, proc.stderr
         assert len(proc.stderr.splitlines()) == 1 and said in proc.stderr, proc.stderr
     assert len(run_dirs(tmp_path)) == 1  # nothing was made
+
+
+def test_a_run_that_has_not_ended_is_not_resumed(tmp_path):
+    going = subprocess.Popen(
+        [*launcher(), recipe(tmp_path, {"FAKE_STEPS": 500, "FAKE_SLEEP": 0.2}), "--runs-dir", tmp_path / "runs"],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        log = tmp_path / "runs"
+        wait_until(lambda: any("step:1 " in f.read_text() for f in log.glob("*/train.log")), "the run reached step 1")
+        (run_dir,) = run_dirs(tmp_path)
+        proc = sapo_launch("resume", run_dir)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr == (
+            f"sapo-launch: {run_dir} has not ended (running): resume it once it has, or `sapo-launch stop {run_dir}`\n"
+        )
+    finally:
+        going.send_signal(signal.SIGTERM)
+        assert going.wait(timeout=60) == 128 + signal.SIGTERM
 
 
 # -- rerun: overrides, --dry-run, --detach -----------------------------------------------------------------------------
