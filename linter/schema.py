@@ -6,6 +6,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import NamedTuple
 from sapo_toolkit import schemas as _schemas_package
 from sapo_toolkit.atomicio import read_regular
 from sapo_toolkit.schemas.build.layout import (
+    VERL_FORMAT,
     applied,
     nested_in,
     override_text,
@@ -271,6 +273,69 @@ class GroupChange(NamedTuple):
         return ("+" if self.append else "") + override_text(self.key, self.option)
 
 
+# How `schemas.build.layout.snapshot_text` writes a verl snapshot (schemas/FORMAT.md, Layout): keys sorted, one part
+# after another, `tree_sets` the last but `verl_version`, each tree set starting on a line of its own.
+_TREE_SETS_LINE = '\n"tree_sets":{\n'
+_VERSION_LINE = '\n"verl_version":'
+_DECODER = json.JSONDecoder()
+
+
+def _snapshot_document(data: bytes) -> dict:
+    """A verl snapshot file's document. Laid out as `snapshot_text` writes it (a committed snapshot), its tree sets,
+    most of the file, are decoded one at a time when first asked for (`_TreeSets`): a run reads one or two of a
+    snapshot's tree sets, and of the other versions' snapshots (`other_versions`) no more. Any other text (a snapshot
+    built on the fly, written on one line) is decoded whole. Raises ValueError for text that is no JSON."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return json.loads(data)
+    at, tail = text.find(_TREE_SETS_LINE), text.rfind(_VERSION_LINE)
+    if 0 <= at < tail:
+        try:
+            parts = json.loads(text[: at + 1] + text[tail + 1 :])  # every part but `tree_sets`
+        except ValueError:
+            parts = None
+        if isinstance(parts, dict) and parts.get("format") == VERL_FORMAT and "tree_sets" not in parts:
+            parts["tree_sets"] = _TreeSets(text, at + len(_TREE_SETS_LINE) - 2)
+            return dict(sorted(parts.items()))
+    return json.loads(text)
+
+
+class _TreeSets(Mapping):
+    """A laid-out snapshot's `tree_sets` (`_snapshot_document`): each tree set decoded from the file's text when first
+    asked for, found by the line `"<name>":{` that opens it (the first such line in `tree_sets`: the containers a
+    tree set holds are named `base`, `trees`, `corrections`, by a selection or by an override, none a config's name;
+    what is found there is a tree set or the whole part is decoded instead)."""
+
+    def __init__(self, text: str, start: int) -> None:
+        self._text, self._start = text, start  # `start`: where the part's own `{` is
+        self._decoded: dict[str, dict] = {}
+        self._whole: dict[str, dict] | None = None
+
+    def __getitem__(self, name: str) -> dict:
+        if self._whole is not None:
+            return self._whole[name]
+        if name not in self._decoded:
+            opener = f"\n{json.dumps(name)}:{{\n"
+            at = self._text.find(opener, self._start)
+            stored = _DECODER.raw_decode(self._text, at + len(opener) - 2)[0] if at >= 0 else None
+            if not (isinstance(stored, dict) and "trees" in stored and ("base" in stored or "extends" in stored)):
+                return self._all()[name]
+            self._decoded[name] = stored
+        return self._decoded[name]
+
+    def _all(self) -> dict[str, dict]:
+        if self._whole is None:
+            self._whole = _DECODER.raw_decode(self._text, self._start)[0]
+        return self._whole
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
 class _VerlSnapshot:
     """One parsed `schemas/verl/<version>.json`, shared by its configs; each tree is built on first use."""
 
@@ -432,7 +497,7 @@ def _verl_snapshot(snapshot: str) -> _VerlSnapshot | None:
             return None
         else:
             data = (SCHEMA_DIR / "verl" / f"{snapshot}.json").read_bytes()
-        return _VerlSnapshot(json.loads(data))
+        return _VerlSnapshot(_snapshot_document(data))
     except (OSError, ValueError):  # none (a cache file removed since: the next run builds it again)
         return None
 
@@ -441,7 +506,9 @@ def snapshot_document(snapshot: str) -> dict | None:
     """The whole snapshot of a reference, as its file holds it (what a custom config's snapshot takes verl's read-set
     and entry modules from); None when there is none."""
     versioned = _verl_snapshot(snapshot)
-    return versioned.data if versioned is not None else None
+    if versioned is None:
+        return None
+    return {**versioned.data, "tree_sets": dict(versioned.data["tree_sets"])}
 
 
 def snapshot_version(snapshot: str) -> str:
