@@ -619,13 +619,14 @@ def other_versions(
 def declared_elsewhere(snapshot: Snapshot, selection: dict[str, str], path: str) -> frozenset[str]:
     """The types a dataclass declares for the key `path` in the other committed verl snapshots of the same config
     and group selection (an entry typed by more than its YAML default: not `inferred`, FORMAT.md), each union
-    member apart (`float|str` gives float and str)."""
+    member apart (`float|str` gives float and str). A config no committed verl ships (a recipe's `dapo_trainer`,
+    which extends verl's) is looked up in `ppo_trainer`, whose keys it holds under the same paths."""
     found: set[str] = set()
     wanted = tuple(sorted(selection.items()))
     for version in available_verl_versions():
         if version == snapshot.verl_version:
             continue
-        tree = _tree_of(version, snapshot.config_name, wanted)
+        tree = _tree_of(version, snapshot.config_name, wanted) or _tree_of(version, "ppo_trainer", wanted)
         entry = _verl_snapshot(version).entry(*tree, path) if tree is not None else None
         if entry is not None and not entry.get("inferred") and entry.get("type"):
             found.update(entry["type"].split("|"))

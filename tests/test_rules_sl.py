@@ -346,13 +346,26 @@ def test_sl004_a_float_for_an_integer_default_that_later_verls_declare_a_float(t
         "    entropy_coeff: 0\n    ppo_epochs: 1\n  rollout:\n    top_p: 1\n"
     )
     (tmp_path / ".git").mkdir()
-    (tmp_path / "run.sh").write_text(
-        "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.actor.entropy_coeff=0.001 \\\n"
-        "  actor_rollout_ref.rollout.top_p=0.95 actor_rollout_ref.actor.ppo_epochs=1.5 data.max_prompt_length=512.5\n"
+    # a recipe's config that extends verl's (no committed verl ships it): the same keys under the same paths
+    (tmp_path / "recipe" / "config").mkdir(parents=True)
+    (tmp_path / "recipe" / "config" / "my_trainer.yaml").write_text(
+        "hydra:\n  searchpath:\n    - pkg://verl.trainer.config\ndefaults:\n  - ppo_trainer\n  - _self_\n"
     )
-    found = report("run.sh", cwd=tmp_path, cache=tmp_path / "cache")
-    warned = [d["message"].split("`")[1] for d in found["diagnostics"] if d["code"] == "SL004"]
-    assert warned == ["actor_rollout_ref.actor.ppo_epochs", "data.max_prompt_length"], found["diagnostics"]
+    overrides = (
+        "actor_rollout_ref.actor.entropy_coeff=0.001 actor_rollout_ref.rollout.top_p=0.95 "
+        "actor_rollout_ref.actor.ppo_epochs=1.5 data.max_prompt_length=512.5"
+    )
+    (tmp_path / "run.sh").write_text(f"#!/bin/bash\npython3 -m verl.trainer.main_ppo {overrides}\n")
+    (tmp_path / "recipe.sh").write_text(
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=$(pwd)/recipe/config --config-name=my_trainer "
+        f"{overrides}\n"
+    )
+    found = report("run.sh", "recipe.sh", cwd=tmp_path, cache=tmp_path / "cache")
+    for script in ("run.sh", "recipe.sh"):
+        warned = [
+            d["message"].split("`")[1] for d in found["diagnostics"] if (d["code"], d["path"]) == ("SL004", script)
+        ]
+        assert warned == ["actor_rollout_ref.actor.ppo_epochs", "data.max_prompt_length"], found["diagnostics"]
 
 
 def _script(tmp_path, module: str, *args: str, version: str = "0.10.0.dev"):
