@@ -62,7 +62,7 @@ def _mindspeed_field(overrides: list[LocatedOverride]) -> DeviceSignal | None:
         key = lo.parsed.key if lo.parsed is not None else ""
         if _PASSTHROUGH_DICT in key and lo.parsed.op != "delete":
             name = key.split(_PASSTHROUGH_DICT, 1)[1].split(".")[0]
-            if name in _mindspeed_only() and (kind := mindspeed_kind()) is not None:
+            if _only_mindspeed_reads(name) and (kind := mindspeed_kind()) is not None:
                 return DeviceSignal(
                     kind.name,
                     f"it sets `{name}`, a field only MindSpeed reads (line {lo.location.line})",
@@ -70,13 +70,28 @@ def _mindspeed_field(overrides: list[LocatedOverride]) -> DeviceSignal | None:
     return None
 
 
-@cache
-def _mindspeed_only() -> frozenset[str]:
-    """The `TransformerConfig` fields MindSpeed adds that no committed megatron-core release accepts."""
-    from ...schema import DEFAULT_MINDSPEED, consumer_versions, load_consumer  # only for a script that sets one
+def _only_mindspeed_reads(name: str) -> bool:
+    """Whether `name` is a `TransformerConfig` field MindSpeed adds that no committed megatron-core release accepts.
+    The releases are asked newest first, each read only when the newer ones lack the field: most fields are
+    megatron-core's own, which the newest release answers."""
+    from ...schema import consumer_versions  # only for a script that sets one
 
-    megatron: set[str] = set()
-    for version in consumer_versions("megatron-core"):
-        consumer = load_consumer("megatron-core", version)
-        megatron |= consumer.accepts("TransformerConfig") | consumer.accepts("MLATransformerConfig")
-    return load_consumer("mindspeed", DEFAULT_MINDSPEED).accepts("TransformerConfig") - megatron
+    return name in _mindspeed_fields() and not any(
+        name in _megatron_fields(version) for version in reversed(consumer_versions("megatron-core"))
+    )
+
+
+@cache
+def _mindspeed_fields() -> frozenset[str]:
+    from ...schema import DEFAULT_MINDSPEED, load_consumer
+
+    return load_consumer("mindspeed", DEFAULT_MINDSPEED).accepts("TransformerConfig")
+
+
+@cache
+def _megatron_fields(version: str) -> frozenset[str]:
+    """The fields of megatron-core `version`'s `TransformerConfig` and `MLATransformerConfig`."""
+    from ...schema import load_consumer
+
+    consumer = load_consumer("megatron-core", version)
+    return consumer.accepts("TransformerConfig") | consumer.accepts("MLATransformerConfig")
