@@ -5,16 +5,11 @@ from __future__ import annotations
 import math
 import os
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
+from .core.files import toml_parser
 from .core.printable import printable
 
 
@@ -166,9 +161,10 @@ def find_pyproject(start: Path) -> Path | None:
 
 def _table(path: Path) -> dict | None:
     """The `[tool.sapo-lint]` table of a pyproject.toml, None without one."""
+    toml = toml_parser()
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        document = toml.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, toml.TOMLDecodeError) as exc:
         raise SettingsError(f"{path}: cannot read [tool.sapo-lint]: {exc}") from None
     tool = document.get("tool", {})
     if not isinstance(tool, dict):

@@ -47,21 +47,15 @@ import json
 import os
 import re
 import stat
-import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import NamedTuple
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 from .core.budget import not_counted
 from .core.diagnostics import Location
-from .core.files import MAX_BYTES, UnreadableFile, read_bytes
+from .core.files import MAX_BYTES, UnreadableFile, read_bytes, toml_parser
 from .core.problems import SnapshotNotBuilt
 from .core.user_cache import read_cached, trusted_directory, user_cache_dir, write_cached
 from .schema import (
@@ -399,9 +393,10 @@ def _pinned_in(path: Path) -> tuple[str, int] | None:
     if path.name != "pyproject.toml":
         m = _REQUIREMENT_LINE.search(text)
         return (m["version"], text.count("\n", 0, m.start()) + 1) if m else None
+    toml = toml_parser()
     try:
-        document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+        document = toml.loads(text)
+    except toml.TOMLDecodeError:
         return None
     project = document.get("project") if isinstance(document.get("project"), dict) else {}
     lists = [

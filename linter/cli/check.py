@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -248,7 +247,7 @@ def check(
         color=colored,
         summary=not quiet,
         hidden_infos=len(hidden),
-        width=shutil.get_terminal_size().columns if terminal else None,
+        width=_terminal_width() if terminal else None,
         source_line=_line_reader(source, overrides),
     )
     output = render(report)
@@ -313,6 +312,14 @@ def _progress(quiet: bool):
     from ..progress import Progress
 
     return Progress(enabled=not quiet and sys.stderr.isatty(), color="NO_COLOR" not in os.environ)
+
+
+def _terminal_width() -> int:
+    """The terminal's width in columns (`$COLUMNS` first, as shutil reads it): shutil is imported only for output to
+    a terminal."""
+    import shutil
+
+    return shutil.get_terminal_size().columns
 
 
 def _color(mode: str, output_file: Path | None) -> bool:

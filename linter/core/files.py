@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import errno
+import sys
 from pathlib import Path
+from types import ModuleType
 
 from sapo_toolkit.atomicio import UnreadableError, read_regular
 
@@ -27,3 +29,15 @@ def read_bytes(path: Path, limit: int = MAX_BYTES) -> bytes:
         raise UnreadableFile(f"{exc.strerror}; only regular files are read") from None
     except OSError as exc:
         raise UnreadableFile(f"cannot read: {exc.strerror or exc}") from None
+
+
+def toml_parser() -> ModuleType:
+    """The TOML parser (`tomllib`; `tomli` before Python 3.11), imported when a pyproject.toml is read: a lint of files
+    outside any project reads none."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        return tomllib
+    import tomli  # pragma: no cover
+
+    return tomli  # pragma: no cover
