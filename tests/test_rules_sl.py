@@ -368,6 +368,25 @@ def test_sl004_a_float_for_an_integer_default_that_later_verls_declare_a_float(t
         assert warned == ["actor_rollout_ref.actor.ppo_epochs", "data.max_prompt_length"], found["diagnostics"]
 
 
+def test_sl004_null_leaves_an_undeclared_name_flag_or_collection_unset(tmp_path):
+    """Where only verl's YAML default types a key, null is verl's way to leave a name, path, flag or collection unset
+    (`reward_model.model.input_tokenizer`: "set this to null if the chat template is identical", read as `is
+    None`): no finding. A number verl computes with keeps its warning."""
+    package = tiny_verl(tmp_path, version="0.2.0.dev")
+    (package / "trainer" / "config" / "ppo_trainer.yaml").write_text(
+        "trainer:\n  nnodes: 1\n  val_before_train: true\n  logger: [console]\ndata:\n  max_prompt_length: 512\n"
+        "reward_model:\n  model:\n    input_tokenizer: Qwen/Qwen2.5-7B\n"
+    )
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text(
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo reward_model.model.input_tokenizer=null "
+        "trainer.val_before_train=null trainer.logger=null data.max_prompt_length=null\n"
+    )
+    found = report("run.sh", cwd=tmp_path, cache=tmp_path / "cache")
+    warned = [d["message"].split("`")[1] for d in found["diagnostics"] if d["code"] == "SL004"]
+    assert warned == ["data.max_prompt_length"], found["diagnostics"]
+
+
 def _script(tmp_path, module: str, *args: str, version: str = "0.10.0.dev"):
     from sapo_toolkit.linter.lint import lint_paths
     from sapo_toolkit.linter.settings import Settings

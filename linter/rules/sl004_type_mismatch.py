@@ -41,6 +41,13 @@ ALSO_READ = {
 }
 
 
+# Where only verl's YAML default gives a key its type (no dataclass declares it), null is verl's own way to leave a
+# name, a path, a flag or a collection unset: `reward_model.model.input_tokenizer: ${actor_rollout_ref.model.path}
+# # set this to null if the chat template is identical` (verl 0.2-0.5 ppo_trainer.yaml), read as `if
+# self.config.model.input_tokenizer is None` (fsdp_workers.py). A number is computed with.
+_NULL_LEAVES_UNSET = frozenset({"str", "bool", "list", "dict"})
+
+
 # Strings that mean "off" to a person but are true to Python: for a flag, certainly a mistake.
 SPELLS_OFF = frozenset({"no", "n", "false", "f", "off", "0", "none", "null", "disable", "disabled", ""})
 
@@ -111,11 +118,14 @@ def _read_as_default(ctx: LintContext, path: str, entry: dict, value) -> bool:
     return cannot is not None and cannot(value) and path.rpartition(".")[2] in ctx.snapshot.read_set
 
 
-def _a_number_in_other_verls(ctx: LintContext, path: str, entry: dict, value) -> bool:
-    """Whether a float for an undeclared key with an integer default is a number verl means: another committed
-    verl's dataclass declares the same key a float. verl's YAML writes many coefficients as integers
-    (`entropy_coeff: 0`, `top_p: 1`, `val_kwargs.temperature: 0` up to 0.5), which verl 0.6 on declares
-    `float` (ActorConfig, RolloutConfig, SamplingConfig) with the same default: the key always held a number."""
+def _meant_where_undeclared(ctx: LintContext, path: str, entry: dict, value) -> bool:
+    """Whether a value of another type than an undeclared key's default is one verl means all the same: null where
+    null leaves the key unset (`_NULL_LEAVES_UNSET`), or a float for an integer default that another committed
+    verl's dataclass declares a float. verl's YAML writes many coefficients as integers (`entropy_coeff: 0`,
+    `top_p: 1`, `val_kwargs.temperature: 0` up to 0.5), which verl 0.6 on declares `float` (ActorConfig,
+    RolloutConfig, SamplingConfig) with the same default: the key always held a number."""
+    if value is None:
+        return entry.get("type") in _NULL_LEAVES_UNSET
     if entry.get("type") != "int" or not isinstance(value, float):
         return False
     return "float" in declared_elsewhere(ctx.snapshot, ctx.selection, path)
@@ -169,12 +179,15 @@ def check(ctx: LintContext):
     key a float: the YAML wrote a number as an integer (`actor.entropy_coeff: 0`, `rollout.top_p: 1` up to verl
     0.5, `float` fields of ActorConfig and RolloutConfig from 0.6 on), so `entropy_coeff=0.001` is what it is for. The
     SFT trainers' `trainer.test_freq` and `trainer.save_freq` also take "after_each_epoch" (`sft_trainer.py`).
-    Null for a type not declared Optional is a warning too, since code
-    often reads null as "off" where the annotation omits it (verl main's `compute_rollout_correction_and_rejection_mask`
-    skips the IS weights when `rollout_is_threshold` is None, which `RolloutCorrectionConfig` declares
-    `str | float`). Interpolations are not checked. An integer beyond 64 bits is out of range wherever a number is
-    expected: verl's sizes and counts end up in torch, NumPy and Ray, which hold 64-bit integers (an integer of more
-    than 4,300 digits cannot even be read: RF002 in a recipe, SL009 in an override)."""
+    Null for a key no dataclass declares is no finding where its default is a string, a flag or a collection
+    (null is verl's own way to leave one unset: `reward_model.model.input_tokenizer`, "set this to null if the chat
+    template is identical"); a number is computed with. Null for a type not declared Optional is a warning too,
+    since code often reads null as "off" where the annotation omits it (verl main's
+    `compute_rollout_correction_and_rejection_mask` skips the IS weights when `rollout_is_threshold` is None, which
+    `RolloutCorrectionConfig` declares `str | float`). Interpolations are not checked. An integer beyond 64 bits is
+    out of range wherever a number is expected: verl's sizes and counts end up in torch, NumPy and Ray, which hold
+    64-bit integers (an integer of more than 4,300 digits cannot even be read: RF002 in a recipe, SL009 in an
+    override)."""
     for ro in ctx.overrides:
         if not ro.assigns or ro.entry is None or ro.group is not None or ro.parsed.is_sweep or ro.outside is not None:
             continue
@@ -195,7 +208,7 @@ def check(ctx: LintContext):
         if value in ALSO_READ.get((ctx.snapshot.config_name, ro.path), ()):
             continue
         problem = type_error(ro.path, value, entry)
-        if problem and entry.get("inferred") and _a_number_in_other_verls(ctx, ro.path, entry, value):
+        if problem and entry.get("inferred") and _meant_where_undeclared(ctx, ro.path, entry, value):
             continue
         typo = _flag_typo(entry, value) if problem else ""
         if problem and value is not None and entry.get("inferred") and _read_as_default(ctx, ro.path, entry, value):
