@@ -321,6 +321,23 @@ def test_a_source_tree_s_own_code_decides_a_code_fact(tmp_path, checks):
     assert ("BS004" in [c for c, _ in codes(found, "run.sh")]) == checks
 
 
+def test_the_entry_modules_of_a_verl_that_cannot_be_built_are_not_judged_by_another_verl(tmp_path):
+    """A fork's own entry module (`verl.mix_src.main_mix_ppo`) in a tree that cannot be snapshotted: what its
+    entry modules are is not known, so no 'has no `@hydra.main`' from the newest verl's entry modules."""
+    package = tiny_verl(tmp_path)
+    (package / "trainer" / "config" / "ppo_trainer.yaml").write_text(
+        "defaults:\n  - missing_group: gone\n  - _self_\ntrainer:\n  nnodes: 1\n"
+    )
+    (package / "mix_src").mkdir()
+    (package / "mix_src" / "main_mix_ppo.py").write_text(
+        "import hydra\n\n\n@hydra.main(config_path='config', config_name='mix_ppo_trainer', version_base=None)\n"
+        "def main(config):\n    pass\n\n\nif __name__ == '__main__':\n    main()\n"
+    )
+    script_in(tmp_path, "#!/bin/bash\npython3 -m verl.mix_src.main_mix_ppo trainer.nnodes=2\n")
+    found = report("run.sh", cwd=tmp_path, cache=tmp_path / "cache")
+    assert [d["code"] for d in found["diagnostics"] if d["severity"] != "info"] == ["RF004"], found["diagnostics"]
+
+
 @pytest.mark.parametrize(
     ("checks", "val_only", "said"),
     [

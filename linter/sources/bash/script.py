@@ -637,6 +637,8 @@ def _entry_config(
         name = tr.config_name or entry.get(tr.module)
         if name is not None:
             return (tr.module, name, tr.config_path), None
+        if not verl_version:  # the verl it runs cannot be snapshotted (RF004): its entry modules are not known
+            return (tr.module, DEFAULT_CONFIG_NAME, tr.config_path), None
         if tr.module in main_modules(verl_version):  # a program of verl's that is no Hydra trainer (model_merger)
             return None, None
         roots = _call_directories(tr, script, marks)[1]
