@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from .core.checked import NotChecked, not_checked_because
 from .core.command import Command, LocatedOverride, Stack, locate_override, site_limits
+from .core.device import variant_device
 from .core.diagnostics import COMMAND_LINE, Diagnostic, Location
 from .core.problems import NoSnapshot, ReadProblem
 from .core.variants import collapse_variants, matches
@@ -235,10 +236,17 @@ def _lint_commands(loaded: Loaded, rules) -> tuple[int, list[NoSnapshot], list[D
         return 0, [NoSnapshot(location=loaded.version_location, reason=str(exc), verl_version=version)], []
     checked = [c for c in loaded.commands if snapshots[c.config_path, c.config_name] is not None]
     suggestions = Suggestions()  # the file's variants share its did-you-mean suggestions
-    per_variant = [
-        without_superseded(lint_command(c, snapshots[c.config_path, c.config_name], rules, suggestions))
-        for c in checked
-    ]
+    # A variant whose command is another's but for its label, and whose label names the same device (all that a rule
+    # reads of it: `core.device.variant_device`), has that one's findings, under its own label: linted once.
+    linted: dict[tuple, list[Diagnostic]] = {}
+    per_variant = []
+    for c in checked:
+        same = (c._replace(variant=None), variant_device(c.variant))
+        if same not in linted:
+            linted[same] = without_superseded(
+                lint_command(c, snapshots[c.config_path, c.config_name], rules, suggestions)
+            )
+        per_variant.append([d.with_variant(c.variant) for d in linted[same]])
     return len(checked), unchecked, collapse_variants(per_variant, [c.variant for c in checked])
 
 

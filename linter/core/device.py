@@ -233,18 +233,27 @@ def stated_device(command: Command) -> DeviceDecision | None:
     engine_device = env.get("VERL_ENGINE_DEVICE")
     if engine_device:
         return DeviceDecision(_kind(engine_device), f"`VERL_ENGINE_DEVICE={engine_device}`", True)
-    named = {}  # device kind -> the first part of the variant's label that names it
-    for part in (command.variant or "").split(","):
-        kind = kind_named(part.partition("=")[2])
-        if kind is not None:
-            named.setdefault(kind.name, part)
-    if len(named) == 1:  # two switch variables that name both kinds say nothing
-        kind, part = named.popitem()
-        return DeviceDecision(kind, f"variant `{part}`", True)
+    named = variant_device(command.variant)
+    if named is not None:
+        return named
     taken = _branches_taken(command)
     if taken is not None:
         return DeviceDecision(taken.kind, f"its overrides are written under {taken.evidence}", True)
     return None
+
+
+def variant_device(variant: str | None) -> DeviceDecision | None:
+    """The device kind a variant's label names (`DEVICE=npu`, any `NAME=npu|gpu|cuda` of it), or None when it names
+    none or both: all that a command's variant tells about it."""
+    named = {}  # device kind -> the first part of the label that names it
+    for part in (variant or "").split(","):
+        kind = kind_named(part.partition("=")[2])
+        if kind is not None:
+            named.setdefault(kind.name, part)
+    if len(named) != 1:  # two switch variables that name both kinds say nothing
+        return None
+    kind, part = named.popitem()
+    return DeviceDecision(kind, f"variant `{part}`", True)
 
 
 def device_of(
