@@ -40,6 +40,37 @@ def test_a_nested_checkout_is_the_verl_the_repository_runs(tmp_path):
     assert [c for c, _ in codes(found, "run.sh") if c == "SL001"] == ["SL001"]  # judged by the checkout's config
 
 
+def test_a_fork_s_copy_of_verl_s_config_directory_beside_its_entry_module(tmp_path):
+    """`verl/mix_src/config/` copies verl's `trainer/config/` (the same `evaluation.yaml`, an edited
+    `ppo_trainer.yaml`) beside the fork's own `mix_ppo_trainer.yaml`: the tree is snapshotted, the fork's trainer is
+    checked against its own config, and verl's `ppo_trainer` stays verl's (the module that composes the edited copy
+    is not given verl's)."""
+    from sapo_toolkit.schemas.build.verl import entrypoint_defaults
+
+    package = tiny_verl(tmp_path, version="0.1")
+    (package / "trainer" / "config" / "evaluation.yaml").write_text("data:\n  path: x\n")
+    fork = package / "mix_src"
+    (fork / "config").mkdir(parents=True)
+    (fork / "config" / "evaluation.yaml").write_text("data:\n  path: x\n")
+    (fork / "config" / "ppo_trainer.yaml").write_text("trainer:\n  nnodes: 1\n  tiny_knob: 2\n  fork_knob: 1\n")
+    (fork / "config" / "mix_ppo_trainer.yaml").write_text("trainer:\n  nnodes: 1\n  mix_knob: 1\n")
+    for module, config in (("main_mix_ppo", "mix_ppo_trainer"), ("main_copy", "ppo_trainer")):
+        (fork / f"{module}.py").write_text(
+            f"import hydra\n\n\n@hydra.main(config_path='config', config_name='{config}', version_base=None)\n"
+            "def main(config):\n    pass\n\n\nif __name__ == '__main__':\n    main()\n"
+        )
+    assert entrypoint_defaults(package) == {
+        "verl.mix_src.main_mix_ppo": "mix_ppo_trainer",
+        "verl.trainer.main_ppo": "ppo_trainer",
+    }
+    script_in(tmp_path, "#!/bin/bash\npython3 -m verl.mix_src.main_mix_ppo trainer.mix_knob=2 trainer.mix_knb=2\n")
+    found = report("run.sh", cwd=tmp_path, cache=tmp_path / "cache")
+    assert verl_choice(found, "run.sh")["snapshot"] == "built"
+    assert [m.split("`")[1] for c, m in codes(found, "run.sh") if c.startswith(("SL", "RF004"))] == [
+        "trainer.mix_knb"
+    ], found["diagnostics"]
+
+
 def test_a_directory_named_verl_without_a_checkout_is_not_one(tmp_path):
     """A `verl/` folder with no `setup.py`/`pyproject.toml` is no checkout: its `verl/verl` is not imported."""
     tiny_verl(tmp_path / "verl")

@@ -66,8 +66,16 @@ def _hydra_entries(package_dir: Path) -> dict[str, tuple[str, Path]]:
 
 
 def entrypoint_defaults(package_dir: Path) -> dict[str, str]:
-    """verl entry modules (``verl.trainer.main_ppo``, ...) -> the ``config_name`` of their ``@hydra.main``."""
-    return {m: c for m, (c, _) in _hydra_entries(Path(package_dir)).items()}
+    """verl entry modules (``verl.trainer.main_ppo``, ...) -> the ``config_name`` of their ``@hydra.main``; less a
+    module whose config is another file of that name than the one ``config_sources`` keeps (a fork's edited copy of
+    ``ppo_trainer.yaml`` beside its own entry module): the snapshot does not hold the config it composes."""
+    package_dir = Path(package_dir)
+    kept = {source.name: source.config_dir / f"{source.name}.yaml" for source in config_sources(package_dir)}
+    return {
+        m: c
+        for m, (c, directory) in _hydra_entries(package_dir).items()
+        if c not in kept or not (directory / f"{c}.yaml").is_file() or _same_file(directory / f"{c}.yaml", kept[c])
+    }
 
 
 _MAIN_BLOCK = re.compile(rb"""^if\s+__name__\s*==\s*["']__main__["']\s*:""", re.MULTILINE)
@@ -115,11 +123,20 @@ def _includes(yaml_path: Path) -> set[str]:
     return {d for d in (defaults or []) if isinstance(d, str)}
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    return a.resolve() == b.resolve() or a.read_bytes() == b.read_bytes()
+
+
 def config_sources(package_dir: Path) -> list[ConfigSource]:
     """The primary configs of a verl package: each entry module's ``config_name``, plus every YAML file beside one
     that includes it in its defaults list (``ppo_megatron_trainer``: ``ppo_trainer`` with another
-    ``model_engine``) or that none includes, sorted by name."""
+    ``model_engine``) or that none includes, sorted by name. A fork that copies verl's config directory beside an
+    entry module of its own (``verl/mix_src/config/``) holds two files of one name: one config where they are the
+    same; else verl's own (``trainer/config/``) is the config of that name, and the copy is left out (its entry
+    modules with it, ``entrypoint_defaults``). Two other directories with different files of one name cannot be
+    told apart."""
     package_dir = Path(package_dir)
+    own = (package_dir / "trainer" / "config").resolve()
     entry: dict[Path, set[str]] = {}
     for config_name, config_dir in _hydra_entries(package_dir).values():
         if (config_dir / f"{config_name}.yaml").is_file():
@@ -138,10 +155,17 @@ def config_sources(package_dir: Path) -> list[ConfigSource]:
     found: dict[str, ConfigSource] = {}
     for yaml_path in candidates:
         name = yaml_path.stem
-        if name in known:
-            if name in found:
-                raise SchemaBuildError(f"config {name!r} is in both {found[name].config_dir} and {yaml_path.parent}")
-            found[name] = ConfigSource(name, yaml_path.parent, _search_path(package_dir, yaml_path))
+        if name not in known:
+            continue
+        if name in found:
+            kept = found[name].config_dir
+            if _same_file(yaml_path, kept / f"{name}.yaml"):
+                continue  # a copy of the same file
+            if own not in (yaml_path.parent.resolve(), kept.resolve()):
+                raise SchemaBuildError(f"config {name!r} is in both {kept} and {yaml_path.parent}")
+            if yaml_path.parent.resolve() != own:
+                continue  # a fork's edited copy: verl's own is the config of that name
+        found[name] = ConfigSource(name, yaml_path.parent, _search_path(package_dir, yaml_path))
     return [found[n] for n in sorted(found)]
 
 
