@@ -39,13 +39,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path, PurePath
 from typing import NamedTuple
 
 from .command import Command, DeviceSignal, LocatedOverride
 from .model import Accelerator
+from .records import Record
 
 # The device data, read as a file: the core imports nothing else of the project (pyproject's import contracts), and
 # `sapo_toolkit/schemas/devices.json` lies two folders above this module, in the repository as in a wheel.
@@ -53,9 +53,9 @@ DEVICES_FILE = Path(__file__).resolve().parents[2] / "schemas" / "devices.json"
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 
 
-@dataclass(frozen=True)
-class DeviceKind:
-    """One device kind (`schemas/devices.json` `kinds`, whose `kinds_source` says what each field means)."""
+class DeviceKind(Record):
+    """One device kind (`schemas/devices.json` `kinds`, whose `kinds_source` says what each field means): a frozen
+    record (`core.records`), made with keywords."""
 
     name: str  # what users write and see: "npu", "gpu"
     label: str  # "NPU"
