@@ -375,7 +375,8 @@ def test_sl004_null_leaves_an_undeclared_name_flag_or_collection_unset(tmp_path)
     package = tiny_verl(tmp_path, version="0.2.0.dev")
     (package / "trainer" / "config" / "ppo_trainer.yaml").write_text(
         "trainer:\n  nnodes: 1\n  val_before_train: true\n  logger: [console]\ndata:\n  max_prompt_length: 512\n"
-        "reward_model:\n  model:\n    input_tokenizer: Qwen/Qwen2.5-7B\n"
+        "actor_rollout_ref:\n  model:\n    path: Qwen/Qwen2.5-7B\n"
+        "reward_model:\n  model:\n    input_tokenizer: ${actor_rollout_ref.model.path}\n"
     )
     (tmp_path / ".git").mkdir()
     (tmp_path / "run.sh").write_text(

@@ -118,6 +118,13 @@ def _read_as_default(ctx: LintContext, path: str, entry: dict, value) -> bool:
     return cannot is not None and cannot(value) and path.rpartition(".")[2] in ctx.snapshot.read_set
 
 
+def _typed_by_yaml(ctx: LintContext, path: str, entry: dict) -> bool:
+    """Whether only verl's YAML gives the key its type: inferred from its default, or an interpolation of another
+    key in a node no dataclass declares, which takes that key's type (`reward_model.model.input_tokenizer:
+    ${actor_rollout_ref.model.path}`)."""
+    return bool(entry.get("inferred") or (entry.get("interpolation") and not _declared(ctx, path)))
+
+
 def _meant_where_undeclared(ctx: LintContext, path: str, entry: dict, value) -> bool:
     """Whether a value of another type than an undeclared key's default is one verl means all the same: null where
     null leaves the key unset (`_NULL_LEAVES_UNSET`), or a float for an integer default that another committed
@@ -208,7 +215,7 @@ def check(ctx: LintContext):
         if value in ALSO_READ.get((ctx.snapshot.config_name, ro.path), ()):
             continue
         problem = type_error(ro.path, value, entry)
-        if problem and entry.get("inferred") and _meant_where_undeclared(ctx, ro.path, entry, value):
+        if problem and _typed_by_yaml(ctx, ro.path, entry) and _meant_where_undeclared(ctx, ro.path, entry, value):
             continue
         typo = _flag_typo(entry, value) if problem else ""
         if problem and value is not None and entry.get("inferred") and _read_as_default(ctx, ro.path, entry, value):
