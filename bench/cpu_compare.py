@@ -1,5 +1,5 @@
-"""CPU time of `sapo-lint` at HEAD against an earlier revision, side by side in one run (run by hand; the
-figures go into notes).
+"""CPU time of `sapo-lint` at HEAD against an earlier revision, side by side in one run (run by hand, or by
+`bench/run_all.py --baseline REV`, which writes the figures into bench/RESULTS.md).
 
     python bench/cpu_compare.py --baseline REV [--runs 5] [--corpus DIR] [--case NAME ...]
 
@@ -28,6 +28,12 @@ sys.path.insert(0, str(REPO))
 
 from tests.hostile_corpus import DEEP, SECRET, TOKEN_VARIABLE, generate, remove_chain  # noqa: E402
 
+CORPUS = REPO.parent / "shared" / "corpus" / "verl-examples"
+ONE_SCRIPT = "run_qwen3_30b_a3b_megatron.sh"
+ONE_RECIPE = "recipes/smoke-qwen3-0.6b-sapo.yaml"
+# Issue 32's bound for each case, where it sets one (its 1.5 s is for verl's 109 example scripts).
+TARGETS = {"one script": "<= 0.150 s", "one recipe": "<= 0.100 s"}
+
 
 def install(revision: str, where: Path) -> Path:
     """A virtual environment under `where` with sapo-toolkit at `revision` installed (not editable); its python."""
@@ -49,42 +55,68 @@ def cpu_of(argv: list[str], cwd: Path, env: dict) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def cases(corpus: Path, hostile: Path, wanted: list[str] = ()) -> dict[str, tuple[list[str], Path]]:
+    """Case name -> (sapo-lint's arguments, the directory it runs in): those whose names start with one of `wanted`
+    (all when none). `hostile`: where `tests.hostile_corpus.generate` wrote the hostile directory."""
+    script = next(corpus.rglob(ONE_SCRIPT))
+    scripts = sorted(str(p) for p in corpus.rglob("*.sh"))
+    found = {
+        "one script (30B-A3B Megatron)": (["--no-shellcheck", str(script)], REPO),
+        f"{len(scripts)} corpus scripts": (["--no-shellcheck", *scripts], REPO),
+        "one recipe": ([ONE_RECIPE], REPO),
+        "hostile directory (shellcheck on)": (["--format", "json", "."], hostile),
+    }
+    return {k: v for k, v in found.items() if not wanted or any(k.startswith(c) for c in wanted)}
+
+
+def measure(
+    pythons: dict[str, Path], chosen: dict[str, tuple[list[str], Path]], runs: int, scratch: Path
+) -> dict[str, dict[str, float]]:
+    """Case -> revision name -> the median CPU seconds of `runs` fresh `sapo-lint` processes of that revision's
+    python, the revisions interleaved, each run with an empty cache."""
+    results: dict[tuple[str, str], list[float]] = {}
+    for run in range(runs):
+        for case, (lint_args, cwd) in chosen.items():
+            for name, python in pythons.items():
+                cache = scratch / f"cache-{name}-{run}"  # empty for every run: nothing carried over
+                env = {**os.environ, "SAPO_LINT_CACHE_DIR": str(cache), TOKEN_VARIABLE: SECRET}
+                argv = [str(python), "-m", "sapo_toolkit.linter", *lint_args]
+                results.setdefault((case, name), []).append(cpu_of(argv, cwd, env))
+    return {case: {name: statistics.median(results[case, name]) for name in pythons} for case in chosen}
+
+
+def compare(baseline_python: Path, this_python: Path, corpus: Path, runs: int, wanted: list[str] = ()):
+    """`measure` of the baseline's and this revision's pythons over `cases`, in a scratch directory holding the
+    hostile directory and the caches."""
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = Path(scratch)
+        hostile = scratch / "hostile"
+        hostile.mkdir()
+        generate(hostile)
+        try:
+            return measure(
+                {"baseline": baseline_python, "this": this_python}, cases(corpus, hostile, wanted), runs, scratch
+            )
+        finally:
+            remove_chain(hostile, DEEP)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", required=True, help="the git revision to compare with")
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus" / "verl-examples")
+    parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--case", action="append", default=[], help="only the cases whose names start so")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
         # HEAD is installed as the baseline is (compiled on install): an editable checkout under
         # PYTHONDONTWRITEBYTECODE compiles every module on every run, 0.2 s of a one-file lint.
-        pythons = {"baseline": install(args.baseline, scratch / "baseline"), "this": install("HEAD", scratch / "this")}
-        hostile = scratch / "hostile"
-        hostile.mkdir()
-        generate(hostile)
-        script = next(args.corpus.rglob("run_qwen3_30b_a3b_megatron.sh"))
-        scripts = sorted(str(p) for p in args.corpus.rglob("*.sh"))
-        cases = {
-            "one script (30B-A3B Megatron)": (["--no-shellcheck", str(script)], REPO),
-            f"{len(scripts)} corpus scripts": (["--no-shellcheck", *scripts], REPO),
-            "one recipe": (["recipes/smoke-qwen3-0.6b-sapo.yaml"], REPO),
-            "hostile directory (shellcheck on)": (["--format", "json", "."], hostile),
-        }
-        cases = {k: v for k, v in cases.items() if not args.case or any(k.startswith(c) for c in args.case)}
-        results: dict[tuple[str, str], list[float]] = {}
-        for run in range(args.runs):
-            for case, (lint_args, cwd) in cases.items():
-                for name, python in pythons.items():
-                    cache = scratch / f"cache-{name}-{run}"  # empty for every run: nothing carried over
-                    env = {**os.environ, "SAPO_LINT_CACHE_DIR": str(cache), TOKEN_VARIABLE: SECRET}
-                    argv = [str(python), "-m", "sapo_toolkit.linter", *lint_args]
-                    results.setdefault((case, name), []).append(cpu_of(argv, cwd, env))
-        remove_chain(hostile, DEEP)
+        baseline, this = install(args.baseline, scratch / "baseline"), install("HEAD", scratch / "this")
+        medians = compare(baseline, this, args.corpus, args.runs, args.case)
     print(f"CPU seconds, median of {args.runs} (baseline {args.baseline} / HEAD)")
-    for case in cases:
-        base, this = (statistics.median(results[case, n]) for n in ("baseline", "this"))
+    for case, median in medians.items():
+        base, this = median["baseline"], median["this"]
         print(f"  {case}: {base:.2f} / {this:.2f}  (x{this / base:.2f})")
     return 0
 

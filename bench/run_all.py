@@ -1,7 +1,8 @@
 """Writes bench/RESULTS.md: cold `sapo-lint` and `sapo-launch --dry-run` timings, Hydra's own compose of verl's
-config over the same variants as the reference, and the machine, revision and commands behind them.
+config over the same variants as the reference, with `--baseline REV` the CPU time of `bench/cpu_compare.py`'s cases
+at HEAD against that revision, and the machine, revision and commands behind them.
 
-    python bench/run_all.py [--runs 9] [--generated 1000] [--corpus DIR]
+    python bench/run_all.py [--runs 9] [--generated 1000] [--corpus DIR] [--baseline REV [--cpu-runs 5]]
 
 What is timed is the committed revision (HEAD, exported with `git archive`: work in progress in the checkout is
 not), installed with `pip install` (not editable, whose import finder would add to every start) into a throwaway
@@ -27,6 +28,7 @@ import zipfile
 from pathlib import Path
 from typing import NamedTuple
 
+import cpu_compare
 import yaml
 from lint_speed import REPO, Timing, generate, timed
 
@@ -158,6 +160,38 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:,.0f}"
 
 
+class CpuComparison(NamedTuple):
+    baseline: str  # the revision, as given
+    runs: int
+    medians: dict[str, dict[str, float]]  # `cpu_compare.measure`'s: case -> "baseline" | "this" -> CPU seconds
+
+
+def cpu_section(cpu: CpuComparison) -> list[str]:
+    """The CPU comparison's table: each case's median CPU seconds at the baseline and at HEAD, and their ratio."""
+    lines = [
+        "",
+        f"## CPU time against {cpu.baseline}",
+        "",
+        (
+            f"`bench/cpu_compare.py`'s cases: `{cpu.baseline}` installed beside HEAD the same way, each case run "
+            f"{cpu.runs} times per revision as fresh processes, the revisions interleaved, each run with an empty "
+            "cache; CPU time is the user plus system time of the process and its children (`getrusage`), which a "
+            "busy machine stretches less than wall time. Median seconds. Issue 32's bound for verl's 109 example "
+            "scripts is 1.5 s; the corpus here holds 45 of them."
+        ),
+        "",
+        "| case | baseline s | HEAD s | HEAD / baseline | bound |",
+        "|---|--:|--:|--:|---|",
+    ]
+    for case, median in cpu.medians.items():
+        bound = next((b for prefix, b in cpu_compare.TARGETS.items() if case.startswith(prefix)), "")
+        lines.append(
+            f"| {case} | {median['baseline']:.3f} | {median['this']:.3f} | "
+            f"{median['this'] / median['baseline']:.2f} | {bound} |"
+        )
+    return lines
+
+
 def report(
     rows: list[Row],
     floor: Row,
@@ -167,6 +201,7 @@ def report(
     facts: dict[str, str],
     commands: list[str],
     placeholders: dict[str, str],
+    cpu: CpuComparison | None,
 ) -> str:
     def shown(text: str) -> str:
         for path, name in sorted(placeholders.items(), key=lambda item: -len(item[0])):
@@ -202,6 +237,8 @@ def report(
             f"| {row.name} | {row.files or ''} | {row.result} | {ms(row.timing.median)} | "
             f"{ms(row.timing.best)} | {row.timing.median / base:.1f} | {per_file} |"
         )
+    if cpu is not None:
+        lines += cpu_section(cpu)
     variants = len(plan)
     lines += [
         "",
@@ -292,6 +329,8 @@ def main() -> None:
         default=REPO.parent / "shared" / "corpus" / "verl-examples",
         help="real verl run scripts (skipped, with a note, when the directory does not exist)",
     )
+    parser.add_argument("--baseline", help="a git revision to compare HEAD's CPU time with (bench/cpu_compare.py)")
+    parser.add_argument("--cpu-runs", type=int, default=5, help="runs per case and revision of the CPU comparison")
     args = parser.parse_args()
     started = time.perf_counter()
     load_before = os.getloadavg()
@@ -373,6 +412,12 @@ def main() -> None:
                 ],
                 files=1,
             )
+        cpu = None
+        if args.baseline:
+            baseline_python = cpu_compare.install(args.baseline, tmp / "baseline")
+            medians = cpu_compare.compare(baseline_python, Path(python), args.corpus, args.cpu_runs)
+            cpu = CpuComparison(args.baseline, args.cpu_runs, medians)
+            setup.append(f"python $REPO/bench/cpu_compare.py --baseline {args.baseline} --runs {args.cpu_runs}")
         bench.add("`python -c 'import hydra'`", [python, "-c", "import hydra"])
         compose = bench.add(
             f"Hydra import + compose of verl's config ({len(plan)} variants)",
@@ -401,7 +446,7 @@ def main() -> None:
             str(args.corpus): "$CORPUS",
             sys.executable: "python",
         }
-        text = report(bench.rows, floor, lint_shipped, compose, plan, facts, setup, placeholders)
+        text = report(bench.rows, floor, lint_shipped, compose, plan, facts, setup, placeholders, cpu)
     write_atomically(RESULTS, text)
     print(f"wrote {RESULTS.relative_to(REPO)} in {time.perf_counter() - started:.0f} s")
 
