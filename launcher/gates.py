@@ -348,9 +348,13 @@ def judged(verdicts: Iterable[Verdict], run_status: str | None) -> tuple[Verdict
 
 def unmet(verdicts_json: Mapping[str, dict]) -> list[str]:
     """The names of the gates that hold against the run, from `gates_json`'s form (summary.json's `gates`): those
-    that did not pass, except one this machine could not judge (`needs` a package): its verdict says so, but
-    the run is no worse for it."""
-    return [name for name, verdict in verdicts_json.items() if not verdict["passed"] and not verdict.get("needs")]
+    that did not pass, except one not judged (a run cut short, `judged`) or one this machine could not judge
+    (`needs` a package): its verdict says so, but the run is no worse for it."""
+    return [
+        name
+        for name, verdict in verdicts_json.items()
+        if not verdict["passed"] and verdict.get("status") != NOT_JUDGED and not verdict.get("needs")
+    ]
 
 
 def gate_exit_code(exit_code: int, verdicts: Iterable[Verdict], fail_on_gates: bool) -> int:

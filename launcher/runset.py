@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from . import executors
-from .gates import unmet
+from .gates import NOT_JUDGED, unmet
 from .metrics import (
     READ_CHUNK,
     STEP_NEEDLE,
@@ -135,7 +135,7 @@ class Run:
     @property
     def verdict(self) -> str:
         """The gates in a word: `passed 2/2`, `failed 1/2` (gates that hold against the run: `gates.unmet`),
-        `not judged` (no verdicts recorded yet), `-` (the run has no gates)."""
+        `not judged` (no verdicts recorded yet, or a run cut short before its gates were decided), `-` (the run has no gates)."""
         if not self.plan.get("gates"):
             return "-"
         if not self.gates:
@@ -143,6 +143,8 @@ class Run:
         failed = unmet(self.gates)
         if failed:
             return f"failed {len(failed)}/{len(self.gates)}"
+        if any(v.get("status") == NOT_JUDGED for v in self.gates.values()):
+            return NOT_JUDGED
         return f"passed {sum(v.get('passed') is True for v in self.gates.values())}/{len(self.gates)}"
 
     def table(self, metrics: Iterable[str]) -> MetricTable:

@@ -275,6 +275,9 @@ def test_a_resumed_run_is_overlaid_as_its_whole_curve(tmp_path):
     # the resumed run keeps the name: each is shown by its directory's
     assert f"| {parent.name} | `{parent}` | failed | 1-3 |" in text
     assert f"| {child.name} | `{child}` | succeeded | 1-6 |" in text
+    # the crash cut the parent's gate short: undecided there, not failed; decided over the whole curve
+    by_dir = {Path(run["run_dir"]): run for run in ls_json(tmp_path / "runs")}
+    assert (by_dir[parent]["verdict"], by_dir[child]["verdict"]) == ("not judged", "passed 1/1")
     compared = json.loads(sapo_launch("compare", parent, child, "--format", "json").stdout)
     assert compared["metrics"]["perf/throughput"] == [{"step": 3, "value": 103.0}, {"step": 6, "value": 106.0}]
 
