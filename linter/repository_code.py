@@ -94,9 +94,10 @@ def repository_code(root: Path, package_dir: Path | None) -> RepositoryCode:
 
 
 def repository_root(file: str, verl: VerlChoice) -> Path | None:
-    """The repository whose code runs with `file`'s trainer: the one holding its verl source tree, else the git
-    repository the file is in; None for a file in no repository (its directories up to the home directory are no
-    project: they are never read)."""
+    """The repository whose code runs with `file`'s trainer: the git repository holding its verl source tree, else
+    the directory holding that tree (a repository unpacked without `.git`: the directories above it are no
+    project's), else the git repository the file is in; None for a file in no repository (its directories up to
+    the home directory are no project: they are never read)."""
     start = Path(verl.package_dir).parent if verl.source == SOURCE_TREE and verl.package_dir else None
     top = repository_dirs(start or Path(os.path.abspath(file)).parent)[-1]
-    return top if start is not None or (top / ".git").exists() else None
+    return top if (top / ".git").exists() else start

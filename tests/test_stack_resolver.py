@@ -264,6 +264,21 @@ def test_a_key_the_repository_s_own_code_reads_is_not_called_unread(tmp_path):
     assert "or in this repository" not in " ".join(m for c, m in codes(alone, "run.sh") if c == "SL003")
 
 
+def test_the_code_above_a_repository_unpacked_without_git_is_no_part_of_it(tmp_path):
+    """A repository unpacked from an archive (no `.git`) with its verl tree: its code is the directory holding the
+    tree, never the directories above it (up to `/`): a trainer there reading `trainer.my_knob` makes nothing of
+    `+trainer.my_knob`, and what the repository's own code reads still counts."""
+    project = tmp_path / "project"
+    tiny_verl(project)
+    (tmp_path / "elsewhere.py").write_text("def fit(self):\n    return self.config.trainer.my_knob\n")
+    (project / "my_trainer.py").write_text("def fit(self):\n    return self.config.trainer.my_count\n")
+    (project / "run.sh").write_text(
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo +trainer.my_knob=2 +trainer.my_count=3\n"
+    )
+    found = report("run.sh", cwd=project, cache=tmp_path / "cache")
+    assert [m.split("`")[1] for c, m in codes(found, "run.sh") if c == "SL003"] == ["trainer.my_knob"]
+
+
 @pytest.mark.parametrize(
     "read",
     [
