@@ -10,18 +10,22 @@ wall time. Cases: one verl example script (the 30B-A3B Megatron one), every run 
 recipe, and the hostile directory (tests/hostile_corpus.py); all without shellcheck but the hostile directory (`--case`
 picks some by the start of their names: a revision before the third hardening round takes over 20 minutes and 10 GB on
 the hostile directory). Targets (issue 32): one script <= 150 ms, the verl example scripts <= 1.5 s, a recipe <= 100 ms.
+With `--instructions`, each case but the hostile directory also runs once per revision under valgrind's callgrind,
+which counts the instructions executed exactly: a figure that, unlike CPU time, a busy shared machine cannot change.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -55,6 +59,13 @@ def cpu_of(argv: list[str], cwd: Path, env: dict) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def instructions_of(argv: list[str], cwd: Path, env: dict) -> int:
+    """The instructions the process, and the workers it forks, execute (valgrind's callgrind: one count each)."""
+    valgrind = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    done = subprocess.run([*valgrind, *argv], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return sum(int(n) for n in re.findall(rb"Collected : (\d+)", done.stderr))
+
+
 def cases(corpus: Path, hostile: Path, wanted: list[str] = ()) -> dict[str, tuple[list[str], Path]]:
     """Case name -> (sapo-lint's arguments, the directory it runs in): those whose names start with one of `wanted`
     (all when none). `hostile`: where `tests.hostile_corpus.generate` wrote the hostile directory."""
@@ -69,23 +80,57 @@ def cases(corpus: Path, hostile: Path, wanted: list[str] = ()) -> dict[str, tupl
     return {k: v for k, v in found.items() if not wanted or any(k.startswith(c) for c in wanted)}
 
 
+class Figures(NamedTuple):
+    """One case's medians: revision name -> CPU seconds, and revision name -> instructions (empty when not counted)."""
+
+    cpu: dict[str, float]
+    instructions: dict[str, int]
+
+
 def measure(
-    pythons: dict[str, Path], chosen: dict[str, tuple[list[str], Path]], runs: int, scratch: Path
-) -> dict[str, dict[str, float]]:
-    """Case -> revision name -> the median CPU seconds of `runs` fresh `sapo-lint` processes of that revision's
-    python, the revisions interleaved, each run with an empty cache."""
+    pythons: dict[str, Path],
+    chosen: dict[str, tuple[list[str], Path]],
+    runs: int,
+    scratch: Path,
+    instructions: bool = False,
+) -> dict[str, Figures]:
+    """Case -> its figures: the median CPU seconds of `runs` fresh `sapo-lint` processes of each revision's python,
+    the revisions interleaved, each run with an empty cache; with `instructions`, the instructions of one more run
+    under callgrind (not of the hostile directory, which would take it hours)."""
     results: dict[tuple[str, str], list[float]] = {}
+    counted: dict[tuple[str, str], int] = {}
+
+    def lint(name: str, python: Path, case: str, run: str, measured) -> float | int:
+        lint_args, cwd = chosen[case]
+        cache = scratch / f"cache-{name}-{run}"  # empty for every run: nothing carried over
+        env = {**os.environ, "SAPO_LINT_CACHE_DIR": str(cache), TOKEN_VARIABLE: SECRET}
+        return measured([str(python), "-m", "sapo_toolkit.linter", *lint_args], cwd, env)
+
     for run in range(runs):
-        for case, (lint_args, cwd) in chosen.items():
+        for case in chosen:
             for name, python in pythons.items():
-                cache = scratch / f"cache-{name}-{run}"  # empty for every run: nothing carried over
-                env = {**os.environ, "SAPO_LINT_CACHE_DIR": str(cache), TOKEN_VARIABLE: SECRET}
-                argv = [str(python), "-m", "sapo_toolkit.linter", *lint_args]
-                results.setdefault((case, name), []).append(cpu_of(argv, cwd, env))
-    return {case: {name: statistics.median(results[case, name]) for name in pythons} for case in chosen}
+                results.setdefault((case, name), []).append(lint(name, python, case, str(run), cpu_of))
+    for case in chosen if instructions else ():
+        if not case.startswith("hostile"):
+            for name, python in pythons.items():
+                counted[case, name] = lint(name, python, case, "counted", instructions_of)
+    return {
+        case: Figures(
+            {name: statistics.median(results[case, name]) for name in pythons},
+            {name: counted[case, name] for name in pythons if (case, name) in counted},
+        )
+        for case in chosen
+    }
 
 
-def compare(baseline_python: Path, this_python: Path, corpus: Path, runs: int, wanted: list[str] = ()):
+def compare(
+    baseline_python: Path,
+    this_python: Path,
+    corpus: Path,
+    runs: int,
+    wanted: list[str] = (),
+    instructions: bool = False,
+) -> dict[str, Figures]:
     """`measure` of the baseline's and this revision's pythons over `cases`, in a scratch directory holding the
     hostile directory and the caches."""
     with tempfile.TemporaryDirectory() as scratch:
@@ -94,9 +139,8 @@ def compare(baseline_python: Path, this_python: Path, corpus: Path, runs: int, w
         hostile.mkdir()
         generate(hostile)
         try:
-            return measure(
-                {"baseline": baseline_python, "this": this_python}, cases(corpus, hostile, wanted), runs, scratch
-            )
+            pythons = {"baseline": baseline_python, "this": this_python}
+            return measure(pythons, cases(corpus, hostile, wanted), runs, scratch, instructions)
         finally:
             remove_chain(hostile, DEEP)
 
@@ -107,17 +151,22 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--case", action="append", default=[], help="only the cases whose names start so")
+    parser.add_argument("--instructions", action="store_true", help="count instructions too (valgrind)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
         # HEAD is installed as the baseline is (compiled on install): an editable checkout under
         # PYTHONDONTWRITEBYTECODE compiles every module on every run, 0.2 s of a one-file lint.
         baseline, this = install(args.baseline, scratch / "baseline"), install("HEAD", scratch / "this")
-        medians = compare(baseline, this, args.corpus, args.runs, args.case)
-    print(f"CPU seconds, median of {args.runs} (baseline {args.baseline} / HEAD)")
-    for case, median in medians.items():
-        base, this = median["baseline"], median["this"]
-        print(f"  {case}: {base:.2f} / {this:.2f}  (x{this / base:.2f})")
+        figures = compare(baseline, this, args.corpus, args.runs, args.case, args.instructions)
+    print(f"CPU seconds, median of {args.runs} (baseline {args.baseline} / HEAD), and instructions when counted")
+    for case, found in figures.items():
+        base, this = found.cpu["baseline"], found.cpu["this"]
+        line = f"  {case}: {base:.2f} / {this:.2f}  (x{this / base:.2f})"
+        if found.instructions:
+            base, this = found.instructions["baseline"], found.instructions["this"]
+            line += f"; {base / 1e6:,.0f} / {this / 1e6:,.0f} M instructions (x{this / base:.2f})"
+        print(line)
     return 0
 
 

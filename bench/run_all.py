@@ -2,7 +2,8 @@
 config over the same variants as the reference, with `--baseline REV` the CPU time of `bench/cpu_compare.py`'s cases
 at HEAD against that revision, and the machine, revision and commands behind them.
 
-    python bench/run_all.py [--runs 9] [--generated 1000] [--corpus DIR] [--baseline REV [--cpu-runs 5]]
+    python bench/run_all.py [--runs 9] [--generated 1000] [--corpus DIR]
+        [--baseline REV [--cpu-runs 5] [--instructions]]
 
 What is timed is the committed revision (HEAD, exported with `git archive`: work in progress in the checkout is
 not), installed with `pip install` (not editable, whose import finder would add to every start) into a throwaway
@@ -163,11 +164,12 @@ def ms(seconds: float) -> str:
 class CpuComparison(NamedTuple):
     baseline: str  # the revision, as given
     runs: int
-    medians: dict[str, dict[str, float]]  # `cpu_compare.measure`'s: case -> "baseline" | "this" -> CPU seconds
+    figures: dict[str, cpu_compare.Figures]  # `cpu_compare.measure`'s, by case
 
 
 def cpu_section(cpu: CpuComparison) -> list[str]:
-    """The CPU comparison's table: each case's median CPU seconds at the baseline and at HEAD, and their ratio."""
+    """The CPU comparison's table: each case's median CPU seconds at the baseline and at HEAD, their ratio, and where
+    they were counted, the instructions of each."""
     lines = [
         "",
         f"## CPU time against {cpu.baseline}",
@@ -176,19 +178,24 @@ def cpu_section(cpu: CpuComparison) -> list[str]:
             f"`bench/cpu_compare.py`'s cases: `{cpu.baseline}` installed beside HEAD the same way, each case run "
             f"{cpu.runs} times per revision as fresh processes, the revisions interleaved, each run with an empty "
             "cache; CPU time is the user plus system time of the process and its children (`getrusage`), which a "
-            "busy machine stretches less than wall time. Median seconds. Issue 32's bound for verl's 109 example "
-            "scripts is 1.5 s; the corpus here holds 45 of them."
+            "busy machine stretches less than wall time, though not by nothing. Median seconds. Instructions: one "
+            "more run of each under valgrind's callgrind, which counts them exactly (not of the hostile directory, "
+            "which would take hours there). Issue 32's bound for verl's 109 example scripts is 1.5 s; the corpus "
+            "here holds 45 of them."
         ),
         "",
-        "| case | baseline s | HEAD s | HEAD / baseline | bound |",
-        "|---|--:|--:|--:|---|",
+        "| case | baseline CPU s | HEAD CPU s | HEAD / baseline | baseline M instructions | HEAD M instructions "
+        "| HEAD / baseline | bound |",
+        "|---|--:|--:|--:|--:|--:|--:|---|",
     ]
-    for case, median in cpu.medians.items():
+    for case, found in cpu.figures.items():
         bound = next((b for prefix, b in cpu_compare.TARGETS.items() if case.startswith(prefix)), "")
-        lines.append(
-            f"| {case} | {median['baseline']:.3f} | {median['this']:.3f} | "
-            f"{median['this'] / median['baseline']:.2f} | {bound} |"
-        )
+        base, this = found.cpu["baseline"], found.cpu["this"]
+        counted = ["", "", ""]
+        if found.instructions:
+            base_count, this_count = found.instructions["baseline"], found.instructions["this"]
+            counted = [f"{base_count / 1e6:,.0f}", f"{this_count / 1e6:,.0f}", f"{this_count / base_count:.2f}"]
+        lines.append(f"| {case} | {base:.3f} | {this:.3f} | {this / base:.2f} | {' | '.join(counted)} | {bound} |")
     return lines
 
 
@@ -331,6 +338,9 @@ def main() -> None:
     )
     parser.add_argument("--baseline", help="a git revision to compare HEAD's CPU time with (bench/cpu_compare.py)")
     parser.add_argument("--cpu-runs", type=int, default=5, help="runs per case and revision of the CPU comparison")
+    parser.add_argument(
+        "--instructions", action="store_true", help="the CPU comparison counts instructions too (valgrind)"
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     load_before = os.getloadavg()
@@ -415,9 +425,12 @@ def main() -> None:
         cpu = None
         if args.baseline:
             baseline_python = cpu_compare.install(args.baseline, tmp / "baseline")
-            medians = cpu_compare.compare(baseline_python, Path(python), args.corpus, args.cpu_runs)
-            cpu = CpuComparison(args.baseline, args.cpu_runs, medians)
-            setup.append(f"python $REPO/bench/cpu_compare.py --baseline {args.baseline} --runs {args.cpu_runs}")
+            figures = cpu_compare.compare(
+                baseline_python, Path(python), args.corpus, args.cpu_runs, instructions=args.instructions
+            )
+            cpu = CpuComparison(args.baseline, args.cpu_runs, figures)
+            counts = " --instructions" if args.instructions else ""
+            setup.append(f"python $REPO/bench/cpu_compare.py --baseline {args.baseline} --runs {args.cpu_runs}{counts}")
         bench.add("`python -c 'import hydra'`", [python, "-c", "import hydra"])
         compose = bench.add(
             f"Hydra import + compose of verl's config ({len(plan)} variants)",
