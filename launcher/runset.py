@@ -135,7 +135,8 @@ class Run:
     @property
     def verdict(self) -> str:
         """The gates in a word: `passed 2/2`, `failed 1/2` (gates that hold against the run: `gates.unmet`),
-        `not judged` (no verdicts recorded yet, or a run cut short before its gates were decided), `-` (the run has no gates)."""
+        `not judged` (no verdicts recorded yet, or a run cut short before its gates were decided), `-` (the run has
+        no gates)."""
         if not self.plan.get("gates"):
             return "-"
         if not self.gates:
