@@ -278,6 +278,7 @@ def test_headers_reach_every_request_of_a_run_and_are_never_recorded(tmp_path, a
     assert auth_proxy.paths(allowed=False) == ["GET /api/version"]
 
 
+@pytest.mark.slow  # ~40 s on the Ray head; the default command's headers test follows a run through it
 def test_a_detached_run_is_stopped_and_reported_with_its_headers(tmp_path, auth_proxy):
     recipe = stand_in(tmp_path, {"FAKE_STEPS": 300, "FAKE_SLEEP": 0.2}, overrides=ON_RAY, name="dash")
     runs = tmp_path / "runs"
