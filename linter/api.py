@@ -237,16 +237,19 @@ def _lint_commands(loaded: Loaded, rules) -> tuple[int, list[NoSnapshot], list[D
     checked = [c for c in loaded.commands if snapshots[c.config_path, c.config_name] is not None]
     suggestions = Suggestions()  # the file's variants share its did-you-mean suggestions
     # A variant whose command is another's but for its label, and whose label names the same device (all that a rule
-    # reads of it: `core.device.variant_device`), has that one's findings, under its own label: linted once.
-    linted: dict[tuple, list[Diagnostic]] = {}
+    # reads of it: `core.device.variant_device`), has that one's findings, under its own label: linted once. Commands
+    # are compared whole only where what is quick to compare agrees (hashing every override took longer than the
+    # variants it spared on the shipped recipes).
+    linted: dict[tuple, list[tuple[Command, list[Diagnostic]]]] = {}
     per_variant = []
     for c in checked:
-        same = (c._replace(variant=None), variant_device(c.variant))
-        if same not in linted:
-            linted[same] = without_superseded(
-                lint_command(c, snapshots[c.config_path, c.config_name], rules, suggestions)
-            )
-        per_variant.append([d.with_variant(c.variant) for d in linted[same]])
+        unlabelled = c._replace(variant=None)
+        alike = linted.setdefault((variant_device(c.variant), c.accelerator, len(c.overrides)), [])
+        found = next((findings for other, findings in alike if other == unlabelled), None)
+        if found is None:
+            found = without_superseded(lint_command(c, snapshots[c.config_path, c.config_name], rules, suggestions))
+            alike.append((unlabelled, found))
+        per_variant.append([d.with_variant(c.variant) for d in found])
     return len(checked), unchecked, collapse_variants(per_variant, [c.variant for c in checked])
 
 
