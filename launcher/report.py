@@ -301,10 +301,7 @@ def markdown(run: RunData, verdicts: tuple[Verdict, ...], images: list[tuple[str
                 f"{number_text(min(finite))} | {number_text(sum(finite) / len(finite))} | {number_text(max(finite))} |"
             )
         lines.append("")
-    for title, name in images:
-        lines += [f"## {title}", "", f"![{title.replace('`', '')}]({name})", ""]
-    if not run.table.steps():
-        lines += ["No metric lines or file-logger records yet.", ""]
+    lines += _plot_sections(images, bool(run.table.steps()))
     return "\n".join(lines)
 
 
@@ -419,11 +416,18 @@ def overlay_markdown(runs: list[Overlaid], images: list[tuple[str, str]], title:
             f"{f'{steps[0]}-{steps[-1]}' if steps else '-'} | {_cell(run.verdict)} |"
         )
     lines.append("")
+    lines += _plot_sections(images, any(o.table.steps() for o in runs))
+    return "\n".join(lines)
+
+
+def _plot_sections(images: list[tuple[str, str]], any_steps: bool) -> list[str]:
+    """A report's plots, a section each (`images`: title and file name), and a line when there were no readings."""
+    lines = []
     for title, name in images:
         lines += [f"## {title}", "", f"![{title.replace('`', '')}]({name})", ""]
-    if not any(o.table.steps() for o in runs):
+    if not any_steps:
         lines += ["No metric lines or file-logger records yet.", ""]
-    return "\n".join(lines)
+    return lines
 
 
 def _plots_unavailable() -> str | None:
