@@ -7,10 +7,10 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import api
 from .core.budget import FILE_WORK_UNITS, OutOfBudget, work_budget
@@ -23,6 +23,9 @@ from .settings import Settings, SettingsFinder
 from .sources.files import TextFile, UnreadableFile, is_regular_file
 from .sources.options import ReadOptions
 from .stack import ResolvedStack
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 SKIP_DIRS = {
     ".git",
@@ -279,59 +282,112 @@ def _raised_where(exc: Exception) -> str:
 # cores (median of 7, copies of verl's run scripts / shipped recipes): 32 scripts 388 -> 283 ms, 300 scripts
 # 2,156 -> 1,215 ms; 32 recipes 216 -> 195 ms, 300 recipes 1,187 -> 692 ms; at 16 recipes forking gains nothing.
 FILES_PER_WORKER = 16
-_forked_job: Callable[[Path], FileOutcome] | None = None  # what a forked worker runs: set in the worker only
 
 
 @contextmanager
 def _outcomes(files: list[Path], lint_file: Callable[[Path], FileOutcome]) -> Iterator[Iterator[FileOutcome]]:
-    """Each file's outcome, in file order: here, or in forked workers for a long run. Workers are forked (Linux
-    only), so they start with everything already loaded and run the very same `lint_file`; they ignore Ctrl-C, which
-    reaches the main process, and are stopped however the run ends. The first file of a long run is linted here
-    before the fork: what it loads on first use (the rule modules, the verl snapshots) is then loaded once, not once
-    per worker (45 of verl's run scripts on 2 cores: 2.65 -> 2.10 s of CPU, median of 5)."""
+    """Each file's outcome, in file order: here, or in forked workers for a long run (Linux only). The first file of
+    a long run is linted here before the fork: what it loads on first use (the rule modules, the verl snapshots) is
+    then loaded once, not once per worker (45 of verl's run scripts on 2 cores: 2.65 -> 2.10 s of CPU, median of 5).
+    However the run ends (done, Ctrl-C, an error), the workers are killed and reaped before this returns."""
     workers = min(_cores(), len(files) // FILES_PER_WORKER) if sys.platform == "linux" else 1
     if workers <= 1:
         yield map(lint_file, files)
         return
-    pools = []  # the pool, once the first file is linted
-
-    def outcomes() -> Iterator[FileOutcome]:
-        yield lint_file(files[0])
-        pool = _fork_workers(workers, lint_file)
-        if pool is None:
-            yield from map(lint_file, files[1:])
-            return
-        pools.append(pool)
-        yield from pool.imap(_lint_forked, files[1:], chunksize=max(1, len(files) // (workers * 8)))
-
+    forked: list[_Worker] = []
     try:
-        yield outcomes()
+        yield _forked_outcomes(files, lint_file, workers, forked)
     finally:
-        for pool in pools:
-            pool.terminate()
-            pool.join()
+        for worker in forked:
+            worker.stop()
 
 
-def _fork_workers(workers: int, lint_file: Callable[[Path], FileOutcome]):
-    """A pool of forked workers that run `lint_file`, or None where the system cannot make one (no POSIX
-    semaphores in some sandboxes): the run is then linted here."""
-    import multiprocessing
+def _forked_outcomes(
+    files: list[Path], lint_file: Callable[[Path], FileOutcome], workers: int, forked: list[_Worker]
+) -> Iterator[FileOutcome]:
+    """The outcomes of `files` in order, the first linted here, the rest in batches by up to `workers` forked
+    workers (each sent the next batch as it returns one). A worker that dies (killed, out of memory) has its batch
+    linted here, so the answer is the one a run in one process gives; so is a run where fork fails."""
+    from multiprocessing.connection import wait
 
-    try:
-        # A forked worker inherits its initializer's arguments unpickled: each gets this very `lint_file`.
-        return multiprocessing.get_context("fork").Pool(workers, initializer=_start_worker, initargs=(lint_file,))
-    except OSError:
-        return None
+    yield lint_file(files[0])
+    size = max(1, len(files) // (workers * 8))
+    batches = [range(start, min(start + size, len(files))) for start in range(1, len(files), size)]
+    for _ in range(min(workers, len(batches))):
+        try:
+            forked.append(_Worker.fork(files, batches, lint_file, forked))
+        except OSError:  # no more processes: the workers there are, or this one, lint the run
+            break
+    done: dict[int, list[FileOutcome]] = {}
+    queued = iter(range(len(batches)))
+    busy = {}  # a worker's connection -> (the worker, the batch it lints)
+    for worker in forked:
+        batch = next(queued, None)
+        if batch is not None:
+            worker.send(batch)
+            busy[worker.results] = (worker, batch)
+    for wanted in range(len(batches)):
+        while wanted not in done:
+            if not busy:  # no worker left (none forked, or all died): the rest is linted here
+                batch = next(queued, wanted)
+                done[batch] = [lint_file(files[i]) for i in batches[batch]]
+                continue
+            for results in wait(list(busy)):
+                worker, batch = busy.pop(results)
+                try:
+                    done[batch] = results.recv()
+                except (EOFError, OSError):  # the worker died: its batch is linted here
+                    worker.stop()
+                    forked.remove(worker)
+                    done[batch] = [lint_file(files[i]) for i in batches[batch]]
+                    continue
+                following = next(queued, None)
+                if following is not None:
+                    worker.send(following)
+                    busy[results] = (worker, following)
+        yield from done.pop(wanted)
 
 
-def _start_worker(lint_file: Callable[[Path], FileOutcome]) -> None:
-    global _forked_job
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the main process, which stops the pool
-    _forked_job = lint_file
+class _Worker(NamedTuple):
+    """A forked worker process and this side's ends of its two pipes. Not multiprocessing.Pool: its teardown waits on
+    a lock shared with its workers, which an idle worker holds while it waits for a task; a Ctrl-C on a busy machine
+    hung there (CPython's Pool.terminate). Here nothing is shared but the pipes, and a worker is killed."""
 
+    pid: int
+    tasks: Connection  # batch numbers to the worker
+    results: Connection  # each batch's outcomes back
 
-def _lint_forked(path: Path) -> FileOutcome:
-    return _forked_job(path)
+    @classmethod
+    def fork(cls, files, batches, lint_file, forked: list[_Worker]) -> _Worker:
+        from multiprocessing import Pipe
+
+        tasks_read, tasks = Pipe(duplex=False)
+        results, results_write = Pipe(duplex=False)
+        pid = os.fork()
+        if pid == 0:  # the worker: it never returns to the caller, and ends when its task pipe closes
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the main process, which stops workers
+                for connection in (tasks, results, *(c for w in forked for c in (w.tasks, w.results))):
+                    connection.close()  # else this worker would keep another's pipe open
+                while True:
+                    batch = tasks_read.recv()
+                    results_write.send([lint_file(files[i]) for i in batches[batch]])
+            finally:
+                os._exit(0)
+        tasks_read.close()
+        results_write.close()
+        return cls(pid, tasks, results)
+
+    def send(self, batch: int) -> None:
+        self.tasks.send(batch)
+
+    def stop(self) -> None:
+        with suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        with suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+        self.tasks.close()
+        self.results.close()
 
 
 def _cores() -> int:

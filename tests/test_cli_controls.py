@@ -12,6 +12,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -152,20 +154,33 @@ def test_stdin_is_linted_as_the_named_file(tmp_path):
 def run_on_a_terminal(args, env, cwd=None):
     """Run with stdout on a pseudo-terminal; its output as read from the terminal."""
     leader, follower = pty.openpty()
-    proc = subprocess.Popen(command(*args), stdout=follower, stderr=subprocess.PIPE, cwd=cwd, env=env)
+    proc = subprocess.Popen(
+        command(*args), stdout=follower, stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True
+    )
     os.close(follower)
     try:
-        out = b"".join(terminal_chunks(leader))
+        out = b"".join(terminal_chunks(leader, proc))
         proc.wait(timeout=60)
     finally:
         os.close(leader)
     return out.decode()
 
 
-def terminal_chunks(leader: int):
-    """What the process on the other side of a pseudo-terminal writes, chunk by chunk, until it closes it (or is
-    silent for 60 s)."""
-    while select.select([leader], [], [], 60)[0]:
+# A process on a terminal still running this long after it started is hung (a run here takes seconds, minutes on a
+# busy machine): it is killed with its workers and the test fails, rather than the test run waiting for ever.
+HUNG_AFTER_S = 300
+
+
+def terminal_chunks(leader: int, proc: subprocess.Popen):
+    """What `proc`, on the other side of a pseudo-terminal, writes, chunk by chunk, until it closes it. A process
+    silent for 60 s, or still writing after HUNG_AFTER_S (a progress bar redrawn by a hung run), fails the test."""
+    hung_at = time.monotonic() + HUNG_AFTER_S
+    while True:
+        left = hung_at - time.monotonic()
+        if left <= 0 or not select.select([leader], [], [], min(60, left))[0]:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            pytest.fail(f"hung: still running after {HUNG_AFTER_S} s, or silent for 60 s; killed")
         try:
             chunk = os.read(leader, 65536)
         except OSError:  # EIO: the child closed the terminal
@@ -204,11 +219,11 @@ def stderr_on_a_terminal(argv, on_output=lambda proc, shown: None) -> tuple[subp
     """Run `argv` with stderr on a pseudo-terminal, calling `on_output(proc, what it showed so far)` as output comes
     (escape sequences removed); the ended process and all it showed."""
     leader, follower = pty.openpty()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=follower)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=follower, start_new_session=True)
     os.close(follower)
     seen, shown = b"", ""
     try:
-        for chunk in terminal_chunks(leader):
+        for chunk in terminal_chunks(leader, proc):
             seen += chunk
             shown = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", seen).decode(errors="replace")
             on_output(proc, shown)
@@ -423,9 +438,7 @@ def test_a_long_run_lints_in_forked_workers_with_the_same_result(tmp_path, monke
     assert sequential[1] > 50 and sequential[2] == 1 and sequential[3] == 1
 
 
-def test_without_semaphores_a_long_run_is_linted_in_one_process(tmp_path, monkeypatch):
-    import multiprocessing
-
+def test_where_fork_fails_a_long_run_is_linted_in_one_process(tmp_path, monkeypatch):
     from sapo_toolkit.linter import lint
     from sapo_toolkit.linter.settings import SettingsFinder
 
@@ -433,12 +446,64 @@ def test_without_semaphores_a_long_run_is_linted_in_one_process(tmp_path, monkey
         write(tmp_path / f"r{i}.yaml", f"{UNKNOWN_KEY}  trainer.total_epochs: {i + 1}\n")
     sequential = lint.lint_paths([tmp_path], SettingsFinder(), []).diagnostics
 
-    class NoSemaphores:
-        def Pool(self, *args, **kwargs):  # noqa: N802 - multiprocessing's name
-            raise OSError(38, "Function not implemented")
+    def no_more_processes():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
 
-    monkeypatch.setattr(multiprocessing, "get_context", lambda method: NoSemaphores())
+    monkeypatch.setattr(os, "fork", no_more_processes)
     monkeypatch.setattr(lint, "FILES_PER_WORKER", 1)
     monkeypatch.setattr(lint, "_cores", lambda: 2)
     assert lint.lint_paths([tmp_path], SettingsFinder(), []).diagnostics == sequential
     assert len(sequential) == 4
+
+
+def fake_files(count):
+    return [Path(f"f{i:03}") for i in range(count)]
+
+
+def test_a_worker_that_dies_has_its_files_linted_here(monkeypatch):
+    """A worker killed mid-run (out of memory, a signal) loses nothing: its batch is linted by the main process and
+    every outcome comes back, in order."""
+    from sapo_toolkit.linter import lint
+
+    main = os.getpid()
+
+    def lint_file(path):
+        if path.name == "f005" and os.getpid() != main:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return path.name, os.getpid() == main
+
+    monkeypatch.setattr(lint, "_cores", lambda: 2)
+    files = fake_files(2 * lint.FILES_PER_WORKER + 7)
+    with lint._outcomes(files, lint_file) as outcomes:
+        got = list(outcomes)
+    assert [name for name, _ in got] == [f.name for f in files]
+    assert dict(got)["f005"] is True  # linted here
+    assert not all(here for _, here in got)  # the others in workers
+
+
+def test_an_interrupted_long_run_kills_its_workers_at_once(tmp_path, monkeypatch):
+    """Ctrl-C while a worker is busy for an hour: the run ends at once and leaves no process behind
+    (multiprocessing.Pool's teardown once hung here, on a lock its idle worker held)."""
+    from sapo_toolkit.linter import lint
+
+    files = fake_files(2 * lint.FILES_PER_WORKER + 1)
+    main = os.getpid()
+    pids = tmp_path / "pids"
+
+    def lint_file(path):
+        with open(pids, "a", encoding="utf-8") as out:
+            out.write(f"{os.getpid()}\n")
+        if path == files[-1]:
+            os.kill(main, signal.SIGINT)  # Ctrl-C, once this worker is busy
+            time.sleep(3600)
+        return path
+
+    monkeypatch.setattr(lint, "_cores", lambda: 2)
+    with pytest.raises(KeyboardInterrupt), lint._outcomes(files, lint_file) as outcomes:
+        list(outcomes)
+    workers = {int(pid) for pid in pids.read_text().split()} - {main}
+    assert workers and not workers & set(child_pids())
+
+
+def child_pids():
+    return [int(p) for p in Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()]
